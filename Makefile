@@ -1,0 +1,119 @@
+# standin — top-level build. `make` builds build/standin and the shims;
+# `make check` installs missing packages, builds and runs every test.
+PREFIX ?= /usr/local
+CC ?= gcc
+VERSION := 0.1.0
+B := build
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(WARN) -fPIC -fvisibility=hidden -pthread \
+	-D_GNU_SOURCE -DSTANDIN_VERSION=\"$(VERSION)\" -I. -Itraces -Iinterpose -Iinterfaces \
+	-I$(B)/gen $(CFLAGS)
+LDLIBS_BASE := -lz -ldl -pthread -lm
+
+# ---- libraries (plain, no preload knowledge) -----------------------------
+TRACE_SRC := $(wildcard traces/*.c)
+INTERPOSE_SRC := $(wildcard interpose/*.c)
+IFACE_SRC := $(wildcard interfaces/*.c)
+RECORD_SRC := $(wildcard record/*.c)
+REPLAY_SRC := $(wildcard replay/*.c)
+CLI_SRC := $(wildcard cli/*.c)
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+
+TRACE_LIB := $(B)/libsttrace.a
+INTERPOSE_LIB := $(B)/libstinterpose.a
+IFACE_LIB := $(B)/libstiface.a
+RECORD_SO := $(B)/lib/standin/libstandin-record.so
+REPLAY_SO := $(B)/lib/standin/libstandin-replay.so
+STANDIN := $(B)/standin
+
+.PHONY: all deps check unit e2e demo bench install clean format
+all: $(STANDIN) $(RECORD_SO) $(if $(REPLAY_SRC),$(REPLAY_SO))
+
+deps:
+	@./scripts/deps.sh
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(TRACE_LIB): $(call obj,$(TRACE_SRC))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(INTERPOSE_LIB): $(call obj,$(INTERPOSE_SRC))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(IFACE_LIB): $(call obj,$(IFACE_SRC))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+
+# Preload shims: export only the hooks, resolve everything at link time.
+SHIM_LDFLAGS := -shared -Wl,--no-undefined -Wl,-z,now -Wl,--exclude-libs,ALL
+$(RECORD_SO): $(call obj,$(RECORD_SRC)) $(INTERPOSE_LIB) $(TRACE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_LDFLAGS) -o $@ $^ -lunwind $(LDLIBS_BASE)
+$(REPLAY_SO): $(call obj,$(REPLAY_SRC)) $(INTERPOSE_LIB) $(IFACE_LIB) $(TRACE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_LDFLAGS) -o $@ $^ $(LDLIBS_BASE)
+
+$(STANDIN): $(call obj,$(CLI_SRC)) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB)
+	$(CC) -o $@ $^ $(LDLIBS_BASE)
+
+# ---- generated protobuf-c code for tests and workloads -------------------
+PROTOS := $(wildcard tests/proto/*.proto workloads/*/*.proto)
+GEN_C := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(notdir $(PROTOS)))
+vpath %.proto tests/proto $(wildcard workloads/*)
+$(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: %.proto
+	@mkdir -p $(B)/gen
+	protoc-c --proto_path=$(dir $<) --c_out=$(B)/gen $<
+$(B)/obj/gen/%.o: $(B)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# ---- tests ---------------------------------------------------------------
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+GEN_OBJ := $(patsubst $(B)/gen/%.c,$(B)/obj/gen/%.o,$(GEN_C))
+$(UNIT_BIN): $(B)/tests/%: tests/unit/%.c $(GEN_OBJ) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB) | $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $$(pkg-config --cflags --libs check) -lprotobuf-c $(LDLIBS_BASE)
+
+# End-to-end programs: tests/e2e/progs/NAME.c, linked with generated code.
+PROG_SRC := $(wildcard tests/e2e/progs/*.c) $(wildcard workloads/*/*.c)
+PROG_BIN := $(patsubst %.c,$(B)/progs/%,$(notdir $(PROG_SRC)))
+vpath %.c tests/e2e/progs $(wildcard workloads/*)
+$(PROG_BIN): $(B)/progs/%: %.c $(GEN_OBJ) | $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
+
+$(call obj,$(TRACE_SRC) $(INTERPOSE_SRC) $(IFACE_SRC) $(RECORD_SRC) $(REPLAY_SRC) $(CLI_SRC)): | $(GEN_C)
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes $$t; done
+
+e2e: all $(PROG_BIN)
+	@B=$(B) tests/e2e/run.sh
+
+check: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(PROG_BIN)
+	@$(MAKE) --no-print-directory unit e2e
+
+demo: deps
+	@$(MAKE) --no-print-directory all $(PROG_BIN)
+	@B=$(B) ./scripts/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(PROG_BIN)
+	@B=$(B) ./bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/standin
+	install -m 755 $(STANDIN) $(DESTDIR)$(PREFIX)/bin/standin
+	install -m 644 $(B)/lib/standin/*.so $(DESTDIR)$(PREFIX)/lib/standin/
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,111 @@
+/* pb_walk.h — protobuf-c message trees: features, fingerprints, relocatable
+ * images and schemas.
+ *
+ * Everything here works on the in-memory structures declared in
+ * <protobuf-c/protobuf-c.h> (descriptors and messages) and never calls a
+ * libprotobuf-c function: this code runs inside preloaded shims that
+ * intercept those functions. Nothing here allocates on the hot path except
+ * where stated, prints, or exits. */
+#ifndef STANDIN_PB_WALK_H
+#define STANDIN_PB_WALK_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+  PBW_OK = 0,
+  PBW_E_NOMEM = 1,       /* allocation failed */
+  PBW_E_UNSUPPORTED = 2, /* tree holds a pointer that cannot be captured */
+  PBW_E_BADIMAGE = 3,    /* image damaged: bad magic, size, offset or fix-up */
+  PBW_E_SCHEMA = 4,      /* image does not fit the descriptor it is asked for */
+  PBW_E_DEPTH = 5,       /* nesting deeper than PBW_MAX_DEPTH */
+  PBW_E_BADSCHEMA = 6,   /* schema bytes damaged */
+  PBW_E_BADDATA = 7      /* encoded message does not parse against the schema */
+};
+
+#define PBW_MAX_DEPTH 100
+
+const char *pbw_strerror(int err);
+
+/* Statistics of one message tree (st_call feature slots ST_PBF_*). */
+typedef struct {
+  uint64_t fields;    /* fields present, all levels */
+  uint64_t submsgs;   /* sub-messages, all levels, root excluded */
+  uint64_t max_depth; /* root alone = 1 */
+  uint64_t repeated;  /* elements of repeated fields, all levels */
+  uint64_t var_bytes; /* bytes of string and bytes fields, all levels */
+} pbw_stats;
+
+/* Structural fingerprint of a message tree, as used for pack requests: a
+ * 128-bit hash over the type's full name, every present field (number,
+ * value; strings and bytes by content), presence, oneof cases, repeated
+ * counts and unknown fields, recursively. Two trees that pack to different
+ * bytes get different fingerprints; equal trees get equal ones in any
+ * process. Fills *st when st is not NULL. Returns PBW_E_DEPTH for trees
+ * deeper than PBW_MAX_DEPTH (fp is then unusable). Does not allocate. */
+int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *st);
+
+/* Fingerprint of an unpack request: hash of the type's full name and the
+ * encoded bytes. */
+void pbw_fingerprint_bytes(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
+                           uint8_t fp[16]);
+
+/* Statistics of a tree without hashing. */
+int pbw_tree_stats(const ProtobufCMessage *m, pbw_stats *st);
+
+/* ---- Relocatable images -------------------------------------------------
+ *
+ * An image is everything protobuf_c_message_unpack allocated for one tree,
+ * laid out in one block, plus a fix-up list, so that replay can rebuild the
+ * tree with one allocation, one copy and pointer fix-ups instead of parsing.
+ * Pointers that do not point into the tree (descriptors, string and bytes
+ * default values, protobuf_c_empty_string) are stored symbolically and
+ * re-bound to the addresses of the replaying process. */
+
+/* Capture the tree rooted at m (as returned by protobuf_c_message_unpack).
+ * On success *img is a malloc'd image of *len bytes. PBW_E_UNSUPPORTED when
+ * some pointer in the tree is none of the kinds above. */
+int pbw_image_build(const ProtobufCMessage *m, void **img, size_t *len);
+
+/* Bytes the rebuilt tree will occupy (the single allocation), or 0 if the
+ * image header is invalid. */
+size_t pbw_image_alloc_size(const void *img, size_t len);
+
+/* Rebuild a tree from an image for descriptor d. Allocates exactly one
+ * block of pbw_image_alloc_size() bytes with alloc (NULL = malloc); the
+ * root message is at the start of the block, so freeing the root pointer
+ * with the same allocator frees the whole tree. Every offset and size in
+ * the image is checked against len; descriptors are re-bound by walking
+ * from d and their names and sizes must match the image (PBW_E_SCHEMA
+ * otherwise). On failure nothing is allocated and *out is NULL. */
+int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                          ProtobufCAllocator *alloc, ProtobufCMessage **out);
+
+/* Full name of the root type recorded in an image, or NULL if invalid.
+ * Points into img. */
+const char *pbw_image_type_name(const void *img, size_t len);
+
+/* ---- Schemas -------------------------------------------------------------
+ *
+ * A schema is a self-contained serialisation of a message descriptor and
+ * every message and enum descriptor reachable from it (names, field names,
+ * numbers, labels, types, flags, defaults), so that offline tools can decode
+ * saved payloads without the program's generated code. */
+
+/* Serialise the schema rooted at d; *buf is malloc'd. */
+int pbw_schema_build(const ProtobufCMessageDescriptor *d, void **buf, size_t *len);
+
+/* Decode `data` (an encoded message of the schema's root type) to a JSON
+ * object in a malloc'd NUL-terminated string (*json). Unknown fields are
+ * shown by number. PBW_E_BADSCHEMA / PBW_E_BADDATA on damaged input; never
+ * reads out of bounds. */
+int pbw_decode_json(const void *schema, size_t schema_len, const uint8_t *data, size_t len,
+                    char **json);
+
+/* Re-derive statistics (pbw_stats) from encoded bytes and a schema, for
+ * offline tools. */
+int pbw_stats_from_bytes(const void *schema, size_t schema_len, const uint8_t *data, size_t len,
+                         pbw_stats *st);
+
+#endif

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install the Debian packages standin needs to build, test and demo.
+# Only missing packages are installed; uses sudo when not root.
+set -euo pipefail
+
+PKGS=(
+  build-essential pkg-config
+  libunwind-dev            # call sites (record)
+  libprotobuf-c-dev protobuf-c-compiler  # the protobuf API we interpose
+  zlib1g-dev               # trace chunk compression
+  libxxhash-dev            # request fingerprints and payload de-duplication (XXH3-128)
+  check                    # unit tests
+  libjpeg62-turbo-dev libturbojpeg0-dev libjpeg-turbo-progs  # JPEG API + cjpeg/djpeg
+  valgrind                 # leak checks in tests
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "deps.sh: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,75 @@
+/* api.h — the intercepted APIs and the request features recorded for each.
+ *
+ * Shared by every module: the trace stores these codes, interpose/ fills
+ * them, interfaces/ reads them. Codes are part of the trace format: never
+ * renumber, only append. */
+#ifndef STANDIN_API_H
+#define STANDIN_API_H
+
+#include <stdint.h>
+
+/* One code per intercepted entry point. */
+typedef enum {
+  ST_API_NONE = 0,
+  ST_API_PB_PACK = 1,        /* protobuf_c_message_pack */
+  ST_API_PB_SIZE = 2,        /* protobuf_c_message_get_packed_size */
+  ST_API_PB_PACK_BUF = 3,    /* protobuf_c_message_pack_to_buffer */
+  ST_API_PB_UNPACK = 4,      /* protobuf_c_message_unpack */
+  ST_API_JPEG_DECODE = 16,   /* libjpeg: one image, header to finish */
+  ST_API_TJ_DECODE = 17,     /* TurboJPEG: tjDecompress* */
+  ST_API_MAX = 32
+} st_api;
+
+/* The API family an accelerator serves ("protobuf" or "jpeg"). */
+typedef enum { ST_FAMILY_NONE = 0, ST_FAMILY_PROTOBUF = 1, ST_FAMILY_JPEG = 2 } st_family;
+
+#define ST_MAX_FEAT 16
+
+/* Feature slots of protobuf calls (st_call.feat[]). The request is the
+ * message tree for pack/size/pack_to_buffer and the encoded bytes for
+ * unpack; features describe the message either way. */
+enum {
+  ST_PBF_ENCODED_SIZE = 0, /* bytes of the encoded message */
+  ST_PBF_FIELDS = 1,       /* fields present, all levels */
+  ST_PBF_SUBMSGS = 2,      /* sub-messages, all levels (root excluded) */
+  ST_PBF_MAX_DEPTH = 3,    /* nesting depth, root = 1 */
+  ST_PBF_REPEATED = 4,     /* elements in repeated fields, all levels */
+  ST_PBF_VAR_BYTES = 5,    /* bytes in string and bytes fields, all levels */
+  ST_PBF_NFEAT = 6
+};
+
+/* Feature slots of JPEG decodes. */
+enum {
+  ST_JPF_INPUT_BYTES = 0,  /* compressed size */
+  ST_JPF_WIDTH = 1,        /* image width */
+  ST_JPF_HEIGHT = 2,
+  ST_JPF_COMPONENTS = 3,
+  ST_JPF_SUBSAMPLING = 4,  /* st_jpeg_subsamp */
+  ST_JPF_PROGRESSIVE = 5,  /* 1 if progressive (or any non-baseline) */
+  ST_JPF_RESTART = 6,      /* restart interval in MCUs, 0 = none */
+  ST_JPF_OUT_PIXELS = 7,   /* output width * height */
+  ST_JPF_OUT_BYTES = 8,    /* decoded bytes returned to the program */
+  ST_JPF_SCALE_NUM = 9,
+  ST_JPF_SCALE_DENOM = 10,
+  ST_JPF_NFEAT = 11
+};
+
+typedef enum {
+  ST_SUBSAMP_UNKNOWN = 0,
+  ST_SUBSAMP_GRAY = 1,
+  ST_SUBSAMP_444 = 2,
+  ST_SUBSAMP_422 = 3,
+  ST_SUBSAMP_420 = 4,
+  ST_SUBSAMP_440 = 5,
+  ST_SUBSAMP_411 = 6,
+  ST_SUBSAMP_OTHER = 7
+} st_jpeg_subsamp;
+
+/* Short lower-case name of an API ("pb.pack", "jpeg.decode"), or "?". */
+const char *st_api_name(int api);
+/* Family an API belongs to. */
+st_family st_api_family(int api);
+/* Name of a feature slot of an API ("encoded_size"), or NULL past the end. */
+const char *st_feature_name(int api, int slot);
+
+#endif
