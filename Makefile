@@ -73,9 +73,18 @@ $(B)/obj/gen/%.o: $(B)/gen/%.c
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 GEN_OBJ := $(patsubst $(B)/gen/%.c,$(B)/obj/gen/%.o,$(GEN_C))
-$(UNIT_BIN): $(B)/tests/%: tests/unit/%.c $(GEN_OBJ) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB) | $(GEN_C)
+CHECK_LIBS = $$(pkg-config --cflags --libs check) -lprotobuf-c $(LDLIBS_BASE)
+# The trace library is tested alone: it must not depend on anything else.
+$(B)/tests/test_traces: tests/unit/test_traces.c $(TRACE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $$(pkg-config --cflags --libs check) -lprotobuf-c $(LDLIBS_BASE)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)
+$(B)/tests/test_pb_walk: tests/unit/test_pb_walk.c $(GEN_OBJ) $(INTERPOSE_LIB) $(TRACE_LIB) | $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)
+OTHER_UNIT := $(filter-out $(B)/tests/test_traces $(B)/tests/test_pb_walk,$(UNIT_BIN))
+$(OTHER_UNIT): $(B)/tests/%: tests/unit/%.c $(GEN_OBJ) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB) | $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)
 
 # End-to-end programs: tests/e2e/progs/NAME.c, linked with generated code.
 PROG_SRC := $(wildcard tests/e2e/progs/*.c) $(wildcard workloads/*/*.c)
