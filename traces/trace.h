@@ -230,6 +230,7 @@ typedef struct {
   uint64_t file_bytes;     /* size of the file */
   uint64_t good_bytes;     /* bytes up to the end of the last good chunk */
   uint64_t chunks;         /* good chunks read so far */
+  uint64_t raw_bytes;      /* uncompressed bytes of those chunks */
   uint64_t records;        /* records returned so far */
   int clean;               /* 1 if the end mark was found (writer closed) */
   int error;               /* st_err that stopped reading, ST_OK if none */
