@@ -89,11 +89,22 @@ const char *pbw_image_type_name(const void *img, size_t len);
 /* ---- Schemas -------------------------------------------------------------
  *
  * A schema is a self-contained serialisation of a message descriptor and
- * every message and enum descriptor reachable from it (names, field names,
- * numbers, labels, types, flags, defaults), so that offline tools can decode
- * saved payloads without the program's generated code. */
+ * every message and enum descriptor reachable from it: names (full, short,
+ * C and package), field names, numbers, labels, types, all flags, the C
+ * layout (sizeof_message, each field's offset and quantifier_offset) and
+ * defaults (string text, bytes content, the exact bits of numbers), plus
+ * enum values and their by-name index. Offline tools decode saved payloads
+ * with it without the program's generated code (pbw_decode_json,
+ * pbw_stats_from_bytes), and replay rebuilds the program's descriptors
+ * from it (pbw_descset_from_schema). The layout is only meaningful on the
+ * kind of machine (pointer width, byte order) that built the schema. */
 
-/* Serialise the schema rooted at d; *buf is malloc'd. */
+/* Serialise the schema rooted at d; *buf is malloc'd. Reads only the
+ * descriptors, and runs each type's message_init (the program's generated
+ * init, not libprotobuf-c) on scratch memory to learn initial values that
+ * no descriptor records; so it may run on any thread. PBW_E_UNSUPPORTED
+ * for descriptors protoc-c would not generate (NULL names, unsorted field
+ * numbers, sizes beyond 32 bits). */
 int pbw_schema_build(const ProtobufCMessageDescriptor *d, void **buf, size_t *len);
 
 /* Decode `data` (an encoded message of the schema's root type) to a JSON
@@ -107,5 +118,32 @@ int pbw_decode_json(const void *schema, size_t schema_len, const uint8_t *data, 
  * offline tools. */
 int pbw_stats_from_bytes(const void *schema, size_t schema_len, const uint8_t *data, size_t len,
                          pbw_stats *st);
+
+/* ---- Descriptors rebuilt from a schema -------------------------------------
+ *
+ * Real protobuf-c descriptors rebuilt from a schema (with the recorded
+ * program's C layout), so that libprotobuf-c can unpack recorded bytes
+ * offline and pbw_image_build can capture the result for replay: the image
+ * then materialises against the program's generated descriptors.
+ *
+ * The rebuilt graph holds what libprotobuf-c 1.4.1's unpack, free_unpacked,
+ * pack and get_packed_size read, laid out as protoc-c emits it: fields by
+ * number, fields_sorted_by_name, field_ranges with protoc-c's sentinel,
+ * sub-message and enum descriptor pointers (cycles included), defaults in
+ * storage of each field's own (string defaults compare by pointer), and a
+ * NULL message_init, for which unpack uses its generic initialiser. Enum
+ * descriptors carry their values, value ranges and by-name index.
+ *
+ * pbw_descset_from_schema validates the whole schema first: PBW_E_BADSCHEMA
+ * for damaged bytes and for layouts libprotobuf-c could not use safely
+ * (a member or has_/n_/case member outside sizeof_message, misaligned or
+ * overlapping another, inconsistent oneofs or flags); PBW_E_UNSUPPORTED for
+ * a schema built on another kind of machine; PBW_E_NOMEM. On success *out
+ * owns everything in one allocation, and the descriptors stay valid until
+ * pbw_descset_free. This code calls no libprotobuf-c function itself. */
+typedef struct pbw_descset pbw_descset; /* incomplete type */
+int pbw_descset_from_schema(const void *schema, size_t len, pbw_descset **out);
+const ProtobufCMessageDescriptor *pbw_descset_root(const pbw_descset *s);
+void pbw_descset_free(pbw_descset *s); /* accepts NULL */
 
 #endif

@@ -1,0 +1,725 @@
+/* pb_image.c — relocatable images of unpacked protobuf-c message trees.
+ *
+ * Replay answers protobuf_c_message_unpack without parsing: the tree saved
+ * at record time is rebuilt with one allocation, one memcpy and a pass over
+ * the pointer slots. Image layout (native byte order and struct layout; an
+ * image is only meaningful on the machine type that recorded it):
+ *
+ *   0   u32 magic "PBWI"          4   u16 version (1)   6  u16 header size (40)
+ *   8   u64 checksum: XXH3-64 of bytes [16, len)
+ *   16  u32 flags (0)             20  u32 n_types       24 u32 n_fixups
+ *   28  u32 names_len (multiple of 8)                   32 u64 block_size
+ *   40  type table, n_types records of 32 bytes:
+ *         u32 parent type (root: 0xFFFFFFFF), u32 field index in the parent,
+ *         u32 name offset in names, u32 name length, u64 sizeof_message,
+ *         u64 layout hash (field numbers, labels, types, offsets, flags)
+ *   ..  names: NUL-terminated full type names, zero-padded to 8 bytes
+ *   ..  fix-ups: n_fixups u32 word indices into the block, increasing
+ *   ..  block: block_size bytes, the tree's allocations laid out 8-aligned,
+ *       root message first
+ *
+ * Every pointer slot of the tree is either NULL (stored as 0) or listed in
+ * the fix-ups; such a slot holds kind << 56 | argument:
+ *   FX_INTERNAL   offset of the target inside the block
+ *   FX_DESC       type table index (the message's descriptor)
+ *   FX_STR_DEF    type << 24 | field: that field's default_value
+ *   FX_BYTES_DEF  type << 24 | field: that field's default bytes data
+ *   FX_EMPTY      protobuf_c_empty_string
+ * Type i > 0 is reached from the root descriptor as
+ * desc(parent)->fields[field].descriptor, so replay re-binds descriptors
+ * without any name lookup; names, sizes and layout hashes verify the
+ * result. */
+#include "pb_internal.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define IMG_MAGIC 0x49574250u /* "PBWI" read as a little-endian u32 */
+#define IMG_VERSION 1
+#define IMG_HDR 40
+#define IMG_TYPE_REC 32
+#define IMG_MAX_BLOCK ((uint64_t)UINT32_MAX * 8) /* fix-ups are u32 word indices */
+#define FX_SHIFT 56
+#define FX_ARG_MASK ((UINT64_C(1) << FX_SHIFT) - 1)
+#define FX_FIELD_BITS 24
+#define FX_FIELD_MASK ((UINT64_C(1) << FX_FIELD_BITS) - 1)
+
+enum { FX_INTERNAL = 1, FX_DESC = 2, FX_STR_DEF = 3, FX_BYTES_DEF = 4, FX_EMPTY = 5 };
+
+/* Re-bound type tables are cached per thread: descriptors are static, so
+ * (root descriptor, hash of type table and names) always binds the same
+ * way, and verified names need not be compared again on every call. */
+#define CACHE_SLOTS 4
+#define CACHE_TYPES 32
+
+static inline uint64_t round8(uint64_t n) {
+  return (n + 7) & ~(uint64_t)7;
+}
+
+/* Hash of what the image's bytes depend on in a message's C layout. */
+static uint64_t layout_hash(const ProtobufCMessageDescriptor *d) {
+  uint64_t h = XXH3_64bits(&d->sizeof_message, sizeof d->sizeof_message);
+  for (unsigned i = 0; i < d->n_fields; i++) {
+    const ProtobufCFieldDescriptor *f = &d->fields[i];
+    uint32_t w[6] = {
+        f->id, (uint32_t)f->label, (uint32_t)f->type, f->quantifier_offset, f->offset, f->flags};
+    h = XXH3_64bits_withSeed(w, sizeof w, h);
+  }
+  return h;
+}
+
+/* ---- Building ------------------------------------------------------------ */
+
+typedef struct {
+  const ProtobufCMessageDescriptor *d;
+  uint32_t parent, field;
+} img_type;
+
+/* The tree is walked twice in the same order: first to measure (blk ==
+ * NULL), then to copy into the block and record fix-ups. */
+typedef struct {
+  img_type *types;
+  uint32_t n_types, cap_types, last_type;
+  uint64_t size;  /* bytes of the block reserved so far */
+  uint64_t n_fix; /* fix-ups recorded so far */
+  uint8_t *blk;   /* NULL while measuring */
+  uint32_t *fix;
+  uint64_t max_size, max_fix; /* what the first pass measured */
+  int overflow;               /* the second pass found more: the tree changed */
+  const char *empty;
+} img_ctx;
+
+static int reserve(img_ctx *c, uint64_t n, uint64_t *off) {
+  if (n == 0)
+    n = 1; /* every allocation gets an address of its own */
+  if (n > IMG_MAX_BLOCK || round8(n) > IMG_MAX_BLOCK - c->size)
+    return PBW_E_UNSUPPORTED;
+  if (c->blk != NULL && round8(n) > c->max_size - c->size)
+    return PBW_E_UNSUPPORTED; /* the tree grew between the passes */
+  *off = c->size;
+  c->size += round8(n);
+  return PBW_OK;
+}
+
+static int copy_new(img_ctx *c, const void *src, uint64_t n, uint64_t *off) {
+  int rc = reserve(c, n, off);
+  if (rc == PBW_OK && c->blk != NULL && n > 0)
+    memcpy(c->blk + *off, src, n);
+  return rc;
+}
+
+static int set_fix(img_ctx *c, uint64_t slot, unsigned kind, uint64_t arg) {
+  if (c->blk != NULL && c->n_fix >= c->max_fix) {
+    c->overflow = 1;
+    return PBW_E_UNSUPPORTED;
+  }
+  if (c->blk != NULL) {
+    pbw__st64(c->blk + slot, (uint64_t)kind << FX_SHIFT | arg);
+    c->fix[c->n_fix] = (uint32_t)(slot / 8);
+  }
+  c->n_fix++;
+  return PBW_OK;
+}
+
+static int field_arg(uint32_t type, unsigned field, uint64_t *arg) {
+  if (field > FX_FIELD_MASK)
+    return PBW_E_UNSUPPORTED;
+  *arg = (uint64_t)type << FX_FIELD_BITS | field;
+  return PBW_OK;
+}
+
+/* Index of descriptor d in the type table, reached as parent's field. */
+static int type_of(img_ctx *c, const ProtobufCMessageDescriptor *d, uint32_t parent, uint32_t field,
+                   uint32_t *idx) {
+  if (c->last_type < c->n_types && c->types[c->last_type].d == d) {
+    *idx = c->last_type;
+    return PBW_OK;
+  }
+  for (uint32_t i = 0; i < c->n_types; i++) {
+    if (c->types[i].d == d) {
+      *idx = c->last_type = i;
+      return PBW_OK;
+    }
+  }
+  if (d->magic != PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC || d->name == NULL ||
+      d->sizeof_message < sizeof(ProtobufCMessage))
+    return PBW_E_UNSUPPORTED;
+  if (c->n_types == c->cap_types) {
+    uint32_t cap = c->cap_types ? 2 * c->cap_types : 16;
+    img_type *t = realloc(c->types, cap * sizeof *t);
+    if (t == NULL)
+      return PBW_E_NOMEM;
+    c->types = t;
+    c->cap_types = cap;
+  }
+  c->types[c->n_types] = (img_type){d, parent, field};
+  *idx = c->last_type = c->n_types++;
+  return PBW_OK;
+}
+
+static int cap_msg(img_ctx *c, const ProtobufCMessage *m, uint32_t ti, unsigned depth,
+                   uint64_t *off);
+
+static int cap_string(img_ctx *c, uint64_t slot, const char *s, const ProtobufCFieldDescriptor *f,
+                      uint32_t ti, unsigned fi) {
+  uint64_t arg, off;
+  int rc;
+  if (s == NULL)
+    return PBW_OK;
+  if (s == f->default_value) {
+    if ((rc = field_arg(ti, fi, &arg)) != PBW_OK)
+      return rc;
+    return set_fix(c, slot, FX_STR_DEF, arg);
+  }
+  if (s == c->empty)
+    return set_fix(c, slot, FX_EMPTY, 0);
+  if ((rc = copy_new(c, s, strlen(s) + 1, &off)) != PBW_OK)
+    return rc;
+  return set_fix(c, slot, FX_INTERNAL, off);
+}
+
+/* slot is the offset of bd->data inside the block. */
+static int cap_bytes(img_ctx *c, uint64_t slot, const ProtobufCBinaryData *bd,
+                     const ProtobufCFieldDescriptor *f, uint32_t ti, unsigned fi) {
+  const ProtobufCBinaryData *def = f->default_value;
+  uint64_t arg, off;
+  int rc;
+  if (bd->data == NULL)
+    return PBW_OK;
+  if (def != NULL && bd->data == def->data) {
+    if ((rc = field_arg(ti, fi, &arg)) != PBW_OK)
+      return rc;
+    return set_fix(c, slot, FX_BYTES_DEF, arg);
+  }
+  if ((rc = copy_new(c, bd->data, bd->len, &off)) != PBW_OK)
+    return rc;
+  return set_fix(c, slot, FX_INTERNAL, off);
+}
+
+static int cap_submsg(img_ctx *c, uint64_t slot, const ProtobufCMessage *sub,
+                      const ProtobufCFieldDescriptor *f, uint32_t ti, unsigned fi, unsigned depth) {
+  uint32_t child;
+  uint64_t off;
+  int rc;
+  if (sub == NULL)
+    return PBW_OK;
+  if (sub->descriptor != f->descriptor || f->descriptor == NULL)
+    return PBW_E_UNSUPPORTED; /* replay could not re-bind it from the field */
+  if ((rc = type_of(c, f->descriptor, ti, fi, &child)) != PBW_OK)
+    return rc;
+  if ((rc = cap_msg(c, sub, child, depth + 1, &off)) != PBW_OK)
+    return rc;
+  return set_fix(c, slot, FX_INTERNAL, off);
+}
+
+/* The value of type f->type at src, whose copy sits at block offset slot. */
+static int cap_value(img_ctx *c, uint64_t slot, const char *src, const ProtobufCFieldDescriptor *f,
+                     uint32_t ti, unsigned fi, unsigned depth) {
+  switch (f->type) {
+  case PROTOBUF_C_TYPE_STRING: return cap_string(c, slot, pbw__ldptr(src), f, ti, fi);
+  case PROTOBUF_C_TYPE_BYTES:
+    return cap_bytes(c, slot + offsetof(ProtobufCBinaryData, data),
+                     (const ProtobufCBinaryData *)src, f, ti, fi);
+  case PROTOBUF_C_TYPE_MESSAGE: return cap_submsg(c, slot, pbw__ldptr(src), f, ti, fi, depth);
+  default: return PBW_OK;
+  }
+}
+
+static int cap_repeated(img_ctx *c, const char *base, uint64_t moff,
+                        const ProtobufCFieldDescriptor *f, uint32_t ti, unsigned fi,
+                        unsigned depth) {
+  size_t n = pbw__ldsize(base + f->quantifier_offset);
+  const char *arr = pbw__ldptr(base + f->offset);
+  uint64_t esz = pbw__elt_size(f->type), aoff;
+  int rc;
+  if (n == 0)
+    return PBW_OK; /* a stray pointer with no elements stays NULL */
+  if (arr == NULL || n > IMG_MAX_BLOCK / esz)
+    return PBW_E_UNSUPPORTED;
+  if ((rc = copy_new(c, arr, n * esz, &aoff)) != PBW_OK)
+    return rc;
+  set_fix(c, moff + f->offset, FX_INTERNAL, aoff);
+  switch (f->type) {
+  case PROTOBUF_C_TYPE_STRING:
+  case PROTOBUF_C_TYPE_BYTES:
+  case PROTOBUF_C_TYPE_MESSAGE: break;
+  default: return PBW_OK;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if ((rc = cap_value(c, aoff + i * esz, arr + i * esz, f, ti, fi, depth)) != PBW_OK)
+      return rc;
+  }
+  return PBW_OK;
+}
+
+static int cap_field(img_ctx *c, const char *base, uint64_t moff, uint32_t ti, unsigned fi,
+                     unsigned depth) {
+  const ProtobufCFieldDescriptor *f = &c->types[ti].d->fields[fi];
+  if (f->label == PROTOBUF_C_LABEL_REPEATED)
+    return cap_repeated(c, base, moff, f, ti, fi, depth);
+  /* Oneof members share storage: only the live one may be read. */
+  if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && pbw__ld32(base + f->quantifier_offset) != f->id)
+    return PBW_OK;
+  return cap_value(c, moff + f->offset, base + f->offset, f, ti, fi, depth);
+}
+
+static int cap_unknown(img_ctx *c, const ProtobufCMessage *m, uint64_t moff) {
+  const uint64_t slot = moff + offsetof(ProtobufCMessage, unknown_fields);
+  const uint64_t usz = sizeof(ProtobufCMessageUnknownField);
+  unsigned n = m->n_unknown_fields;
+  uint64_t aoff, doff;
+  int rc;
+  if (n == 0)
+    return PBW_OK;
+  if (m->unknown_fields == NULL)
+    return PBW_E_UNSUPPORTED;
+  if ((rc = copy_new(c, m->unknown_fields, n * usz, &aoff)) != PBW_OK)
+    return rc;
+  set_fix(c, slot, FX_INTERNAL, aoff);
+  for (unsigned i = 0; i < n; i++) {
+    const ProtobufCMessageUnknownField *u = &m->unknown_fields[i];
+    if (u->data == NULL)
+      continue;
+    if ((rc = copy_new(c, u->data, u->len, &doff)) != PBW_OK)
+      return rc;
+    set_fix(c, aoff + i * usz + offsetof(ProtobufCMessageUnknownField, data), FX_INTERNAL, doff);
+  }
+  return PBW_OK;
+}
+
+/* Whether f has a has_, n_ or case member at quantifier_offset. */
+static int has_quantifier(const ProtobufCFieldDescriptor *f) {
+  if (f->label == PROTOBUF_C_LABEL_REPEATED || (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+    return 1;
+  return f->label == PROTOBUF_C_LABEL_OPTIONAL && f->type != PROTOBUF_C_TYPE_STRING &&
+         f->type != PROTOBUF_C_TYPE_MESSAGE;
+}
+
+/* Copy what the descriptor describes, except pointers (set by fix-ups):
+ * padding and dead oneof members stay zero, so equal trees give equal
+ * images (the trace de-duplicates payloads) and no uninitialised byte of
+ * the program's heap reaches the image. */
+static void copy_members(const ProtobufCMessageDescriptor *d, const uint8_t *src, uint8_t *dst) {
+  const size_t n_unknown = offsetof(ProtobufCMessage, n_unknown_fields);
+  memcpy(dst + n_unknown, src + n_unknown, sizeof(unsigned));
+  for (unsigned i = 0; i < d->n_fields; i++) {
+    const ProtobufCFieldDescriptor *f = &d->fields[i];
+    const unsigned q = f->quantifier_offset;
+    if (has_quantifier(f))
+      memcpy(dst + q, src + q, f->label == PROTOBUF_C_LABEL_REPEATED ? sizeof(size_t) : 4);
+    if (f->label == PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_STRING ||
+        f->type == PROTOBUF_C_TYPE_MESSAGE)
+      continue;
+    if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && pbw__ld32(src + q) != f->id)
+      continue;
+    if (f->type == PROTOBUF_C_TYPE_BYTES)
+      memcpy(dst + f->offset, src + f->offset, sizeof(size_t)); /* len; data is a pointer */
+    else
+      memcpy(dst + f->offset, src + f->offset, pbw__elt_size(f->type));
+  }
+}
+
+static int cap_msg(img_ctx *c, const ProtobufCMessage *m, uint32_t ti, unsigned depth,
+                   uint64_t *off) {
+  const ProtobufCMessageDescriptor *d = c->types[ti].d;
+  int rc;
+  if (depth > PBW_MAX_DEPTH)
+    return PBW_E_DEPTH;
+  if ((rc = reserve(c, d->sizeof_message, off)) != PBW_OK)
+    return rc;
+  if (c->blk != NULL)
+    copy_members(d, (const uint8_t *)m, c->blk + *off);
+  set_fix(c, *off + offsetof(ProtobufCMessage, descriptor), FX_DESC, ti);
+  if ((rc = cap_unknown(c, m, *off)) != PBW_OK)
+    return rc;
+  for (unsigned i = 0; i < d->n_fields; i++) {
+    if ((rc = cap_field(c, (const char *)m, *off, ti, i, depth)) != PBW_OK)
+      return rc;
+  }
+  return PBW_OK;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static uint64_t names_size(const img_ctx *c) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < c->n_types; i++)
+    n += strlen(c->types[i].d->name) + 1;
+  return round8(n);
+}
+
+static void write_types(const img_ctx *c, uint8_t *tab, uint8_t *names) {
+  uint32_t at = 0;
+  for (uint32_t i = 0; i < c->n_types; i++) {
+    const img_type *t = &c->types[i];
+    uint8_t *r = tab + (size_t)i * IMG_TYPE_REC;
+    uint32_t nl = (uint32_t)strlen(t->d->name);
+    pbw__st32(r, t->parent);
+    pbw__st32(r + 4, t->field);
+    pbw__st32(r + 8, at);
+    pbw__st32(r + 12, nl);
+    pbw__st64(r + 16, t->d->sizeof_message);
+    pbw__st64(r + 24, layout_hash(t->d));
+    memcpy(names + at, t->d->name, nl + 1);
+    at += nl + 1;
+  }
+}
+
+static void write_header(uint8_t *img, size_t len, const img_ctx *c, uint32_t names_len) {
+  pbw__st32(img, IMG_MAGIC);
+  uint16_t v[2] = {IMG_VERSION, IMG_HDR};
+  memcpy(img + 4, v, sizeof v);
+  pbw__st32(img + 16, 0);
+  pbw__st32(img + 20, c->n_types);
+  pbw__st32(img + 24, (uint32_t)c->n_fix);
+  pbw__st32(img + 28, names_len);
+  pbw__st64(img + 32, c->size);
+  pbw__st64(img + 8, pbw__hash64(img + 16, len - 16));
+}
+
+/* Second pass into a zeroed image of the size the first pass measured. */
+static int build_into(img_ctx *c, const ProtobufCMessage *m, uint64_t block, uint64_t n_fix,
+                      uint8_t *img, size_t len, uint32_t names_len) {
+  uint8_t *tab = img + IMG_HDR;
+  uint8_t *names = tab + (size_t)c->n_types * IMG_TYPE_REC;
+  uint32_t n_types = c->n_types;
+  uint64_t off;
+  c->fix = (uint32_t *)(names + names_len); /* 8-aligned in a malloc'd image */
+  c->blk = (uint8_t *)c->fix + n_fix * 4;
+  c->max_size = block;
+  c->max_fix = n_fix;
+  c->size = 0;
+  c->n_fix = 0;
+  int rc = cap_msg(c, m, 0, 1, &off);
+  if (rc != PBW_OK)
+    return rc;
+  if (c->overflow || c->size != block || c->n_fix != n_fix || c->n_types != n_types)
+    return PBW_E_UNSUPPORTED; /* the tree changed under us */
+  qsort(c->fix, n_fix, sizeof *c->fix, cmp_u32);
+  write_types(c, tab, names);
+  write_header(img, len, c, names_len);
+  return PBW_OK;
+}
+
+int pbw_image_build(const ProtobufCMessage *m, void **img, size_t *len) {
+  img_ctx c = {0};
+  uint32_t root;
+  uint64_t off;
+  *img = NULL;
+  *len = 0;
+  if (m == NULL || m->descriptor == NULL)
+    return PBW_E_UNSUPPORTED;
+  c.empty = pbw__empty_string();
+  int rc = type_of(&c, m->descriptor, PBW_NONE32, PBW_NONE32, &root);
+  if (rc == PBW_OK)
+    rc = cap_msg(&c, m, root, 1, &off);
+  uint64_t names_len = rc == PBW_OK ? names_size(&c) : 0;
+  uint64_t total = IMG_HDR + (uint64_t)c.n_types * IMG_TYPE_REC + names_len + c.n_fix * 4 + c.size;
+  if (rc == PBW_OK && (c.n_fix > UINT32_MAX || names_len > UINT32_MAX || total > SIZE_MAX))
+    rc = PBW_E_UNSUPPORTED;
+  uint8_t *buf = rc == PBW_OK ? calloc(1, total) : NULL;
+  if (rc == PBW_OK && buf == NULL)
+    rc = PBW_E_NOMEM;
+  if (rc == PBW_OK)
+    rc = build_into(&c, m, c.size, c.n_fix, buf, total, (uint32_t)names_len);
+  free(c.types);
+  if (rc != PBW_OK) {
+    free(buf);
+    return rc;
+  }
+  *img = buf;
+  *len = total;
+  return PBW_OK;
+}
+
+/* ---- Reading ------------------------------------------------------------- */
+
+typedef struct {
+  const uint8_t *img, *types, *names, *fix, *blk;
+  size_t len;
+  uint32_t n_types, n_fix, names_len;
+  uint64_t block_size;
+} img_view;
+
+/* Header checks only (no checksum): enough to size and name the image. */
+static int view_open(img_view *v, const void *img, size_t len) {
+  const uint8_t *p = img;
+  uint16_t ver[2];
+  if (p == NULL || len < IMG_HDR || pbw__ld32(p) != IMG_MAGIC)
+    return PBW_E_BADIMAGE;
+  memcpy(ver, p + 4, sizeof ver);
+  v->n_types = pbw__ld32(p + 20);
+  v->n_fix = pbw__ld32(p + 24);
+  v->names_len = pbw__ld32(p + 28);
+  v->block_size = pbw__ld64(p + 32);
+  if (ver[0] != IMG_VERSION || ver[1] != IMG_HDR || pbw__ld32(p + 16) != 0 || v->n_types == 0 ||
+      v->names_len % 8 != 0 || v->block_size % 8 != 0 || v->block_size > IMG_MAX_BLOCK ||
+      v->block_size < sizeof(ProtobufCMessage) || v->n_fix == 0)
+    return PBW_E_BADIMAGE;
+  uint64_t meta =
+      IMG_HDR + (uint64_t)v->n_types * IMG_TYPE_REC + v->names_len + (uint64_t)v->n_fix * 4;
+  if (meta > len || len - meta != v->block_size)
+    return PBW_E_BADIMAGE;
+  v->img = p;
+  v->len = len;
+  v->types = p + IMG_HDR;
+  v->names = v->types + (size_t)v->n_types * IMG_TYPE_REC;
+  v->fix = v->names + v->names_len;
+  v->blk = v->fix + (size_t)v->n_fix * 4;
+  return PBW_OK;
+}
+
+static uint32_t type_parent(const img_view *v, uint32_t i) {
+  return pbw__ld32(v->types + (size_t)i * IMG_TYPE_REC);
+}
+
+static uint32_t type_field(const img_view *v, uint32_t i) {
+  return pbw__ld32(v->types + (size_t)i * IMG_TYPE_REC + 4);
+}
+
+/* Name of type i, or NULL unless it is NUL-terminated inside names. */
+static const char *type_name(const img_view *v, uint32_t i) {
+  const uint8_t *r = v->types + (size_t)i * IMG_TYPE_REC;
+  uint64_t at = pbw__ld32(r + 8), nl = pbw__ld32(r + 12);
+  if (at + nl >= v->names_len || v->names[at + nl] != 0 || memchr(v->names + at, 0, nl) != NULL)
+    return NULL;
+  return (const char *)v->names + at;
+}
+
+static int check_types(const img_view *v) {
+  for (uint32_t i = 0; i < v->n_types; i++) {
+    uint32_t parent = type_parent(v, i);
+    if (type_name(v, i) == NULL)
+      return PBW_E_BADIMAGE;
+    if (i == 0 ? parent != PBW_NONE32 : parent >= i)
+      return PBW_E_BADIMAGE;
+  }
+  return PBW_OK;
+}
+
+/* Follow type i's parent chain down from the root descriptor. NULL when
+ * the chain is too long or the descriptors do not have the fields the
+ * image names. */
+static const ProtobufCMessageDescriptor *
+resolve_type(const img_view *v, const ProtobufCMessageDescriptor *root, uint32_t i) {
+  uint32_t path[PBW_MAX_DEPTH + 1];
+  unsigned k = 0;
+  const ProtobufCMessageDescriptor *d = root;
+  for (; i != 0; i = type_parent(v, i)) {
+    if (k == PBW_MAX_DEPTH + 1)
+      return NULL;
+    path[k++] = i;
+  }
+  while (k-- > 0) {
+    uint32_t fi = type_field(v, path[k]);
+    if (fi >= d->n_fields)
+      return NULL;
+    const ProtobufCFieldDescriptor *f = &d->fields[fi];
+    if (f->type != PROTOBUF_C_TYPE_MESSAGE || f->descriptor == NULL)
+      return NULL;
+    d = f->descriptor;
+  }
+  return d;
+}
+
+static int type_matches(const img_view *v, uint32_t i, const ProtobufCMessageDescriptor *d) {
+  const uint8_t *r = v->types + (size_t)i * IMG_TYPE_REC;
+  return d != NULL && d->name != NULL && pbw__ld64(r + 16) == d->sizeof_message &&
+         strcmp(type_name(v, i), d->name) == 0 && pbw__ld64(r + 24) == layout_hash(d);
+}
+
+typedef struct {
+  const ProtobufCMessageDescriptor *root;
+  uint64_t key;
+  uint32_t n;
+  const ProtobufCMessageDescriptor *tab[CACHE_TYPES];
+} bind_cache;
+
+static __thread bind_cache tl_cache[CACHE_SLOTS];
+static __thread unsigned tl_next;
+
+/* Descriptors of the image's types in this process. */
+typedef struct {
+  const img_view *v;
+  const ProtobufCMessageDescriptor *root;
+  const ProtobufCMessageDescriptor *const *tab; /* NULL: resolve each time */
+} binder;
+
+static const ProtobufCMessageDescriptor *bound(const binder *b, uint32_t i) {
+  return b->tab ? b->tab[i] : resolve_type(b->v, b->root, i);
+}
+
+static int bind_types(binder *b, const img_view *v, const ProtobufCMessageDescriptor *root) {
+  uint64_t key = pbw__hash64(v->types, (size_t)v->n_types * IMG_TYPE_REC + v->names_len);
+  b->v = v;
+  b->root = root;
+  b->tab = NULL;
+  for (unsigned s = 0; s < CACHE_SLOTS; s++) {
+    const bind_cache *e = &tl_cache[s];
+    if (e->root == root && e->key == key && e->n == v->n_types) {
+      b->tab = e->tab;
+      return PBW_OK;
+    }
+  }
+  int rc = check_types(v); /* a cache hit means this content passed before */
+  if (rc != PBW_OK)
+    return rc;
+  bind_cache *e = v->n_types <= CACHE_TYPES ? &tl_cache[tl_next++ % CACHE_SLOTS] : NULL;
+  if (e != NULL)
+    e->root = NULL; /* invalid until every entry is verified */
+  for (uint32_t i = 0; i < v->n_types; i++) {
+    const ProtobufCMessageDescriptor *d = resolve_type(v, root, i);
+    if (!type_matches(v, i, d))
+      return PBW_E_SCHEMA;
+    if (e != NULL)
+      e->tab[i] = d;
+  }
+  if (e != NULL) {
+    e->key = key;
+    e->n = v->n_types;
+    e->root = root;
+    b->tab = e->tab;
+  }
+  return PBW_OK;
+}
+
+/* Target of a default-value slot argument, or an error code. */
+static int default_target(const binder *b, unsigned kind, uint64_t arg, const void **out) {
+  uint64_t ti = arg >> FX_FIELD_BITS, fi = arg & FX_FIELD_MASK;
+  if (ti >= b->v->n_types)
+    return PBW_E_BADIMAGE;
+  const ProtobufCMessageDescriptor *d = bound(b, (uint32_t)ti);
+  if (fi >= d->n_fields)
+    return PBW_E_SCHEMA;
+  const ProtobufCFieldDescriptor *f = &d->fields[fi];
+  if (f->default_value == NULL)
+    return PBW_E_SCHEMA;
+  if (kind == FX_STR_DEF && f->type == PROTOBUF_C_TYPE_STRING) {
+    *out = f->default_value;
+    return PBW_OK;
+  }
+  if (kind == FX_BYTES_DEF && f->type == PROTOBUF_C_TYPE_BYTES) {
+    *out = ((const ProtobufCBinaryData *)f->default_value)->data;
+    return *out != NULL ? PBW_OK : PBW_E_SCHEMA;
+  }
+  return PBW_E_SCHEMA;
+}
+
+/* What the slot value v stands for in this process. */
+static int slot_target(const binder *b, uint64_t v, const uint8_t *blk, const void **out) {
+  uint64_t arg = v & FX_ARG_MASK;
+  unsigned kind = (unsigned)(v >> FX_SHIFT);
+  switch (kind) {
+  case FX_INTERNAL:
+    if (arg >= b->v->block_size || arg % 8 != 0)
+      return PBW_E_BADIMAGE;
+    *out = blk + arg;
+    return PBW_OK;
+  case FX_DESC:
+    if (arg >= b->v->n_types)
+      return PBW_E_BADIMAGE;
+    *out = bound(b, (uint32_t)arg);
+    return PBW_OK;
+  case FX_STR_DEF:
+  case FX_BYTES_DEF: return default_target(b, kind, arg, out);
+  case FX_EMPTY:
+    if (arg != 0)
+      return PBW_E_BADIMAGE;
+    *out = pbw__empty_string();
+    return *out != NULL ? PBW_OK : PBW_E_SCHEMA;
+  default: return PBW_E_BADIMAGE;
+  }
+}
+
+/* A descriptor slot starts a message: the whole struct must fit. */
+static int msg_fits(const img_view *v, uint32_t w, uint64_t ti) {
+  if (ti >= v->n_types)
+    return 0;
+  uint64_t size = pbw__ld64(v->types + (size_t)ti * IMG_TYPE_REC + 16);
+  return size <= v->block_size - (uint64_t)w * 8;
+}
+
+/* Every fix-up names a whole word inside the block, in increasing order,
+ * and every slot resolves; the first one binds the root's descriptor.
+ * Internal pointers, by far the most common, take the short path. */
+static int check_fixups(const binder *b) {
+  const img_view *v = b->v;
+  const uint64_t words = v->block_size / 8;
+  const void *target;
+  uint32_t prev = 0;
+  if (pbw__ld32(v->fix) != 0 || pbw__ld64(v->blk) != ((uint64_t)FX_DESC << FX_SHIFT))
+    return PBW_E_BADIMAGE;
+  for (uint32_t j = 0; j < v->n_fix; j++) {
+    uint32_t w = pbw__ld32(v->fix + (size_t)j * 4);
+    if (w >= words || (j > 0 && w <= prev))
+      return PBW_E_BADIMAGE;
+    prev = w;
+    uint64_t slot = pbw__ld64(v->blk + (size_t)w * 8);
+    if (slot >> FX_SHIFT == FX_INTERNAL) {
+      if ((slot & FX_ARG_MASK) >= v->block_size || slot % 8 != 0)
+        return PBW_E_BADIMAGE;
+      continue;
+    }
+    if (slot >> FX_SHIFT == FX_DESC && !msg_fits(v, w, slot & FX_ARG_MASK))
+      return PBW_E_BADIMAGE;
+    int rc = slot_target(b, slot, v->blk, &target);
+    if (rc != PBW_OK)
+      return rc;
+  }
+  return PBW_OK;
+}
+
+static void apply_fixups(const binder *b, uint8_t *blk) {
+  const img_view *v = b->v;
+  const void *target = NULL;
+  for (uint32_t j = 0; j < v->n_fix; j++) {
+    uint8_t *slot = blk + (size_t)pbw__ld32(v->fix + (size_t)j * 4) * 8;
+    uint64_t val = pbw__ld64(slot);
+    if (val >> FX_SHIFT == FX_INTERNAL)
+      target = blk + (val & FX_ARG_MASK);
+    else
+      slot_target(b, val, blk, &target); /* cannot fail: checked */
+    memcpy(slot, &target, sizeof target);
+  }
+}
+
+size_t pbw_image_alloc_size(const void *img, size_t len) {
+  img_view v;
+  return view_open(&v, img, len) == PBW_OK ? (size_t)v.block_size : 0;
+}
+
+const char *pbw_image_type_name(const void *img, size_t len) {
+  img_view v;
+  if (view_open(&v, img, len) != PBW_OK || type_parent(&v, 0) != PBW_NONE32)
+    return NULL;
+  return type_name(&v, 0);
+}
+
+int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                          ProtobufCAllocator *alloc, ProtobufCMessage **out) {
+  img_view v;
+  binder b;
+  *out = NULL;
+  int rc = view_open(&v, img, len);
+  if (rc == PBW_OK && pbw__ld64(v.img + 8) != pbw__hash64(v.img + 16, len - 16))
+    rc = PBW_E_BADIMAGE;
+  if (rc == PBW_OK)
+    rc = d != NULL ? bind_types(&b, &v, d) : PBW_E_SCHEMA;
+  if (rc == PBW_OK)
+    rc = check_fixups(&b);
+  if (rc != PBW_OK)
+    return rc;
+  uint8_t *blk = alloc ? alloc->alloc(alloc->allocator_data, v.block_size) : malloc(v.block_size);
+  if (blk == NULL)
+    return PBW_E_NOMEM;
+  memcpy(blk, v.blk, v.block_size);
+  apply_fixups(&b, blk);
+  *out = (ProtobufCMessage *)blk;
+  return PBW_OK;
+}

@@ -1,0 +1,218 @@
+/* pb_internal.h — helpers shared by the pb_walk sources (pb_walk.c,
+ * pb_image.c, pb_schema.c, pb_json.c, pb_descset.c). Not part of the public API.
+ *
+ * The presence rules below mirror protobuf-c 1.4.1's pack
+ * (required_field_pack, oneof_field_pack, optional_field_pack,
+ * unlabeled_field_pack, repeated_field_pack): a fingerprint or a statistic
+ * must describe what pack would write, not what the struct happens to hold. */
+#ifndef STANDIN_PB_INTERNAL_H
+#define STANDIN_PB_INTERNAL_H
+
+#include "pb_walk.h"
+
+#include <string.h>
+
+#define PBW_NONE32 0xFFFFFFFFu
+#define PBW_MAX_FIELD_NUMBER 536870911u /* 2^29 - 1 */
+
+/* Unaligned native-order loads and stores: images and schemas are byte
+ * buffers of unknown alignment, and message members are read through
+ * their descriptor's offsets. memcpy compiles to a single move. */
+static inline uint32_t pbw__ld32(const void *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline uint64_t pbw__ld64(const void *p) {
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline const void *pbw__ldptr(const void *p) {
+  const void *v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline size_t pbw__ldsize(const void *p) {
+  size_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void pbw__st32(void *p, uint32_t v) {
+  memcpy(p, &v, sizeof v);
+}
+static inline void pbw__st64(void *p, uint64_t v) {
+  memcpy(p, &v, sizeof v);
+}
+
+/* Bytes of one member of type t, and of one element of a repeated field of
+ * that type (protobuf-c uses the same sizes for both). */
+static inline size_t pbw__elt_size(ProtobufCType t) {
+  switch (t) {
+  case PROTOBUF_C_TYPE_INT64:
+  case PROTOBUF_C_TYPE_SINT64:
+  case PROTOBUF_C_TYPE_SFIXED64:
+  case PROTOBUF_C_TYPE_UINT64:
+  case PROTOBUF_C_TYPE_FIXED64:
+  case PROTOBUF_C_TYPE_DOUBLE: return 8;
+  case PROTOBUF_C_TYPE_STRING:
+  case PROTOBUF_C_TYPE_MESSAGE: return sizeof(void *);
+  case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
+  case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
+  default: return 4;
+  }
+}
+
+/* String and message members are pointers whose presence pack decides by
+ * the pointer itself: NULL or the field's default means "not written". */
+static inline int pbw__ptr_written(const ProtobufCFieldDescriptor *f, const void *member) {
+  const void *p = pbw__ldptr(member);
+  return p != NULL && p != f->default_value;
+}
+
+/* unlabeled_field_pack (proto3) skips "zeroish" members. Note that bytes
+ * test their length (pack reads the first word of ProtobufCBinaryData) and
+ * strings test their first character. */
+static inline int pbw__zeroish(const ProtobufCFieldDescriptor *f, const void *member) {
+  switch (f->type) {
+  case PROTOBUF_C_TYPE_SINT64:
+  case PROTOBUF_C_TYPE_INT64:
+  case PROTOBUF_C_TYPE_UINT64:
+  case PROTOBUF_C_TYPE_SFIXED64:
+  case PROTOBUF_C_TYPE_FIXED64: return pbw__ld64(member) == 0;
+  case PROTOBUF_C_TYPE_FLOAT: {
+    float v;
+    memcpy(&v, member, sizeof v);
+    return v == 0;
+  }
+  case PROTOBUF_C_TYPE_DOUBLE: {
+    double v;
+    memcpy(&v, member, sizeof v);
+    return v == 0;
+  }
+  case PROTOBUF_C_TYPE_STRING: {
+    const char *s = pbw__ldptr(member);
+    return s == NULL || *s == '\0';
+  }
+  case PROTOBUF_C_TYPE_BYTES: return pbw__ldsize(member) == 0;
+  case PROTOBUF_C_TYPE_MESSAGE: return pbw__ldptr(member) == NULL;
+  default: return pbw__ld32(member) == 0;
+  }
+}
+
+/* Whether pack writes the non-repeated field f of the message at base. */
+static inline int pbw__singular_written(const ProtobufCFieldDescriptor *f, const char *base) {
+  int ptr_type = f->type == PROTOBUF_C_TYPE_STRING || f->type == PROTOBUF_C_TYPE_MESSAGE;
+  if (f->label == PROTOBUF_C_LABEL_REQUIRED)
+    return 1;
+  if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+    if (pbw__ld32(base + f->quantifier_offset) != f->id)
+      return 0;
+    return !ptr_type || pbw__ptr_written(f, base + f->offset);
+  }
+  if (f->label == PROTOBUF_C_LABEL_OPTIONAL) {
+    if (ptr_type)
+      return pbw__ptr_written(f, base + f->offset);
+    return pbw__ld32(base + f->quantifier_offset) != 0;
+  }
+  return !pbw__zeroish(f, base + f->offset);
+}
+
+/* XXH3-64 and XXH3-128 of p[0..n) (pb_hash.c): the same values as the
+ * xxhash.h functions, computed with AVX2 when the CPU has it. */
+typedef struct {
+  uint64_t lo, hi;
+} pbw__h128;
+uint64_t pbw__hash64(const void *p, size_t n);
+pbw__h128 pbw__hash128(const void *p, size_t n);
+uint64_t pbw__hash64_avx2(const void *p, size_t n);
+pbw__h128 pbw__hash128_avx2(const void *p, size_t n);
+
+/* protobuf_c_empty_string of this process (looked up lazily, because the
+ * shim must not link libprotobuf-c), or NULL while it is not loaded. */
+const char *pbw__empty_string(void);
+
+/* ---- Schemas (pb_schema.c), read by pb_json.c and pb_descset.c ---------- */
+
+/* Schema record fields are u32 offsets into the blob (names) or indices;
+ * PBW_NONE32 marks an absent optional name (a NULL pointer). */
+typedef struct {
+  uint32_t name, short_name, c_name, package_name;
+  uint32_t first_field, n_fields, n_oneofs;
+  uint32_t sizeof_message;
+  uint32_t flags; /* PBW__SMSG_* */
+} pbw__smsg;
+
+/* pbw__smsg.flags */
+#define PBW__SMSG_INIT 1u /* the descriptor had a message_init (generated code) */
+
+/* pbw__sfield.dflags. PBW__SDEF_INIT: the field's default_value is NULL, but
+ * the generated message_init starts the member at a value other than 0
+ * (protoc-c starts enums without a default at their first declared value):
+ * the stored "default" is that value. Only optional and proto3 fields of
+ * number, bool and enum types outside oneofs have it. */
+#define PBW__SDEF_NULL_DATA 1u /* bytes default {0, NULL}: no data pointer */
+#define PBW__SDEF_INIT 2u
+
+typedef struct {
+  uint32_t name, number;
+  uint8_t label, type; /* ProtobufCLabel, ProtobufCType */
+  uint8_t dflags;      /* PBW__SDEF_* */
+  uint32_t flags;      /* ProtobufCFieldDescriptor.flags, all bits */
+  uint32_t offset, quantifier_offset;
+  uint32_t ref;     /* message or enum index, PBW_NONE32 otherwise */
+  uint32_t oneof;   /* oneof group within the message, or PBW_NONE32 */
+  uint32_t def_off; /* default value in the blob, or PBW_NONE32 (no default) */
+  uint32_t def_len;
+} pbw__sfield;
+
+typedef struct {
+  uint32_t name, short_name, c_name, package_name;
+  uint32_t first_value, n_values; /* ProtobufCEnumDescriptor.values */
+  uint32_t first_vname, n_vnames; /* ProtobufCEnumDescriptor.values_by_name */
+} pbw__senum;
+
+typedef struct {
+  uint32_t name, c_name; /* PBW_NONE32 when NULL */
+  int32_t number;
+} pbw__svalue;
+
+/* A validated schema: every index, string and default is known to be in
+ * bounds, each message's fields are sorted by number, and the message,
+ * enum, value and value-name records each lie end to end in the order of
+ * their owners. Nothing is known about the C layout (offsets and sizes):
+ * pbw_descset_from_schema checks that itself. */
+typedef struct {
+  const uint8_t *msgs, *fields, *enums, *values, *vnames, *blob;
+  uint32_t n_msgs, n_fields, n_enums, n_values, n_vnames, blob_len;
+  uint32_t abi; /* PBW__SCHEMA_ABI of the recording process */
+} pbw__schema;
+
+/* What the C layout in a schema depends on: pointer and size_t widths and
+ * byte order. Offsets recorded on one ABI mean nothing on another. */
+#define PBW__SCHEMA_ABI                                                                            \
+  ((uint32_t)sizeof(void *) | (uint32_t)sizeof(size_t) << 8 |                                      \
+   (uint32_t)(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 1 : 2) << 16)
+
+/* Validate schema bytes. PBW_E_BADSCHEMA on any inconsistency. */
+int pbw__schema_open(pbw__schema *s, const void *buf, size_t len);
+void pbw__schema_msg(const pbw__schema *s, uint32_t i, pbw__smsg *m);
+void pbw__schema_field(const pbw__schema *s, uint32_t i, pbw__sfield *f);
+void pbw__schema_enum(const pbw__schema *s, uint32_t i, pbw__senum *e);
+void pbw__schema_value_rec(const pbw__schema *s, uint32_t i, pbw__svalue *v);
+/* Value i of the schema's value table: its name (NULL if it has none) and
+ * number. */
+const char *pbw__schema_value(const pbw__schema *s, uint32_t i, int32_t *number);
+/* Entry i of the value-name table: a name and an index into the owning
+ * enum's values. */
+const char *pbw__schema_vname(const pbw__schema *s, uint32_t i, uint32_t *index);
+/* NUL-terminated string at blob offset off (validated). */
+static inline const char *pbw__schema_str(const pbw__schema *s, uint32_t off) {
+  return (const char *)s->blob + off;
+}
+/* The same for optional names: NULL for PBW_NONE32. */
+static inline const char *pbw__schema_ostr(const pbw__schema *s, uint32_t off) {
+  return off == PBW_NONE32 ? NULL : (const char *)s->blob + off;
+}
+
+#endif

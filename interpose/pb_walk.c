@@ -1,0 +1,347 @@
+/* pb_walk.c — fingerprints and statistics of protobuf-c message trees.
+ *
+ * This runs on every intercepted pack call during replay, so it must cost
+ * far less than packing and must not allocate. Values are gathered into a
+ * stack buffer that is hashed with one-shot XXH3-128 whenever it fills (the
+ * digest of everything so far then opens the next buffer, so 128 bits of
+ * state are carried across chunks); long strings and bytes are hashed in
+ * place and stand in the stream as their own XXH3-128 digest.
+ *
+ * The hashed stream, for the root and then recursively:
+ *   root:     u64 name length, name bytes, message
+ *   message:  field*, [u32 FP_UNKNOWN, u64 n, (u32 tag, u32 wire type,
+ *             blob)*], u32 FP_END
+ *   field:    u32 number, value               (singular, written by pack)
+ *             u32 number, u64 count, value*   (repeated, count > 0)
+ *   value:    4 or 8 raw bytes; bool as u32 0/1; string and bytes as blob;
+ *             message as above
+ *   blob:     u64 length, then the content if shorter than FP_DIRECT,
+ *             else XXH3-128 of the content
+ * Field numbers are >= 1, so FP_END (0) and FP_UNKNOWN cannot be confused
+ * with them, and each number fixes the shape of the value that follows.
+ *
+ * Statistics describe what pack writes too (pb_json.c derives the same
+ * from encoded bytes): `fields` counts each written singular field, each
+ * repeated field with at least one element and each unknown field once;
+ * `repeated` counts elements (packed or not, map entries included);
+ * `submsgs` counts message values below the root (a NULL slot that pack
+ * writes as an empty message included); `var_bytes` sums string lengths
+ * (up to the first NUL, as strlen) and bytes lengths of written fields,
+ * not unknown fields. */
+#include "pb_internal.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define FP_BUF 4096   /* stream bytes per one-shot XXH3 call */
+#define FP_DIRECT 512 /* blobs at least this long are hashed in place */
+#define FP_END 0u
+#define FP_UNKNOWN 0xFFFFFFFFu
+
+const char *pbw_strerror(int err) {
+  switch (err) {
+  case PBW_OK: return "success";
+  case PBW_E_NOMEM: return "out of memory";
+  case PBW_E_UNSUPPORTED: return "message tree holds a pointer that cannot be captured";
+  case PBW_E_BADIMAGE: return "message image is damaged";
+  case PBW_E_SCHEMA: return "message image does not fit the message descriptor";
+  case PBW_E_DEPTH: return "message nesting deeper than PBW_MAX_DEPTH";
+  case PBW_E_BADSCHEMA: return "schema bytes are damaged";
+  case PBW_E_BADDATA: return "encoded message does not parse against the schema";
+  default: return "unknown pb_walk error";
+  }
+}
+
+/* Only a successful lookup is cached: a program may dlopen protobuf-c after
+ * our first call. Threads race benignly (they store the same value). */
+const char *pbw__empty_string(void) {
+  static const char *cached;
+  const char *p = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (p == NULL) {
+    p = dlsym(RTLD_DEFAULT, "protobuf_c_empty_string");
+    __atomic_store_n(&cached, p, __ATOMIC_RELAXED);
+  }
+  return p;
+}
+
+typedef struct {
+  size_t n; /* bytes pending in buf */
+  int hash; /* 0: statistics only, buf contents are dropped */
+  pbw_stats st;
+  uint8_t buf[FP_BUF];
+} walk_ctx;
+
+/* Replace the pending bytes by their digest, which chains them to what
+ * follows. Chunk boundaries depend only on the stream, so equal trees
+ * still hash equally. */
+static void fp_spill(walk_ctx *c) {
+  if (!c->hash) {
+    c->n = 0;
+    return;
+  }
+  pbw__h128 h = pbw__hash128(c->buf, c->n);
+  memcpy(c->buf, &h, sizeof h);
+  c->n = sizeof h;
+}
+
+/* Room for n <= FP_BUF - 16 bytes at the end of buf. */
+static inline uint8_t *fp_room(walk_ctx *c, size_t n) {
+  if (n > FP_BUF - c->n)
+    fp_spill(c);
+  uint8_t *w = c->buf + c->n;
+  c->n += n;
+  return w;
+}
+
+static inline void fp_u32(walk_ctx *c, uint32_t v) {
+  memcpy(fp_room(c, 4), &v, 4);
+}
+
+static inline void fp_u64(walk_ctx *c, uint64_t v) {
+  memcpy(fp_room(c, 8), &v, 8);
+}
+
+/* memcpy for short runs without a library call: two overlapping moves
+ * never read outside [s, s + n). */
+static inline void copy_short(uint8_t *d, const uint8_t *s, size_t n) {
+  if (n >= 16) {
+    memcpy(d, s, 16);
+    memcpy(d + n - 16, s + n - 16, 16);
+  } else if (n >= 8) {
+    memcpy(d, s, 8);
+    memcpy(d + n - 8, s + n - 8, 8);
+  } else if (n >= 4) {
+    memcpy(d, s, 4);
+    memcpy(d + n - 4, s + n - 4, 4);
+  } else if (n > 0) {
+    d[0] = s[0];
+    d[n / 2] = s[n / 2];
+    d[n - 1] = s[n - 1];
+  }
+}
+
+static void fp_blob_slow(walk_ctx *c, const void *p, size_t n) {
+  uint8_t *w;
+  if (n >= FP_DIRECT) {
+    pbw__h128 h = pbw__hash128(p, n);
+    w = fp_room(c, 8 + sizeof h);
+    memcpy(w, &n, 8);
+    memcpy(w + 8, &h, sizeof h);
+    return;
+  }
+  w = fp_room(c, 8 + n);
+  memcpy(w, &n, 8);
+  memcpy(w + 8, p, n);
+}
+
+/* Most strings and bytes are short: copy them inline, no library call. */
+static inline void fp_blob(walk_ctx *c, const void *p, size_t n) {
+  if (!c->hash) {
+    c->n = 0;
+    return;
+  }
+  if (n > 32 || 8 + 32 > FP_BUF - c->n) {
+    fp_blob_slow(c, p, n);
+    return;
+  }
+  uint8_t *w = c->buf + c->n;
+  c->n += 8 + n;
+  memcpy(w, &n, 8);
+  copy_short(w + 8, p, n);
+}
+
+static void fp_digest(walk_ctx *c, uint8_t fp[16]) {
+  pbw__h128 h = pbw__hash128(c->buf, c->n);
+  XXH128_canonicalFromHash((XXH128_canonical_t *)fp, (XXH128_hash_t){h.lo, h.hi});
+}
+
+static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth);
+
+/* A NULL string is written by pack as "" (required fields only). */
+static void walk_string(walk_ctx *c, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  c->st.var_bytes += n;
+  fp_blob(c, s, n);
+}
+
+/* Bytes with a length but no data would crash pack; hash the length only. */
+static void walk_bytes(walk_ctx *c, const ProtobufCBinaryData *bd) {
+  size_t n = bd->data ? bd->len : 0;
+  c->st.var_bytes += n;
+  fp_blob(c, bd->data, n);
+}
+
+/* Number and value of a written scalar field, in one reservation. */
+static inline void walk_scalar(walk_ctx *c, uint32_t id, ProtobufCType t, const void *p) {
+  uint8_t *w;
+  switch (t) {
+  case PROTOBUF_C_TYPE_INT64:
+  case PROTOBUF_C_TYPE_SINT64:
+  case PROTOBUF_C_TYPE_SFIXED64:
+  case PROTOBUF_C_TYPE_UINT64:
+  case PROTOBUF_C_TYPE_FIXED64:
+  case PROTOBUF_C_TYPE_DOUBLE:
+    w = fp_room(c, 12);
+    memcpy(w + 4, p, 8);
+    break;
+  case PROTOBUF_C_TYPE_BOOL:
+    w = fp_room(c, 8);
+    pbw__st32(w + 4, pbw__ld32(p) != 0); /* pack writes 0 or 1 */
+    break;
+  default:
+    w = fp_room(c, 8);
+    memcpy(w + 4, p, 4);
+    break;
+  }
+  memcpy(w, &id, 4);
+}
+
+static int walk_value(walk_ctx *c, ProtobufCType t, const void *p, unsigned depth) {
+  switch (t) {
+  case PROTOBUF_C_TYPE_STRING: walk_string(c, pbw__ldptr(p)); return PBW_OK;
+  case PROTOBUF_C_TYPE_BYTES: walk_bytes(c, p); return PBW_OK;
+  case PROTOBUF_C_TYPE_MESSAGE: c->st.submsgs++; return walk_msg(c, pbw__ldptr(p), depth + 1);
+  case PROTOBUF_C_TYPE_BOOL: fp_u32(c, pbw__ld32(p) != 0); return PBW_OK;
+  default:
+    if (pbw__elt_size(t) == 8)
+      fp_u64(c, pbw__ld64(p));
+    else
+      fp_u32(c, pbw__ld32(p));
+    return PBW_OK;
+  }
+}
+
+/* Arrays of plain numbers are hashed as one block; everything else (bools
+ * are normalised by pack, pointers are followed) element by element. */
+static int walk_repeated(walk_ctx *c, const ProtobufCFieldDescriptor *f, const char *base,
+                         unsigned depth) {
+  size_t n = pbw__ldsize(base + f->quantifier_offset);
+  const char *arr = pbw__ldptr(base + f->offset);
+  size_t esz = pbw__elt_size(f->type);
+  if (n == 0)
+    return PBW_OK;
+  c->st.fields++;
+  c->st.repeated += n;
+  fp_u32(c, f->id);
+  fp_u64(c, n);
+  if (arr == NULL)
+    return PBW_OK;
+  switch (f->type) {
+  case PROTOBUF_C_TYPE_STRING:
+    for (size_t i = 0; i < n; i++)
+      walk_string(c, ((char *const *)arr)[i]);
+    return PBW_OK;
+  case PROTOBUF_C_TYPE_BYTES:
+    for (size_t i = 0; i < n; i++)
+      walk_bytes(c, (const ProtobufCBinaryData *)arr + i);
+    return PBW_OK;
+  case PROTOBUF_C_TYPE_MESSAGE:
+  case PROTOBUF_C_TYPE_BOOL: break;
+  default: fp_blob(c, arr, n * esz); return PBW_OK;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int rc = walk_value(c, f->type, arr + i * esz, depth);
+    if (rc != PBW_OK)
+      return rc;
+  }
+  return PBW_OK;
+}
+
+static void walk_unknown(walk_ctx *c, const ProtobufCMessage *m) {
+  unsigned n = m->n_unknown_fields;
+  if (n == 0 || m->unknown_fields == NULL)
+    return;
+  c->st.fields += n;
+  fp_u32(c, FP_UNKNOWN);
+  fp_u64(c, n);
+  for (unsigned i = 0; i < n; i++) {
+    const ProtobufCMessageUnknownField *u = &m->unknown_fields[i];
+    fp_u32(c, u->tag);
+    fp_u32(c, (uint32_t)u->wire_type);
+    fp_blob(c, u->data, u->data ? u->len : 0);
+  }
+}
+
+/* The fields pack writes, in descriptor order. Scalars, the common case,
+ * take the short path: one presence test, one reservation. */
+static int walk_fields(walk_ctx *c, const ProtobufCMessageDescriptor *d, const char *base,
+                       unsigned depth) {
+  const ProtobufCFieldDescriptor *f = d->fields, *end = f + d->n_fields;
+  for (; f < end; f++) {
+    int rc;
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+      if ((rc = walk_repeated(c, f, base, depth)) != PBW_OK)
+        return rc;
+      continue;
+    }
+    if (!pbw__singular_written(f, base))
+      continue;
+    c->st.fields++;
+    if (f->type < PROTOBUF_C_TYPE_STRING) {
+      walk_scalar(c, f->id, f->type, base + f->offset);
+      continue;
+    }
+    fp_u32(c, f->id);
+    if ((rc = walk_value(c, f->type, base + f->offset, depth)) != PBW_OK)
+      return rc;
+  }
+  return PBW_OK;
+}
+
+/* A NULL message (a required or repeated slot) is packed as an empty one. */
+static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth) {
+  if (depth > PBW_MAX_DEPTH)
+    return PBW_E_DEPTH;
+  if (depth > c->st.max_depth)
+    c->st.max_depth = depth;
+  if (m != NULL) {
+    int rc = walk_fields(c, m->descriptor, (const char *)m, depth);
+    if (rc != PBW_OK)
+      return rc;
+    walk_unknown(c, m);
+  }
+  fp_u32(c, FP_END);
+  return PBW_OK;
+}
+
+static int walk_tree(walk_ctx *c, const ProtobufCMessage *m) {
+  c->n = 0;
+  memset(&c->st, 0, sizeof c->st);
+  if (m == NULL || m->descriptor == NULL)
+    return PBW_E_UNSUPPORTED;
+  const char *name = m->descriptor->name ? m->descriptor->name : "";
+  fp_blob(c, name, strlen(name));
+  return walk_msg(c, m, 1);
+}
+
+int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *st) {
+  walk_ctx c;
+  c.hash = 1;
+  int rc = walk_tree(&c, m);
+  if (rc == PBW_OK)
+    fp_digest(&c, fp);
+  if (st != NULL)
+    *st = c.st;
+  return rc;
+}
+
+int pbw_tree_stats(const ProtobufCMessage *m, pbw_stats *st) {
+  walk_ctx c;
+  c.hash = 0;
+  int rc = walk_tree(&c, m);
+  *st = c.st;
+  return rc;
+}
+
+/* One pass over the data; the type name is mixed in afterwards. */
+void pbw_fingerprint_bytes(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
+                           uint8_t fp[16]) {
+  const char *name = d && d->name ? d->name : "";
+  pbw__h128 h = pbw__hash128(data, len);
+  uint64_t mix[4] = {XXH3_64bits(name, strlen(name)), h.lo, h.hi, len};
+  XXH128_hash_t r = XXH3_128bits(mix, sizeof mix);
+  XXH128_canonicalFromHash((XXH128_canonical_t *)fp, r);
+}
