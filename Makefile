@@ -8,7 +8,7 @@ B := build
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) -fPIC -fvisibility=hidden -pthread \
-	-D_GNU_SOURCE -DSTANDIN_VERSION=\"$(VERSION)\" -I. -Itraces -Iinterpose -Iinterfaces \
+	-D_GNU_SOURCE -DSTANDIN_VERSION=\"$(VERSION)\" -I. -Itraces -Iinterpose -Iinterfaces -Ireplay \
 	-I$(B)/gen $(CFLAGS)
 LDLIBS_BASE := -lz -ldl -pthread -lm
 
@@ -55,8 +55,9 @@ $(REPLAY_SO): $(call obj,$(REPLAY_SRC)) $(INTERPOSE_LIB) $(IFACE_LIB) $(TRACE_LI
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_LDFLAGS) -o $@ $^ $(LDLIBS_BASE)
 
+# The CLI links libprotobuf-c: it parses recorded bytes offline (replay DB).
 $(STANDIN): $(call obj,$(CLI_SRC)) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB)
-	$(CC) -o $@ $^ $(LDLIBS_BASE)
+	$(CC) -o $@ $^ -lprotobuf-c $(LDLIBS_BASE)
 
 # ---- generated protobuf-c code for tests and workloads -------------------
 PROTOS := $(wildcard tests/proto/*.proto workloads/*/*.proto)
@@ -87,9 +88,9 @@ $(OTHER_UNIT): $(B)/tests/%: tests/unit/%.c $(GEN_OBJ) $(IFACE_LIB) $(INTERPOSE_
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)
 
 # End-to-end programs: tests/e2e/progs/NAME.c, linked with generated code.
-PROG_SRC := $(wildcard tests/e2e/progs/*.c) $(wildcard workloads/*/*.c)
+PROG_SRC := $(wildcard tests/e2e/progs/*.c) $(wildcard workloads/*/*.c) $(wildcard bench/*.c)
 PROG_BIN := $(patsubst %.c,$(B)/progs/%,$(notdir $(PROG_SRC)))
-vpath %.c tests/e2e/progs $(wildcard workloads/*)
+vpath %.c tests/e2e/progs bench $(wildcard workloads/*)
 $(PROG_BIN): $(B)/progs/%: %.c $(GEN_OBJ) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)

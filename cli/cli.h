@@ -1,0 +1,62 @@
+/* cli.h — shared pieces of the standin command line. Only the CLI prints
+ * and chooses exit codes; libraries return error codes. */
+#ifndef STANDIN_CLI_H
+#define STANDIN_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "trace.h"
+
+/* Exit codes besides the program's own status. */
+enum { EXIT_USAGE = 2, EXIT_NOTFOUND = 127, EXIT_NOEXEC = 126 };
+
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Path of a runtime library (e.g. "libstandin-record.so") next to the
+ * standin binary: <bindir>/lib/standin/ (build tree) or
+ * <bindir>/../lib/standin/ (installed). NULL with a message if missing. */
+const char *cli_runtime_lib(const char *name);
+
+/* Trace files of a recording directory, sorted by pid then exec number. */
+typedef struct {
+  char **paths;
+  size_t n;
+} cli_tracedir;
+
+/* 0 on success; on failure prints why (naming dir) and returns -1. A
+ * directory with no trace file is not an error: n = 0. */
+int cli_tracedir_open(cli_tracedir *td, const char *dir);
+void cli_tracedir_free(cli_tracedir *td);
+
+/* Open one trace with a clear message on failure (names the file). */
+int cli_reader_open(st_reader **r, const char *path);
+
+/* Human formats: "1.23 ms", "4.5 KiB", "1,234,567". Return buf. */
+char *cli_fmt_ns(char *buf, size_t cap, double ns);
+char *cli_fmt_bytes(char *buf, size_t cap, double bytes);
+char *cli_fmt_count(char *buf, size_t cap, uint64_t n);
+
+/* Lines of DIR/run.info (written by `standin record`): value for key, or
+ * NULL. Returned string is static storage, valid until the next call. */
+const char *cli_runinfo_get(const char *dir, const char *key);
+
+/* A program resolved on PATH like execvp would; 0 or -1 with errno. */
+int cli_find_program(const char *prog, char *out, size_t cap);
+
+/* Run argv with extra environment (NAME=VALUE strings, NULL-terminated) and
+ * wait for it; forwards SIGTERM/SIGHUP, ignores SIGINT/SIGQUIT while the
+ * program runs. Returns the exit code standin should use (the program's
+ * status, or 128+signal), and the wall time in *wall_ns. */
+int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
+
+/* Subcommands. */
+int cmd_record(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_models(int argc, char **argv);
+
+#endif

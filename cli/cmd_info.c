@@ -1,0 +1,209 @@
+/* cmd_info.c — `standin info DIR`: what a recording holds. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "scan.h"
+
+typedef struct {
+  int api;
+  char *type;
+  uint64_t calls, ns, req_bytes, resp_bytes, failed, not_offloadable, no_response;
+} info_row;
+
+typedef struct {
+  info_row *rows;
+  size_t n, cap;
+  int32_t *slot; /* per file: (type id * ST_API_MAX + api) -> row + 1 */
+  uint32_t nslot;
+  uint64_t file_ns; /* time in calls of the file being scanned */
+} info_agg;
+
+static info_row *find_row(info_agg *a, int api, const char *type) {
+  for (size_t i = 0; i < a->n; i++)
+    if (a->rows[i].api == api && !strcmp(a->rows[i].type, type))
+      return &a->rows[i];
+  if (a->n == a->cap) {
+    size_t cap = a->cap ? a->cap * 2 : 16;
+    info_row *nr = realloc(a->rows, cap * sizeof *nr);
+    if (!nr)
+      return NULL;
+    a->rows = nr;
+    a->cap = cap;
+  }
+  info_row *r = &a->rows[a->n++];
+  memset(r, 0, sizeof *r);
+  r->api = api;
+  r->type = strdup(type);
+  return r;
+}
+
+/* Row of a call, cached per (type id, api) so a long trace does not
+ * compare strings per call. */
+static info_row *row_of(info_agg *a, scan_file *f, const st_call *c) {
+  uint32_t key = c->type * ST_API_MAX + (c->api % ST_API_MAX);
+  if (c->type < (1u << 20) && key >= a->nslot) {
+    uint32_t n = a->nslot ? a->nslot : 256;
+    while (n <= key)
+      n *= 2;
+    int32_t *ns = realloc(a->slot, n * sizeof *ns);
+    if (ns) {
+      memset(ns + a->nslot, 0, (n - a->nslot) * sizeof *ns);
+      a->slot = ns;
+      a->nslot = n;
+    }
+  }
+  if (key < a->nslot && a->slot[key])
+    return &a->rows[a->slot[key] - 1];
+  info_row *r = find_row(a, c->api, scan_type_name(f, c->type));
+  if (r && key < a->nslot)
+    a->slot[key] = (int32_t)(r - a->rows) + 1;
+  return r;
+}
+
+static int on_call(scan_file *f, const st_call *c, void *arg) {
+  info_agg *a = arg;
+  a->file_ns += c->latency_ns;
+  info_row *r = row_of(a, f, c);
+  if (!r)
+    return 0;
+  r->calls++;
+  r->ns += c->latency_ns;
+  r->req_bytes += c->req_len;
+  r->resp_bytes += c->resp_len;
+  r->failed += !!(c->flags & ST_CALL_FAILED);
+  r->not_offloadable += !!(c->flags & ST_CALL_NOT_OFFLOADABLE);
+  r->no_response += !!(c->flags & ST_CALL_NO_RESPONSE);
+  return 0;
+}
+
+static int row_cmp(const void *x, const void *y) {
+  const info_row *a = x, *b = y;
+  return a->ns < b->ns ? 1 : a->ns > b->ns ? -1 : 0;
+}
+
+static void explain_empty(const char *dir) {
+  const char *prog = cli_runinfo_get(dir, "program");
+  char p[4096];
+  snprintf(p, sizeof p, "%s", prog ? prog : "the program");
+  const char *dyn = cli_runinfo_get(dir, "dynamic");
+  printf("%s: 0 processes, 0 calls.\n", dir);
+  if (dyn && !strcmp(dyn, "0"))
+    printf("  %s is statically linked: the shim cannot be preloaded into it.\n", p);
+  else
+    printf("  %s made no protobuf-c or libjpeg/TurboJPEG call that standin intercepts\n"
+           "  (is it dynamically linked against libprotobuf-c, libjpeg or libturbojpeg? a\n"
+           "  set-user-ID program also ignores LD_PRELOAD).\n",
+           p);
+}
+
+static void print_header(const scan_file *f) {
+  printf("process %u", f->h.pid);
+  if (f->h.exec_seq)
+    printf(" (exec %u)", f->h.exec_seq);
+  printf(", parent %u:", f->h.ppid);
+  for (uint32_t i = 0; i < f->h.argc && i < 8; i++)
+    printf(" %s", f->h.argv[i]);
+  if (f->h.argc > 8)
+    printf(" ...");
+  printf("\n");
+}
+
+static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_bytes) {
+  char a[32], b[32], c[32], d[32], e[32], st[256];
+  int approx;
+  uint64_t run = scan_run_ns(f, &approx);
+  print_header(f);
+  printf("  threads %u, calls %s, time in calls %s = %.1f%% of %s%s run\n", f->nthreads,
+         cli_fmt_count(a, sizeof a, f->calls), cli_fmt_ns(b, sizeof b, (double)call_ns),
+         run ? 100.0 * (double)call_ns / (double)run : 0.0, approx ? ">= " : "",
+         cli_fmt_ns(c, sizeof c, (double)run));
+  double ratio = file_bytes ? (double)f->status.raw_bytes / (double)file_bytes : 0;
+  printf("  trace %s, %s uncompressed (%.1fx), payloads stored %s in %s blobs\n",
+         cli_fmt_bytes(d, sizeof d, (double)file_bytes),
+         cli_fmt_bytes(e, sizeof e, (double)f->status.raw_bytes), ratio,
+         cli_fmt_bytes(a, sizeof a, (double)f->blob_bytes), cli_fmt_count(b, sizeof b, f->blobs));
+  scan_status_text(f, st, sizeof st);
+  printf("  status: %s\n", st);
+}
+
+static void print_rows(info_agg *a, uint64_t total_ns) {
+  qsort(a->rows, a->n, sizeof *a->rows, row_cmp);
+  printf("\n%-18s %-32s %10s %11s %6s %10s %10s %10s\n", "API", "TYPE", "CALLS", "TIME", "SHARE",
+         "MEAN", "REQ", "RESP");
+  for (size_t i = 0; i < a->n; i++) {
+    const info_row *r = &a->rows[i];
+    char c[32], t[32], m[32], q[32], s[32];
+    printf("%-18s %-32s %10s %11s %5.1f%% %10s %10s %10s\n", st_api_name(r->api), r->type,
+           cli_fmt_count(c, sizeof c, r->calls), cli_fmt_ns(t, sizeof t, (double)r->ns),
+           total_ns ? 100.0 * (double)r->ns / (double)total_ns : 0.0,
+           cli_fmt_ns(m, sizeof m, r->calls ? (double)r->ns / (double)r->calls : 0),
+           cli_fmt_bytes(q, sizeof q, (double)r->req_bytes),
+           cli_fmt_bytes(s, sizeof s, (double)r->resp_bytes));
+    if (r->failed || r->not_offloadable || r->no_response)
+      printf("%-18s   %llu failed in the library, %llu not offloadable, %llu without a saved "
+             "response\n",
+             "", (unsigned long long)r->failed, (unsigned long long)r->not_offloadable,
+             (unsigned long long)r->no_response);
+  }
+}
+
+int cmd_info(int argc, char **argv) {
+  if (argc != 2 || argv[1][0] == '-') {
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+      printf("usage: standin info [DIR]\n\nSummarises a recording (default standin.data).\n");
+      return 0;
+    }
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+      cli_err("usage: standin info [DIR]");
+      return EXIT_USAGE;
+    }
+  }
+  const char *dir = argc == 2 ? argv[1] : "standin.data";
+  cli_tracedir td;
+  if (cli_tracedir_open(&td, dir) != 0)
+    return 1;
+  if (td.n == 0) {
+    explain_empty(dir);
+    cli_tracedir_free(&td);
+    return 0;
+  }
+  const char *cmd = cli_runinfo_get(dir, "command");
+  printf("recording %s%s%s\n\n", dir, cmd ? ": " : "", cmd ? cmd : "");
+  info_agg agg = {0};
+  uint64_t total_ns = 0, total_calls = 0, total_bytes = 0;
+  int damaged = 0;
+  for (size_t i = 0; i < td.n; i++) {
+    scan_file f;
+    agg.nslot = 0;
+    free(agg.slot);
+    agg.slot = NULL;
+    agg.file_ns = 0;
+    if (scan_run(&f, td.paths[i], on_call, &agg) != 0) {
+      damaged = 1;
+      continue;
+    }
+    struct stat st;
+    uint64_t fb = stat(td.paths[i], &st) == 0 ? (uint64_t)st.st_size : 0;
+    print_process(&f, agg.file_ns, fb);
+    total_ns += agg.file_ns;
+    total_calls += f.calls;
+    total_bytes += fb;
+    damaged |= f.status.error != 0;
+    scan_close(&f);
+  }
+  char a[32], b[32], c[32];
+  printf("\ntotal: %zu process%s, %s calls, %s in calls, trace %s\n", td.n, td.n == 1 ? "" : "es",
+         cli_fmt_count(a, sizeof a, total_calls), cli_fmt_ns(b, sizeof b, (double)total_ns),
+         cli_fmt_bytes(c, sizeof c, (double)total_bytes));
+  print_rows(&agg, total_ns);
+  for (size_t k = 0; k < agg.n; k++)
+    free(agg.rows[k].type);
+  free(agg.rows);
+  free(agg.slot);
+  cli_tracedir_free(&td);
+  return damaged ? 1 : 0;
+}

@@ -1,0 +1,239 @@
+/* cmd_record.c — `standin record`: run a program with the record shim
+ * preloaded and leave one trace file per process in the output directory. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_elf.h"
+
+static const char usage_text[] =
+    "usage: standin record [-o DIR] [--api protobuf,jpeg] [--stack-depth N] [--no-follow]\n"
+    "                      [-f] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM with the record shim preloaded. Every protobuf-c and JPEG decode\n"
+    "call runs for real; its request, response, latency, call site and thread are\n"
+    "saved in DIR (default standin.data), one trace file per process. Exits with\n"
+    "PROGRAM's exit status.\n"
+    "\n"
+    "  -o, --output DIR     recording directory (created, mode 0700)\n"
+    "      --api LIST       APIs to record: protobuf, jpeg (default both)\n"
+    "      --stack-depth N  call-site frames to keep, 0-16 (default 4)\n"
+    "      --no-follow      do not record programs that PROGRAM starts with exec\n"
+    "  -f, --force          replace the traces already in DIR\n";
+
+typedef struct {
+  const char *dir;
+  const char *apis;
+  int depth;
+  int no_follow, force;
+} rec_opts;
+
+static int check_apis(const char *list) {
+  char *copy = strdup(list), *save = NULL;
+  int ok = copy != NULL;
+  for (char *t = strtok_r(copy, ",", &save); ok && t; t = strtok_r(NULL, ",", &save))
+    if (strcmp(t, "protobuf") && strcmp(t, "jpeg")) {
+      cli_err("--api: unknown API '%s'; choose from protobuf, jpeg", t);
+      ok = 0;
+    }
+  free(copy);
+  return ok ? 0 : -1;
+}
+
+static int parse(int argc, char **argv, rec_opts *o, int *first) {
+  static const struct option lo[] = {{"output", required_argument, 0, 'o'},
+                                     {"api", required_argument, 0, 'a'},
+                                     {"stack-depth", required_argument, 0, 's'},
+                                     {"no-follow", no_argument, 0, 'n'},
+                                     {"force", no_argument, 0, 'f'},
+                                     {"help", no_argument, 0, 'h'},
+                                     {0, 0, 0, 0}};
+  *o = (rec_opts){.dir = "standin.data", .apis = "protobuf,jpeg", .depth = 4};
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "+o:fh", lo, NULL)) != -1) {
+    char *end;
+    switch (c) {
+    case 'o': o->dir = optarg; break;
+    case 'a':
+      if (check_apis(optarg))
+        return -1;
+      o->apis = optarg;
+      break;
+    case 's':
+      o->depth = (int)strtol(optarg, &end, 10);
+      if (*end || o->depth < 0 || o->depth > 16) {
+        cli_err("--stack-depth: '%s' is not a number from 0 to 16", optarg);
+        return -1;
+      }
+      break;
+    case 'n': o->no_follow = 1; break;
+    case 'f': o->force = 1; break;
+    case 'h': fputs(usage_text, stdout); exit(0);
+    default: fputs(usage_text, stderr); return -1;
+    }
+  }
+  if (optind >= argc) {
+    cli_err("record: no program given");
+    fputs(usage_text, stderr);
+    return -1;
+  }
+  *first = optind;
+  return 0;
+}
+
+/* Remove the files a previous recording left (only ours: *.trace, run.info). */
+static int clear_dir(const char *dir, int force) {
+  cli_tracedir td;
+  if (cli_tracedir_open(&td, dir) != 0)
+    return -1;
+  if (td.n && !force) {
+    cli_err("%s already holds a recording (%zu trace files); use -f to replace it or -o to "
+            "choose another directory",
+            dir, td.n);
+    cli_tracedir_free(&td);
+    return -1;
+  }
+  for (size_t i = 0; i < td.n; i++)
+    unlink(td.paths[i]);
+  cli_tracedir_free(&td);
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/run.info", dir);
+  unlink(p);
+  return 0;
+}
+
+/* Create DIR (mode 0700) and prove we can write there before the program
+ * starts, so that a bad -o fails in a second and not after an hour. */
+static int prepare_dir(const char *dir, int force) {
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    cli_err("cannot create recording directory %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    cli_err("%s exists and is not a directory; choose another with -o", dir);
+    return -1;
+  }
+  if (clear_dir(dir, force) != 0)
+    return -1;
+  char probe[PATH_MAX];
+  snprintf(probe, sizeof probe, "%s/.standin-probe-%d", dir, (int)getpid());
+  int fd = open(probe, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    cli_err("cannot write in %s: %s; choose another directory with -o", dir, strerror(errno));
+    return -1;
+  }
+  close(fd);
+  unlink(probe);
+  return 0;
+}
+
+static void write_runinfo(const char *dir, char **argv, const char *path, int dynamic,
+                          const char *status, uint64_t wall_ns) {
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/run.info", dir);
+  FILE *f = fopen(p, "w");
+  if (!f)
+    return;
+  fprintf(f, "tool=standin %s\ncommand=", STANDIN_VERSION);
+  for (int i = 0; argv[i]; i++)
+    fprintf(f, "%s%s", i ? " " : "", argv[i]);
+  fprintf(f, "\nprogram=%s\ndynamic=%d\nstatus=%s\nwall_ns=%llu\ntime=%lld\n", path, dynamic,
+          status, (unsigned long long)wall_ns, (long long)time(NULL));
+  fclose(f);
+}
+
+/* Warn about programs the loader will not preload into. */
+static int inspect_program(const char *prog, char *path, size_t cap) {
+  if (cli_find_program(prog, path, cap) != 0) {
+    cli_err("%s: command not found", prog);
+    return -1;
+  }
+  struct stat st;
+  if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) && geteuid() != st.st_uid)
+    cli_warn("%s is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it, so its "
+             "calls will not be recorded",
+             path);
+  int dyn = cli_elf_is_dynamic(path);
+  if (dyn == 0)
+    cli_warn("%s is statically linked: no shim can be preloaded into it, so no calls will be "
+             "recorded (link it dynamically against libprotobuf-c / libjpeg)",
+             path);
+  return dyn;
+}
+
+static char *env_pair(const char *k, const char *v) {
+  size_t n = strlen(k) + strlen(v) + 2;
+  char *s = malloc(n);
+  if (s)
+    snprintf(s, n, "%s=%s", k, v);
+  return s;
+}
+
+static void summary(const char *dir) {
+  cli_tracedir td;
+  if (cli_tracedir_open(&td, dir) != 0)
+    return;
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < td.n; i++) {
+    struct stat st;
+    if (stat(td.paths[i], &st) == 0)
+      bytes += (uint64_t)st.st_size;
+  }
+  char b[32];
+  if (td.n)
+    fprintf(stderr, "standin: recorded %zu process%s into %s (%s); see 'standin info %s'\n", td.n,
+            td.n == 1 ? "" : "es", dir, cli_fmt_bytes(b, sizeof b, (double)bytes), dir);
+  else
+    fprintf(stderr, "standin: no intercepted call was made, so %s holds no trace; "
+                    "'standin info %s' says more\n",
+            dir, dir);
+  cli_tracedir_free(&td);
+}
+
+int cmd_record(int argc, char **argv) {
+  rec_opts o;
+  int first;
+  if (parse(argc, argv, &o, &first) != 0)
+    return EXIT_USAGE;
+  char path[PATH_MAX];
+  int dyn = inspect_program(argv[first], path, sizeof path);
+  if (dyn == -1 && access(path, F_OK) != 0)
+    return EXIT_NOTFOUND;
+  const char *shim = cli_runtime_lib("libstandin-record.so");
+  if (!shim || prepare_dir(o.dir, o.force) != 0)
+    return shim ? 1 : EXIT_NOEXEC;
+  char absdir[PATH_MAX];
+  if (!realpath(o.dir, absdir)) {
+    cli_err("cannot resolve %s: %s", o.dir, strerror(errno));
+    return 1;
+  }
+  const char *old = getenv("LD_PRELOAD");
+  char preload[PATH_MAX * 2];
+  snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
+  char depth[16];
+  snprintf(depth, sizeof depth, "%d", o.depth);
+  char *env[] = {env_pair("LD_PRELOAD", preload), env_pair("STANDIN_DIR", absdir),
+                 env_pair("STANDIN_APIS", o.apis), env_pair("STANDIN_STACK_DEPTH", depth),
+                 env_pair("STANDIN_NO_FOLLOW", o.no_follow ? "1" : "0"), NULL};
+  write_runinfo(o.dir, argv + first, path, dyn, "running", 0);
+  uint64_t wall = 0;
+  int rc = cli_run(argv + first, env, &wall);
+  char status[32];
+  snprintf(status, sizeof status, "exit %d", rc);
+  write_runinfo(o.dir, argv + first, path, dyn, status, wall);
+  summary(o.dir);
+  for (int i = 0; env[i]; i++)
+    free(env[i]);
+  return rc;
+}

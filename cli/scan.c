@@ -1,0 +1,179 @@
+/* scan.c — streaming a trace file for the CLI (see scan.h). */
+#include "scan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define MAX_TABLE_ID (1u << 24) /* ids beyond this are treated as damage */
+
+static int grow(void **arr, uint32_t *n, uint32_t need, size_t elem) {
+  if (need < *n)
+    return 0;
+  if (need >= MAX_TABLE_ID)
+    return -1;
+  uint32_t cap = *n ? *n : 16;
+  while (cap <= need)
+    cap *= 2;
+  void *p = realloc(*arr, (size_t)cap * elem);
+  if (!p)
+    return -1;
+  memset((char *)p + (size_t)*n * elem, 0, (size_t)(cap - *n) * elem);
+  *arr = p;
+  *n = cap;
+  return 0;
+}
+
+static void add_type(scan_file *f, const st_type *t) {
+  if (grow((void **)&f->types, &f->ntypes, t->id, sizeof *f->types) != 0)
+    return;
+  scan_type *s = &f->types[t->id];
+  free(s->name);
+  free(s->schema);
+  s->name = strdup(t->name ? t->name : "?");
+  s->family = t->family;
+  s->schema = NULL;
+  s->schema_len = 0;
+  if (t->schema_len && (s->schema = malloc(t->schema_len)) != NULL) {
+    memcpy(s->schema, t->schema, t->schema_len);
+    s->schema_len = t->schema_len;
+  }
+}
+
+static const char *basename_of(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+/* Copy a site with its strings into one allocation, and make a label from
+ * the innermost frame that has a symbol (the hook's caller is often
+ * generated code, so show the first two). */
+static void add_site(scan_file *f, const st_site *st) {
+  if (grow((void **)&f->sites, &f->nsites, st->id, sizeof *f->sites) != 0)
+    return;
+  scan_site *s = &f->sites[st->id];
+  free(s->strings);
+  free(s->label);
+  size_t need = 1;
+  uint32_t nf = st->nframes > ST_MAX_FRAMES ? ST_MAX_FRAMES : st->nframes;
+  for (uint32_t i = 0; i < nf; i++)
+    need += strlen(st->frames[i].module) + strlen(st->frames[i].symbol) + 2;
+  s->strings = malloc(need);
+  s->site = *st;
+  s->site.nframes = nf;
+  char *p = s->strings;
+  for (uint32_t i = 0; p && i < nf; i++) {
+    size_t a = strlen(st->frames[i].module) + 1, b = strlen(st->frames[i].symbol) + 1;
+    memcpy(p, st->frames[i].module, a);
+    s->site.frames[i].module = p;
+    p += a;
+    memcpy(p, st->frames[i].symbol, b);
+    s->site.frames[i].symbol = p;
+    p += b;
+  }
+  char label[512] = "";
+  size_t o = 0;
+  for (uint32_t i = 0; i < nf && i < 2 && o < sizeof label; i++) {
+    const st_frame *fr = &s->site.frames[i];
+    if (fr->symbol[0])
+      o += (size_t)snprintf(label + o, sizeof label - o, "%s%s+0x%llx", i ? " < " : "", fr->symbol,
+                            (unsigned long long)fr->sym_offset);
+    else
+      o += (size_t)snprintf(label + o, sizeof label - o, "%s%s+0x%llx", i ? " < " : "",
+                            basename_of(fr->module[0] ? fr->module : "?"),
+                            (unsigned long long)fr->offset);
+  }
+  s->label = strdup(label);
+}
+
+static void on_note(scan_file *f, const st_note *n) {
+  if (!strcmp(n->key, "end_mono_ns"))
+    f->end_mono_ns = strtoull(n->value, NULL, 10);
+}
+
+int scan_run(scan_file *f, const char *path, scan_call_fn fn, void *arg) {
+  memset(f, 0, sizeof *f);
+  f->path = path;
+  if (cli_reader_open(&f->r, path) != 0)
+    return -1;
+  f->h = *st_reader_header(f->r);
+  st_record rec;
+  int rc;
+  while ((rc = st_reader_next(f->r, &rec)) == ST_OK) {
+    switch (rec.kind) {
+    case ST_REC_CALL: {
+      const st_call *c = &rec.u.call;
+      f->calls++;
+      if (c->start_ns + c->latency_ns > f->last_call_end_ns)
+        f->last_call_end_ns = c->start_ns + c->latency_ns;
+      if (fn && fn(f, c, arg)) {
+        st_reader_status(f->r, &f->status);
+        return 0;
+      }
+      break;
+    }
+    case ST_REC_TYPE: add_type(f, &rec.u.type); break;
+    case ST_REC_SITE: add_site(f, &rec.u.site); break;
+    case ST_REC_THREAD: f->nthreads++; break;
+    case ST_REC_BLOB:
+      f->blobs++;
+      f->blob_bytes += rec.u.blob.len;
+      break;
+    case ST_REC_NOTE: on_note(f, &rec.u.note); break;
+    }
+  }
+  st_reader_status(f->r, &f->status);
+  return 0;
+}
+
+void scan_close(scan_file *f) {
+  for (uint32_t i = 0; i < f->ntypes; i++) {
+    free(f->types[i].name);
+    free(f->types[i].schema);
+  }
+  for (uint32_t i = 0; i < f->nsites; i++) {
+    free(f->sites[i].label);
+    free(f->sites[i].strings);
+  }
+  free(f->types);
+  free(f->sites);
+  st_reader_close(f->r);
+  memset(f, 0, sizeof *f);
+}
+
+const char *scan_type_name(const scan_file *f, uint32_t id) {
+  if (id == 0)
+    return "-";
+  return id < f->ntypes && f->types[id].name ? f->types[id].name : "?";
+}
+
+const char *scan_site_label(const scan_file *f, uint32_t id) {
+  if (id == 0)
+    return "-";
+  return id < f->nsites && f->sites[id].label ? f->sites[id].label : "?";
+}
+
+uint64_t scan_run_ns(const scan_file *f, int *approx) {
+  *approx = 0;
+  if (f->end_mono_ns > f->h.start_mono_ns)
+    return f->end_mono_ns - f->h.start_mono_ns;
+  *approx = 1;
+  return f->last_call_end_ns > f->h.start_mono_ns ? f->last_call_end_ns - f->h.start_mono_ns : 0;
+}
+
+void scan_status_text(const scan_file *f, char *buf, size_t cap) {
+  const st_read_status *s = &f->status;
+  char b[32];
+  if (s->error)
+    snprintf(buf, cap, "damaged at byte %llu (%s): %llu complete chunks read, %s after it lost",
+             (unsigned long long)s->error_offset, st_strerror(s->error),
+             (unsigned long long)s->chunks,
+             cli_fmt_bytes(b, sizeof b, (double)(s->file_bytes - s->good_bytes)));
+  else if (!s->clean)
+    snprintf(buf, cap, "not closed (killed, or still running): all %llu complete chunks read",
+             (unsigned long long)s->chunks);
+  else
+    snprintf(buf, cap, "complete");
+}

@@ -1,0 +1,48 @@
+/* standin — what would an accelerator do to this program's end-to-end time?
+ * One command, perf-style subcommands: record, replay, info, dump, ... */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct subcmd {
+  const char *name;
+  int (*fn)(int, char **);
+  const char *help;
+};
+
+static const struct subcmd cmds[] = {
+    {"record", cmd_record, "run a program and record its protobuf-c / JPEG calls"},
+    {"info", cmd_info, "summarise a recording: processes, threads, calls, time, sizes"},
+    {"dump", cmd_dump, "print the recorded calls, one per line (text or JSON)"},
+    {"replay", cmd_replay, "rerun a program against a performance interface and measure it"},
+    {"models", cmd_models, "list the performance interfaces (models) and their parameters"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: standin <command> [options]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
+  fprintf(f, "\n'standin <command> --help' describes a command. standin %s\n", STANDIN_VERSION);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  const char *c = argv[1];
+  if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(c, "--version") || !strcmp(c, "version")) {
+    printf("standin %s (trace format %d)\n", STANDIN_VERSION, ST_FORMAT_VERSION);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    if (!strcmp(c, cmds[i].name))
+      return cmds[i].fn(argc - 1, argv + 1);
+  cli_err("'%s' is not a standin command; see 'standin --help'", c);
+  return EXIT_USAGE;
+}

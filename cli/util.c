@@ -1,0 +1,274 @@
+/* util.c — helpers shared by the subcommands: messages, finding the
+ * runtime libraries, listing trace files, running the program. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+extern char **environ;
+
+static void vsay(const char *prefix, const char *fmt, va_list ap) {
+  fprintf(stderr, "standin: %s", prefix);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+void cli_err(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsay("", fmt, ap);
+  va_end(ap);
+}
+
+void cli_warn(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsay("warning: ", fmt, ap);
+  va_end(ap);
+}
+
+const char *cli_runtime_lib(const char *name) {
+  static char path[PATH_MAX + 64];
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    cli_err("cannot find my own path (/proc/self/exe): %s", strerror(errno));
+    return NULL;
+  }
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  *slash = 0;
+  const char *rel[] = {"lib/standin", "../lib/standin"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/%s/%s", exe, rel[i], name);
+    if (access(path, R_OK) == 0)
+      return path;
+  }
+  cli_err("runtime library %s not found in %s/lib/standin or %s/../lib/standin; "
+          "rebuild with 'make' or reinstall",
+          name, exe, exe);
+  return NULL;
+}
+
+/* ---- trace directories --------------------------------------------------- */
+
+static int trace_cmp(const void *a, const void *b) {
+  const char *x = strrchr(*(char *const *)a, '/') + 1, *y = strrchr(*(char *const *)b, '/') + 1;
+  unsigned long px = strtoul(x, NULL, 10), py = strtoul(y, NULL, 10);
+  if (px != py)
+    return px < py ? -1 : 1;
+  return strcmp(x, y);
+}
+
+static int is_trace_name(const char *s) {
+  size_t n = strlen(s);
+  return n > 6 && !strcmp(s + n - 6, ".trace") && s[0] >= '0' && s[0] <= '9';
+}
+
+int cli_tracedir_open(cli_tracedir *td, const char *dir) {
+  td->paths = NULL;
+  td->n = 0;
+  DIR *d = opendir(dir);
+  if (!d) {
+    if (errno == ENOENT)
+      cli_err("%s: no such recording directory; record one with 'standin record -o %s -- "
+              "PROGRAM'",
+              dir, dir);
+    else
+      cli_err("cannot open %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  size_t cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!is_trace_name(e->d_name))
+      continue;
+    if (td->n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **np = realloc(td->paths, cap * sizeof *np);
+      if (!np)
+        break;
+      td->paths = np;
+    }
+    size_t len = strlen(dir) + strlen(e->d_name) + 2;
+    char *p = malloc(len);
+    if (!p)
+      break;
+    snprintf(p, len, "%s/%s", dir, e->d_name);
+    td->paths[td->n++] = p;
+  }
+  closedir(d);
+  if (td->n)
+    qsort(td->paths, td->n, sizeof *td->paths, trace_cmp);
+  return 0;
+}
+
+void cli_tracedir_free(cli_tracedir *td) {
+  for (size_t i = 0; i < td->n; i++)
+    free(td->paths[i]);
+  free(td->paths);
+  td->paths = NULL;
+  td->n = 0;
+}
+
+int cli_reader_open(st_reader **r, const char *path) {
+  int rc = st_reader_open(r, path);
+  if (rc == ST_OK)
+    return 0;
+  if (rc == ST_E_IO)
+    cli_err("cannot read %s: %s", path, strerror(errno));
+  else if (rc == ST_E_VERSION)
+    cli_err("%s: %s; upgrade standin to read it", path, st_strerror(rc));
+  else
+    cli_err("%s: %s", path, st_strerror(rc));
+  return -1;
+}
+
+const char *cli_runinfo_get(const char *dir, const char *key) {
+  static char line[4096];
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/run.info", dir);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  size_t kl = strlen(key);
+  const char *found = NULL;
+  while (fgets(line, sizeof line, f)) {
+    if (!strncmp(line, key, kl) && line[kl] == '=') {
+      line[strcspn(line, "\n")] = 0;
+      found = line + kl + 1;
+      break;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+/* ---- formatting ---------------------------------------------------------- */
+
+char *cli_fmt_ns(char *buf, size_t cap, double ns) {
+  if (ns < 1e3)
+    snprintf(buf, cap, "%.0f ns", ns);
+  else if (ns < 1e6)
+    snprintf(buf, cap, "%.2f us", ns / 1e3);
+  else if (ns < 1e9)
+    snprintf(buf, cap, "%.2f ms", ns / 1e6);
+  else
+    snprintf(buf, cap, "%.3f s", ns / 1e9);
+  return buf;
+}
+
+char *cli_fmt_bytes(char *buf, size_t cap, double b) {
+  if (b < 1024)
+    snprintf(buf, cap, "%.0f B", b);
+  else if (b < 1024.0 * 1024)
+    snprintf(buf, cap, "%.1f KiB", b / 1024);
+  else if (b < 1024.0 * 1024 * 1024)
+    snprintf(buf, cap, "%.1f MiB", b / 1024 / 1024);
+  else
+    snprintf(buf, cap, "%.2f GiB", b / 1024 / 1024 / 1024);
+  return buf;
+}
+
+char *cli_fmt_count(char *buf, size_t cap, uint64_t n) {
+  char tmp[32];
+  int len = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)n);
+  size_t o = 0;
+  for (int i = 0; i < len && o + 2 < cap; i++) {
+    buf[o++] = tmp[i];
+    if ((len - i - 1) % 3 == 0 && i != len - 1)
+      buf[o++] = ',';
+  }
+  buf[o] = 0;
+  return buf;
+}
+
+/* ---- running the program ------------------------------------------------- */
+
+int cli_find_program(const char *prog, char *out, size_t cap) {
+  if (strchr(prog, '/')) {
+    if (access(prog, F_OK) != 0)
+      return -1;
+    snprintf(out, cap, "%s", prog);
+    return 0;
+  }
+  const char *path = getenv("PATH");
+  if (!path || !*path)
+    path = "/usr/local/bin:/usr/bin:/bin";
+  const char *p = path;
+  while (*p) {
+    size_t n = strcspn(p, ":");
+    snprintf(out, cap, "%.*s/%s", (int)n, n ? p : ".", prog);
+    struct stat st;
+    if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+      return 0;
+    p += n + (p[n] == ':');
+  }
+  errno = ENOENT;
+  return -1;
+}
+
+static volatile pid_t child_pid;
+
+static void forward(int sig) {
+  if (child_pid > 0)
+    kill(child_pid, sig);
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
+  fflush(NULL);
+  uint64_t t0 = mono_ns();
+  pid_t pid = fork();
+  if (pid < 0) {
+    cli_err("cannot start %s: fork: %s", argv[0], strerror(errno));
+    return EXIT_NOEXEC;
+  }
+  if (pid == 0) {
+    for (size_t i = 0; extra_env && extra_env[i]; i++)
+      putenv(extra_env[i]);
+    execvp(argv[0], argv);
+    int e = errno;
+    fprintf(stderr, "standin: cannot run %s: %s\n", argv[0], strerror(e));
+    _exit(e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
+  }
+  child_pid = pid;
+  struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward}, oi, oq, ot, oh;
+  sigaction(SIGINT, &ign, &oi);
+  sigaction(SIGQUIT, &ign, &oq);
+  sigaction(SIGTERM, &fwd, &ot);
+  sigaction(SIGHUP, &fwd, &oh);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  *wall_ns = mono_ns() - t0;
+  sigaction(SIGINT, &oi, NULL);
+  sigaction(SIGQUIT, &oq, NULL);
+  sigaction(SIGTERM, &ot, NULL);
+  sigaction(SIGHUP, &oh, NULL);
+  child_pid = 0;
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    cli_warn("%s was killed by signal %d (%s)%s", argv[0], sig, strsignal(sig),
+             WCOREDUMP(status) ? ", core dumped" : "");
+    return 128 + sig;
+  }
+  return 1;
+}

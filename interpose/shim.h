@@ -1,0 +1,58 @@
+/* shim.h — helpers shared by the preload runtimes (record/ and replay/).
+ *
+ * Real functions are resolved lazily with dlsym(RTLD_NEXT) into static
+ * pointers. A per-thread depth counter marks the outermost intercepted call:
+ * libprotobuf-c calls its own exported functions for nested messages (through
+ * its PLT, so they reach our hooks again), and only the outermost call is an
+ * accelerator invocation. */
+#ifndef STANDIN_SHIM_H
+#define STANDIN_SHIM_H
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <time.h>
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+#define SHIM_TLS __thread __attribute__((tls_model("initial-exec")))
+#define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Depth of intercepted calls on this thread (all APIs share it: a JPEG
+ * decoder that used protobuf-c internally would still count once). */
+extern SHIM_TLS int shim_depth;
+
+/* Resolve `name` in the objects loaded after the shim; aborts the process
+ * with a clear message if the symbol cannot be found, because a hook whose
+ * real function is missing cannot do anything correct. */
+void *shim_real(const char *name);
+
+/* Like shim_real, but returns NULL when absent. */
+void *shim_real_opt(const char *name);
+
+/* Write a message to stderr with write(2): "standin: " + text + "\n".
+ * Safe in hooks, signal handlers and after fork. */
+void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Bind a request fingerprint to the API that received it, so that pack and
+ * get_packed_size of the same tree are different requests. */
+void shim_fp_bind(uint8_t fp[16], int api);
+
+static inline uint64_t shim_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Declare `var` as the real `fn`, resolved on first use:
+ *   SHIM_REAL(real, protobuf_c_message_pack);
+ * The cache is read and written with relaxed atomics: racing threads store
+ * the same value. */
+#define SHIM_REAL(var, fn)                                                                         \
+  static __typeof__(&fn) var##_cache;                                                              \
+  __typeof__(&fn) var = __atomic_load_n(&var##_cache, __ATOMIC_RELAXED);                           \
+  if (SHIM_UNLIKELY(!var)) {                                                                       \
+    var = (__typeof__(&fn))shim_real(#fn);                                                         \
+    __atomic_store_n(&var##_cache, var, __ATOMIC_RELAXED);                                         \
+  }
+
+#endif

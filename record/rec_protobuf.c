@@ -1,0 +1,144 @@
+/* rec_protobuf.c — record hooks for protobuf-c.
+ *
+ * Each hook times the real call alone, then (outside the timed window)
+ * computes the request's fingerprint and features and captures what replay
+ * will need: the packed bytes for pack, and a relocatable image of the tree
+ * for unpack. Nested calls (libprotobuf-c re-entering its own exported
+ * functions for sub-messages) go straight to the real function. */
+#include <protobuf-c/protobuf-c.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pb_walk.h"
+#include "rt.h"
+#include "shim.h"
+#include "trace.h"
+
+/* Why a protobuf call carries no response (st_call.reason). */
+enum { PB_REASON_NONE = 0, PB_REASON_DEPTH = 2, PB_REASON_NOMEM = 3 };
+
+static void put_stats(rt_call *c, const pbw_stats *st, uint64_t encoded) {
+  c->nfeat = ST_PBF_NFEAT;
+  c->feat[ST_PBF_ENCODED_SIZE] = encoded;
+  c->feat[ST_PBF_FIELDS] = st->fields;
+  c->feat[ST_PBF_SUBMSGS] = st->submsgs;
+  c->feat[ST_PBF_MAX_DEPTH] = st->max_depth;
+  c->feat[ST_PBF_REPEATED] = st->repeated;
+  c->feat[ST_PBF_VAR_BYTES] = st->var_bytes;
+}
+
+/* Common part of the three tree-side (serialising) calls. */
+static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t0, uint64_t t1,
+                      size_t result) {
+  pbw_stats st = {0};
+  c->api = (uint8_t)api;
+  c->start_ns = t0;
+  c->latency_ns = t1 - t0;
+  c->result = result;
+  c->type_key = m->descriptor;
+  c->req_len = 0; /* the request is a tree, not bytes */
+  if (pbw_fingerprint_tree(m, c->fp, &st) != PBW_OK) {
+    c->flags |= ST_CALL_NO_RESPONSE;
+    c->reason = PB_REASON_DEPTH;
+  }
+  shim_fp_bind(c->fp, api);
+  put_stats(c, &st, result);
+}
+
+static void submit(rt_call *c) {
+  void *ips[ST_MAX_FRAMES];
+  int n = rt_stack(ips, ST_MAX_FRAMES);
+  rt_submit(c, ips, n);
+}
+
+SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *out) {
+  SHIM_REAL(real, protobuf_c_message_pack);
+  if (shim_depth || !rt_active(ST_FAMILY_PROTOBUF))
+    return real(m, out);
+  shim_depth++;
+  uint64_t t0 = shim_now_ns();
+  size_t r = real(m, out);
+  uint64_t t1 = shim_now_ns();
+  rt_call c = {0};
+  tree_call(&c, ST_API_PB_PACK, m, t0, t1, r);
+  c.resp_len = r;
+  c.resp = (rt_payload){RT_PAY_COPY, out, r};
+  submit(&c);
+  shim_depth--;
+  return r;
+}
+
+SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m) {
+  SHIM_REAL(real, protobuf_c_message_get_packed_size);
+  if (shim_depth || !rt_active(ST_FAMILY_PROTOBUF))
+    return real(m);
+  shim_depth++;
+  uint64_t t0 = shim_now_ns();
+  size_t r = real(m);
+  uint64_t t1 = shim_now_ns();
+  rt_call c = {0};
+  tree_call(&c, ST_API_PB_SIZE, m, t0, t1, r);
+  submit(&c);
+  shim_depth--;
+  return r;
+}
+
+SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
+                                                     ProtobufCBuffer *buf) {
+  SHIM_REAL(real, protobuf_c_message_pack_to_buffer);
+  if (shim_depth || !rt_active(ST_FAMILY_PROTOBUF))
+    return real(m, buf);
+  shim_depth++;
+  uint64_t t0 = shim_now_ns();
+  size_t r = real(m, buf);
+  uint64_t t1 = shim_now_ns();
+  rt_call c = {0};
+  tree_call(&c, ST_API_PB_PACK_BUF, m, t0, t1, r);
+  c.resp_len = r;
+  /* The program's buffer may be any sink; pack again, untimed, to capture
+   * the bytes rather than slowing the timed call with a tee. */
+  SHIM_REAL(real_pack, protobuf_c_message_pack);
+  uint8_t *copy = malloc(r ? r : 1);
+  if (copy && real_pack(m, copy) == r) {
+    c.resp = (rt_payload){RT_PAY_OWN, copy, r};
+  } else {
+    free(copy);
+    c.flags |= ST_CALL_NO_RESPONSE;
+    c.reason = PB_REASON_NOMEM;
+  }
+  submit(&c);
+  shim_depth--;
+  return r;
+}
+
+SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDescriptor *d,
+                                                        ProtobufCAllocator *a, size_t len,
+                                                        const uint8_t *data) {
+  SHIM_REAL(real, protobuf_c_message_unpack);
+  if (shim_depth || !rt_active(ST_FAMILY_PROTOBUF))
+    return real(d, a, len, data);
+  shim_depth++;
+  uint64_t t0 = shim_now_ns();
+  ProtobufCMessage *m = real(d, a, len, data);
+  uint64_t t1 = shim_now_ns();
+  rt_call c = {0};
+  c.api = ST_API_PB_UNPACK;
+  c.start_ns = t0;
+  c.latency_ns = t1 - t0;
+  c.type_key = d;
+  c.req_len = len;
+  c.req = (rt_payload){RT_PAY_COPY, data, len};
+  pbw_fingerprint_bytes(d, data, len, c.fp);
+  shim_fp_bind(c.fp, ST_API_PB_UNPACK);
+  /* Only the request bytes are saved: features are derived from them by
+   * the writer thread, and replay builds the tree image offline from the
+   * bytes and the schema, so nothing heavier happens on this thread. */
+  if (!m)
+    c.flags |= ST_CALL_FAILED;
+  c.nfeat = ST_PBF_NFEAT;
+  c.feat[ST_PBF_ENCODED_SIZE] = len;
+  c.result = m != NULL;
+  submit(&c);
+  shim_depth--;
+  return m;
+}

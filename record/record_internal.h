@@ -1,0 +1,72 @@
+/* record_internal.h — pieces of the record runtime shared between rt.c (the
+ * calling side) and sink.c (the writer thread's side). */
+#ifndef STANDIN_RECORD_INTERNAL_H
+#define STANDIN_RECORD_INTERNAL_H
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ring.h"
+#include "shim.h"
+
+typedef struct {
+  char dir[PATH_MAX];
+  unsigned apis; /* bit (1 << st_family) per recorded family */
+  int stack_depth;
+  uint64_t ring_bytes;
+  uint64_t start_mono_ns, start_real_ns;
+  uint32_t pid; /* process the current state belongs to */
+} rt_config;
+
+extern rt_config rt_cfg;
+
+/* Stable index of the calling thread (creation order) and of its creator;
+ * set by the pthread_create trampoline, UINT32_MAX until known. */
+extern SHIM_TLS uint32_t rt_my_index;
+extern SHIM_TLS uint32_t rt_my_parent;
+
+typedef struct rt_thread {
+  ring r;
+  uint32_t index, parent, os_tid;
+  char name[17];
+  _Atomic int dead; /* thread exited; the writer frees the ring once empty */
+  int announced;    /* writer wrote its ST_REC_THREAD */
+  uint64_t lost;    /* calls dropped because recording had stopped */
+  struct rt_thread *next;
+} rt_thread;
+
+enum { RAW_CALL = 1, RAW_NOTE = 2 };
+
+/* A call as it sits in a ring; followed by feat[nfeat] (u64), ips[nips]
+ * (u64), then the inline request and response bytes. */
+typedef struct {
+  ring_hdr h;
+  uint8_t api, flags;
+  uint16_t reason;
+  uint8_t nfeat, nips, req_kind, resp_kind;
+  uint64_t start_ns, latency_ns, result;
+  uint8_t fp[16];
+  const void *type_key;
+  uint64_t req_len, resp_len;     /* sizes of the request and response */
+  uint64_t req_saved, resp_saved; /* bytes carried (0 = not saved) */
+  const void *req_ptr, *resp_ptr; /* heap payloads (RT_PAY_OWN) */
+} raw_call;
+
+/* Writer-thread side (sink.c). */
+int wr_open(const rt_config *cfg);  /* create the file; 0 or -1 (said why) */
+void wr_record(rt_thread *t, const ring_hdr *h);
+void wr_flush(void);
+void wr_close(void);
+void wr_forget(void); /* forked child: drop the parent's writer, no I/O */
+
+/* Index for a thread not created through pthread_create. */
+uint32_t rt_next_thread_index(void);
+
+/* exec wrappers call this before replacing the process image. */
+void rt_before_exec(void);
+
+/* _exit and _Exit call this: flush and close, since no exit handler runs. */
+void rt_before_exit(void);
+
+#endif

@@ -1,0 +1,490 @@
+/* rt.c — record runtime: configuration, per-thread rings, the writer thread,
+ * and the process events (fork, exec, exit) that decide which file a call
+ * goes to. See rt.h for the contract with the hooks. */
+#include "rt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "record_internal.h"
+#include "ring.h"
+#include "shim.h"
+#include "trace.h"
+
+/* Writer pacing: poll the rings this often when idle, and write a partial
+ * chunk at least this often so that a killed program loses little. */
+#define WRITER_IDLE_NS 500000ull
+#define FLUSH_EVERY_NS 100000000ull
+
+enum { RUN_IDLE = 0, RUN_ACTIVE = 1, RUN_OFF = 2 };
+
+rt_config rt_cfg;
+static _Atomic int run_state = RUN_IDLE; /* RUN_IDLE: no writer yet */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t writer_thread;
+static _Atomic int writer_stop;
+static _Atomic(rt_thread *) threads; /* pushed by producers, pruned by the writer */
+static pthread_key_t thread_key;
+
+static SHIM_TLS rt_thread *self;
+SHIM_TLS uint32_t rt_my_index = UINT32_MAX;
+SHIM_TLS uint32_t rt_my_parent;
+
+/* ---- configuration ------------------------------------------------------- */
+
+static unsigned parse_apis(const char *s) {
+  if (!s || !*s)
+    return (1u << ST_FAMILY_PROTOBUF) | (1u << ST_FAMILY_JPEG);
+  unsigned m = 0;
+  if (strstr(s, "protobuf"))
+    m |= 1u << ST_FAMILY_PROTOBUF;
+  if (strstr(s, "jpeg"))
+    m |= 1u << ST_FAMILY_JPEG;
+  return m;
+}
+
+/* Remove our shim from LD_PRELOAD so that programs this one execs run
+ * without it (--no-follow). */
+static void drop_self_from_preload(void) {
+  const char *pre = getenv("LD_PRELOAD");
+  if (!pre)
+    return;
+  char keep[4096] = "";
+  char *copy = strdup(pre);
+  if (!copy)
+    return;
+  char *save = NULL;
+  for (char *tok = strtok_r(copy, ": ", &save); tok; tok = strtok_r(NULL, ": ", &save)) {
+    if (strstr(tok, "libstandin-record.so"))
+      continue;
+    if (strlen(keep) + strlen(tok) + 2 >= sizeof keep)
+      break;
+    if (keep[0])
+      strcat(keep, ":");
+    strcat(keep, tok);
+  }
+  free(copy);
+  if (keep[0])
+    setenv("LD_PRELOAD", keep, 1);
+  else
+    unsetenv("LD_PRELOAD");
+}
+
+static void load_config(void) {
+  const char *dir = getenv("STANDIN_DIR");
+  if (!dir || !*dir)
+    dir = "standin.data";
+  if (strlen(dir) >= sizeof rt_cfg.dir) {
+    shim_say("STANDIN_DIR is too long; recording is off for this process");
+    rt_cfg.apis = 0;
+    return;
+  }
+  strcpy(rt_cfg.dir, dir);
+  rt_cfg.apis = parse_apis(getenv("STANDIN_APIS"));
+  const char *d = getenv("STANDIN_STACK_DEPTH");
+  rt_cfg.stack_depth = d ? atoi(d) : 4;
+  if (rt_cfg.stack_depth < 0)
+    rt_cfg.stack_depth = 0;
+  if (rt_cfg.stack_depth > ST_MAX_FRAMES)
+    rt_cfg.stack_depth = ST_MAX_FRAMES;
+  const char *kb = getenv("STANDIN_RING_KB");
+  uint64_t cap = (kb ? (uint64_t)atol(kb) : 1024) * 1024;
+  rt_cfg.ring_bytes = 64 * 1024;
+  while (rt_cfg.ring_bytes < cap && rt_cfg.ring_bytes < (1ull << 30))
+    rt_cfg.ring_bytes <<= 1;
+  const char *nf = getenv("STANDIN_NO_FOLLOW");
+  if (nf && *nf == '1')
+    drop_self_from_preload();
+}
+
+int rt_active(st_family fam) {
+  if (!(rt_cfg.apis & (1u << fam)))
+    return 0;
+  return atomic_load_explicit(&run_state, memory_order_relaxed) != RUN_OFF;
+}
+
+/* ---- per-thread rings ---------------------------------------------------- */
+
+static void thread_exit(void *p) {
+  rt_thread *t = p;
+  atomic_store_explicit(&t->dead, 1, memory_order_release);
+}
+
+static rt_thread *thread_new(void) {
+  size_t sz = sizeof(rt_thread);
+  rt_thread *t = calloc(1, sz);
+  if (!t)
+    return NULL;
+  /* populated now: a page fault per fresh ring page on the hot path costs
+   * more than the rest of the hook */
+  void *buf = mmap(NULL, rt_cfg.ring_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (buf == MAP_FAILED) {
+    free(t);
+    return NULL;
+  }
+  t->r.buf = buf;
+  t->r.cap = rt_cfg.ring_bytes;
+  if (rt_my_index == UINT32_MAX)
+    rt_my_index = rt_next_thread_index();
+  t->index = rt_my_index;
+  t->parent = rt_my_parent;
+  t->os_tid = (uint32_t)syscall(SYS_gettid);
+  prctl(PR_GET_NAME, t->name, 0, 0, 0);
+  return t;
+}
+
+static void thread_free(rt_thread *t) {
+  munmap(t->r.buf, t->r.cap);
+  free(t);
+}
+
+/* Ring of the calling thread, registered on first use. */
+static rt_thread *thread_self(void) {
+  if (SHIM_LIKELY(self != NULL))
+    return self;
+  rt_thread *t = thread_new();
+  if (!t)
+    return NULL;
+  rt_thread *head = atomic_load(&threads);
+  do
+    t->next = head;
+  while (!atomic_compare_exchange_weak(&threads, &head, t));
+  pthread_setspecific(thread_key, t);
+  self = t;
+  return t;
+}
+
+/* ---- writer lifecycle ---------------------------------------------------- */
+
+static void *writer_main(void *arg);
+
+/* Create this process's trace file and start the writer. Called at the
+ * first intercepted call of the process (and again after a failed exec). */
+static int start_writer(void) {
+  pthread_mutex_lock(&start_lock);
+  int st = atomic_load(&run_state);
+  if (st == RUN_IDLE) {
+    if (wr_open(&rt_cfg) != 0) {
+      atomic_store(&run_state, RUN_OFF);
+    } else {
+      atomic_store(&writer_stop, 0);
+      sigset_t all, old;
+      sigfillset(&all);
+      pthread_sigmask(SIG_SETMASK, &all, &old); /* signals go to the program's threads */
+      /* the real pthread_create: the writer must not take a thread index */
+      SHIM_REAL(real_create, pthread_create);
+      int rc = real_create(&writer_thread, NULL, writer_main, NULL);
+      pthread_sigmask(SIG_SETMASK, &old, NULL);
+      if (rc != 0) {
+        shim_say("cannot start the trace writer thread (%s); recording is off", strerror(rc));
+        wr_close();
+        atomic_store(&run_state, RUN_OFF);
+      } else {
+        atomic_store(&run_state, RUN_ACTIVE);
+      }
+    }
+  }
+  st = atomic_load(&run_state);
+  pthread_mutex_unlock(&start_lock);
+  return st == RUN_ACTIVE ? 0 : -1;
+}
+
+/* Stop the writer after it drained every ring; the file is closed with its
+ * index. `next` is the state afterwards: RUN_IDLE lets a later call open a
+ * new file (exec failed), RUN_OFF ends recording (exit). */
+static void stop_writer(int next) {
+  pthread_mutex_lock(&start_lock);
+  if (atomic_load(&run_state) == RUN_ACTIVE) {
+    atomic_store(&writer_stop, 1);
+    pthread_join(writer_thread, NULL);
+  }
+  atomic_store(&run_state, next);
+  pthread_mutex_unlock(&start_lock);
+}
+
+/* Process every record of one ring; returns how many. */
+static size_t drain_ring(rt_thread *t) {
+  size_t n = 0;
+  ring_hdr *h;
+  while ((h = ring_peek(&t->r)) != NULL) {
+    wr_record(t, h);
+    ring_consume(&t->r, h);
+    n++;
+  }
+  return n;
+}
+
+/* Drain all rings once; free the rings of threads that exited. */
+static size_t drain_all(void) {
+  size_t n = 0;
+  rt_thread *prev = NULL;
+  rt_thread *t = atomic_load(&threads);
+  while (t) {
+    n += drain_ring(t);
+    rt_thread *next = t->next;
+    if (atomic_load_explicit(&t->dead, memory_order_acquire) && ring_empty(&t->r)) {
+      /* Only the writer unlinks; the head may be replaced by a concurrent
+       * push, in which case the node is unlinked on a later round. */
+      if (prev) {
+        prev->next = next;
+        thread_free(t);
+        t = next;
+        continue;
+      }
+      rt_thread *expect = t;
+      if (atomic_compare_exchange_strong(&threads, &expect, next)) {
+        thread_free(t);
+        t = next;
+        continue;
+      }
+    }
+    prev = t;
+    t = next;
+  }
+  return n;
+}
+
+static void *writer_main(void *arg) {
+  (void)arg;
+  prctl(PR_SET_NAME, "standin-writer", 0, 0, 0);
+  uint64_t last_flush = shim_now_ns();
+  for (;;) {
+    int stopping = atomic_load(&writer_stop);
+    size_t n = drain_all();
+    uint64_t now = shim_now_ns();
+    if (now - last_flush >= FLUSH_EVERY_NS) {
+      wr_flush();
+      last_flush = now;
+    }
+    if (stopping && n == 0)
+      break;
+    if (n == 0) {
+      struct timespec ts = {0, WRITER_IDLE_NS};
+      nanosleep(&ts, NULL);
+    }
+  }
+  wr_close();
+  return NULL;
+}
+
+/* ---- submitting calls ---------------------------------------------------- */
+
+int rt_stack(void **ips, int max) {
+  if (max > rt_cfg.stack_depth)
+    max = rt_cfg.stack_depth;
+  if (max <= 0)
+    return 0;
+  void *buf[ST_MAX_FRAMES + 2];
+  /* frame 0 is inside this function, frame 1 is the hook */
+  int n = unw_backtrace(buf, max + 2);
+  int k = 0;
+  for (int i = 2; i < n; i++)
+    ips[k++] = buf[i];
+  return k;
+}
+
+static void drop_payloads(const rt_call *c) {
+  if (c->req.kind == RT_PAY_OWN)
+    free((void *)c->req.data);
+  if (c->resp.kind == RT_PAY_OWN)
+    free((void *)c->resp.data);
+}
+
+/* Wait for ring space while the writer is running; 0 if it stopped. */
+static void *reserve_wait(rt_thread *t, uint32_t len) {
+  void *p;
+  unsigned spins = 0;
+  while ((p = ring_reserve(&t->r, len)) == NULL) {
+    if (atomic_load(&run_state) != RUN_ACTIVE)
+      return NULL;
+    if (++spins < 64) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, 50000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return p;
+}
+
+/* Payloads larger than this move to the heap instead of through the ring. */
+static uint64_t inline_limit(const rt_thread *t) {
+  return t->r.cap / 8;
+}
+
+static void stage_payload(const rt_thread *t, rt_payload *p) {
+  if (p->kind == RT_PAY_COPY && p->len > inline_limit(t)) {
+    void *copy = malloc(p->len);
+    if (copy) {
+      memcpy(copy, p->data, p->len);
+      p->data = copy;
+      p->kind = RT_PAY_OWN;
+    } else {
+      p->kind = RT_PAY_NONE;
+    }
+  }
+}
+
+void rt_submit(const rt_call *cin, void *const *ips, int nips) {
+  if (SHIM_UNLIKELY(atomic_load_explicit(&run_state, memory_order_acquire) != RUN_ACTIVE) &&
+      start_writer() != 0) {
+    drop_payloads(cin);
+    return;
+  }
+  rt_thread *t = thread_self();
+  if (!t) {
+    drop_payloads(cin);
+    return;
+  }
+  rt_call c = *cin;
+  stage_payload(t, &c.req);
+  stage_payload(t, &c.resp);
+  uint64_t inl = (c.req.kind == RT_PAY_COPY ? c.req.len : 0) +
+                 (c.resp.kind == RT_PAY_COPY ? c.resp.len : 0);
+  uint32_t len = ring_align(sizeof(raw_call) + (uint64_t)c.nfeat * 8 + (uint64_t)nips * 8 + inl);
+  raw_call *rc = reserve_wait(t, len);
+  if (!rc) {
+    t->lost++;
+    drop_payloads(&c);
+    return;
+  }
+  rc->h.len = len;
+  rc->h.kind = RAW_CALL;
+  rc->api = c.api;
+  rc->flags = c.flags;
+  rc->reason = c.reason;
+  rc->nfeat = c.nfeat;
+  rc->nips = (uint8_t)nips;
+  rc->req_kind = (uint8_t)c.req.kind;
+  rc->resp_kind = (uint8_t)c.resp.kind;
+  rc->start_ns = c.start_ns;
+  rc->latency_ns = c.latency_ns;
+  rc->result = c.result;
+  memcpy(rc->fp, c.fp, 16);
+  rc->type_key = c.type_key;
+  rc->req_len = c.req_len;
+  rc->resp_len = c.resp_len;
+  rc->req_saved = c.req.kind == RT_PAY_NONE ? 0 : c.req.len;
+  rc->resp_saved = c.resp.kind == RT_PAY_NONE ? 0 : c.resp.len;
+  rc->req_ptr = c.req.kind == RT_PAY_OWN ? c.req.data : NULL;
+  rc->resp_ptr = c.resp.kind == RT_PAY_OWN ? c.resp.data : NULL;
+  uint8_t *p = (uint8_t *)(rc + 1);
+  memcpy(p, c.feat, (size_t)c.nfeat * 8);
+  p += (size_t)c.nfeat * 8;
+  memcpy(p, ips, (size_t)nips * 8);
+  p += (size_t)nips * 8;
+  if (c.req.kind == RT_PAY_COPY) {
+    memcpy(p, c.req.data, c.req.len);
+    p += c.req.len;
+  }
+  if (c.resp.kind == RT_PAY_COPY)
+    memcpy(p, c.resp.data, c.resp.len);
+  ring_publish(&t->r, len);
+}
+
+void rt_note(const char *key, const char *value) {
+  if (atomic_load(&run_state) != RUN_ACTIVE && start_writer() != 0)
+    return;
+  rt_thread *t = thread_self();
+  if (!t)
+    return;
+  size_t kl = strnlen(key, 255), vl = strnlen(value, 4000);
+  uint32_t len = ring_align(sizeof(ring_hdr) + 2 + kl + vl + 2);
+  uint8_t *p = reserve_wait(t, len);
+  if (!p)
+    return;
+  ring_hdr *h = (ring_hdr *)p;
+  h->len = len;
+  h->kind = RAW_NOTE;
+  uint8_t *q = p + sizeof(ring_hdr);
+  memcpy(q, key, kl);
+  q[kl] = 0;
+  memcpy(q + kl + 1, value, vl);
+  q[kl + 1 + vl] = 0;
+  ring_publish(&t->r, len);
+}
+
+/* ---- process events ------------------------------------------------------ */
+
+void rt_before_exec(void) {
+  stop_writer(RUN_IDLE);
+}
+
+void rt_before_exit(void) {
+  /* _exit may come from a signal handler that interrupted start or stop:
+   * never wait for the lock there, lose the tail instead. */
+  if (pthread_mutex_trylock(&start_lock) != 0)
+    return;
+  pthread_mutex_unlock(&start_lock);
+  stop_writer(RUN_OFF);
+}
+
+static void atfork_child(void) {
+  /* The writer thread does not exist here, and every ring but ours holds
+   * records of the parent's threads: the child starts a file of its own and
+   * never writes the parent's unflushed records. The parent's writer state
+   * is left as it is (it may be mid-update), only its memory is lost. */
+  wr_forget();
+  rt_thread *t = atomic_load(&threads);
+  while (t) {
+    rt_thread *next = t->next;
+    if (t != self)
+      thread_free(t);
+    t = next;
+  }
+  if (self) {
+    atomic_store(&self->r.head, 0);
+    atomic_store(&self->r.tail, 0);
+    self->next = NULL;
+    self->lost = 0;
+    self->announced = 0;
+    self->os_tid = (uint32_t)syscall(SYS_gettid);
+  }
+  atomic_store(&threads, self);
+  pthread_mutex_init(&start_lock, NULL);
+  int st = atomic_load(&run_state);
+  atomic_store(&run_state, st == RUN_OFF && rt_cfg.apis ? RUN_OFF : RUN_IDLE);
+  rt_cfg.start_mono_ns = shim_now_ns();
+  rt_cfg.pid = (uint32_t)getpid();
+}
+
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&start_lock);
+}
+
+static void atfork_parent(void) {
+  pthread_mutex_unlock(&start_lock);
+}
+
+__attribute__((constructor)) static void rt_init(void) {
+  rt_my_index = 0; /* the thread running constructors is the main thread */
+  rt_my_parent = 0;
+  load_config();
+  rt_cfg.pid = (uint32_t)getpid();
+  rt_cfg.start_mono_ns = shim_now_ns();
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  rt_cfg.start_real_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  pthread_key_create(&thread_key, thread_exit);
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+__attribute__((destructor)) static void rt_fini(void) {
+  stop_writer(RUN_OFF);
+}

@@ -1,0 +1,56 @@
+/* rt.h — the record runtime, as seen by the per-API hooks.
+ *
+ * A hook measures the real call, then hands the runtime one rt_call. The
+ * runtime copies it into the calling thread's ring (no lock, no stdio); a
+ * background writer thread drains the rings, resolves call sites and message
+ * types, de-duplicates payloads and writes compressed chunks. The trace file
+ * of a process is created at its first intercepted call. */
+#ifndef STANDIN_RECORD_RT_H
+#define STANDIN_RECORD_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api.h"
+
+/* How a payload reaches the runtime. */
+typedef enum {
+  RT_PAY_NONE = 0, /* not saved */
+  RT_PAY_COPY = 1, /* copy `data` now (the program owns it) */
+  RT_PAY_OWN = 2   /* malloc'd by the hook; the runtime frees it */
+} rt_pay_kind;
+
+typedef struct {
+  rt_pay_kind kind;
+  const void *data;
+  uint64_t len;
+} rt_payload;
+
+typedef struct {
+  uint8_t api;
+  uint8_t flags;   /* ST_CALL_* */
+  uint16_t reason; /* API-specific reason code */
+  uint64_t start_ns, latency_ns, result;
+  uint8_t fp[16];
+  const void *type_key; /* protobuf descriptor, or NULL */
+  uint8_t nfeat;
+  uint64_t feat[ST_MAX_FEAT];
+  uint64_t req_len, resp_len; /* sizes, even when not saved */
+  rt_payload req, resp;
+} rt_call;
+
+/* Nonzero when calls of this API family are recorded in this process. The
+ * answer is cheap and may change (after exit begins, recording stops). */
+int rt_active(st_family fam);
+
+/* Stack above the hook, innermost first; returns the number of frames (at
+ * most the configured --stack-depth). */
+int rt_stack(void **ips, int max);
+
+/* Queue one call. Takes ownership of RT_PAY_OWN payloads in every case. */
+void rt_submit(const rt_call *c, void *const *ips, int nips);
+
+/* Hooks for non-offloadable modes etc. may attach a note to the trace. */
+void rt_note(const char *key, const char *value);
+
+#endif

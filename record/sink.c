@@ -1,0 +1,382 @@
+/* sink.c — the writer thread's side of the record runtime: turns ring
+ * records into trace records (call sites, message types, threads, blobs)
+ * and owns the trace file of the process. Only the writer thread calls
+ * these functions, except wr_open/wr_close which the starting and stopping
+ * thread call while the writer is not running. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "pb_walk.h"
+#include "record_internal.h"
+#include "rt.h"
+#include "trace.h"
+
+#define SITE_SLOTS_MIN 256
+#define TYPE_SLOTS_MIN 64
+
+typedef struct {
+  uint64_t hash;
+  uint32_t id, nips;
+  uint64_t ips[ST_MAX_FRAMES];
+} site_slot;
+
+typedef struct {
+  const void *key;
+  uint32_t id;
+  void *schema; /* for deriving unpack features from request bytes */
+  size_t schema_len;
+} type_slot;
+
+static struct {
+  st_writer *w;
+  char path[PATH_MAX + 64];
+  uint64_t seq;
+  int failed; /* a write failed: stop writing, say it once */
+  site_slot *sites;
+  uint32_t nsites, site_cap;
+  type_slot *types;
+  uint32_t ntypes, type_cap;
+  uint32_t max_thread_seen;
+} S;
+
+static void free_types(void);
+
+/* ---- file ---------------------------------------------------------------- */
+
+static int read_cmdline(char *buf, size_t cap, const char **argv, uint32_t *argc) {
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, cap - 1);
+  close(fd);
+  if (n <= 0)
+    return -1;
+  buf[n] = 0;
+  uint32_t k = 0;
+  for (ssize_t i = 0; i < n && k < ST_MAX_ARGS; i += (ssize_t)strlen(buf + i) + 1)
+    argv[k++] = buf + i;
+  *argc = k;
+  return 0;
+}
+
+static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_seq) {
+  for (uint32_t seq = 0; seq < 1000; seq++) {
+    if (seq == 0)
+      snprintf(S.path, sizeof S.path, "%s/%u.trace", cfg->dir, h->pid);
+    else
+      snprintf(S.path, sizeof S.path, "%s/%u.%u.trace", cfg->dir, h->pid, seq);
+    st_header hh = *h;
+    hh.exec_seq = seq;
+    int rc = st_writer_open(&S.w, S.path, &hh);
+    if (rc == ST_OK) {
+      *exec_seq = seq;
+      return 0;
+    }
+    if (rc != ST_E_EXISTS) {
+      shim_say("cannot create trace file %s: %s%s%s; recording is off for pid %u", S.path,
+               st_strerror(rc), rc == ST_E_IO ? ": " : "", rc == ST_E_IO ? strerror(errno) : "",
+               h->pid);
+      return -1;
+    }
+  }
+  shim_say("too many trace files for pid %u in %s; recording is off", h->pid, cfg->dir);
+  return -1;
+}
+
+int wr_open(const rt_config *cfg) {
+  static char cmd[8192], host[256], exe[PATH_MAX];
+  static const char *argv[ST_MAX_ARGS];
+  st_header h = {0};
+  h.pid = (uint32_t)getpid();
+  h.ppid = (uint32_t)getppid();
+  h.start_mono_ns = cfg->start_mono_ns;
+  h.start_realtime_ns = cfg->start_real_ns;
+  h.clock = "CLOCK_MONOTONIC";
+  if (gethostname(host, sizeof host) != 0)
+    strcpy(host, "?");
+  host[sizeof host - 1] = 0;
+  h.host = host;
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = 0;
+  h.exe = exe;
+  h.tool_version = STANDIN_VERSION;
+  if (read_cmdline(cmd, sizeof cmd, argv, &h.argc) == 0)
+    h.argv = argv;
+  S.w = NULL;
+  S.seq = 0;
+  S.failed = 0;
+  S.nsites = S.ntypes = 0;
+  uint32_t seq;
+  if (create_file(cfg, &h, &seq) != 0)
+    return -1;
+  return 0;
+}
+
+static void check(int rc) {
+  if (rc == ST_OK || S.failed)
+    return;
+  S.failed = 1;
+  shim_say("writing %s failed: %s%s%s; calls after this point are not recorded (the program "
+           "goes on)",
+           S.path, st_strerror(rc), rc == ST_E_IO ? ": " : "", rc == ST_E_IO ? strerror(errno) : "");
+}
+
+void wr_flush(void) {
+  if (S.w && !S.failed)
+    check(st_writer_flush(S.w));
+}
+
+static void note_u64(const char *key, uint64_t v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+  st_note n = {key, buf};
+  check(st_writer_add_note(S.w, &n));
+}
+
+void wr_close(void) {
+  if (!S.w)
+    return;
+  if (!S.failed) {
+    note_u64("end_mono_ns", shim_now_ns());
+    note_u64("calls", S.seq);
+  }
+  int rc = st_writer_close(S.w);
+  if (!S.failed)
+    check(rc);
+  S.w = NULL;
+  free(S.sites);
+  S.sites = NULL;
+  S.site_cap = 0;
+  free_types();
+}
+
+void wr_forget(void) {
+  S.w = NULL; /* the parent's writer; its state may be mid-update */
+  S.sites = NULL;
+  S.types = NULL;
+  S.site_cap = S.type_cap = 0;
+}
+
+/* ---- call sites ---------------------------------------------------------- */
+
+static void resolve_frame(uint64_t ip, st_frame *f) {
+  Dl_info info;
+  memset(f, 0, sizeof *f);
+  f->ip = ip;
+  f->module = "";
+  f->symbol = "";
+  /* a return address points after the call: look up the call itself */
+  if (ip && dladdr((void *)(uintptr_t)(ip - 1), &info)) {
+    f->module = info.dli_fname ? info.dli_fname : "";
+    f->offset = ip - (uint64_t)(uintptr_t)info.dli_fbase;
+    if (info.dli_sname) {
+      f->symbol = info.dli_sname;
+      f->sym_offset = ip - (uint64_t)(uintptr_t)info.dli_saddr;
+    }
+  }
+}
+
+static int grow_sites(void) {
+  uint32_t cap = S.site_cap ? S.site_cap * 2 : SITE_SLOTS_MIN;
+  site_slot *ns = calloc(cap, sizeof *ns);
+  if (!ns)
+    return -1;
+  for (uint32_t i = 0; i < S.site_cap; i++) {
+    if (!S.sites[i].id)
+      continue;
+    uint32_t j = (uint32_t)S.sites[i].hash & (cap - 1);
+    while (ns[j].id)
+      j = (j + 1) & (cap - 1);
+    ns[j] = S.sites[i];
+  }
+  free(S.sites);
+  S.sites = ns;
+  S.site_cap = cap;
+  return 0;
+}
+
+/* Site id of a stack, writing the site record the first time. */
+static uint32_t site_id(const uint64_t *ips, uint32_t nips) {
+  if (nips == 0)
+    return 0;
+  if ((S.nsites + 1) * 2 > S.site_cap && grow_sites() != 0)
+    return 0;
+  uint64_t h = XXH3_64bits(ips, nips * 8);
+  uint32_t j = (uint32_t)h & (S.site_cap - 1);
+  for (; S.sites[j].id; j = (j + 1) & (S.site_cap - 1)) {
+    site_slot *s = &S.sites[j];
+    if (s->hash == h && s->nips == nips && memcmp(s->ips, ips, nips * 8) == 0)
+      return s->id;
+  }
+  site_slot *s = &S.sites[j];
+  s->hash = h;
+  s->nips = nips;
+  memcpy(s->ips, ips, nips * 8);
+  s->id = ++S.nsites;
+  st_site site = {.id = s->id, .nframes = nips};
+  for (uint32_t i = 0; i < nips; i++)
+    resolve_frame(ips[i], &site.frames[i]);
+  check(st_writer_add_site(S.w, &site));
+  return s->id;
+}
+
+/* ---- message types ------------------------------------------------------- */
+
+static int grow_types(void) {
+  uint32_t cap = S.type_cap ? S.type_cap * 2 : TYPE_SLOTS_MIN;
+  type_slot *nt = calloc(cap, sizeof *nt);
+  if (!nt)
+    return -1;
+  for (uint32_t i = 0; i < S.type_cap; i++) {
+    if (!S.types[i].id)
+      continue;
+    uint32_t j = (uint32_t)((uintptr_t)S.types[i].key >> 4) & (cap - 1);
+    while (nt[j].id)
+      j = (j + 1) & (cap - 1);
+    nt[j] = S.types[i];
+  }
+  free(S.types);
+  S.types = nt;
+  S.type_cap = cap;
+  return 0;
+}
+
+static void write_type(type_slot *ts, int api) {
+  st_type t = {.id = ts->id, .family = (uint8_t)st_api_family(api), .name = "?"};
+  if (t.family == ST_FAMILY_PROTOBUF) {
+    const ProtobufCMessageDescriptor *d = ts->key;
+    t.name = d->name ? d->name : "?";
+    if (pbw_schema_build(d, &ts->schema, &ts->schema_len) == PBW_OK) {
+      t.schema = ts->schema;
+      t.schema_len = (uint32_t)ts->schema_len;
+    }
+  }
+  check(st_writer_add_type(S.w, &t));
+}
+
+static void free_types(void) {
+  for (uint32_t i = 0; i < S.type_cap; i++)
+    free(S.types[i].schema);
+  free(S.types);
+  S.types = NULL;
+  S.type_cap = 0;
+}
+
+/* Slot of a request type (protobuf descriptor), writing the type once. */
+static type_slot *type_of(int api, const void *key) {
+  if (!key)
+    return NULL;
+  if ((S.ntypes + 1) * 2 > S.type_cap && grow_types() != 0)
+    return 0;
+  uint32_t j = (uint32_t)((uintptr_t)key >> 4) & (S.type_cap - 1);
+  for (; S.types[j].id; j = (j + 1) & (S.type_cap - 1))
+    if (S.types[j].key == key)
+      return &S.types[j];
+  S.types[j].key = key;
+  S.types[j].id = ++S.ntypes;
+  write_type(&S.types[j], api);
+  return &S.types[j];
+}
+
+/* Features of an unpack request, from its bytes (the hook saved no tree). */
+static void unpack_features(st_call *c, const type_slot *ts, const void *req, uint64_t len) {
+  pbw_stats st;
+  if (!ts || !ts->schema || !req ||
+      pbw_stats_from_bytes(ts->schema, ts->schema_len, req, len, &st) != PBW_OK)
+    return;
+  c->nfeat = ST_PBF_NFEAT;
+  c->feat[ST_PBF_FIELDS] = st.fields;
+  c->feat[ST_PBF_SUBMSGS] = st.submsgs;
+  c->feat[ST_PBF_MAX_DEPTH] = st.max_depth;
+  c->feat[ST_PBF_REPEATED] = st.repeated;
+  c->feat[ST_PBF_VAR_BYTES] = st.var_bytes;
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+static void announce_thread(rt_thread *t) {
+  st_thread th = {.index = t->index, .os_tid = t->os_tid, .parent = t->parent, .name = t->name};
+  check(st_writer_add_thread(S.w, &th));
+  t->announced = 1;
+}
+
+static uint64_t store_blob(const void *data, uint64_t len) {
+  uint64_t id = 0;
+  if (len == 0 && data == NULL)
+    return 0;
+  check(st_writer_add_blob(S.w, data, len, &id));
+  return id;
+}
+
+static void write_call(rt_thread *t, const raw_call *rc) {
+  const uint8_t *p = (const uint8_t *)(rc + 1);
+  st_call c = {0};
+  c.api = rc->api;
+  c.flags = rc->flags;
+  c.reason = rc->reason;
+  c.thread = t->index;
+  c.seq = S.seq++;
+  c.start_ns = rc->start_ns;
+  c.latency_ns = rc->latency_ns;
+  c.result = rc->result;
+  memcpy(c.fp, rc->fp, 16);
+  c.req_len = rc->req_len;
+  c.resp_len = rc->resp_len;
+  c.nfeat = rc->nfeat > ST_MAX_FEAT ? ST_MAX_FEAT : rc->nfeat;
+  memcpy(c.feat, p, (size_t)c.nfeat * 8);
+  p += (size_t)rc->nfeat * 8;
+  uint64_t ips[ST_MAX_FRAMES];
+  uint32_t nips = rc->nips > ST_MAX_FRAMES ? ST_MAX_FRAMES : rc->nips;
+  memcpy(ips, p, nips * 8);
+  p += (size_t)rc->nips * 8;
+  const void *req = rc->req_kind == RT_PAY_OWN ? rc->req_ptr : p;
+  if (rc->req_kind == RT_PAY_COPY)
+    p += rc->req_saved;
+  const void *resp = rc->resp_kind == RT_PAY_OWN ? rc->resp_ptr : p;
+  c.site = site_id(ips, nips);
+  type_slot *ts = type_of(c.api, rc->type_key);
+  c.type = ts ? ts->id : 0;
+  if (c.api == ST_API_PB_UNPACK && rc->req_kind != RT_PAY_NONE)
+    unpack_features(&c, ts, req, rc->req_saved);
+  if (rc->req_kind != RT_PAY_NONE)
+    c.req_blob = store_blob(req, rc->req_saved);
+  if (rc->resp_kind != RT_PAY_NONE)
+    c.resp_blob = store_blob(resp, rc->resp_saved);
+  check(st_writer_add_call(S.w, &c));
+  if (rc->req_kind == RT_PAY_OWN)
+    free((void *)rc->req_ptr);
+  if (rc->resp_kind == RT_PAY_OWN)
+    free((void *)rc->resp_ptr);
+}
+
+void wr_record(rt_thread *t, const ring_hdr *h) {
+  if (S.failed || !S.w) {
+    if (h->kind == RAW_CALL) {
+      const raw_call *rc = (const raw_call *)h;
+      if (rc->req_kind == RT_PAY_OWN)
+        free((void *)rc->req_ptr);
+      if (rc->resp_kind == RT_PAY_OWN)
+        free((void *)rc->resp_ptr);
+    }
+    return;
+  }
+  if (!t->announced)
+    announce_thread(t);
+  if (h->kind == RAW_CALL) {
+    write_call(t, (const raw_call *)h);
+  } else if (h->kind == RAW_NOTE) {
+    const char *k = (const char *)(h + 1);
+    st_note n = {k, k + strlen(k) + 1};
+    check(st_writer_add_note(S.w, &n));
+  }
+}

@@ -1,0 +1,399 @@
+/* pbtest — a protobuf-c program for end-to-end tests of record and replay.
+ *
+ *   pbtest basic N        build, pack (3 ways) and unpack N messages
+ *   pbtest threads T N    T threads, each doing `basic N` on its own messages
+ *   pbtest pool T N       T workers take N messages from a shared queue
+ *   pbtest fork C N       C forked children each do `basic N`
+ *   pbtest exec N         exec `pbtest basic N` (after one call of its own)
+ *   pbtest p3 N           proto3 messages
+ *   pbtest bad            unpack damaged bytes (the library returns NULL)
+ *
+ * Output is deterministic (independent of thread scheduling), so a replayed
+ * run must print exactly what the recorded run printed. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sample.pb-c.h"
+#include "sample3.pb-c.h"
+
+typedef Standin__Test__Tree Tree;
+typedef Standin__Test__Branch Branch;
+typedef Standin__Test__Leaf Leaf;
+
+static uint64_t fnv(const void *p, size_t n, uint64_t h) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/* Deterministic pseudo-random numbers per message. */
+static uint32_t rnd(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)(*s >> 33);
+}
+
+typedef struct {
+  Tree tree;
+  Branch trunk, branches[4];
+  Leaf leaves[16], best, oneof_leaf, map_leaf;
+  Leaf *leafp[16];
+  Branch *branchp[4];
+  int32_t values[32];
+  uint32_t packed[16];
+  uint64_t unpacked[8];
+  char *tags[3];
+  ProtobufCBinaryData chunks[2];
+  Standin__Test__Tree__CountersEntry ce[3], *cep[3];
+  Standin__Test__Tree__LeafMapEntry le[1], *lep[1];
+  char title[32], text[32], names[16][16];
+  uint8_t blob[2048];
+} msg_store;
+
+/* Fill a message; i selects sizes and which oneof member is set, so the
+ * message set covers small, medium and large messages and every field. */
+static void build(msg_store *m, int i) {
+  uint64_t s = (uint64_t)i * 7919 + 1;
+  memset(m, 0, sizeof *m);
+  standin__test__tree__init(&m->tree);
+  snprintf(m->title, sizeof m->title, "tree-%d", i);
+  m->tree.title = m->title;
+  int nb = i % 4, nl = 1 + i % 3;
+  for (int b = 0; b < nb; b++) {
+    Branch *br = &m->branches[b];
+    standin__test__branch__init(br);
+    br->id = (int64_t)rnd(&s) - 100000;
+    br->n_leaves = (size_t)nl;
+    br->leaves = &m->leafp[b * 4];
+    for (int l = 0; l < nl; l++) {
+      Leaf *lf = &m->leaves[b * 4 + l];
+      standin__test__leaf__init(lf);
+      if ((i + l) % 2) {
+        snprintf(m->names[b * 4 + l], 16, "n%d.%d", b, l);
+        lf->name = m->names[b * 4 + l];
+      }
+      lf->n_values = (size_t)(rnd(&s) % 8);
+      lf->values = m->values;
+      for (size_t v = 0; v < lf->n_values; v++)
+        m->values[v] = (int32_t)rnd(&s) - (int32_t)(1u << 30);
+      if (l == 0) {
+        size_t bl = (i % 5 == 4) ? sizeof m->blob : (size_t)(rnd(&s) % 64);
+        for (size_t k = 0; k < bl; k++)
+          m->blob[k] = (uint8_t)rnd(&s);
+        lf->has_blob = 1;
+        lf->blob.len = bl;
+        lf->blob.data = m->blob;
+      }
+      m->leafp[b * 4 + l] = lf;
+    }
+    if (b == 1) {
+      br->has_color = 1;
+      br->color = STANDIN__TEST__COLOR__BLUE;
+      m->tags[0] = "alpha";
+      m->tags[1] = "";
+      br->n_tags = 2;
+      br->tags = m->tags;
+    }
+    m->branchp[b] = br;
+  }
+  m->tree.n_branches = (size_t)nb;
+  m->tree.branches = m->branchp;
+  if (i % 3 == 0) {
+    standin__test__branch__init(&m->trunk);
+    m->trunk.id = i;
+    standin__test__leaf__init(&m->best);
+    m->best.has_weight = 1;
+    m->best.weight = i * 0.25;
+    m->trunk.best = &m->best;
+    m->tree.trunk = &m->trunk;
+  }
+  for (int k = 0; k < 3; k++) {
+    standin__test__tree__counters_entry__init(&m->ce[k]);
+    m->ce[k].key = k == 0 ? "a" : k == 1 ? "b" : "c";
+    m->ce[k].has_value = 1;
+    m->ce[k].value = i * 1000 + k;
+    m->cep[k] = &m->ce[k];
+  }
+  m->tree.n_counters = (size_t)(i % 4);
+  m->tree.counters = m->cep;
+  if (i % 2) {
+    standin__test__tree__leaf_map_entry__init(&m->le[0]);
+    standin__test__leaf__init(&m->map_leaf);
+    m->le[0].has_key = 1;
+    m->le[0].key = i;
+    m->le[0].value = &m->map_leaf;
+    m->lep[0] = &m->le[0];
+    m->tree.n_leaf_map = 1;
+    m->tree.leaf_map = m->lep;
+  }
+  switch (i % 4) {
+  case 0: break;
+  case 1:
+    m->tree.payload_case = STANDIN__TEST__TREE__PAYLOAD_NUMBER;
+    m->tree.number = -i;
+    break;
+  case 2:
+    snprintf(m->text, sizeof m->text, "text %d", i);
+    m->tree.payload_case = STANDIN__TEST__TREE__PAYLOAD_TEXT;
+    m->tree.text = m->text;
+    break;
+  case 3:
+    standin__test__leaf__init(&m->oneof_leaf);
+    m->oneof_leaf.name = "in-oneof";
+    m->tree.payload_case = STANDIN__TEST__TREE__PAYLOAD_LEAF;
+    m->tree.leaf = &m->oneof_leaf;
+    break;
+  }
+  m->tree.n_packed_ids = (size_t)(i % 16);
+  for (size_t k = 0; k < m->tree.n_packed_ids; k++)
+    m->packed[k] = rnd(&s);
+  m->tree.packed_ids = m->packed;
+  m->tree.n_unpacked_ids = (size_t)(i % 8);
+  for (size_t k = 0; k < m->tree.n_unpacked_ids; k++)
+    m->unpacked[k] = (uint64_t)rnd(&s) << 20;
+  m->tree.unpacked_ids = m->unpacked;
+  if (i % 5 == 1) {
+    m->tree.has_flag = 1;
+    m->tree.flag = 0;
+  }
+  if (i % 7 == 2) {
+    m->tree.has_ratio = 1;
+    m->tree.ratio = (float)i / 3.0f;
+  }
+  m->chunks[0].data = m->blob;
+  m->chunks[0].len = 5;
+  m->tree.n_chunks = (size_t)(i % 2);
+  m->tree.chunks = m->chunks;
+}
+
+/* Fold what the program can see of an unpacked tree into a hash, so that a
+ * wrong replayed tree changes the output. */
+static uint64_t leaf_hash(const Leaf *l, uint64_t h) {
+  h = fnv(l->name, strlen(l->name), h);
+  h = fnv(&l->has_blob, sizeof l->has_blob, h);
+  if (l->has_blob)
+    h = fnv(l->blob.data, l->blob.len, h);
+  h = fnv(l->values, l->n_values * sizeof *l->values, h);
+  return fnv(&l->weight, sizeof l->weight, h);
+}
+
+static uint64_t tree_hash(const Tree *t) {
+  uint64_t h = fnv(t->title, strlen(t->title), 14695981039346656037ull);
+  for (size_t b = 0; b < t->n_branches; b++) {
+    const Branch *br = t->branches[b];
+    h = fnv(&br->id, sizeof br->id, h);
+    h = fnv(&br->color, sizeof br->color, h);
+    for (size_t l = 0; l < br->n_leaves; l++)
+      h = leaf_hash(br->leaves[l], h);
+    for (size_t k = 0; k < br->n_tags; k++)
+      h = fnv(br->tags[k], strlen(br->tags[k]) + 1, h);
+  }
+  if (t->trunk && t->trunk->best)
+    h = leaf_hash(t->trunk->best, h);
+  for (size_t k = 0; k < t->n_counters; k++) {
+    h = fnv(t->counters[k]->key, strlen(t->counters[k]->key), h);
+    h = fnv(&t->counters[k]->value, 8, h);
+  }
+  for (size_t k = 0; k < t->n_leaf_map; k++)
+    h = leaf_hash(t->leaf_map[k]->value, fnv(&t->leaf_map[k]->key, 4, h));
+  h = fnv(&t->payload_case, sizeof t->payload_case, h);
+  if (t->payload_case == STANDIN__TEST__TREE__PAYLOAD_TEXT)
+    h = fnv(t->text, strlen(t->text), h);
+  if (t->payload_case == STANDIN__TEST__TREE__PAYLOAD_LEAF)
+    h = leaf_hash(t->leaf, h);
+  h = fnv(t->packed_ids, t->n_packed_ids * 4, h);
+  h = fnv(t->unpacked_ids, t->n_unpacked_ids * 8, h);
+  h = fnv(&t->flag, sizeof t->flag, h);
+  h = fnv(t->motto, strlen(t->motto), h);
+  for (size_t k = 0; k < t->n_chunks; k++)
+    h = fnv(t->chunks[k].data, t->chunks[k].len, h);
+  return h;
+}
+
+/* One message through every API; returns a line of output. */
+static void one(int i, char *out, size_t cap) {
+  msg_store *m = malloc(sizeof *m);
+  build(m, i);
+  size_t n = standin__test__tree__get_packed_size(&m->tree);
+  uint8_t *buf = malloc(n);
+  size_t w = standin__test__tree__pack(&m->tree, buf);
+  uint8_t tmp[256];
+  ProtobufCBufferSimple sb = PROTOBUF_C_BUFFER_SIMPLE_INIT(tmp);
+  size_t w2 = standin__test__tree__pack_to_buffer(&m->tree, &sb.base);
+  int same = w2 == w && memcmp(sb.data, buf, w) == 0;
+  PROTOBUF_C_BUFFER_SIMPLE_CLEAR(&sb);
+  Tree *t = standin__test__tree__unpack(NULL, w, buf);
+  uint64_t h = t ? tree_hash(t) : 0;
+  snprintf(out, cap, "msg %d size %zu packed %zu buffer-same %d hash %016llx\n", i, n, w, same,
+           (unsigned long long)h);
+  standin__test__tree__free_unpacked(t, NULL);
+  free(buf);
+  free(m);
+}
+
+static void basic(int base, int n) {
+  char line[160];
+  for (int i = 0; i < n; i++) {
+    one(base + i, line, sizeof line);
+    fputs(line, stdout);
+  }
+}
+
+typedef struct {
+  int base, n;
+  char *out;
+} job;
+
+static void *thread_main(void *p) {
+  job *j = p;
+  size_t o = 0;
+  for (int i = 0; i < j->n; i++) {
+    one(j->base + i, j->out + o, 160);
+    o += strlen(j->out + o);
+  }
+  return NULL;
+}
+
+static int run_threads(int nt, int n) {
+  pthread_t th[64];
+  job jobs[64];
+  for (int t = 0; t < nt && t < 64; t++) {
+    jobs[t] = (job){t * 1000, n, calloc((size_t)n, 160)};
+    pthread_create(&th[t], NULL, thread_main, &jobs[t]);
+  }
+  for (int t = 0; t < nt && t < 64; t++) {
+    pthread_join(th[t], NULL);
+    fputs(jobs[t].out, stdout);
+    free(jobs[t].out);
+  }
+  return 0;
+}
+
+/* A pool: workers take message numbers from a shared counter, so which
+ * thread handles which message changes from run to run. */
+static _Atomic int pool_next;
+static int pool_n;
+static char (*pool_out)[160];
+
+static void *pool_main(void *p) {
+  (void)p;
+  int i;
+  while ((i = atomic_fetch_add(&pool_next, 1)) < pool_n)
+    one(i, pool_out[i], 160);
+  return NULL;
+}
+
+static int run_pool(int nt, int n) {
+  pthread_t th[64];
+  pool_n = n;
+  pool_out = calloc((size_t)n, 160);
+  for (int t = 0; t < nt && t < 64; t++)
+    pthread_create(&th[t], NULL, pool_main, NULL);
+  for (int t = 0; t < nt && t < 64; t++)
+    pthread_join(th[t], NULL);
+  for (int i = 0; i < n; i++)
+    fputs(pool_out[i], stdout);
+  free(pool_out);
+  return 0;
+}
+
+static int run_fork(int nc, int n) {
+  basic(0, 1);
+  fflush(stdout);
+  for (int c = 0; c < nc; c++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      basic((c + 1) * 100, n);
+      fflush(stdout);
+      _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0); /* one at a time keeps the output ordered */
+    if (!WIFEXITED(st) || WEXITSTATUS(st))
+      return 1;
+  }
+  return 0;
+}
+
+static int run_p3(int n) {
+  for (int i = 0; i < n; i++) {
+    Standin__Test3__Item items[3], *ip[3];
+    Standin__Test3__Batch b = STANDIN__TEST3__BATCH__INIT;
+    char key[16];
+    snprintf(key, sizeof key, "k%d", i);
+    for (int k = 0; k < 3; k++) {
+      standin__test3__item__init(&items[k]);
+      items[k].key = k == 1 ? "" : key;
+      ip[k] = &items[k];
+    }
+    b.name = i % 2 ? "batch" : "";
+    b.n_items = (size_t)(i % 4);
+    b.items = ip;
+    b.version = (uint32_t)i;
+    if (i % 3 == 1) {
+      b.pick_case = STANDIN__TEST3__BATCH__PICK_LABEL;
+      b.label = "lbl";
+    }
+    size_t len = standin__test3__batch__get_packed_size(&b);
+    uint8_t *buf = malloc(len + 1);
+    standin__test3__batch__pack(&b, buf);
+    Standin__Test3__Batch *u = standin__test3__batch__unpack(NULL, len, buf);
+    uint64_t h = fnv(u->name, strlen(u->name), 1);
+    for (size_t k = 0; k < u->n_items; k++)
+      h = fnv(u->items[k]->key, strlen(u->items[k]->key) + 1, h);
+    h = fnv(&u->version, 4, h);
+    printf("p3 %d len %zu hash %016llx\n", i, len, (unsigned long long)h);
+    standin__test3__batch__free_unpacked(u, NULL);
+    free(buf);
+  }
+  return 0;
+}
+
+static int run_bad(void) {
+  static const uint8_t bad[] = {0x0a, 0x50, 'x'}; /* string length past the end */
+  Tree *t = standin__test__tree__unpack(NULL, sizeof bad, bad);
+  printf("bad unpack -> %s\n", t ? "message" : "NULL");
+  basic(5, 1);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|exec|p3|bad [args]\n");
+    return 2;
+  }
+  const char *mode = argv[1];
+  int a = argc > 2 ? atoi(argv[2]) : 10, b = argc > 3 ? atoi(argv[3]) : 10;
+  int rc = 0;
+  if (!strcmp(mode, "basic"))
+    basic(0, a);
+  else if (!strcmp(mode, "threads"))
+    rc = run_threads(a, b);
+  else if (!strcmp(mode, "pool"))
+    rc = run_pool(a, b);
+  else if (!strcmp(mode, "fork"))
+    rc = run_fork(a, b);
+  else if (!strcmp(mode, "p3"))
+    rc = run_p3(a);
+  else if (!strcmp(mode, "bad"))
+    rc = run_bad();
+  else if (!strcmp(mode, "exec")) {
+    basic(900, 1);
+    fflush(stdout);
+    char n[16];
+    snprintf(n, sizeof n, "%d", a);
+    execl("/proc/self/exe", argv[0], "basic", n, (char *)NULL);
+    perror("exec");
+    return 1;
+  } else {
+    fprintf(stderr, "pbtest: unknown mode %s\n", mode);
+    return 2;
+  }
+  return rc;
+}

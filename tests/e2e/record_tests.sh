@@ -1,0 +1,176 @@
+# Record tests (sourced by run.sh). Each runs in its own empty directory.
+
+# Each message goes through get_packed_size, pack, pack_to_buffer, unpack:
+# four outermost calls, however many sub-messages it has.
+t001_record_basic_counts_outermost_calls_only() {
+  "$PB" basic 20 >native.out
+  "$STANDIN" record -o rec -- "$PB" basic 20 >rec.out
+  cmp native.out rec.out
+  expect_eq "calls" 80 "$(calls rec)"
+  for api in pb.pack pb.size pb.pack_to_buffer pb.unpack; do
+    expect_eq "$api calls" 20 "$(calls rec $api)"
+  done
+  "$STANDIN" info rec >info.out
+  grep -q "calls 80" info.out || fail "info does not report 80 calls"
+  grep -q "status: complete" info.out || fail "info does not say complete"
+  grep -q "standin.test.Tree" info.out || fail "info lacks the message type"
+}
+
+t002_record_eight_threads() {
+  "$STANDIN" record -o rec -- "$PB" threads 8 15 >rec.out
+  "$PB" threads 8 15 >native.out
+  cmp native.out rec.out
+  expect_eq "calls" $((8 * 15 * 4)) "$(calls rec)"
+  # thread indices are creation order: workers are 1..8
+  expect_eq "threads" "1 2 3 4 5 6 7 8" "$("$STANDIN" dump rec | awk '{print $4}' | sort -u | tr -d t | sort -n | xargs)"
+}
+
+t003_record_fork_child_has_own_file() {
+  "$STANDIN" record -o rec -- "$PB" fork 3 5 >rec.out
+  "$PB" fork 3 5 >native.out
+  cmp native.out rec.out
+  expect_eq "trace files" 4 "$(ls rec/*.trace | wc -l)"
+  # the parent made 4 calls before forking; each child 20 of its own and
+  # none of its parent's unflushed records
+  counts=$("$STANDIN" dump rec | awk '{print $1}' | sort | uniq -c | awk '{print $1}' | sort -n | xargs)
+  expect_eq "calls per process" "4 20 20 20" "$counts"
+}
+
+t004_record_follows_exec() {
+  "$STANDIN" record -o rec -- "$PB" exec 5 >rec.out
+  expect_eq "trace files" 2 "$(ls rec/*.trace | wc -l)"
+  ls rec/*.1.trace >/dev/null || fail "no file for the exec'd image"
+  expect_eq "calls" 24 "$(calls rec)"
+  "$STANDIN" record -o rec2 --no-follow -- "$PB" exec 5 >rec2.out
+  cmp rec.out rec2.out
+  expect_eq "trace files with --no-follow" 1 "$(ls rec2/*.trace | wc -l)"
+  expect_eq "calls with --no-follow" 4 "$(calls rec2)"
+}
+
+t005_record_missing_program_exits_127() {
+  set +e
+  "$STANDIN" record -o rec -- ./no-such-program 2>err
+  rc=$?
+  set -e
+  expect_eq "exit status" 127 "$rc"
+  grep -q "no-such-program: command not found" err || fail "message: $(cat err)"
+}
+
+t006_record_unwritable_dir_fails_before_program_starts() {
+  mkdir ro && chmod 500 ro
+  dir=ro/sub
+  # root can write anywhere: use a path below a file instead
+  [ "$(id -u)" = 0 ] && dir=/proc/version/x
+  set +e
+  "$STANDIN" record -o "$dir" -- sh -c 'touch started' 2>err
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] || fail "exit status 0"
+  [ ! -e started ] || fail "the program ran"
+  grep -q "cannot create recording directory" err || fail "message: $(cat err)"
+}
+
+t007_record_static_binary_runs_and_is_explained() {
+  printf 'int main(void){return 3;}\n' >s.c
+  gcc -static -o static-prog s.c 2>/dev/null || { echo "no static libc: skipped"; return 0; }
+  set +e
+  "$STANDIN" record -o rec -- ./static-prog 2>err
+  rc=$?
+  set -e
+  expect_eq "exit status" 3 "$rc"
+  grep -q "statically linked" err || fail "no warning: $(cat err)"
+  "$STANDIN" info rec >info.out
+  grep -q "statically linked" info.out || fail "info: $(cat info.out)"
+}
+
+t008_record_program_without_calls() {
+  "$STANDIN" record -o rec -- true
+  "$STANDIN" info rec >info.out
+  grep -q "0 calls" info.out || fail "info: $(cat info.out)"
+  grep -q "made no protobuf-c" info.out || fail "info: $(cat info.out)"
+}
+
+t009_record_passes_exit_status() {
+  set +e
+  "$STANDIN" record -o rec -- sh -c 'exit 7'
+  rc=$?
+  set -e
+  expect_eq "exit status" 7 "$rc"
+}
+
+t010_record_killed_program_keeps_complete_chunks() {
+  "$STANDIN" record -o rec -- "$PB" basic 200000 >/dev/null 2>err &
+  spid=$!
+  for _ in $(seq 100); do
+    sleep 0.05
+    f=$(ls rec/*.trace 2>/dev/null | head -1)
+    [ -n "$f" ] && [ "$(stat -c %s "$f")" -gt 200000 ] && break
+  done
+  pkill -KILL -f "pbtest basic 200000" || true
+  wait $spid || true
+  "$STANDIN" info rec >info.out || true
+  grep -q "not closed\|damaged" info.out || fail "info: $(cat info.out)"
+  n=$(calls rec 2>/dev/null)
+  [ "$n" -gt 0 ] || fail "no calls read back"
+}
+
+t011_record_proto3_and_failed_unpack() {
+  "$STANDIN" record -o rec -- "$PB" p3 12 >rec.out
+  "$PB" p3 12 >native.out
+  cmp native.out rec.out
+  expect_eq "p3 calls" 36 "$(calls rec)"
+  "$STANDIN" record -o rec2 -- "$PB" bad >bad.out
+  grep -q "bad unpack -> NULL" bad.out
+  "$STANDIN" dump rec2 | grep -q "pb.unpack.*FAILED" || fail "failed unpack not flagged"
+}
+
+t012_record_trace_files_are_private() {
+  "$STANDIN" record -o rec -- "$PB" basic 2 >/dev/null
+  expect_eq "dir mode" 700 "$(stat -c %a rec)"
+  for f in rec/*.trace; do expect_eq "mode of $f" 600 "$(stat -c %a "$f")"; done
+}
+
+t013_dump_json_lines_parse() {
+  "$STANDIN" record -o rec -- "$PB" basic 5 >/dev/null
+  "$STANDIN" dump rec --format json --payload >d.json
+  python3 - d.json <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 20, len(rows)
+packs = [r for r in rows if r["api"] == "pb.pack"]
+assert all(r["type"] == "standin.test.Tree" for r in rows)
+assert all("message" in r and r["message"]["title"].startswith("tree-") for r in packs), packs[0]
+assert all(r["features"]["encoded_size"] == r["resp_len"] for r in packs)
+EOF
+  expect_eq "limit" 3 "$("$STANDIN" dump rec --limit 3 | wc -l)"
+}
+
+t014_record_refuses_to_overwrite_without_force() {
+  "$STANDIN" record -o rec -- "$PB" basic 1 >/dev/null
+  set +e
+  "$STANDIN" record -o rec -- "$PB" basic 1 >/dev/null 2>err
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] || fail "second record succeeded"
+  grep -q "already holds a recording" err || fail "message: $(cat err)"
+  expect_eq "calls kept" 4 "$(calls rec)"
+  "$STANDIN" record -f -o rec -- "$PB" basic 2 >/dev/null
+  expect_eq "calls after -f" 8 "$(calls rec)"
+}
+
+t015_info_reports_damaged_trace() {
+  "$STANDIN" record -o rec -- "$PB" basic 50 >/dev/null
+  f=$(ls rec/*.trace)
+  size=$(stat -c %s "$f")
+  # flip one byte in the middle of the file
+  printf '\xff' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+  set +e
+  "$STANDIN" info rec >info.out 2>&1
+  set -e
+  grep -q "damaged at byte\|not a standin\|header" info.out || fail "info: $(cat info.out)"
+}
+
+t016_shim_exports_only_hooks() {
+  syms=$(nm -D --defined-only "$B/lib/standin/libstandin-record.so" | awk '$2 == "T" {print $3}' | sort | xargs)
+  expect_eq "exported" "_Exit _exit execl execle execlp execv execve execvp execvpe fexecve protobuf_c_message_get_packed_size protobuf_c_message_pack protobuf_c_message_pack_to_buffer protobuf_c_message_unpack pthread_create" "$syms"
+}

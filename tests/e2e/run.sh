@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# End-to-end tests: preload the shims into real programs and check outcomes
+# (bytes equal, counts equal, errors reported), never timings.
+#   tests/e2e/run.sh [PATTERN]   runs the tests whose name matches PATTERN
+set -u
+B=${B:-build}
+B=$(cd "$B" && pwd)
+STANDIN="$B/standin"
+PB="$B/progs/pbtest"
+T=$(mktemp -d /tmp/standin-e2e.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+PASS=0
+FAIL=0
+FAILED=()
+
+fail() {
+  echo "    FAIL: $*" >&2
+  return 1
+}
+
+# calls DIR [API]: number of recorded calls (of one API)
+calls() {
+  if [ $# -gt 1 ]; then
+    "$STANDIN" dump "$1" | awk -v a="$2" '$5 == a' | wc -l
+  else
+    "$STANDIN" dump "$1" | wc -l
+  fi
+}
+
+expect_eq() { # what expected actual
+  [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"
+}
+
+source "$(dirname "$0")/record_tests.sh"
+[ -f "$(dirname "$0")/replay_tests.sh" ] && source "$(dirname "$0")/replay_tests.sh"
+
+for t in $(declare -F | awk '{print $3}' | grep -E '^t[0-9]{3}_' | sort); do
+  if [ $# -gt 0 ] && [[ "$t" != *$1* ]]; then continue; fi
+  mkdir -p "$T/$t"
+  # not inside `if`: set -e must stay in force in the test's subshell
+  (cd "$T/$t" && set -e && "$t") >"$T/$t.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    PASS=$((PASS + 1))
+    echo "  ok   $t"
+  else
+    FAIL=$((FAIL + 1))
+    FAILED+=("$t")
+    echo "  FAIL $t"
+    sed 's/^/       | /' "$T/$t.log" | tail -25
+  fi
+done
+echo "e2e: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
