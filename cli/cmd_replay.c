@@ -1,0 +1,208 @@
+/* cmd_replay.c — `standin replay`: rerun the program, answering each
+ * recorded call after the latency a performance interface predicts. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "replaydb.h"
+
+static const char usage_text[] =
+    "usage: standin replay [-t DIR] [--iface SPEC]... [--summary FILE]\n"
+    "                      [--on-miss fallback|abort] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM with the replay shim preloaded. Each protobuf-c / JPEG call that\n"
+    "was recorded in DIR (default standin.data) waits for the latency the chosen\n"
+    "performance interface predicts, then returns the saved response; the rest of\n"
+    "the program runs for real, so the end-to-end effect is measured. Exits with\n"
+    "PROGRAM's exit status.\n"
+    "\n"
+    "  -t, --trace DIR       recording to replay\n"
+    "  -i, --iface SPEC      [API=]MODEL[:key=value,...]; repeatable, first match wins.\n"
+    "                        API: protobuf, jpeg, pb.pack, pb.unpack, pb.size,\n"
+    "                        pb.pack_to_buffer, jpeg.decode, tj.decode. Calls no\n"
+    "                        --iface selects run the real library. Default: software.\n"
+    "                        engines=N limits concurrent requests (0 = unlimited).\n"
+    "                        'standin models' lists the models.\n"
+    "      --summary FILE    write the run's statistics as JSON\n"
+    "      --on-miss POLICY  a call not in the recording: fallback (run the real\n"
+    "                        call, counted; default) or abort (stop the program)\n";
+
+typedef struct {
+  const char *dir, *summary;
+  rdb_plan plan;
+} rep_opts;
+
+static int parse(int argc, char **argv, rep_opts *o, int *first) {
+  static const struct option lo[] = {{"trace", required_argument, 0, 't'},
+                                     {"iface", required_argument, 0, 'i'},
+                                     {"summary", required_argument, 0, 'S'},
+                                     {"on-miss", required_argument, 0, 'M'},
+                                     {"help", no_argument, 0, 'h'},
+                                     {0, 0, 0, 0}};
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "+t:i:h", lo, NULL)) != -1) {
+    switch (c) {
+    case 't': o->dir = optarg; break;
+    case 'i':
+      if (rdb_plan_add_iface(&o->plan, optarg) != 0)
+        return -1;
+      break;
+    case 'S': o->summary = optarg; break;
+    case 'M':
+      if (!strcmp(optarg, "fallback"))
+        o->plan.on_miss = RDB_MISS_FALLBACK;
+      else if (!strcmp(optarg, "abort"))
+        o->plan.on_miss = RDB_MISS_ABORT;
+      else {
+        cli_err("--on-miss: '%s' is not fallback or abort", optarg);
+        return -1;
+      }
+      break;
+    case 'h': fputs(usage_text, stdout); exit(0);
+    default: fputs(usage_text, stderr); return -1;
+    }
+  }
+  if (optind >= argc) {
+    cli_err("replay: no program given");
+    fputs(usage_text, stderr);
+    return -1;
+  }
+  if (o->plan.naccel == 0 && rdb_plan_add_iface(&o->plan, "software") != 0)
+    return -1;
+  *first = optind;
+  return 0;
+}
+
+static const char *fb_names[RDB_FB_NREASONS] = {"not_in_trace", "request_mismatch", "no_response",
+                                                "schema_mismatch", "out_of_memory",
+                                                "replay_off"};
+static const char *sw_names[RDB_SW_NREASONS] = {"not_selected", "unsupported"};
+
+#define LD(x) ((unsigned long long)atomic_load(&(x)))
+
+static void print_line(const rdb_stats *s, uint64_t wall) {
+  char a[32], b[32], c[32], d[32];
+  fprintf(stderr,
+          "standin: replay: %llu calls, %llu replayed, %llu kept in software, %llu fallback; "
+          "predicted %s (recorded %s); %llu overruns (%s); wall %s\n",
+          LD(s->intercepted), LD(s->replayed), LD(s->software), LD(s->fallback),
+          cli_fmt_ns(a, sizeof a, (double)LD(s->predicted_ns)),
+          cli_fmt_ns(b, sizeof b, (double)LD(s->recorded_ns)), LD(s->overruns),
+          cli_fmt_ns(c, sizeof c, (double)LD(s->overrun_ns)), cli_fmt_ns(d, sizeof d, (double)wall));
+  if (LD(s->fallback)) {
+    fprintf(stderr, "standin: replay: fallback reasons:");
+    for (int i = 0; i < RDB_FB_NREASONS; i++)
+      if (LD(s->fb[i]))
+        fprintf(stderr, " %s %llu", fb_names[i], LD(s->fb[i]));
+    fprintf(stderr, "\n");
+  }
+}
+
+static void write_accels(FILE *f, const rdb_built *b, const rdb_plan *p, uint64_t wall) {
+  const rdb_header *h = (const rdb_header *)b->base;
+  const rdb_accel *a = (const rdb_accel *)(b->base + h->accel_off);
+  fprintf(f, "  \"accelerators\": [");
+  for (uint32_t i = 0; i < h->naccel; i++) {
+    double busy = (double)LD(a[i].st.service_ns);
+    double cap = (double)wall * (a[i].engines ? a[i].engines : 1);
+    fprintf(f,
+            "%s\n    {\"name\": \"%s\", \"spec\": \"%s\", \"model\": \"%s\", \"engines\": %u, "
+            "\"requests\": %llu, \"service_ns\": %llu, \"link_ns\": %llu, \"queue_ns\": %llu, "
+            "\"utilisation\": %.4f}",
+            i ? "," : "", a[i].name, p->accel[i].spec, if_model_describe(p->accel[i].model),
+            a[i].engines, LD(a[i].st.requests), LD(a[i].st.service_ns), LD(a[i].st.link_ns),
+            LD(a[i].st.queue_ns), cap > 0 ? busy / cap : 0.0);
+  }
+  fprintf(f, "\n  ],\n");
+}
+
+/* Percentile of the spin error histogram, in ns (upper edge of the bin). */
+static uint64_t spin_pct(const rdb_stats *s, double q) {
+  uint64_t total = 0, seen = 0;
+  for (int i = 0; i < RDB_SPIN_BINS; i++)
+    total += LD(s->spin_err[i]);
+  if (!total)
+    return 0;
+  for (int i = 0; i < RDB_SPIN_BINS; i++) {
+    seen += LD(s->spin_err[i]);
+    if ((double)seen >= q * (double)total)
+      return (uint64_t)(i + 1) * RDB_SPIN_BIN_NS;
+  }
+  return (uint64_t)RDB_SPIN_BINS * RDB_SPIN_BIN_NS;
+}
+
+static int write_summary(const char *path, const rdb_built *b, const rdb_plan *p, uint64_t wall,
+                         int rc) {
+  const rdb_header *h = (const rdb_header *)b->base;
+  const rdb_stats *s = (const rdb_stats *)(b->base + h->stats_off);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    cli_err("cannot write summary %s: %s", path, strerror(errno));
+    return -1;
+  }
+  fprintf(f, "{\n  \"exit_status\": %d,\n  \"wall_ns\": %llu,\n", rc, (unsigned long long)wall);
+  fprintf(f, "  \"calls_intercepted\": %llu,\n  \"calls_replayed\": %llu,\n", LD(s->intercepted),
+          LD(s->replayed));
+  fprintf(f, "  \"calls_software\": %llu,\n  \"software_reasons\": {", LD(s->software));
+  for (int i = 0; i < RDB_SW_NREASONS; i++)
+    fprintf(f, "%s\"%s\": %llu", i ? ", " : "", sw_names[i], LD(s->sw[i]));
+  fprintf(f, "},\n  \"calls_fallback\": %llu,\n  \"fallback_reasons\": {", LD(s->fallback));
+  for (int i = 0; i < RDB_FB_NREASONS; i++)
+    fprintf(f, "%s\"%s\": %llu", i ? ", " : "", fb_names[i], LD(s->fb[i]));
+  fprintf(f, "},\n  \"reused_samples\": %llu,\n  \"overruns\": %llu,\n  \"overrun_ns\": %llu,\n",
+          LD(s->reused), LD(s->overruns), LD(s->overrun_ns));
+  fprintf(f, "  \"predicted_ns\": %llu,\n  \"recorded_ns\": %llu,\n  \"spin_ns\": %llu,\n",
+          LD(s->predicted_ns), LD(s->recorded_ns), LD(s->spin_ns));
+  fprintf(f, "  \"harness_ns\": %llu,\n  \"software_ns\": %llu,\n  \"processes\": %llu,\n",
+          LD(s->harness_ns), LD(s->software_ns), LD(s->processes));
+  fprintf(f, "  \"spin_error_p50_ns\": %llu,\n  \"spin_error_p99_ns\": %llu,\n",
+          (unsigned long long)spin_pct(s, 0.5), (unsigned long long)spin_pct(s, 0.99));
+  write_accels(f, b, p, wall);
+  fprintf(f, "  \"trace_entries\": %llu,\n  \"trace_samples\": %llu\n}\n",
+          (unsigned long long)b->entries, (unsigned long long)b->samples);
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+int cmd_replay(int argc, char **argv) {
+  rep_opts o = {.dir = "standin.data"};
+  int first;
+  if (parse(argc, argv, &o, &first) != 0) {
+    rdb_plan_free(&o.plan);
+    return EXIT_USAGE;
+  }
+  char path[PATH_MAX];
+  if (cli_find_program(argv[first], path, sizeof path) != 0) {
+    cli_err("%s: command not found", argv[first]);
+    rdb_plan_free(&o.plan);
+    return EXIT_NOTFOUND;
+  }
+  const char *shim = cli_runtime_lib("libstandin-replay.so");
+  rdb_built b;
+  if (!shim || rdb_build(o.dir, &o.plan, &b) != 0) {
+    rdb_plan_free(&o.plan);
+    return 1;
+  }
+  const char *old = getenv("LD_PRELOAD");
+  char preload[PATH_MAX * 2], dbpath[64], env1[PATH_MAX * 2 + 16], env2[96];
+  snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
+  snprintf(dbpath, sizeof dbpath, "/proc/%d/fd/%d", (int)getpid(), b.fd);
+  snprintf(env1, sizeof env1, "LD_PRELOAD=%s", preload);
+  snprintf(env2, sizeof env2, "STANDIN_REPLAY_DB=%s", dbpath);
+  char *env[] = {env1, env2, NULL};
+  uint64_t wall = 0;
+  int rc = cli_run(argv + first, env, &wall);
+  const rdb_header *h = (const rdb_header *)b.base;
+  const rdb_stats *s = (const rdb_stats *)(b.base + h->stats_off);
+  print_line(s, wall);
+  if (o.summary && write_summary(o.summary, &b, &o.plan, wall, rc) != 0 && rc == 0)
+    rc = 1;
+  rdb_built_free(&b);
+  rdb_plan_free(&o.plan);
+  return rc;
+}

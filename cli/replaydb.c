@@ -1,0 +1,519 @@
+/* replaydb.c — build the replay database: group recorded calls by request
+ * fingerprint, order each request's occurrences by time (across every
+ * process of the recording), evaluate the plan's model for each occurrence,
+ * and lay it all out in a memfd the replay shim maps. */
+#include "replaydb.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pb_walk.h"
+#include "scan.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* ---- plan from --iface --------------------------------------------------- */
+
+static const struct {
+  const char *name;
+  int family, api;
+} selectors[] = {
+    {"protobuf", ST_FAMILY_PROTOBUF, 0},
+    {"jpeg", ST_FAMILY_JPEG, 0},
+    {"pb.pack", ST_FAMILY_PROTOBUF, ST_API_PB_PACK},
+    {"pb.size", ST_FAMILY_PROTOBUF, ST_API_PB_SIZE},
+    {"pb.pack_to_buffer", ST_FAMILY_PROTOBUF, ST_API_PB_PACK_BUF},
+    {"pb.unpack", ST_FAMILY_PROTOBUF, ST_API_PB_UNPACK},
+    {"jpeg.decode", ST_FAMILY_JPEG, ST_API_JPEG_DECODE},
+    {"tj.decode", ST_FAMILY_JPEG, ST_API_TJ_DECODE},
+};
+
+static int parse_selector(const char *s, size_t n, rdb_select *out) {
+  for (size_t i = 0; i < sizeof selectors / sizeof selectors[0]; i++)
+    if (strlen(selectors[i].name) == n && !strncmp(selectors[i].name, s, n)) {
+      out->family = selectors[i].family;
+      out->api = selectors[i].api;
+      return 0;
+    }
+  return -1;
+}
+
+/* Split accelerator keys (engines=) out of a model spec. */
+static int take_accel_keys(char *spec, rdb_accel_def *a) {
+  char *colon = strchr(spec, ':');
+  if (!colon)
+    return 0;
+  char rest[256] = "", *save = NULL;
+  for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+    if (!strncmp(kv, "engines=", 8)) {
+      char *end;
+      long v = strtol(kv + 8, &end, 10);
+      if (*end || v < 0 || v > RDB_MAX_ENGINES) {
+        cli_err("--iface: engines=%s is not a number from 0 (unlimited) to %d", kv + 8,
+                RDB_MAX_ENGINES);
+        return -1;
+      }
+      a->engines = (uint32_t)v;
+      continue;
+    }
+    snprintf(rest + strlen(rest), sizeof rest - strlen(rest), "%s%s", rest[0] ? "," : "", kv);
+  }
+  if (rest[0])
+    strcpy(colon + 1, rest);
+  else
+    *colon = 0;
+  return 0;
+}
+
+int rdb_plan_add_iface(rdb_plan *p, const char *spec) {
+  if (p->naccel >= RDB_MAX_ACCEL) {
+    cli_err("--iface: at most %d accelerators", RDB_MAX_ACCEL);
+    return -1;
+  }
+  rdb_accel_def *a = &p->accel[p->naccel];
+  memset(a, 0, sizeof *a);
+  snprintf(a->spec, sizeof a->spec, "%s", spec);
+  const char *colon = strchr(spec, ':'), *eq = strchr(spec, '=');
+  const char *model = spec;
+  if (eq && (!colon || eq < colon)) {
+    if (parse_selector(spec, (size_t)(eq - spec), &a->sel) != 0) {
+      cli_err("--iface %s: '%.*s' is not an API; use protobuf, jpeg, pb.pack, pb.size, "
+              "pb.pack_to_buffer, pb.unpack, jpeg.decode or tj.decode",
+              spec, (int)(eq - spec), spec);
+      return -1;
+    }
+    model = eq + 1;
+  }
+  char mspec[256], err[256];
+  snprintf(mspec, sizeof mspec, "%s", model);
+  if (take_accel_keys(mspec, a) != 0)
+    return -1;
+  if (if_model_parse(&a->model, mspec, err, sizeof err) != IF_OK) {
+    cli_err("--iface %s: %s", spec, err);
+    return -1;
+  }
+  snprintf(a->name, sizeof a->name, "%.*s", (int)strcspn(mspec, ":"), mspec);
+  p->naccel++;
+  return 0;
+}
+
+void rdb_plan_free(rdb_plan *p) {
+  for (int i = 0; i < p->naccel; i++)
+    if_model_free(p->accel[i].model);
+  p->naccel = 0;
+}
+
+/* ---- grouping calls by fingerprint -------------------------------------- */
+
+typedef struct {
+  uint64_t start_ns, recorded_ns;
+} b_sample;
+
+typedef struct {
+  uint8_t fp[16];
+  uint8_t api, flags;
+  uint32_t nfeat;
+  uint64_t feat[ST_MAX_FEAT];
+  uint64_t result, req_len, resp_len;
+  uint8_t *req, *resp; /* copies */
+  char *type;
+  b_sample *s;
+  uint32_t n, cap;
+} b_entry;
+
+/* Descriptors rebuilt from a recorded schema, keyed by the schema's hash
+ * (type ids differ from file to file, schemas do not). */
+typedef struct {
+  uint64_t hash;
+  pbw_descset *ds; /* NULL: the schema could not be rebuilt */
+} b_descset;
+
+typedef struct {
+  b_entry *e;
+  size_t n, cap;
+  uint32_t *slots; /* index + 1 */
+  size_t nslots;
+  uint64_t unusable, files, images_failed;
+  uint64_t start_ns;
+  b_descset *ds;
+  size_t nds;
+} builder;
+
+static int grow_slots(builder *b) {
+  size_t ns = b->nslots ? b->nslots * 2 : 1024;
+  uint32_t *t = calloc(ns, sizeof *t);
+  if (!t)
+    return -1;
+  for (size_t i = 0; i < b->n; i++) {
+    size_t j = rdb_hash(b->e[i].fp) & (ns - 1);
+    while (t[j])
+      j = (j + 1) & (ns - 1);
+    t[j] = (uint32_t)i + 1;
+  }
+  free(b->slots);
+  b->slots = t;
+  b->nslots = ns;
+  return 0;
+}
+
+static b_entry *find_or_add(builder *b, const uint8_t fp[16], int *created) {
+  *created = 0;
+  if ((b->n + 1) * 2 > b->nslots && grow_slots(b) != 0)
+    return NULL;
+  size_t j = rdb_hash(fp) & (b->nslots - 1);
+  for (; b->slots[j]; j = (j + 1) & (b->nslots - 1))
+    if (!memcmp(b->e[b->slots[j] - 1].fp, fp, 16))
+      return &b->e[b->slots[j] - 1];
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 256;
+    b_entry *ne = realloc(b->e, cap * sizeof *ne);
+    if (!ne)
+      return NULL;
+    b->e = ne;
+    b->cap = cap;
+  }
+  b_entry *e = &b->e[b->n];
+  memset(e, 0, sizeof *e);
+  memcpy(e->fp, fp, 16);
+  b->slots[j] = (uint32_t)++b->n;
+  *created = 1;
+  return e;
+}
+
+static uint8_t *copy_blob(scan_file *f, uint64_t id, uint64_t *len) {
+  const void *data;
+  if (!id || st_reader_blob(f->r, id, &data, len) != ST_OK)
+    return NULL;
+  uint8_t *c = malloc(*len ? *len : 1);
+  if (c)
+    memcpy(c, data, *len);
+  return c;
+}
+
+static const ProtobufCMessageDescriptor *descriptor_of(builder *b, const scan_type *t) {
+  uint64_t h = XXH3_64bits(t->schema, t->schema_len);
+  for (size_t i = 0; i < b->nds; i++)
+    if (b->ds[i].hash == h)
+      return b->ds[i].ds ? pbw_descset_root(b->ds[i].ds) : NULL;
+  b_descset *n = realloc(b->ds, (b->nds + 1) * sizeof *n);
+  if (!n)
+    return NULL;
+  b->ds = n;
+  b_descset *d = &b->ds[b->nds++];
+  d->hash = h;
+  if (pbw_descset_from_schema(t->schema, t->schema_len, &d->ds) != PBW_OK)
+    d->ds = NULL;
+  return d->ds ? pbw_descset_root(d->ds) : NULL;
+}
+
+/* The recording kept only the bytes an unpack parsed. Parse them here, once,
+ * with the real library against descriptors rebuilt from the recorded
+ * schema (which carries the program's C layout), and keep the relocatable
+ * image that the replayed program will materialise without parsing. */
+static uint8_t *unpack_image(builder *b, scan_file *f, const st_call *c, const uint8_t *req,
+                             uint64_t len, uint64_t *img_len) {
+  if (!req || c->type >= f->ntypes || !f->types[c->type].schema)
+    return NULL;
+  const ProtobufCMessageDescriptor *d = descriptor_of(b, &f->types[c->type]);
+  if (!d)
+    return NULL;
+  ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, req);
+  if (!m)
+    return NULL;
+  void *img = NULL;
+  size_t il = 0;
+  int rc = pbw_image_build(m, &img, &il);
+  protobuf_c_message_free_unpacked(m, NULL);
+  if (rc != PBW_OK)
+    return NULL;
+  *img_len = il;
+  return img;
+}
+
+static void fill_entry(builder *b, scan_file *f, b_entry *e, const st_call *c) {
+  e->api = c->api;
+  e->nfeat = c->nfeat;
+  memcpy(e->feat, c->feat, sizeof e->feat);
+  e->result = c->result;
+  e->type = strdup(scan_type_name(f, c->type));
+  if (c->flags & ST_CALL_FAILED)
+    e->flags |= RDB_ENTRY_FAILED;
+  e->req = copy_blob(f, c->req_blob, &e->req_len);
+  e->resp = copy_blob(f, c->resp_blob, &e->resp_len);
+  if (c->api == ST_API_PB_UNPACK && !e->resp && !(c->flags & ST_CALL_FAILED)) {
+    e->resp = unpack_image(b, f, c, e->req, e->req_len, &e->resp_len);
+    b->images_failed += e->resp == NULL;
+  }
+  if ((c->flags & ST_CALL_NO_RESPONSE) || (c->resp_blob && !e->resp))
+    e->flags |= RDB_ENTRY_NO_RESPONSE;
+  if (c->api != ST_API_PB_SIZE && !e->resp && !(c->flags & ST_CALL_FAILED))
+    e->flags |= RDB_ENTRY_NO_RESPONSE;
+}
+
+static int on_call(scan_file *f, const st_call *c, void *arg) {
+  builder *b = arg;
+  if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
+    b->unusable++;
+    return 0;
+  }
+  int created;
+  b_entry *e = find_or_add(b, c->fp, &created);
+  if (!e)
+    return 1;
+  if (created)
+    fill_entry(b, f, e, c);
+  if (e->n == e->cap) {
+    uint32_t cap = e->cap ? e->cap * 2 : 4;
+    b_sample *ns = realloc(e->s, cap * sizeof *ns);
+    if (!ns)
+      return 1;
+    e->s = ns;
+    e->cap = cap;
+  }
+  e->s[e->n++] = (b_sample){c->start_ns, c->latency_ns};
+  return 0;
+}
+
+static int sample_cmp(const void *x, const void *y) {
+  const b_sample *a = x, *b = y;
+  return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
+}
+
+static void builder_free(builder *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    free(b->e[i].req);
+    free(b->e[i].resp);
+    free(b->e[i].type);
+    free(b->e[i].s);
+  }
+  free(b->e);
+  free(b->slots);
+  for (size_t i = 0; i < b->nds; i++)
+    pbw_descset_free(b->ds[i].ds);
+  free(b->ds);
+}
+
+/* ---- plan evaluation ----------------------------------------------------- */
+
+static int selects(const rdb_select *s, int api) {
+  if (s->api)
+    return s->api == api;
+  return !s->family || s->family == (int)st_api_family(api);
+}
+
+static void evaluate(const rdb_plan *p, const b_entry *e, const b_sample *s, rdb_sample *out) {
+  memset(out, 0, sizeof *out);
+  out->recorded_ns = s->recorded_ns;
+  out->accel = -1;
+  out->sw_reason = RDB_SW_NOT_SELECTED;
+  for (int i = 0; i < p->naccel; i++) {
+    if (!selects(&p->accel[i].sel, e->api))
+      continue;
+    uint64_t req_len = e->req ? e->req_len : e->feat[ST_PBF_ENCODED_SIZE];
+    if_request r = {e->api, e->type, e->feat, (int)e->nfeat, s->recorded_ns,
+                    req_len, e->resp_len, e->req, e->resp};
+    uint64_t ns;
+    if (if_model_predict(p->accel[i].model, &r, &ns) == IF_OK) {
+      out->accel = i;
+      out->service_ns = ns;
+    } else {
+      out->sw_reason = RDB_SW_UNSUPPORTED;
+    }
+    return; /* the first accelerator that selects the API decides */
+  }
+}
+
+/* ---- layout -------------------------------------------------------------- */
+
+/* Calibrate the TSC against CLOCK_MONOTONIC for the replay clock, when the
+ * CPU says its TSC is invariant (constant rate, runs in every C-state).
+ * 20 ms of sleep gives a rate good to about 1e-6. */
+static void calibrate_tsc(rdb_header *h) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[4096];
+  int constant = 0, nonstop = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "flags", 5)) {
+      constant = strstr(line, " constant_tsc") != NULL;
+      nonstop = strstr(line, " nonstop_tsc") != NULL;
+      break;
+    }
+  if (f)
+    fclose(f);
+  if (!constant || !nonstop)
+    return;
+  struct timespec a, b, nap = {0, 20000000};
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  uint64_t t1 = __builtin_ia32_rdtsc();
+  nanosleep(&nap, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  uint64_t t2 = __builtin_ia32_rdtsc();
+  uint64_t ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec -
+                (uint64_t)a.tv_nsec;
+  if (t2 <= t1)
+    return;
+  h->tsc_mult = (uint64_t)(((unsigned __int128)ns << 32) / (t2 - t1));
+  h->tsc_base = t2;
+  h->mono_base = (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec;
+}
+
+static uint64_t al8(uint64_t x) {
+  return (x + 7) & ~7ull;
+}
+
+static int layout(builder *b, const rdb_plan *p, rdb_built *out) {
+  uint64_t nslots = 16;
+  while (nslots < b->n * 2)
+    nslots *= 2;
+  uint64_t nsamples = 0, blob_bytes = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    nsamples += b->e[i].n;
+    blob_bytes += al8(b->e[i].req_len) + al8(b->e[i].resp_len) + al8(strlen(b->e[i].type) + 1);
+  }
+  uint64_t off = al8(sizeof(rdb_header));
+  uint64_t stats_off = off;
+  off = al8(off + sizeof(rdb_stats));
+  uint64_t accel_off = off;
+  off = al8(off + (uint64_t)p->naccel * sizeof(rdb_accel));
+  uint64_t entries_off = off;
+  off = al8(off + b->n * sizeof(rdb_entry));
+  uint64_t slots_off = off;
+  off = al8(off + nslots * 4);
+  uint64_t samples_off = off;
+  off = al8(off + nsamples * sizeof(rdb_sample));
+  uint64_t blobs_off = off;
+  uint64_t size = off + blob_bytes + 8;
+
+  int fd = memfd_create("standin-replay", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
+    cli_err("cannot create the replay database (%llu bytes): %s", (unsigned long long)size,
+            strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  uint8_t *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    cli_err("cannot map the replay database: %s", strerror(errno));
+    close(fd);
+    return -1;
+  }
+  rdb_header *h = (rdb_header *)m;
+  *h = (rdb_header){.magic = RDB_MAGIC, .version = RDB_VERSION, .on_miss = (uint32_t)p->on_miss,
+                    .size = size, .nentries = b->n, .entries_off = entries_off,
+                    .nslots = nslots, .slots_off = slots_off, .naccel = (uint32_t)p->naccel,
+                    .accel_off = accel_off, .stats_off = stats_off, .trace_start_ns = b->start_ns};
+  calibrate_tsc(h);
+  rdb_accel *acc = (rdb_accel *)(m + accel_off);
+  for (int i = 0; i < p->naccel; i++) {
+    snprintf(acc[i].name, sizeof acc[i].name, "%s", p->accel[i].name);
+    acc[i].engines = p->accel[i].engines;
+  }
+  rdb_entry *ents = (rdb_entry *)(m + entries_off);
+  uint32_t *slots = (uint32_t *)(m + slots_off);
+  rdb_sample *smp = (rdb_sample *)(m + samples_off);
+  uint64_t bo = blobs_off, so = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    b_entry *e = &b->e[i];
+    rdb_entry *d = &ents[i];
+    memcpy(d->fp, e->fp, 16);
+    d->api = e->api;
+    d->flags = e->flags;
+    d->nsamples = e->n;
+    d->result = e->result;
+    qsort(e->s, e->n, sizeof *e->s, sample_cmp);
+    d->samples_off = samples_off + so * sizeof(rdb_sample);
+    for (uint32_t k = 0; k < e->n; k++)
+      evaluate(p, e, &e->s[k], &smp[so++]);
+    if (e->req) {
+      d->req_off = bo;
+      d->req_len = e->req_len;
+      memcpy(m + bo, e->req, e->req_len);
+      bo += al8(e->req_len);
+    }
+    if (e->resp) {
+      d->resp_off = bo;
+      d->resp_len = e->resp_len;
+      memcpy(m + bo, e->resp, e->resp_len);
+      bo += al8(e->resp_len);
+    }
+    d->type_off = bo;
+    memcpy(m + bo, e->type, strlen(e->type) + 1);
+    bo += al8(strlen(e->type) + 1);
+    uint64_t j = rdb_hash(e->fp) & (nslots - 1);
+    while (slots[j])
+      j = (j + 1) & (nslots - 1);
+    slots[j] = (uint32_t)i + 1;
+  }
+  out->fd = fd;
+  out->base = m;
+  out->size = size;
+  out->entries = b->n;
+  out->samples = nsamples;
+  return 0;
+}
+
+static int scan_dir(const char *dir, builder *b) {
+  cli_tracedir td;
+  if (cli_tracedir_open(&td, dir) != 0)
+    return -1;
+  if (td.n == 0) {
+    cli_err("%s holds no trace to replay; record one first with 'standin record -o %s -- "
+            "PROGRAM'",
+            dir, dir);
+    cli_tracedir_free(&td);
+    return -1;
+  }
+  int rc = 0;
+  for (size_t i = 0; i < td.n && rc == 0; i++) {
+    scan_file f;
+    if (scan_run(&f, td.paths[i], on_call, b) != 0) {
+      rc = -1;
+      break;
+    }
+    if (f.status.error) {
+      char st[256];
+      scan_status_text(&f, st, sizeof st);
+      cli_warn("%s: %s; replaying with the calls before the damage", td.paths[i], st);
+    }
+    if (!b->start_ns || f.h.start_mono_ns < b->start_ns)
+      b->start_ns = f.h.start_mono_ns;
+    b->files++;
+    scan_close(&f);
+  }
+  cli_tracedir_free(&td);
+  return rc;
+}
+
+int rdb_build(const char *dir, const rdb_plan *plan, rdb_built *out) {
+  builder b = {0};
+  memset(out, 0, sizeof *out);
+  out->fd = -1;
+  int rc = scan_dir(dir, &b);
+  if (rc == 0)
+    rc = layout(&b, plan, out);
+  out->files = b.files;
+  out->calls_unusable = b.unusable;
+  if (b.images_failed)
+    cli_warn("%llu recorded unpack requests could not be rebuilt from their schema; they will "
+             "run the real library during replay",
+             (unsigned long long)b.images_failed);
+  builder_free(&b);
+  return rc;
+}
+
+void rdb_built_free(rdb_built *b) {
+  if (b->base)
+    munmap(b->base, b->size);
+  if (b->fd >= 0)
+    close(b->fd);
+  b->base = NULL;
+  b->fd = -1;
+}

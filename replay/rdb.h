@@ -1,0 +1,133 @@
+/* rdb.h — the replay database: what `standin replay` prepares from a
+ * recording before the program starts, and what the replay shim reads.
+ *
+ * It lives in one shared memory file (memfd) mapped by every process of the
+ * replay run (forked children inherit the mapping; exec'd programs map it
+ * again by path), so that occurrence counters, statistics and accelerator
+ * timelines are shared by the whole run. Everything the shim needs per call
+ * is precomputed: the response bytes, and per recorded occurrence the
+ * predicted service and link time and the accelerator that serves it, so no
+ * model code runs inside the program.
+ *
+ * All offsets are from the start of the mapping and 8-byte aligned. The
+ * shim treats the file as untrusted: it checks the header and every offset
+ * and length it uses against the mapping size. */
+#ifndef STANDIN_RDB_H
+#define STANDIN_RDB_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
+#define RDB_VERSION 1
+#define RDB_MAX_ACCEL 16
+#define RDB_MAX_ENGINES 64
+#define RDB_SPIN_BINS 512
+#define RDB_SPIN_BIN_NS 4
+
+enum { RDB_MISS_FALLBACK = 0, RDB_MISS_ABORT = 1 };
+
+/* Why a call did not get a replayed response (rdb_stats.fallback[]). */
+enum {
+  RDB_FB_NOT_IN_TRACE = 0, /* no recorded call with this fingerprint */
+  RDB_FB_MISMATCH = 1,     /* fingerprint found but request bytes differ */
+  RDB_FB_NO_RESPONSE = 2,  /* the recording could not capture the response */
+  RDB_FB_SCHEMA = 3,       /* saved response does not fit the program's type */
+  RDB_FB_NOMEM = 4,        /* materialising failed for lack of memory */
+  RDB_FB_DISABLED = 5,     /* the DB could not be mapped in this process */
+  RDB_FB_NREASONS = 6
+};
+
+/* Calls kept in software on purpose (not misses). */
+enum {
+  RDB_SW_NOT_SELECTED = 0, /* no plan rule / --iface sent it to an accelerator */
+  RDB_SW_UNSUPPORTED = 1,  /* the model said the accelerator cannot take it */
+  RDB_SW_NREASONS = 2
+};
+
+typedef struct {
+  _Atomic uint64_t requests, service_ns, link_ns, queue_ns, busy_ns;
+  _Atomic uint64_t first_start_ns, last_end_ns;
+} rdb_accel_stats;
+
+typedef struct {
+  char name[32];
+  uint32_t engines;
+  uint32_t pad;
+  /* virtual timeline: when each engine is next free (trace clock ns) */
+  _Atomic uint32_t lock;
+  uint32_t pad2;
+  uint64_t free_at[RDB_MAX_ENGINES];
+  rdb_accel_stats st;
+} rdb_accel;
+
+typedef struct {
+  _Atomic uint64_t intercepted; /* outermost calls seen */
+  _Atomic uint64_t replayed;    /* answered from the recording */
+  _Atomic uint64_t software;    /* kept in software on purpose (sum of sw[]) */
+  _Atomic uint64_t fallback;    /* misses that ran the real call (sum of fb[]) */
+  _Atomic uint64_t fb[RDB_FB_NREASONS];
+  _Atomic uint64_t sw[RDB_SW_NREASONS];
+  _Atomic uint64_t reused;      /* occurrences past the recorded count */
+  _Atomic uint64_t overruns, overrun_ns;
+  _Atomic uint64_t predicted_ns, recorded_ns, spin_ns, harness_ns;
+  _Atomic uint64_t software_ns; /* time of real calls (kept in software or misses) */
+  _Atomic uint64_t processes;
+  /* how late the spin loop noticed the deadline: RDB_SPIN_BIN_NS bins, the
+   * last one collects everything later */
+  _Atomic uint64_t spin_err[RDB_SPIN_BINS];
+} rdb_stats;
+
+/* One recorded occurrence of a request. */
+typedef struct {
+  uint64_t recorded_ns;
+  uint64_t service_ns; /* predicted by the model of `accel` */
+  uint64_t link_ns;    /* cost of reaching the device, both ways */
+  int32_t accel;       /* index into accels, or -1: stays in software */
+  uint16_t sw_reason;  /* RDB_SW_* when accel == -1 */
+  uint16_t pad;
+} rdb_sample;
+
+enum { RDB_ENTRY_FAILED = 1, RDB_ENTRY_NO_RESPONSE = 2 };
+
+/* One distinct request (fingerprint). */
+typedef struct {
+  uint8_t fp[16];
+  uint8_t api;
+  uint8_t flags; /* RDB_ENTRY_* */
+  uint16_t pad;
+  uint32_t nsamples;
+  uint64_t samples_off;
+  uint64_t req_off, req_len;   /* request bytes (unpack), for verification */
+  uint64_t resp_off, resp_len; /* packed bytes or tree image */
+  uint64_t result;             /* recorded scalar result */
+  uint64_t type_off;           /* NUL-terminated type name */
+  _Atomic uint64_t next;       /* occurrences served so far, whole run */
+} rdb_entry;
+
+typedef struct {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t on_miss; /* RDB_MISS_* */
+  uint64_t size;    /* bytes of the whole mapping */
+  uint64_t nentries, entries_off;
+  uint64_t nslots, slots_off; /* open addressing: u32 entry index + 1 */
+  uint32_t naccel, pad;
+  uint64_t accel_off;
+  uint64_t stats_off;
+  uint64_t trace_start_ns; /* earliest recorded process start */
+  /* Replay clock: CLOCK_MONOTONIC ns = mono_base + ((tsc - tsc_base) *
+   * tsc_mult >> 32), calibrated by the launcher when the TSC is invariant
+   * (tsc_mult = 0: use clock_gettime). Shared so every process of the run
+   * reads the same clock. */
+  uint64_t tsc_base, mono_base, tsc_mult;
+} rdb_header;
+
+/* Slot of a fingerprint in the table. */
+static inline uint64_t rdb_hash(const uint8_t fp[16]) {
+  uint64_t h;
+  __builtin_memcpy(&h, fp, 8);
+  return h;
+}
+
+#endif

@@ -1,0 +1,222 @@
+/* rep_protobuf.c — replay hooks for protobuf-c.
+ *
+ * pack writes the saved bytes, get_packed_size returns the saved size,
+ * pack_to_buffer appends the saved bytes, unpack rebuilds the saved tree
+ * from its image (one allocation, one copy, fix-ups: no parsing), and
+ * free_unpacked frees such a tree as the single block it is. A request that
+ * is not in the recording runs the real function (or stops the program
+ * under --on-miss abort): a wrong response is never returned. */
+#include <protobuf-c/protobuf-c.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pb_walk.h"
+#include "rp.h"
+#include "shim.h"
+#include "trace.h"
+
+/* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
+static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *reason) {
+  uint8_t fp[16];
+  if (pbw_fingerprint_tree(m, fp, NULL) != PBW_OK) {
+    *reason = RDB_FB_NOT_IN_TRACE;
+    return NULL;
+  }
+  shim_fp_bind(fp, api);
+  const rdb_entry *e = rp_lookup(fp);
+  *reason = RDB_FB_NOT_IN_TRACE;
+  if (e && (e->flags & RDB_ENTRY_NO_RESPONSE)) {
+    *reason = RDB_FB_NO_RESPONSE;
+    return NULL;
+  }
+  return e;
+}
+
+static const char *type_of(const ProtobufCMessage *m) {
+  return m && m->descriptor && m->descriptor->name ? m->descriptor->name : "?";
+}
+
+/* The saved response bytes of e, or NULL if the database is damaged. */
+static const uint8_t *resp_of(const rdb_entry *e) {
+  return rp_ptr(e->resp_off, e->resp_len);
+}
+
+SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *out) {
+  SHIM_REAL(real, protobuf_c_message_pack);
+  if (shim_depth || !rp_on())
+    return real(m, out);
+  uint64_t t0 = rp_now();
+  shim_depth++;
+  int reason;
+  const rdb_entry *e = lookup_tree(m, ST_API_PB_PACK, &reason);
+  const uint8_t *resp = e ? resp_of(e) : NULL;
+  rp_ticket tk;
+  size_t r;
+  if (e && resp && rp_begin(&tk, e, t0)) {
+    memcpy(out, resp, e->resp_len);
+    r = e->resp_len;
+    rp_finish(&tk);
+  } else {
+    if (!e || !resp)
+      rp_miss(e ? RDB_FB_NO_RESPONSE : reason, ST_API_PB_PACK, type_of(m),
+              __builtin_return_address(0));
+    uint64_t s = rp_now();
+    r = real(m, out);
+    rp_software_done(rp_now() - s);
+  }
+  shim_depth--;
+  return r;
+}
+
+SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m) {
+  SHIM_REAL(real, protobuf_c_message_get_packed_size);
+  if (shim_depth || !rp_on())
+    return real(m);
+  uint64_t t0 = rp_now();
+  shim_depth++;
+  int reason;
+  const rdb_entry *e = lookup_tree(m, ST_API_PB_SIZE, &reason);
+  rp_ticket tk;
+  size_t r;
+  if (e && rp_begin(&tk, e, t0)) {
+    r = (size_t)e->result;
+    rp_finish(&tk);
+  } else {
+    if (!e)
+      rp_miss(reason, ST_API_PB_SIZE, type_of(m), __builtin_return_address(0));
+    uint64_t s = rp_now();
+    r = real(m);
+    rp_software_done(rp_now() - s);
+  }
+  shim_depth--;
+  return r;
+}
+
+SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
+                                                     ProtobufCBuffer *buf) {
+  SHIM_REAL(real, protobuf_c_message_pack_to_buffer);
+  if (shim_depth || !rp_on())
+    return real(m, buf);
+  uint64_t t0 = rp_now();
+  shim_depth++;
+  int reason;
+  const rdb_entry *e = lookup_tree(m, ST_API_PB_PACK_BUF, &reason);
+  const uint8_t *resp = e ? resp_of(e) : NULL;
+  rp_ticket tk;
+  size_t r;
+  if (e && resp && rp_begin(&tk, e, t0)) {
+    buf->append(buf, e->resp_len, resp);
+    r = e->resp_len;
+    rp_finish(&tk);
+  } else {
+    if (!e || !resp)
+      rp_miss(e ? RDB_FB_NO_RESPONSE : reason, ST_API_PB_PACK_BUF, type_of(m),
+              __builtin_return_address(0));
+    uint64_t s = rp_now();
+    r = real(m, buf);
+    rp_software_done(rp_now() - s);
+  }
+  shim_depth--;
+  return r;
+}
+
+/* Find the recorded unpack of exactly these bytes; *reason says why not. */
+static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t len,
+                                     const uint8_t *data, int *reason) {
+  uint8_t fp[16];
+  pbw_fingerprint_bytes(d, data, len, fp);
+  shim_fp_bind(fp, ST_API_PB_UNPACK);
+  const rdb_entry *e = rp_lookup(fp);
+  *reason = RDB_FB_NOT_IN_TRACE;
+  if (!e)
+    return NULL;
+  const void *req = rp_ptr(e->req_off, e->req_len);
+  if (!req || e->req_len != len || memcmp(req, data, len) != 0) {
+    *reason = RDB_FB_MISMATCH; /* a fingerprint collision: never answer it */
+    return NULL;
+  }
+  if ((e->flags & RDB_ENTRY_NO_RESPONSE) && !(e->flags & RDB_ENTRY_FAILED)) {
+    *reason = RDB_FB_NO_RESPONSE;
+    return NULL;
+  }
+  return e;
+}
+
+/* Rebuild the saved tree; NULL with *reason on failure. */
+static ProtobufCMessage *materialise(const rdb_entry *e, const ProtobufCMessageDescriptor *d,
+                                     ProtobufCAllocator *a, int *reason) {
+  const void *img = rp_ptr(e->resp_off, e->resp_len);
+  ProtobufCMessage *m = NULL;
+  int rc = img ? pbw_image_materialise(img, e->resp_len, d, a, &m) : PBW_E_BADIMAGE;
+  if (rc == PBW_OK && rp_own_add(m) == 0)
+    return m;
+  if (rc == PBW_OK) { /* cannot track it for free_unpacked: give it up */
+    if (a)
+      a->free(a->allocator_data, m);
+    else
+      free(m);
+    rc = PBW_E_NOMEM;
+  }
+  *reason = rc == PBW_E_NOMEM ? RDB_FB_NOMEM : RDB_FB_SCHEMA;
+  return NULL;
+}
+
+SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDescriptor *d,
+                                                        ProtobufCAllocator *a, size_t len,
+                                                        const uint8_t *data) {
+  SHIM_REAL(real, protobuf_c_message_unpack);
+  if (shim_depth || !rp_on())
+    return real(d, a, len, data);
+  uint64_t t0 = rp_now();
+  shim_depth++;
+  int reason;
+  const rdb_entry *e = lookup_bytes(d, len, data, &reason);
+  ProtobufCMessage *m = NULL;
+  int served = 0;
+  if (e && (e->flags & RDB_ENTRY_FAILED)) {
+    rp_ticket tk;
+    if ((served = rp_begin(&tk, e, t0)) != 0)
+      rp_finish(&tk); /* the library refused these bytes when recorded: so do we */
+  } else if (e) {
+    m = materialise(e, d, a, &reason);
+    rp_ticket tk;
+    if (m && (served = rp_begin(&tk, e, t0)) != 0) {
+      rp_finish(&tk);
+    } else if (m) { /* kept in software: the real call decides */
+      rp_own_take(m);
+      if (a)
+        a->free(a->allocator_data, m);
+      else
+        free(m);
+      m = NULL;
+      e = NULL;
+      reason = -1;
+    } else {
+      e = NULL;
+    }
+  }
+  if (!served) {
+    if (!e && reason >= 0)
+      rp_miss(reason, ST_API_PB_UNPACK, d && d->name ? d->name : "?",
+              __builtin_return_address(0));
+    uint64_t s = rp_now();
+    m = real(d, a, len, data);
+    rp_software_done(rp_now() - s);
+  }
+  shim_depth--;
+  return m;
+}
+
+SHIM_EXPORT void protobuf_c_message_free_unpacked(ProtobufCMessage *m, ProtobufCAllocator *a) {
+  SHIM_REAL(real, protobuf_c_message_free_unpacked);
+  if (shim_depth || !m || !rp_own_take(m)) {
+    shim_depth++; /* sub-messages freed by the library are never ours */
+    real(m, a);
+    shim_depth--;
+    return;
+  }
+  if (a)
+    a->free(a->allocator_data, m);
+  else
+    free(m);
+}

@@ -1,0 +1,306 @@
+/* rp.c — replay runtime: maps the replay database, serves occurrences,
+ * keeps the shared accelerator timelines and the run's statistics. */
+#include "rp.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim.h"
+#include "trace.h"
+
+static const uint8_t *db;  /* the mapping, NULL when off */
+static uint64_t db_size;
+static const rdb_header *hdr;
+static rdb_stats *stats;
+static rdb_accel *accels;
+
+#define ADD(field, v) atomic_fetch_add_explicit(&stats->field, (v), memory_order_relaxed)
+
+static uint64_t tsc_base, mono_base, tsc_mult;
+
+uint64_t rp_now(void) {
+  if (SHIM_LIKELY(tsc_mult != 0)) {
+    unsigned __int128 d = (unsigned __int128)(__builtin_ia32_rdtsc() - tsc_base) * tsc_mult;
+    return mono_base + (uint64_t)(d >> 32);
+  }
+  return shim_now_ns();
+}
+
+int rp_on(void) {
+  return db != NULL;
+}
+
+const void *rp_ptr(uint64_t off, uint64_t len) {
+  if (off > db_size || len > db_size - off)
+    return NULL;
+  return db + off;
+}
+
+/* Check that the tables the hot path indexes lie inside the mapping. */
+static int validate(void) {
+  if (db_size < sizeof(rdb_header) || hdr->magic != RDB_MAGIC || hdr->version != RDB_VERSION ||
+      hdr->size != db_size)
+    return -1;
+  if (!rp_ptr(hdr->entries_off, hdr->nentries * sizeof(rdb_entry)) ||
+      hdr->nentries > db_size / sizeof(rdb_entry))
+    return -1;
+  if (!hdr->nslots || (hdr->nslots & (hdr->nslots - 1)) || hdr->nslots > db_size / 4 ||
+      !rp_ptr(hdr->slots_off, hdr->nslots * 4))
+    return -1;
+  if (hdr->naccel > RDB_MAX_ACCEL || !rp_ptr(hdr->accel_off, hdr->naccel * sizeof(rdb_accel)))
+    return -1;
+  if (!rp_ptr(hdr->stats_off, sizeof(rdb_stats)))
+    return -1;
+  if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off) & 7)
+    return -1;
+  return 0;
+}
+
+/* A forked child keeps the shared mapping: counters, timelines and
+ * occurrences stay shared with the whole run. */
+static void count_child(void) {
+  ADD(processes, 1);
+}
+
+__attribute__((constructor)) static void rp_init(void) {
+  const char *path = getenv("STANDIN_REPLAY_DB");
+  if (!path || !*path)
+    return;
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+    shim_say("cannot open the replay database %s; this process runs without replay", path);
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    shim_say("cannot map the replay database %s; this process runs without replay", path);
+    return;
+  }
+  db_size = (uint64_t)st.st_size;
+  hdr = p;
+  db = p;
+  if (validate() != 0) {
+    shim_say("the replay database %s is damaged; this process runs without replay", path);
+    munmap(p, db_size);
+    db = NULL;
+    return;
+  }
+  stats = (rdb_stats *)(db + hdr->stats_off);
+  accels = (rdb_accel *)(db + hdr->accel_off);
+  tsc_base = hdr->tsc_base;
+  mono_base = hdr->mono_base;
+  tsc_mult = hdr->tsc_mult;
+  ADD(processes, 1);
+  pthread_atfork(NULL, NULL, count_child);
+}
+
+const rdb_entry *rp_lookup(const uint8_t fp[16]) {
+  const uint32_t *slots = (const uint32_t *)(db + hdr->slots_off);
+  const rdb_entry *ents = (const rdb_entry *)(db + hdr->entries_off);
+  uint64_t mask = hdr->nslots - 1;
+  for (uint64_t i = rdb_hash(fp) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+    uint32_t s = slots[i];
+    if (s == 0 || s > hdr->nentries)
+      return NULL;
+    const rdb_entry *e = &ents[s - 1];
+    if (memcmp(e->fp, fp, 16) == 0)
+      return e;
+  }
+  return NULL;
+}
+
+static void lock_accel(rdb_accel *a) {
+  uint32_t z = 0;
+  while (!atomic_compare_exchange_weak_explicit(&a->lock, &z, 1, memory_order_acquire,
+                                                memory_order_relaxed)) {
+    z = 0;
+    __builtin_ia32_pause();
+  }
+}
+
+static void unlock_accel(rdb_accel *a) {
+  atomic_store_explicit(&a->lock, 0, memory_order_release);
+}
+
+/* Reserve the earliest free engine for a request that reaches the device
+ * at `arrive`; returns when service starts. Engines = 0: no queueing. */
+static uint64_t reserve(rdb_accel *a, uint64_t arrive, uint64_t service) {
+  if (a->engines == 0)
+    return arrive;
+  uint32_t n = a->engines > RDB_MAX_ENGINES ? RDB_MAX_ENGINES : a->engines;
+  lock_accel(a);
+  uint32_t best = 0;
+  for (uint32_t i = 1; i < n; i++)
+    if (a->free_at[i] < a->free_at[best])
+      best = i;
+  uint64_t start = a->free_at[best] > arrive ? a->free_at[best] : arrive;
+  a->free_at[best] = start + service;
+  unlock_accel(a);
+  return start;
+}
+
+static void account_accel(rdb_accel *a, const rdb_sample *s, uint64_t queue, uint64_t end) {
+  atomic_fetch_add_explicit(&a->st.requests, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&a->st.service_ns, s->service_ns, memory_order_relaxed);
+  atomic_fetch_add_explicit(&a->st.link_ns, s->link_ns, memory_order_relaxed);
+  atomic_fetch_add_explicit(&a->st.queue_ns, queue, memory_order_relaxed);
+  uint64_t last = atomic_load_explicit(&a->st.last_end_ns, memory_order_relaxed);
+  while (end > last && !atomic_compare_exchange_weak(&a->st.last_end_ns, &last, end))
+    ;
+}
+
+int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
+  ADD(intercepted, 1);
+  uint64_t k = atomic_fetch_add_explicit((_Atomic uint64_t *)&e->next, 1, memory_order_relaxed);
+  const rdb_sample *samples = rp_ptr(e->samples_off, (uint64_t)e->nsamples * sizeof(rdb_sample));
+  if (!samples || e->nsamples == 0)
+    return 0;
+  if (k >= e->nsamples) {
+    ADD(reused, 1);
+    k %= e->nsamples;
+  }
+  const rdb_sample *s = &samples[k];
+  t->e = e;
+  t->s = s;
+  t->t0 = t0;
+  if (s->accel < 0 || (uint32_t)s->accel >= hdr->naccel) {
+    ADD(software, 1);
+    ADD(sw[s->sw_reason < RDB_SW_NREASONS ? s->sw_reason : 0], 1);
+    return 0;
+  }
+  rdb_accel *a = &accels[s->accel];
+  uint64_t half_link = s->link_ns / 2;
+  uint64_t arrive = t0 + half_link;
+  uint64_t start = reserve(a, arrive, s->service_ns);
+  t->deadline = start + s->service_ns + (s->link_ns - half_link);
+  account_accel(a, s, start - arrive, start + s->service_ns);
+  ADD(predicted_ns, t->deadline - t0);
+  ADD(recorded_ns, s->recorded_ns);
+  return 1;
+}
+
+void rp_finish(rp_ticket *t) {
+  uint64_t now = rp_now();
+  ADD(replayed, 1);
+  if (now > t->deadline) {
+    ADD(overruns, 1);
+    ADD(overrun_ns, now - t->deadline);
+    ADD(harness_ns, now - t->t0);
+    return;
+  }
+  ADD(harness_ns, now - t->t0);
+  uint64_t spin_from = now;
+  while (now < t->deadline) {
+    __builtin_ia32_pause();
+    now = rp_now();
+  }
+  ADD(spin_ns, now - spin_from);
+  uint64_t bin = (now - t->deadline) / RDB_SPIN_BIN_NS;
+  ADD(spin_err[bin < RDB_SPIN_BINS ? bin : RDB_SPIN_BINS - 1], 1);
+}
+
+void rp_software_done(uint64_t ns) {
+  ADD(software_ns, ns);
+}
+
+void rp_miss(int reason, int api, const char *type, void *caller) {
+  if (!db)
+    return;
+  ADD(intercepted, 1);
+  ADD(fallback, 1);
+  ADD(fb[reason < RDB_FB_NREASONS ? reason : 0], 1);
+  if (hdr->on_miss != RDB_MISS_ABORT)
+    return;
+  static const char *why[] = {"the request is not in the recording",
+                              "the request bytes differ from the recorded ones",
+                              "the recording has no response for it",
+                              "the saved response does not fit the program's message type",
+                              "out of memory", "replay is off in this process"};
+  Dl_info di;
+  const char *sym = "?", *mod = "?";
+  if (caller && dladdr((char *)caller - 1, &di)) {
+    sym = di.dli_sname ? di.dli_sname : "?";
+    mod = di.dli_fname ? di.dli_fname : "?";
+  }
+  shim_say("replay miss in %s for %s (called from %s in %s): %s; stopping because of "
+           "--on-miss abort",
+           st_api_name(api), type ? type : "?", sym, mod,
+           why[reason < RDB_FB_NREASONS ? reason : 0]);
+  _exit(125);
+}
+
+/* ---- trees built by replay ---------------------------------------------- */
+
+/* A process-local open-addressing set of pointers; insert and remove are
+ * lock-free (CAS), removal leaves a tombstone. */
+#define OWN_SLOTS (1u << 20)
+#define OWN_TOMB ((uintptr_t)1)
+static _Atomic uintptr_t *own;
+static _Atomic uint32_t own_used;
+
+static _Atomic uintptr_t *own_table(void) {
+  _Atomic uintptr_t *t = atomic_load(&own);
+  if (t)
+    return t;
+  void *p = mmap(NULL, OWN_SLOTS * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  _Atomic uintptr_t *expect = NULL;
+  if (!atomic_compare_exchange_strong(&own, &expect, p)) {
+    munmap(p, OWN_SLOTS * sizeof(uintptr_t));
+    return expect;
+  }
+  return p;
+}
+
+static uint32_t own_hash(const void *p) {
+  uint64_t x = (uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (uint32_t)x & (OWN_SLOTS - 1);
+}
+
+int rp_own_add(const void *p) {
+  _Atomic uintptr_t *t = own_table();
+  if (!t || atomic_fetch_add(&own_used, 1) > OWN_SLOTS / 2) {
+    atomic_fetch_sub(&own_used, 1);
+    return -1;
+  }
+  for (uint32_t i = own_hash(p), n = 0; n < OWN_SLOTS; i = (i + 1) & (OWN_SLOTS - 1), n++) {
+    uintptr_t cur = atomic_load_explicit(&t[i], memory_order_relaxed);
+    if ((cur == 0 || cur == OWN_TOMB) &&
+        atomic_compare_exchange_strong(&t[i], &cur, (uintptr_t)p))
+      return 0;
+  }
+  return -1;
+}
+
+int rp_own_take(const void *p) {
+  _Atomic uintptr_t *t = atomic_load(&own);
+  if (!t || !p)
+    return 0;
+  for (uint32_t i = own_hash(p), n = 0; n < OWN_SLOTS; i = (i + 1) & (OWN_SLOTS - 1), n++) {
+    uintptr_t cur = atomic_load_explicit(&t[i], memory_order_relaxed);
+    if (cur == 0)
+      return 0;
+    if (cur == (uintptr_t)p && atomic_compare_exchange_strong(&t[i], &cur, OWN_TOMB)) {
+      atomic_fetch_sub(&own_used, 1);
+      return 1;
+    }
+  }
+  return 0;
+}

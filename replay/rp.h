@@ -1,0 +1,55 @@
+/* rp.h — the replay runtime, as seen by the per-API hooks.
+ *
+ * A hook takes the time at entry, fingerprints the request and looks it up.
+ * For a request served by an accelerator, rp_begin picks the next recorded
+ * occurrence and fixes the deadline (entry + link + queueing + service);
+ * the hook then copies or materialises the saved response and calls
+ * rp_finish, which spins until the deadline. Harness work thus hides inside
+ * the modelled latency; when it does not fit, it is an overrun. */
+#ifndef STANDIN_REPLAY_RP_H
+#define STANDIN_REPLAY_RP_H
+
+#include <stdint.h>
+
+#include "rdb.h"
+
+typedef struct {
+  const rdb_entry *e;
+  const rdb_sample *s;
+  uint64_t t0, deadline;
+} rp_ticket;
+
+/* The replay clock in ns (CLOCK_MONOTONIC scale): the calibrated TSC when
+ * the launcher found it invariant, clock_gettime otherwise. */
+uint64_t rp_now(void);
+
+/* Nonzero when the replay database is mapped in this process. */
+int rp_on(void);
+
+/* Entry for a fingerprint (already bound to the API), or NULL. */
+const rdb_entry *rp_lookup(const uint8_t fp[16]);
+
+/* Bounds-checked pointer to `len` bytes at `off` in the database, or NULL. */
+const void *rp_ptr(uint64_t off, uint64_t len);
+
+/* Take the next occurrence of e. Returns 1 when it is served by an
+ * accelerator (deadline set), 0 when the plan keeps it in software (the
+ * hook runs the real call and reports with rp_software_done). */
+int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0);
+
+/* Spin until the deadline and account the call as replayed. */
+void rp_finish(rp_ticket *t);
+
+/* The real call ran (kept in software, or a miss) and took ns. */
+void rp_software_done(uint64_t ns);
+
+/* Count a miss of `reason` (RDB_FB_*). Under --on-miss abort, prints what
+ * and where and ends the program; otherwise returns and the hook runs the
+ * real call. `caller` is the hook's return address. */
+void rp_miss(int reason, int api, const char *type, void *caller);
+
+/* Remember / forget trees the replay built, so free_unpacked knows them. */
+int rp_own_add(const void *p);
+int rp_own_take(const void *p); /* 1 if p was ours (and is now forgotten) */
+
+#endif

@@ -1,0 +1,137 @@
+# Replay tests (sourced by run.sh). Each runs in its own empty directory.
+
+# json FILE KEY: a top-level number from a --summary file
+json() {
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# replay_same NAME ARGS...: record, replay with software, outputs equal and
+# every call replayed
+replay_same() {
+  "$STANDIN" record -o rec -- "$@" >rec.out
+  "$STANDIN" replay -t rec --summary sum.json -- "$@" >rep.out
+  cmp rec.out rep.out || fail "replayed output differs"
+  n=$(calls rec)
+  expect_eq "intercepted" "$n" "$(json sum.json calls_intercepted)"
+  expect_eq "replayed" "$n" "$(json sum.json calls_replayed)"
+  expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
+}
+
+t101_replay_basic_output_identical() {
+  replay_same "$PB" basic 40
+}
+
+t102_replay_threads() {
+  replay_same "$PB" threads 8 15
+}
+
+t103_replay_thread_pool_work_on_other_threads() {
+  # which worker takes which message changes between runs; matching by
+  # content must still answer every call
+  replay_same "$PB" pool 6 120
+}
+
+t104_replay_fork_children_share_the_recording() {
+  replay_same "$PB" fork 3 5
+  expect_eq "processes" 4 "$(json sum.json processes)"
+}
+
+t105_replay_exec() {
+  replay_same "$PB" exec 5
+}
+
+t106_replay_proto3_and_failed_unpack() {
+  replay_same "$PB" p3 12
+  "$STANDIN" record -o rec2 -- "$PB" bad >bad.rec
+  "$STANDIN" replay -t rec2 --summary s2.json -- "$PB" bad >bad.rep
+  cmp bad.rec bad.rep
+  expect_eq "fallback" 0 "$(json s2.json calls_fallback)"
+}
+
+t107_replay_miss_falls_back_and_is_counted() {
+  "$STANDIN" record -o rec -- "$PB" basic 10 >/dev/null
+  "$PB" basic 20 >native.out
+  "$STANDIN" replay -t rec --summary sum.json -- "$PB" basic 20 >rep.out
+  cmp native.out rep.out || fail "output differs under fallback"
+  expect_eq "replayed" 40 "$(json sum.json calls_replayed)"
+  expect_eq "fallback" 40 "$(json sum.json calls_fallback)"
+  python3 -c 'import json,sys; assert json.load(open("sum.json"))["fallback_reasons"]["not_in_trace"] == 40'
+}
+
+t108_replay_miss_aborts_when_asked() {
+  "$STANDIN" record -o rec -- "$PB" basic 3 >/dev/null
+  set +e
+  "$STANDIN" replay -t rec --on-miss abort -- "$PB" basic 5 >/dev/null 2>err
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] || fail "exit status 0"
+  grep -q "replay miss in pb\..* for standin.test.Tree" err || fail "message: $(cat err)"
+  grep -q "called from" err || fail "no call site: $(cat err)"
+}
+
+t109_replay_constant_zero_is_faster_and_reports() {
+  "$STANDIN" record -o rec -- "$PB" basic 30 >rec.out
+  "$STANDIN" replay -t rec --iface constant:ns=0 --summary sum.json -- "$PB" basic 30 >rep.out
+  cmp rec.out rep.out
+  expect_eq "predicted" 0 "$(json sum.json predicted_ns)"
+  "$STANDIN" replay -t rec --iface protobuf=scale:factor=2 --summary s2.json -- "$PB" basic 30 >rep2.out
+  cmp rec.out rep2.out
+  python3 - <<'EOF'
+import json
+s = json.load(open("s2.json"))
+assert s["predicted_ns"] == 2 * s["recorded_ns"] or abs(s["predicted_ns"] - 2 * s["recorded_ns"]) <= s["calls_replayed"], s
+EOF
+}
+
+t110_replay_iface_selects_one_api() {
+  "$STANDIN" record -o rec -- "$PB" basic 10 >rec.out
+  "$STANDIN" replay -t rec --iface pb.unpack=constant:ns=1000 --summary sum.json -- "$PB" basic 10 >rep.out
+  cmp rec.out rep.out
+  expect_eq "replayed" 10 "$(json sum.json calls_replayed)"
+  expect_eq "software" 30 "$(json sum.json calls_software)"
+}
+
+t111_replay_bad_iface_and_missing_trace_errors() {
+  set +e
+  "$STANDIN" replay -t nowhere -- true 2>e1
+  r1=$?
+  "$STANDIN" replay --iface warp:speed=9 -- true 2>e2
+  r2=$?
+  "$STANDIN" replay --iface scale:factr=2 -- true 2>e3
+  r3=$?
+  "$STANDIN" replay --iface nosuch=constant -- true 2>e4
+  r4=$?
+  set -e
+  [ $r1 -ne 0 ] && grep -q "nowhere: no such recording directory" e1 || fail "e1: $(cat e1)"
+  [ $r2 -ne 0 ] && grep -q "unknown model 'warp'" e2 || fail "e2: $(cat e2)"
+  [ $r3 -ne 0 ] && grep -q "no parameter 'factr'" e3 || fail "e3: $(cat e3)"
+  [ $r4 -ne 0 ] && grep -q "'nosuch' is not an API" e4 || fail "e4: $(cat e4)"
+}
+
+t112_replay_corrupted_trace_is_reported() {
+  "$STANDIN" record -o rec -- "$PB" basic 5 >/dev/null
+  f=$(ls rec/*.trace)
+  printf 'garbage!' | dd of="$f" bs=1 seek=0 conv=notrunc 2>/dev/null
+  set +e
+  "$STANDIN" replay -t rec -- "$PB" basic 5 >/dev/null 2>err
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] || fail "exit 0"
+  grep -q "$f" err || fail "error does not name the file: $(cat err)"
+}
+
+t113_replay_frees_trees_without_leaks() {
+  command -v valgrind >/dev/null || { echo "no valgrind: skipped"; return 0; }
+  "$STANDIN" record -o rec -- "$PB" basic 12 >rec.out
+  # the program frees every unpacked tree: any leak or bad free is ours
+  "$STANDIN" replay -t rec --summary sum.json -- valgrind -q --error-exitcode=9 \
+    --leak-check=full --errors-for-leak-kinds=definite "$PB" basic 12 >rep.out 2>vg.err ||
+    fail "valgrind: $(cat vg.err)"
+  cmp rec.out rep.out
+  expect_eq "replayed" 48 "$(json sum.json calls_replayed)"
+}
+
+t114_replay_shim_exports_only_hooks() {
+  syms=$(nm -D --defined-only "$B/lib/standin/libstandin-replay.so" | awk '$2 == "T" {print $3}' | sort | xargs)
+  expect_eq "exported" "protobuf_c_message_free_unpacked protobuf_c_message_get_packed_size protobuf_c_message_pack protobuf_c_message_pack_to_buffer protobuf_c_message_unpack" "$syms"
+}
