@@ -32,7 +32,9 @@ typedef struct {
   uint16_t reason; /* API-specific reason code */
   uint64_t start_ns, latency_ns, result;
   uint8_t fp[16];
-  const void *type_key; /* protobuf descriptor, or NULL */
+  /* protobuf: the message descriptor; JPEG: a static NUL-terminated string
+   * naming the request class ("baseline 4:2:0"); NULL: no type */
+  const void *type_key;
   uint8_t nfeat;
   uint64_t feat[ST_MAX_FEAT];
   uint64_t req_len, resp_len; /* sizes, even when not saved */

@@ -260,6 +260,8 @@ static void write_type(type_slot *ts, int api) {
       t.schema = ts->schema;
       t.schema_len = (uint32_t)ts->schema_len;
     }
+  } else if (t.family == ST_FAMILY_JPEG) {
+    t.name = ts->key; /* JPEG hooks pass a static string naming the image class */
   }
   check(st_writer_add_type(S.w, &t));
 }

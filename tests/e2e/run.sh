@@ -31,8 +31,10 @@ expect_eq() { # what expected actual
   [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"
 }
 
-source "$(dirname "$0")/record_tests.sh"
-[ -f "$(dirname "$0")/replay_tests.sh" ] && source "$(dirname "$0")/replay_tests.sh"
+# every tests/e2e/*_tests.sh defines tNNN_* functions
+for f in "$(dirname "$0")"/*_tests.sh; do
+  source "$f"
+done
 
 for t in $(declare -F | awk '{print $3}' | grep -E '^t[0-9]{3}_' | sort); do
   if [ $# -gt 0 ] && [[ "$t" != *$1* ]]; then continue; fi
