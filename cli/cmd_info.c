@@ -128,6 +128,9 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
          cli_fmt_bytes(a, sizeof a, (double)f->blob_bytes), cli_fmt_count(b, sizeof b, f->blobs));
   scan_status_text(f, st, sizeof st);
   printf("  status: %s\n", st);
+  if (f->corr_timer_ns || f->corr_nested_ns)
+    printf("  latencies corrected by -%llu ns (clock read) and -%llu ns per nested call\n",
+           (unsigned long long)f->corr_timer_ns, (unsigned long long)f->corr_nested_ns);
 }
 
 static void print_rows(info_agg *a, uint64_t total_ns) {

@@ -91,6 +91,10 @@ static void add_site(scan_file *f, const st_site *st) {
 static void on_note(scan_file *f, const st_note *n) {
   if (!strcmp(n->key, "end_mono_ns"))
     f->end_mono_ns = strtoull(n->value, NULL, 10);
+  else if (!strcmp(n->key, "latency_correction_timer_ns"))
+    f->corr_timer_ns = strtoull(n->value, NULL, 10);
+  else if (!strcmp(n->key, "latency_correction_nested_ns"))
+    f->corr_nested_ns = strtoull(n->value, NULL, 10);
 }
 
 int scan_run(scan_file *f, const char *path, scan_call_fn fn, void *arg) {

@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 SHIM_TLS int shim_depth;
+SHIM_TLS uint32_t shim_nested;
 
 void shim_say(const char *fmt, ...) {
   char buf[512];

@@ -21,6 +21,11 @@
  * decoder that used protobuf-c internally would still count once). */
 extern SHIM_TLS int shim_depth;
 
+/* Nested calls that passed through a record hook on this thread. Each adds a
+ * few ns to the measured latency of the outermost call that the program
+ * would not pay natively; the writer subtracts a calibrated cost per pass. */
+extern SHIM_TLS uint32_t shim_nested;
+
 /* Resolve `name` in the objects loaded after the shim; aborts the process
  * with a clear message if the symbol cannot be found, because a hook whose
  * real function is missing cannot do anything correct. */

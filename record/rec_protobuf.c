@@ -53,13 +53,18 @@ static void submit(rt_call *c) {
 
 SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *out) {
   SHIM_REAL(real, protobuf_c_message_pack);
-  if (shim_depth || !rt_active(ST_FAMILY_PROTOBUF))
+  if (shim_depth) {
+    shim_nested++;
+    return real(m, out);
+  }
+  if (!rt_active(ST_FAMILY_PROTOBUF))
     return real(m, out);
   shim_depth++;
+  uint32_t n0 = shim_nested;
   uint64_t t0 = shim_now_ns();
   size_t r = real(m, out);
   uint64_t t1 = shim_now_ns();
-  rt_call c = {0};
+  rt_call c = {.nested = shim_nested - n0};
   tree_call(&c, ST_API_PB_PACK, m, t0, t1, r);
   c.resp_len = r;
   c.resp = (rt_payload){RT_PAY_COPY, out, r};
@@ -70,13 +75,18 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
 
 SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m) {
   SHIM_REAL(real, protobuf_c_message_get_packed_size);
-  if (shim_depth || !rt_active(ST_FAMILY_PROTOBUF))
+  if (shim_depth) {
+    shim_nested++;
+    return real(m);
+  }
+  if (!rt_active(ST_FAMILY_PROTOBUF))
     return real(m);
   shim_depth++;
+  uint32_t n0 = shim_nested;
   uint64_t t0 = shim_now_ns();
   size_t r = real(m);
   uint64_t t1 = shim_now_ns();
-  rt_call c = {0};
+  rt_call c = {.nested = shim_nested - n0};
   tree_call(&c, ST_API_PB_SIZE, m, t0, t1, r);
   submit(&c);
   shim_depth--;
@@ -86,13 +96,18 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
 SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
                                                      ProtobufCBuffer *buf) {
   SHIM_REAL(real, protobuf_c_message_pack_to_buffer);
-  if (shim_depth || !rt_active(ST_FAMILY_PROTOBUF))
+  if (shim_depth) {
+    shim_nested++;
+    return real(m, buf);
+  }
+  if (!rt_active(ST_FAMILY_PROTOBUF))
     return real(m, buf);
   shim_depth++;
+  uint32_t n0 = shim_nested;
   uint64_t t0 = shim_now_ns();
   size_t r = real(m, buf);
   uint64_t t1 = shim_now_ns();
-  rt_call c = {0};
+  rt_call c = {.nested = shim_nested - n0};
   tree_call(&c, ST_API_PB_PACK_BUF, m, t0, t1, r);
   c.resp_len = r;
   /* The program's buffer may be any sink; pack again, untimed, to capture
@@ -115,13 +130,18 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
                                                         ProtobufCAllocator *a, size_t len,
                                                         const uint8_t *data) {
   SHIM_REAL(real, protobuf_c_message_unpack);
-  if (shim_depth || !rt_active(ST_FAMILY_PROTOBUF))
+  if (shim_depth) {
+    shim_nested++;
+    return real(d, a, len, data);
+  }
+  if (!rt_active(ST_FAMILY_PROTOBUF))
     return real(d, a, len, data);
   shim_depth++;
+  uint32_t n0 = shim_nested;
   uint64_t t0 = shim_now_ns();
   ProtobufCMessage *m = real(d, a, len, data);
   uint64_t t1 = shim_now_ns();
-  rt_call c = {0};
+  rt_call c = {.nested = shim_nested - n0};
   c.api = ST_API_PB_UNPACK;
   c.start_ns = t0;
   c.latency_ns = t1 - t0;

@@ -45,6 +45,7 @@ typedef struct {
   uint8_t api, flags;
   uint16_t reason;
   uint8_t nfeat, nips, req_kind, resp_kind;
+  uint32_t nested;
   uint64_t start_ns, latency_ns, result;
   uint8_t fp[16];
   const void *type_key;
@@ -59,6 +60,7 @@ void wr_record(rt_thread *t, const ring_hdr *h);
 void wr_flush(void);
 void wr_close(void);
 void wr_forget(void); /* forked child: drop the parent's writer, no I/O */
+void wr_calibrate(void); /* on the writer thread, before the first record */
 
 /* Index for a thread not created through pthread_create. */
 uint32_t rt_next_thread_index(void);

@@ -263,6 +263,7 @@ static size_t drain_all(void) {
 static void *writer_main(void *arg) {
   (void)arg;
   prctl(PR_SET_NAME, "standin-writer", 0, 0, 0);
+  wr_calibrate();
   uint64_t last_flush = shim_now_ns();
   for (;;) {
     int stopping = atomic_load(&writer_stop);
@@ -371,6 +372,7 @@ void rt_submit(const rt_call *cin, void *const *ips, int nips) {
   rc->reason = c.reason;
   rc->nfeat = c.nfeat;
   rc->nips = (uint8_t)nips;
+  rc->nested = c.nested;
   rc->req_kind = (uint8_t)c.req.kind;
   rc->resp_kind = (uint8_t)c.resp.kind;
   rc->start_ns = c.start_ns;

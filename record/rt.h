@@ -38,6 +38,7 @@ typedef struct {
   uint8_t nfeat;
   uint64_t feat[ST_MAX_FEAT];
   uint64_t req_len, resp_len; /* sizes, even when not saved */
+  uint32_t nested;            /* hook pass-throughs inside the timed call */
   rt_payload req, resp;
 } rt_call;
 
