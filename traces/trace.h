@@ -190,7 +190,8 @@ int st_writer_flush(st_writer *w);
 int st_writer_close(st_writer *w);
 
 /* Stop using the writer without writing anything more (for a forked child
- * that must not touch its parent's file). Frees memory only. Accepts NULL. */
+ * that must not touch its parent's file): frees memory and closes this
+ * process's descriptor, never writes. Accepts NULL. */
 void st_writer_abandon(st_writer *w);
 
 typedef struct {
