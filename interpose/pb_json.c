@@ -393,6 +393,7 @@ static int stats_msg(const pbw__schema *s, uint32_t mi, const uint8_t *p, size_t
   int rc = scan_open(&ms, s, mi, p, n);
   if (rc != PBW_OK)
     return rc;
+  st->field_words += (ms.m.n_fields + 31) / 32;
   for (uint32_t pos = 0; rc == PBW_OK && pos < ms.m.n_fields; pos++) {
     pbw__schema_field(s, ms.m.first_field + pos, &f);
     scan_field(&ms, pos, &i, &j);

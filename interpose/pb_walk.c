@@ -298,6 +298,7 @@ static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth) {
   if (depth > c->st.max_depth)
     c->st.max_depth = depth;
   if (m != NULL) {
+    c->st.field_words += (m->descriptor->n_fields + 31) / 32;
     int rc = walk_fields(c, m->descriptor, (const char *)m, depth);
     if (rc != PBW_OK)
       return rc;

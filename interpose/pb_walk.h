@@ -35,6 +35,9 @@ typedef struct {
   uint64_t max_depth; /* root alone = 1 */
   uint64_t repeated;  /* elements of repeated fields, all levels */
   uint64_t var_bytes; /* bytes of string and bytes fields, all levels */
+  /* sum over the messages of the tree of ceil(fields in its type / 32): the
+   * presence-bitmap words a Protoacc-style serializer scans */
+  uint64_t field_words;
 } pbw_stats;
 
 /* Structural fingerprint of a message tree, as used for pack requests: a

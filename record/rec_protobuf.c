@@ -25,6 +25,7 @@ static void put_stats(rt_call *c, const pbw_stats *st, uint64_t encoded) {
   c->feat[ST_PBF_MAX_DEPTH] = st->max_depth;
   c->feat[ST_PBF_REPEATED] = st->repeated;
   c->feat[ST_PBF_VAR_BYTES] = st->var_bytes;
+  c->feat[ST_PBF_FIELD_WORDS] = st->field_words;
 }
 
 /* Common part of the three tree-side (serialising) calls. */

@@ -358,6 +358,7 @@ static void unpack_features(st_call *c, const type_slot *ts, const void *req, ui
   c->feat[ST_PBF_MAX_DEPTH] = st.max_depth;
   c->feat[ST_PBF_REPEATED] = st.repeated;
   c->feat[ST_PBF_VAR_BYTES] = st.var_bytes;
+  c->feat[ST_PBF_FIELD_WORDS] = st.field_words;
 }
 
 /* ---- records ------------------------------------------------------------- */

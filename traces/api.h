@@ -35,7 +35,8 @@ enum {
   ST_PBF_MAX_DEPTH = 3,    /* nesting depth, root = 1 */
   ST_PBF_REPEATED = 4,     /* elements in repeated fields, all levels */
   ST_PBF_VAR_BYTES = 5,    /* bytes in string and bytes fields, all levels */
-  ST_PBF_NFEAT = 6
+  ST_PBF_FIELD_WORDS = 6,  /* sum over messages of ceil(fields in type / 32) */
+  ST_PBF_NFEAT = 7
 };
 
 /* Feature slots of JPEG decodes. */
