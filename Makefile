@@ -116,9 +116,13 @@ bench: deps
 	@B=$(B) ./bench/run.sh
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/standin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/standin \
+		$(DESTDIR)$(PREFIX)/include/standin $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(STANDIN) $(DESTDIR)$(PREFIX)/bin/standin
 	install -m 644 $(B)/lib/standin/*.so $(DESTDIR)$(PREFIX)/lib/standin/
+	install -m 644 interfaces/standin_iface.h $(DESTDIR)$(PREFIX)/include/standin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' interfaces/standin.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/standin.pc
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -12,7 +12,7 @@
 #include "replaydb.h"
 
 static const char usage_text[] =
-    "usage: standin replay [-t DIR] [--iface SPEC]... [--summary FILE]\n"
+    "usage: standin replay [-t DIR] [--iface SPEC]... | [--plan FILE] [--summary FILE]\n"
     "                      [--on-miss fallback|abort] -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the replay shim preloaded. Each protobuf-c / JPEG call that\n"
@@ -26,15 +26,18 @@ static const char usage_text[] =
     "                        API: protobuf, jpeg, pb.pack, pb.unpack, pb.size,\n"
     "                        pb.pack_to_buffer, jpeg.decode, tj.decode. Calls no\n"
     "                        --iface selects run the real library. Default: software.\n"
-    "                        engines=N limits concurrent requests (0 = unlimited).\n"
+    "                        Accelerator keys mixed in: engines=N (0 = unlimited),\n"
+    "                        link=none|onchip|pcie, link_rtt_ns=, link_gbps=, ...\n"
     "                        'standin models' lists the models.\n"
+    "  -p, --plan FILE       an offload plan: accelerators and rules (docs/PLANS.md)\n"
     "      --summary FILE    write the run's statistics as JSON\n"
     "      --on-miss POLICY  a call not in the recording: fallback (run the real\n"
     "                        call, counted; default) or abort (stop the program)\n";
 
 typedef struct {
-  const char *dir, *summary;
-  rdb_plan plan;
+  const char *dir, *summary, *plan_file;
+  int on_miss, ifaces;
+  plan plan;
 } rep_opts;
 
 static int parse(int argc, char **argv, rep_opts *o, int *first) {
@@ -42,23 +45,39 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
                                      {"iface", required_argument, 0, 'i'},
                                      {"summary", required_argument, 0, 'S'},
                                      {"on-miss", required_argument, 0, 'M'},
+                                     {"plan", required_argument, 0, 'p'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "+t:i:h", lo, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+t:i:p:h", lo, NULL)) != -1) {
     switch (c) {
     case 't': o->dir = optarg; break;
     case 'i':
-      if (rdb_plan_add_iface(&o->plan, optarg) != 0)
+      if (o->plan_file) {
+        cli_err("--iface and --plan do not mix: write the accelerator into the plan");
+        return -1;
+      }
+      if (plan_add_iface(&o->plan, optarg) != 0)
+        return -1;
+      o->ifaces++;
+      break;
+    case 'p':
+      if (o->ifaces || o->plan_file) {
+        cli_err(o->ifaces ? "--iface and --plan do not mix: write the accelerator into the plan"
+                          : "one --plan at a time");
+        return -1;
+      }
+      o->plan_file = optarg;
+      if (plan_load(&o->plan, optarg) != 0)
         return -1;
       break;
     case 'S': o->summary = optarg; break;
     case 'M':
       if (!strcmp(optarg, "fallback"))
-        o->plan.on_miss = RDB_MISS_FALLBACK;
+        o->on_miss = RDB_MISS_FALLBACK;
       else if (!strcmp(optarg, "abort"))
-        o->plan.on_miss = RDB_MISS_ABORT;
+        o->on_miss = RDB_MISS_ABORT;
       else {
         cli_err("--on-miss: '%s' is not fallback or abort", optarg);
         return -1;
@@ -73,7 +92,7 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
     fputs(usage_text, stderr);
     return -1;
   }
-  if (o->plan.naccel == 0 && rdb_plan_add_iface(&o->plan, "software") != 0)
+  if (!o->plan_file && o->plan.naccel == 0 && plan_add_iface(&o->plan, "software") != 0)
     return -1;
   *first = optind;
   return 0;
@@ -104,20 +123,46 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
   }
 }
 
-static void write_accels(FILE *f, const rdb_built *b, const rdb_plan *p, uint64_t wall) {
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+static void write_accels(FILE *f, const rdb_built *b, const plan *p, uint64_t wall) {
   const rdb_header *h = (const rdb_header *)b->base;
   const rdb_accel *a = (const rdb_accel *)(b->base + h->accel_off);
   fprintf(f, "  \"accelerators\": [");
   for (uint32_t i = 0; i < h->naccel; i++) {
     double busy = (double)LD(a[i].st.service_ns);
     double cap = (double)wall * (a[i].engines ? a[i].engines : 1);
+    fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+    json_str(f, a[i].name);
+    fprintf(f, ", \"model\": ");
+    json_str(f, if_model_describe(p->accel[i].model));
     fprintf(f,
-            "%s\n    {\"name\": \"%s\", \"spec\": \"%s\", \"model\": \"%s\", \"engines\": %u, "
-            "\"requests\": %llu, \"service_ns\": %llu, \"link_ns\": %llu, \"queue_ns\": %llu, "
-            "\"utilisation\": %.4f}",
-            i ? "," : "", a[i].name, p->accel[i].spec, if_model_describe(p->accel[i].model),
-            a[i].engines, LD(a[i].st.requests), LD(a[i].st.service_ns), LD(a[i].st.link_ns),
-            LD(a[i].st.queue_ns), cap > 0 ? busy / cap : 0.0);
+            ", \"link\": \"%s\", \"engines\": %u, \"requests\": %llu, \"service_ns\": %llu, "
+            "\"link_ns\": %llu, \"queue_ns\": %llu, \"utilisation\": %.4f, \"unsupported\": {",
+            if_link_name(&p->accel[i].link), a[i].engines, LD(a[i].st.requests),
+            LD(a[i].st.service_ns), LD(a[i].st.link_ns), LD(a[i].st.queue_ns),
+            cap > 0 ? busy / cap : 0.0);
+    int first = 1;
+    for (size_t k = 0; k < b->nwhy; k++)
+      if (b->why[k].accel == (int)i) {
+        fprintf(f, "%s", first ? "" : ", ");
+        json_str(f, b->why[k].why);
+        fprintf(f, ": %llu", (unsigned long long)b->why[k].n);
+        first = 0;
+      }
+    fprintf(f, "}}");
   }
   fprintf(f, "\n  ],\n");
 }
@@ -137,7 +182,7 @@ static uint64_t spin_pct(const rdb_stats *s, double q) {
   return (uint64_t)RDB_SPIN_BINS * RDB_SPIN_BIN_NS;
 }
 
-static int write_summary(const char *path, const rdb_built *b, const rdb_plan *p, uint64_t wall,
+static int write_summary(const char *path, const rdb_built *b, const plan *p, uint64_t wall,
                          int rc) {
   const rdb_header *h = (const rdb_header *)b->base;
   const rdb_stats *s = (const rdb_stats *)(b->base + h->stats_off);
@@ -173,19 +218,19 @@ int cmd_replay(int argc, char **argv) {
   rep_opts o = {.dir = "standin.data"};
   int first;
   if (parse(argc, argv, &o, &first) != 0) {
-    rdb_plan_free(&o.plan);
+    plan_free(&o.plan);
     return EXIT_USAGE;
   }
   char path[PATH_MAX];
   if (cli_find_program(argv[first], path, sizeof path) != 0) {
     cli_err("%s: command not found", argv[first]);
-    rdb_plan_free(&o.plan);
+    plan_free(&o.plan);
     return EXIT_NOTFOUND;
   }
   const char *shim = cli_runtime_lib("libstandin-replay.so");
   rdb_built b;
-  if (!shim || rdb_build(o.dir, &o.plan, &b) != 0) {
-    rdb_plan_free(&o.plan);
+  if (!shim || rdb_build(o.dir, &o.plan, o.on_miss, &b) != 0) {
+    plan_free(&o.plan);
     return 1;
   }
   const char *old = getenv("LD_PRELOAD");
@@ -200,9 +245,12 @@ int cmd_replay(int argc, char **argv) {
   const rdb_header *h = (const rdb_header *)b.base;
   const rdb_stats *s = (const rdb_stats *)(b.base + h->stats_off);
   print_line(s, wall);
+  for (size_t k = 0; k < b.nwhy; k++)
+    fprintf(stderr, "standin: replay: %llu calls stay in software on %s: %s\n",
+            (unsigned long long)b.why[k].n, o.plan.accel[b.why[k].accel].name, b.why[k].why);
   if (o.summary && write_summary(o.summary, &b, &o.plan, wall, rc) != 0 && rc == 0)
     rc = 1;
   rdb_built_free(&b);
-  rdb_plan_free(&o.plan);
+  plan_free(&o.plan);
   return rc;
 }

@@ -19,101 +19,11 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-/* ---- plan from --iface --------------------------------------------------- */
-
-static const struct {
-  const char *name;
-  int family, api;
-} selectors[] = {
-    {"protobuf", ST_FAMILY_PROTOBUF, 0},
-    {"jpeg", ST_FAMILY_JPEG, 0},
-    {"pb.pack", ST_FAMILY_PROTOBUF, ST_API_PB_PACK},
-    {"pb.size", ST_FAMILY_PROTOBUF, ST_API_PB_SIZE},
-    {"pb.pack_to_buffer", ST_FAMILY_PROTOBUF, ST_API_PB_PACK_BUF},
-    {"pb.unpack", ST_FAMILY_PROTOBUF, ST_API_PB_UNPACK},
-    {"jpeg.decode", ST_FAMILY_JPEG, ST_API_JPEG_DECODE},
-    {"tj.decode", ST_FAMILY_JPEG, ST_API_TJ_DECODE},
-};
-
-static int parse_selector(const char *s, size_t n, rdb_select *out) {
-  for (size_t i = 0; i < sizeof selectors / sizeof selectors[0]; i++)
-    if (strlen(selectors[i].name) == n && !strncmp(selectors[i].name, s, n)) {
-      out->family = selectors[i].family;
-      out->api = selectors[i].api;
-      return 0;
-    }
-  return -1;
-}
-
-/* Split accelerator keys (engines=) out of a model spec. */
-static int take_accel_keys(char *spec, rdb_accel_def *a) {
-  char *colon = strchr(spec, ':');
-  if (!colon)
-    return 0;
-  char rest[256] = "", *save = NULL;
-  for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-    if (!strncmp(kv, "engines=", 8)) {
-      char *end;
-      long v = strtol(kv + 8, &end, 10);
-      if (*end || v < 0 || v > RDB_MAX_ENGINES) {
-        cli_err("--iface: engines=%s is not a number from 0 (unlimited) to %d", kv + 8,
-                RDB_MAX_ENGINES);
-        return -1;
-      }
-      a->engines = (uint32_t)v;
-      continue;
-    }
-    snprintf(rest + strlen(rest), sizeof rest - strlen(rest), "%s%s", rest[0] ? "," : "", kv);
-  }
-  if (rest[0])
-    strcpy(colon + 1, rest);
-  else
-    *colon = 0;
-  return 0;
-}
-
-int rdb_plan_add_iface(rdb_plan *p, const char *spec) {
-  if (p->naccel >= RDB_MAX_ACCEL) {
-    cli_err("--iface: at most %d accelerators", RDB_MAX_ACCEL);
-    return -1;
-  }
-  rdb_accel_def *a = &p->accel[p->naccel];
-  memset(a, 0, sizeof *a);
-  snprintf(a->spec, sizeof a->spec, "%s", spec);
-  const char *colon = strchr(spec, ':'), *eq = strchr(spec, '=');
-  const char *model = spec;
-  if (eq && (!colon || eq < colon)) {
-    if (parse_selector(spec, (size_t)(eq - spec), &a->sel) != 0) {
-      cli_err("--iface %s: '%.*s' is not an API; use protobuf, jpeg, pb.pack, pb.size, "
-              "pb.pack_to_buffer, pb.unpack, jpeg.decode or tj.decode",
-              spec, (int)(eq - spec), spec);
-      return -1;
-    }
-    model = eq + 1;
-  }
-  char mspec[256], err[256];
-  snprintf(mspec, sizeof mspec, "%s", model);
-  if (take_accel_keys(mspec, a) != 0)
-    return -1;
-  if (if_model_parse(&a->model, mspec, err, sizeof err) != IF_OK) {
-    cli_err("--iface %s: %s", spec, err);
-    return -1;
-  }
-  snprintf(a->name, sizeof a->name, "%.*s", (int)strcspn(mspec, ":"), mspec);
-  p->naccel++;
-  return 0;
-}
-
-void rdb_plan_free(rdb_plan *p) {
-  for (int i = 0; i < p->naccel; i++)
-    if_model_free(p->accel[i].model);
-  p->naccel = 0;
-}
-
 /* ---- grouping calls by fingerprint -------------------------------------- */
 
 typedef struct {
-  uint64_t start_ns, recorded_ns;
+  uint64_t start_ns;
+  rdb_sample s; /* decided when the call is read: the plan needs its site */
 } b_sample;
 
 typedef struct {
@@ -144,6 +54,8 @@ typedef struct {
   uint64_t start_ns;
   b_descset *ds;
   size_t nds;
+  const plan *plan;
+  rdb_built *out;
 } builder;
 
 static int grow_slots(builder *b) {
@@ -257,6 +169,55 @@ static void fill_entry(builder *b, scan_file *f, b_entry *e, const st_call *c) {
     e->flags |= RDB_ENTRY_NO_RESPONSE;
 }
 
+static void count_why(builder *b, int accel, const char *why) {
+  rdb_built *o = b->out;
+  for (size_t i = 0; i < o->nwhy; i++)
+    if (o->why[i].accel == accel && o->why[i].why == why) {
+      o->why[i].n++;
+      return;
+    }
+  struct rdb_why *n = realloc(o->why, (o->nwhy + 1) * sizeof *n);
+  if (!n)
+    return;
+  o->why = n;
+  o->why[o->nwhy++] = (struct rdb_why){accel, why, 1};
+}
+
+/* Decide one recorded call: which accelerator (first matching rule), its
+ * predicted service time and link cost, or why it stays in software. */
+static void evaluate(builder *b, scan_file *f, const b_entry *e, const st_call *c,
+                     rdb_sample *out) {
+  memset(out, 0, sizeof *out);
+  out->recorded_ns = c->latency_ns;
+  out->accel = -1;
+  out->sw_reason = RDB_SW_NOT_SELECTED;
+  const st_site *site = c->site && c->site < f->nsites && f->sites[c->site].label
+                            ? &f->sites[c->site].site
+                            : NULL;
+  uint64_t size = plan_request_size(c);
+  int ri = plan_match(b->plan, c->api, e->type, site, size);
+  if (ri < 0 || b->plan->rules[ri].keep)
+    return;
+  int ai = b->plan->rules[ri].accel;
+  const plan_accel *a = &b->plan->accel[ai];
+  standin_request r = {.api = e->api, .nfeat = e->nfeat, .feat = e->feat, .type = e->type,
+                       .recorded_ns = c->latency_ns, .req = e->req,
+                       .req_len = e->req ? e->req_len : size, .resp = e->resp,
+                       .resp_len = e->resp_len, .fp = e->fp};
+  uint64_t ns;
+  if (if_model_predict(a->model, &r, &ns) != IF_OK) {
+    out->sw_reason = RDB_SW_UNSUPPORTED;
+    count_why(b, ai, if_model_why());
+    return;
+  }
+  uint64_t in, outns;
+  if_link_cost(&a->link, r.req_len, c->resp_len, &in, &outns);
+  out->accel = ai;
+  out->service_ns = ns;
+  out->link_in_ns = (uint32_t)(in > UINT32_MAX ? UINT32_MAX : in);
+  out->link_out_ns = (uint32_t)(outns > UINT32_MAX ? UINT32_MAX : outns);
+}
+
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   builder *b = arg;
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
@@ -277,7 +238,9 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
     e->s = ns;
     e->cap = cap;
   }
-  e->s[e->n++] = (b_sample){c->start_ns, c->latency_ns};
+  b_sample *bs = &e->s[e->n++];
+  bs->start_ns = c->start_ns;
+  evaluate(b, f, e, c, &bs->s);
   return 0;
 }
 
@@ -298,36 +261,6 @@ static void builder_free(builder *b) {
   for (size_t i = 0; i < b->nds; i++)
     pbw_descset_free(b->ds[i].ds);
   free(b->ds);
-}
-
-/* ---- plan evaluation ----------------------------------------------------- */
-
-static int selects(const rdb_select *s, int api) {
-  if (s->api)
-    return s->api == api;
-  return !s->family || s->family == (int)st_api_family(api);
-}
-
-static void evaluate(const rdb_plan *p, const b_entry *e, const b_sample *s, rdb_sample *out) {
-  memset(out, 0, sizeof *out);
-  out->recorded_ns = s->recorded_ns;
-  out->accel = -1;
-  out->sw_reason = RDB_SW_NOT_SELECTED;
-  for (int i = 0; i < p->naccel; i++) {
-    if (!selects(&p->accel[i].sel, e->api))
-      continue;
-    uint64_t req_len = e->req ? e->req_len : e->feat[ST_PBF_ENCODED_SIZE];
-    if_request r = {e->api, e->type, e->feat, (int)e->nfeat, s->recorded_ns,
-                    req_len, e->resp_len, e->req, e->resp};
-    uint64_t ns;
-    if (if_model_predict(p->accel[i].model, &r, &ns) == IF_OK) {
-      out->accel = i;
-      out->service_ns = ns;
-    } else {
-      out->sw_reason = RDB_SW_UNSUPPORTED;
-    }
-    return; /* the first accelerator that selects the API decides */
-  }
 }
 
 /* ---- layout -------------------------------------------------------------- */
@@ -368,7 +301,7 @@ static uint64_t al8(uint64_t x) {
   return (x + 7) & ~7ull;
 }
 
-static int layout(builder *b, const rdb_plan *p, rdb_built *out) {
+static int layout(builder *b, const plan *p, int on_miss, rdb_built *out) {
   uint64_t nslots = 16;
   while (nslots < b->n * 2)
     nslots *= 2;
@@ -406,7 +339,7 @@ static int layout(builder *b, const rdb_plan *p, rdb_built *out) {
     return -1;
   }
   rdb_header *h = (rdb_header *)m;
-  *h = (rdb_header){.magic = RDB_MAGIC, .version = RDB_VERSION, .on_miss = (uint32_t)p->on_miss,
+  *h = (rdb_header){.magic = RDB_MAGIC, .version = RDB_VERSION, .on_miss = (uint32_t)on_miss,
                     .size = size, .nentries = b->n, .entries_off = entries_off,
                     .nslots = nslots, .slots_off = slots_off, .naccel = (uint32_t)p->naccel,
                     .accel_off = accel_off, .stats_off = stats_off, .trace_start_ns = b->start_ns};
@@ -431,7 +364,7 @@ static int layout(builder *b, const rdb_plan *p, rdb_built *out) {
     qsort(e->s, e->n, sizeof *e->s, sample_cmp);
     d->samples_off = samples_off + so * sizeof(rdb_sample);
     for (uint32_t k = 0; k < e->n; k++)
-      evaluate(p, e, &e->s[k], &smp[so++]);
+      smp[so++] = e->s[k].s;
     if (e->req) {
       d->req_off = bo;
       d->req_len = e->req_len;
@@ -492,13 +425,13 @@ static int scan_dir(const char *dir, builder *b) {
   return rc;
 }
 
-int rdb_build(const char *dir, const rdb_plan *plan, rdb_built *out) {
-  builder b = {0};
+int rdb_build(const char *dir, const plan *p, int on_miss, rdb_built *out) {
+  builder b = {.plan = p, .out = out};
   memset(out, 0, sizeof *out);
   out->fd = -1;
   int rc = scan_dir(dir, &b);
   if (rc == 0)
-    rc = layout(&b, plan, out);
+    rc = layout(&b, p, on_miss, out);
   out->files = b.files;
   out->calls_unusable = b.unusable;
   if (b.images_failed)
@@ -510,6 +443,8 @@ int rdb_build(const char *dir, const rdb_plan *plan, rdb_built *out) {
 }
 
 void rdb_built_free(rdb_built *b) {
+  free(b->why);
+  b->why = NULL;
   if (b->base)
     munmap(b->base, b->size);
   if (b->fd >= 0)

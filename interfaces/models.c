@@ -1,180 +1,220 @@
-/* models.c — parsing model specs and the generic built-in models.
- *
- * Every model is a row in `models[]`: its parameters with defaults, and a
- * predict function over the parsed parameter values. Accelerator models
- * (core_jpeg, Protoacc, ...) are rows too. */
-#include <ctype.h>
+/* models.c — the model registry: parsing specs, loading plugins, and the
+ * parameter helpers shared by the built-in models. Built-ins implement the
+ * same standin_iface structure as plugins, so both are used the same way. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtin.h"
 #include "iface.h"
 
-#define MAX_PARAMS 12
+#define MAX_KV 32
 
-typedef struct {
-  const char *key;
-  double def;
-} param_def;
-
-typedef struct {
-  const char *name;
-  const char *summary;
-  param_def params[MAX_PARAMS];
-  int (*predict)(const double *p, const if_request *r, uint64_t *ns);
-} model_def;
+static const standin_iface *const builtins[] = {
+    &ifb_software,      &ifb_scale,         &ifb_constant,  &ifb_linear,    &ifb_table,
+    &ifb_protoacc,      &ifb_protoacc_lpn,  &ifb_optimus_prime, &ifb_jpeg_core,
+};
+#define NBUILTIN (sizeof builtins / sizeof builtins[0])
 
 struct if_model {
-  const model_def *def;
-  double p[MAX_PARAMS];
-  char desc[256];
+  const standin_iface *iface;
+  void *inst;
+  void *dl; /* plugin handle, NULL for built-ins */
+  char desc[512];
 };
 
-static uint64_t to_ns(double v) {
-  return v <= 0 || !isfinite(v) ? 0 : (uint64_t)llround(v);
+static __thread const char *why_unsupported;
+
+void ifb_unsupported(const char *why) {
+  why_unsupported = why;
 }
 
-/* ---- generic models ------------------------------------------------------ */
-
-static int p_software(const double *p, const if_request *r, uint64_t *ns) {
-  (void)p;
-  *ns = r->recorded_ns;
-  return IF_OK;
+const char *if_model_why(void) {
+  return why_unsupported ? why_unsupported : "the model does not support this request";
 }
 
-static int p_scale(const double *p, const if_request *r, uint64_t *ns) {
-  *ns = to_ns(p[0] * (double)r->recorded_ns);
-  return IF_OK;
-}
+/* ---- numeric parameters --------------------------------------------------- */
 
-static int p_constant(const double *p, const if_request *r, uint64_t *ns) {
-  (void)r;
-  *ns = to_ns(p[0]);
-  return IF_OK;
-}
-
-static int p_linear(const double *p, const if_request *r, uint64_t *ns) {
-  *ns = to_ns(p[0] + p[1] * (double)(r->req_len + r->resp_len));
-  return IF_OK;
-}
-
-static const model_def models[] = {
-    {"software", "the recorded latency of the matching call (replay reproduces the recording)",
-     {{0}}, p_software},
-    {"scale", "recorded latency times factor: 'what if this code were factor times as slow'",
-     {{"factor", 1.0}}, p_scale},
-    {"constant", "the same service time for every request", {{"ns", 0}}, p_constant},
-    {"linear", "base_ns + ns_per_byte * (request + response bytes)",
-     {{"base_ns", 0}, {"ns_per_byte", 0}}, p_linear},
-};
-
-#define NMODELS (sizeof models / sizeof models[0])
-
-/* ---- parsing ------------------------------------------------------------- */
-
-static int nparams(const model_def *d) {
-  int n = 0;
-  while (n < MAX_PARAMS && d->params[n].key)
-    n++;
-  return n;
-}
-
-static int set_param(if_model *m, const char *kv, char *err, size_t cap) {
-  const char *eq = strchr(kv, '=');
-  if (!eq || eq == kv) {
-    snprintf(err, cap, "model %s: '%s' is not key=value", m->def->name, kv);
-    return IF_E_SPEC;
+int ifb_parse(const char *model, const ifb_param *defs, double *out, int n,
+              const char *const *keys, const char *const *values, char *err, size_t errcap) {
+  int nd = 0;
+  while (nd < IFB_MAX_PARAMS && defs[nd].key) {
+    out[nd] = defs[nd].def;
+    nd++;
   }
-  size_t kl = (size_t)(eq - kv);
-  for (int i = 0; i < nparams(m->def); i++) {
-    if (strlen(m->def->params[i].key) != kl || strncmp(m->def->params[i].key, kv, kl))
-      continue;
+  for (int i = 0; i < n; i++) {
+    int k = 0;
+    while (k < nd && strcmp(defs[k].key, keys[i]))
+      k++;
+    if (k == nd) {
+      char known[256] = "";
+      for (int j = 0; j < nd; j++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", j ? ", " : "",
+                 defs[j].key);
+      snprintf(err, errcap, "model %s has no parameter '%s' (it takes: %s)", model, keys[i],
+               nd ? known : "none");
+      return -1;
+    }
     char *end;
     errno = 0;
-    double v = strtod(eq + 1, &end);
-    if (!eq[1] || *end || errno || !isfinite(v) || v < 0) {
-      snprintf(err, cap, "model %s: %.*s=%s is not a non-negative number", m->def->name, (int)kl,
-               kv, eq + 1);
+    double v = strtod(values[i], &end);
+    if (!values[i][0] || *end || errno || !isfinite(v) || v < 0) {
+      snprintf(err, errcap, "model %s: %s=%s is not a non-negative number", model, keys[i],
+               values[i]);
+      return -1;
+    }
+    out[k] = v;
+  }
+  return 0;
+}
+
+void *ifb_numbers_create(const char *model, const ifb_param *defs, int n,
+                         const char *const *keys, const char *const *values, char *err,
+                         size_t errcap) {
+  ifb_numbers *x = calloc(1, sizeof *x);
+  if (!x) {
+    snprintf(err, errcap, "out of memory");
+    return NULL;
+  }
+  if (ifb_parse(model, defs, x->p, n, keys, values, err, errcap) != 0) {
+    free(x);
+    return NULL;
+  }
+  return x;
+}
+
+/* ---- specs ---------------------------------------------------------------- */
+
+static int is_plugin(const char *name, size_t n) {
+  return memchr(name, '/', n) || (n > 3 && !strncmp(name + n - 3, ".so", 3));
+}
+
+static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) {
+  m->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!m->dl) {
+    snprintf(err, errcap, "cannot load plugin %s: %s", path, dlerror());
+    return IF_E_PLUGIN;
+  }
+  standin_iface_entry_fn entry = (standin_iface_entry_fn)dlsym(m->dl, "standin_iface_entry");
+  if (!entry) {
+    snprintf(err, errcap,
+             "plugin %s has no standin_iface_entry function; see interfaces/standin_iface.h",
+             path);
+    return IF_E_PLUGIN;
+  }
+  m->iface = entry();
+  if (!m->iface || m->iface->abi != STANDIN_IFACE_ABI) {
+    snprintf(err, errcap, "plugin %s is built for interface ABI %u; this standin uses ABI %d",
+             path, m->iface ? m->iface->abi : 0u, STANDIN_IFACE_ABI);
+    return IF_E_PLUGIN;
+  }
+  if (!m->iface->create || !m->iface->predict || !m->iface->name) {
+    snprintf(err, errcap, "plugin %s: standin_iface lacks name, create or predict", path);
+    return IF_E_PLUGIN;
+  }
+  return IF_OK;
+}
+
+/* Split "k=v,k=v" in place into keys/values. */
+static int split_kv(char *s, const char *model, const char **keys, const char **values, int *n,
+                    char *err, size_t errcap) {
+  char *save = NULL;
+  *n = 0;
+  for (char *kv = strtok_r(s, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(kv, '=');
+    if (!eq || eq == kv) {
+      snprintf(err, errcap, "model %s: '%s' is not key=value", model, kv);
       return IF_E_SPEC;
     }
-    m->p[i] = v;
-    return IF_OK;
+    if (*n == MAX_KV) {
+      snprintf(err, errcap, "model %s: more than %d parameters", model, MAX_KV);
+      return IF_E_SPEC;
+    }
+    *eq = 0;
+    keys[*n] = kv;
+    values[(*n)++] = eq + 1;
   }
-  char known[256] = "";
-  for (int i = 0; i < nparams(m->def); i++)
-    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
-             m->def->params[i].key);
-  snprintf(err, cap, "model %s has no parameter '%.*s' (it takes: %s)", m->def->name, (int)kl, kv,
-           known[0] ? known : "none");
+  return IF_OK;
+}
+
+static int find_model(if_model *m, const char *spec, size_t nl, char *err, size_t errcap) {
+  if (is_plugin(spec, nl)) {
+    char path[4096];
+    snprintf(path, sizeof path, "%.*s", (int)nl, spec);
+    return load_plugin(m, path, err, errcap);
+  }
+  for (size_t i = 0; i < NBUILTIN; i++)
+    if (strlen(builtins[i]->name) == nl && !strncmp(builtins[i]->name, spec, nl)) {
+      m->iface = builtins[i];
+      return IF_OK;
+    }
+  snprintf(err, errcap, "unknown model '%.*s'; 'standin models' lists them (a plugin path must "
+                        "contain '/' or end in .so)",
+           (int)nl, spec);
   return IF_E_SPEC;
 }
 
-static void describe(if_model *m) {
-  size_t o = (size_t)snprintf(m->desc, sizeof m->desc, "%s", m->def->name);
-  for (int i = 0; i < nparams(m->def) && o < sizeof m->desc; i++)
-    o += (size_t)snprintf(m->desc + o, sizeof m->desc - o, "%c%s=%g", i ? ',' : ':',
-                          m->def->params[i].key, m->p[i]);
-}
-
-int if_model_parse(if_model **out, const char *spec, char *err, size_t cap) {
+int if_model_parse(if_model **out, const char *spec, char *err, size_t errcap) {
   *out = NULL;
-  size_t nl = strcspn(spec, ":");
-  const model_def *d = NULL;
-  for (size_t i = 0; i < NMODELS; i++)
-    if (strlen(models[i].name) == nl && !strncmp(models[i].name, spec, nl))
-      d = &models[i];
-  if (!d) {
-    snprintf(err, cap, "unknown model '%.*s'; 'standin models' lists them", (int)nl, spec);
-    return IF_E_SPEC;
-  }
   if_model *m = calloc(1, sizeof *m);
   if (!m)
     return IF_E_NOMEM;
-  m->def = d;
-  for (int i = 0; i < nparams(d); i++)
-    m->p[i] = d->params[i].def;
-  if (spec[nl] == ':') {
-    char *copy = strdup(spec + nl + 1), *save = NULL;
-    int rc = copy ? IF_OK : IF_E_NOMEM;
-    for (char *kv = copy ? strtok_r(copy, ",", &save) : NULL; kv && rc == IF_OK;
-         kv = strtok_r(NULL, ",", &save))
-      rc = set_param(m, kv, err, cap);
-    free(copy);
-    if (rc != IF_OK) {
-      free(m);
-      return rc;
-    }
+  size_t nl = strcspn(spec, ":");
+  int rc = find_model(m, spec, nl, err, errcap);
+  char *params = strdup(spec[nl] == ':' ? spec + nl + 1 : "");
+  const char *keys[MAX_KV], *values[MAX_KV];
+  int n = 0;
+  if (rc == IF_OK && !params)
+    rc = IF_E_NOMEM;
+  if (rc == IF_OK)
+    rc = split_kv(params, m->iface->name, keys, values, &n, err, errcap);
+  if (rc == IF_OK) {
+    m->inst = m->iface->create(n, keys, values, err, errcap);
+    if (!m->inst)
+      rc = IF_E_SPEC;
   }
-  describe(m);
+  free(params);
+  if (rc != IF_OK) {
+    if (m->dl)
+      dlclose(m->dl);
+    free(m);
+    return rc;
+  }
+  snprintf(m->desc, sizeof m->desc, "%s", spec);
   *out = m;
   return IF_OK;
 }
 
-int if_model_predict(const if_model *m, const if_request *r, uint64_t *ns) {
-  return m->def->predict(m->p, r, ns);
+int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) {
+  why_unsupported = NULL;
+  return m->iface->predict(m->inst, r, ns) == STANDIN_SUPPORTED ? IF_OK : IF_UNSUPPORTED;
 }
 
 const char *if_model_describe(const if_model *m) {
   return m->desc;
 }
 
+const char *if_model_name(const if_model *m) {
+  return m->iface->name;
+}
+
 void if_model_free(if_model *m) {
+  if (!m)
+    return;
+  if (m->iface->destroy)
+    m->iface->destroy(m->inst);
+  if (m->dl)
+    dlclose(m->dl);
   free(m);
 }
 
 const if_model_info *if_models(size_t *n) {
-  static if_model_info info[NMODELS];
-  static char params[NMODELS][160];
-  for (size_t i = 0; i < NMODELS; i++) {
-    size_t o = 0;
-    params[i][0] = 0;
-    for (int k = 0; k < nparams(&models[i]); k++)
-      o += (size_t)snprintf(params[i] + o, sizeof params[i] - o, "%s%s=%g", k ? "," : "",
-                            models[i].params[k].key, models[i].params[k].def);
-    info[i] = (if_model_info){models[i].name, params[i], models[i].summary};
-  }
-  *n = NMODELS;
+  static if_model_info info[NBUILTIN];
+  for (size_t i = 0; i < NBUILTIN; i++)
+    info[i] = (if_model_info){builtins[i]->name, builtins[i]->params, builtins[i]->summary};
+  *n = NBUILTIN;
   return info;
 }

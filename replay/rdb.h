@@ -22,6 +22,7 @@
 #define RDB_VERSION 1
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
+#define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
 #define RDB_SPIN_BINS 512
 #define RDB_SPIN_BIN_NS 4
 
@@ -54,10 +55,13 @@ typedef struct {
   char name[32];
   uint32_t engines;
   uint32_t pad;
-  /* virtual timeline: when each engine is next free (trace clock ns) */
+  /* virtual timeline (replay clock ns): the latest reservations of each
+   * engine, so a request that reaches the timeline late (its thread was
+   * preempted after it arrived) still finds the gap it arrived in */
   _Atomic uint32_t lock;
   uint32_t pad2;
-  uint64_t free_at[RDB_MAX_ENGINES];
+  uint64_t res_start[RDB_MAX_ENGINES][RDB_RES_SLOTS];
+  uint64_t res_end[RDB_MAX_ENGINES][RDB_RES_SLOTS];
   rdb_accel_stats st;
 } rdb_accel;
 
@@ -81,10 +85,11 @@ typedef struct {
 /* One recorded occurrence of a request. */
 typedef struct {
   uint64_t recorded_ns;
-  uint64_t service_ns; /* predicted by the model of `accel` */
-  uint64_t link_ns;    /* cost of reaching the device, both ways */
-  int32_t accel;       /* index into accels, or -1: stays in software */
-  uint16_t sw_reason;  /* RDB_SW_* when accel == -1 */
+  uint64_t service_ns;  /* predicted by the model of `accel` */
+  uint32_t link_in_ns;  /* reaching the device, before service */
+  uint32_t link_out_ns; /* getting the response back, after service */
+  int32_t accel;        /* index into accels, or -1: stays in software */
+  uint16_t sw_reason;   /* RDB_SW_* when accel == -1 */
   uint16_t pad;
 } rdb_sample;
 

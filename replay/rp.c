@@ -134,27 +134,58 @@ static void unlock_accel(rdb_accel *a) {
   atomic_store_explicit(&a->lock, 0, memory_order_release);
 }
 
-/* Reserve the earliest free engine for a request that reaches the device
- * at `arrive`; returns when service starts. Engines = 0: no queueing. */
+/* Earliest start >= arrive at which engine e is free for `service` ns,
+ * given its recent reservations. */
+static uint64_t engine_fit(const rdb_accel *a, uint32_t e, uint64_t arrive, uint64_t service) {
+  uint64_t s = arrive;
+  for (int moved = 1, rounds = 0; moved && rounds <= RDB_RES_SLOTS; rounds++) {
+    moved = 0;
+    for (int k = 0; k < RDB_RES_SLOTS; k++) {
+      uint64_t rs = a->res_start[e][k], re = a->res_end[e][k];
+      if (re > s && rs < s + service) { /* overlaps: start after it */
+        s = re;
+        moved = 1;
+      }
+    }
+  }
+  return s;
+}
+
+static void engine_book(rdb_accel *a, uint32_t e, uint64_t start, uint64_t end) {
+  int oldest = 0;
+  for (int k = 1; k < RDB_RES_SLOTS; k++)
+    if (a->res_end[e][k] < a->res_end[e][oldest])
+      oldest = k;
+  a->res_start[e][oldest] = start;
+  a->res_end[e][oldest] = end;
+}
+
+/* Book the engine that can start the request first; returns the start.
+ * Engines = 0: no queueing. */
 static uint64_t reserve(rdb_accel *a, uint64_t arrive, uint64_t service) {
   if (a->engines == 0)
     return arrive;
   uint32_t n = a->engines > RDB_MAX_ENGINES ? RDB_MAX_ENGINES : a->engines;
   lock_accel(a);
   uint32_t best = 0;
-  for (uint32_t i = 1; i < n; i++)
-    if (a->free_at[i] < a->free_at[best])
-      best = i;
-  uint64_t start = a->free_at[best] > arrive ? a->free_at[best] : arrive;
-  a->free_at[best] = start + service;
+  uint64_t best_start = UINT64_MAX;
+  for (uint32_t e = 0; e < n && best_start != arrive; e++) {
+    uint64_t s = engine_fit(a, e, arrive, service);
+    if (s < best_start) {
+      best_start = s;
+      best = e;
+    }
+  }
+  engine_book(a, best, best_start, best_start + service);
   unlock_accel(a);
-  return start;
+  return best_start;
 }
 
 static void account_accel(rdb_accel *a, const rdb_sample *s, uint64_t queue, uint64_t end) {
   atomic_fetch_add_explicit(&a->st.requests, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&a->st.service_ns, s->service_ns, memory_order_relaxed);
-  atomic_fetch_add_explicit(&a->st.link_ns, s->link_ns, memory_order_relaxed);
+  atomic_fetch_add_explicit(&a->st.link_ns, (uint64_t)s->link_in_ns + s->link_out_ns,
+                            memory_order_relaxed);
   atomic_fetch_add_explicit(&a->st.queue_ns, queue, memory_order_relaxed);
   uint64_t last = atomic_load_explicit(&a->st.last_end_ns, memory_order_relaxed);
   while (end > last && !atomic_compare_exchange_weak(&a->st.last_end_ns, &last, end))
@@ -181,10 +212,9 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
     return 0;
   }
   rdb_accel *a = &accels[s->accel];
-  uint64_t half_link = s->link_ns / 2;
-  uint64_t arrive = t0 + half_link;
+  uint64_t arrive = t0 + s->link_in_ns;
   uint64_t start = reserve(a, arrive, s->service_ns);
-  t->deadline = start + s->service_ns + (s->link_ns - half_link);
+  t->deadline = start + s->service_ns + s->link_out_ns;
   account_accel(a, s, start - arrive, start + s->service_ns);
   ADD(predicted_ns, t->deadline - t0);
   ADD(recorded_ns, s->recorded_ns);

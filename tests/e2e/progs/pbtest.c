@@ -3,7 +3,8 @@
  *   pbtest basic N        build, pack (3 ways) and unpack N messages
  *   pbtest threads T N    T threads, each doing `basic N` on its own messages
  *   pbtest pool T N       T workers take N messages from a shared queue
- *   pbtest fork C N       C forked children each do `basic N`
+ *   pbtest fork C N       C forked children each do `basic N`, one at a time
+ *   pbtest forkpar C N    C forked children each do `basic N`, all at once
  *   pbtest exec N         exec `pbtest basic N` (after one call of its own)
  *   pbtest p3 N           proto3 messages
  *   pbtest bad            unpack damaged bytes (the library returns NULL)
@@ -321,6 +322,42 @@ static int run_fork(int nc, int n) {
   return 0;
 }
 
+/* Children run at the same time; each writes its lines to a pipe and the
+ * parent prints them in child order, so the output stays deterministic. */
+static int run_forkpar(int nc, int n) {
+  int fds[64][2];
+  pid_t pids[64];
+  for (int c = 0; c < nc && c < 64; c++) {
+    if (pipe(fds[c]) != 0)
+      return 1;
+    pids[c] = fork();
+    if (pids[c] == 0) {
+      close(fds[c][0]);
+      FILE *out = fdopen(fds[c][1], "w");
+      char line[160];
+      for (int i = 0; i < n; i++) {
+        one((c + 1) * 100 + i, line, sizeof line);
+        fputs(line, out);
+      }
+      fclose(out);
+      _exit(0);
+    }
+    close(fds[c][1]);
+  }
+  int rc = 0;
+  for (int c = 0; c < nc && c < 64; c++) {
+    FILE *in = fdopen(fds[c][0], "r");
+    char line[160];
+    while (fgets(line, sizeof line, in))
+      fputs(line, stdout);
+    fclose(in);
+    int st;
+    waitpid(pids[c], &st, 0);
+    rc |= !WIFEXITED(st) || WEXITSTATUS(st);
+  }
+  return rc;
+}
+
 static int run_p3(int n) {
   for (int i = 0; i < n; i++) {
     Standin__Test3__Item items[3], *ip[3];
@@ -365,7 +402,7 @@ static int run_bad(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|exec|p3|bad [args]\n");
+    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|forkpar|exec|p3|bad [args]\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -379,6 +416,8 @@ int main(int argc, char **argv) {
     rc = run_pool(a, b);
   else if (!strcmp(mode, "fork"))
     rc = run_fork(a, b);
+  else if (!strcmp(mode, "forkpar"))
+    rc = run_forkpar(a, b);
   else if (!strcmp(mode, "p3"))
     rc = run_p3(a);
   else if (!strcmp(mode, "bad"))

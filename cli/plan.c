@@ -1,0 +1,406 @@
+/* plan.c — reading plan files and matching calls against their rules. */
+#include "plan.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define MAX_WORDS 64
+
+static const struct {
+  const char *name;
+  uint64_t mask;
+} api_names[] = {
+    {"protobuf", (1ull << ST_API_PB_PACK) | (1ull << ST_API_PB_SIZE) |
+                     (1ull << ST_API_PB_PACK_BUF) | (1ull << ST_API_PB_UNPACK)},
+    {"jpeg", (1ull << ST_API_JPEG_DECODE) | (1ull << ST_API_TJ_DECODE)},
+    {"pb.pack", 1ull << ST_API_PB_PACK},
+    {"pb.size", 1ull << ST_API_PB_SIZE},
+    {"pb.pack_to_buffer", 1ull << ST_API_PB_PACK_BUF},
+    {"pb.unpack", 1ull << ST_API_PB_UNPACK},
+    {"jpeg.decode", 1ull << ST_API_JPEG_DECODE},
+    {"tj.decode", 1ull << ST_API_TJ_DECODE},
+};
+
+#define API_HELP                                                                                   \
+  "protobuf, jpeg, pb.pack, pb.size, pb.pack_to_buffer, pb.unpack, jpeg.decode, tj.decode"
+
+/* "pb.pack,pb.unpack" -> mask; -1 names the bad word in err. */
+static int parse_apis(const char *list, uint64_t *mask, char *err, size_t cap) {
+  char *copy = strdup(list), *save = NULL;
+  *mask = 0;
+  int rc = copy ? 0 : -1;
+  for (char *w = copy ? strtok_r(copy, ",", &save) : NULL; w && rc == 0;
+       w = strtok_r(NULL, ",", &save)) {
+    size_t i = 0, n = sizeof api_names / sizeof api_names[0];
+    while (i < n && strcmp(api_names[i].name, w))
+      i++;
+    if (i == n) {
+      snprintf(err, cap, "'%s' is not an API; use " API_HELP, w);
+      rc = -1;
+    } else {
+      *mask |= api_names[i].mask;
+    }
+  }
+  free(copy);
+  return rc;
+}
+
+/* Bytes with an optional K, M or G suffix (powers of 1024). */
+static int parse_bytes(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || errno)
+    return -1;
+  uint64_t mul = 1;
+  if (*end == 'K' || *end == 'k')
+    mul = 1024, end++;
+  else if (*end == 'M' || *end == 'm')
+    mul = 1024 * 1024, end++;
+  else if (*end == 'G' || *end == 'g')
+    mul = 1024ull * 1024 * 1024, end++;
+  if (*end)
+    return -1;
+  *out = v * mul;
+  return 0;
+}
+
+/* "MIN-MAX", "MIN-" or "-MAX". */
+static int parse_range(const char *s, uint64_t *lo, uint64_t *hi) {
+  const char *dash = strchr(s, '-');
+  char a[64], b[64];
+  if (!dash || (size_t)(dash - s) >= sizeof a || strlen(dash + 1) >= sizeof b)
+    return -1;
+  snprintf(a, sizeof a, "%.*s", (int)(dash - s), s);
+  snprintf(b, sizeof b, "%s", dash + 1);
+  *lo = 0;
+  *hi = UINT64_MAX;
+  if (a[0] && parse_bytes(a, lo))
+    return -1;
+  if (b[0] && parse_bytes(b, hi))
+    return -1;
+  return *lo <= *hi ? 0 : -1;
+}
+
+/* ---- accelerators --------------------------------------------------------- */
+
+/* Take an accelerator key (engines=, link=, link_*=) into a; 1 if it was
+ * one, 0 if not, -1 on a bad value. */
+static int accel_key(plan_accel *a, const char *key, const char *v, char *err, size_t cap) {
+  if (!strcmp(key, "engines")) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < 0 || n > PLAN_MAX_ENGINES) {
+      snprintf(err, cap, "engines=%s is not a number from 0 (unlimited) to %d", v,
+               PLAN_MAX_ENGINES);
+      return -1;
+    }
+    a->engines = (uint32_t)n;
+    return 1;
+  }
+  return if_link_set(&a->link, key, v, err, cap);
+}
+
+static plan_accel *new_accel(plan *p, const char *name, char *err, size_t cap) {
+  if (p->naccel == PLAN_MAX_ACCEL) {
+    snprintf(err, cap, "at most %d accelerators", PLAN_MAX_ACCEL);
+    return NULL;
+  }
+  for (int i = 0; i < p->naccel; i++)
+    if (!strcmp(p->accel[i].name, name)) {
+      snprintf(err, cap, "accelerator '%s' is declared twice", name);
+      return NULL;
+    }
+  plan_accel *a = &p->accel[p->naccel];
+  memset(a, 0, sizeof *a);
+  snprintf(a->name, sizeof a->name, "%s", name);
+  if_link_init(&a->link, IF_LINK_NONE);
+  return a;
+}
+
+/* Parse a model spec whose key=value list may carry accelerator keys. */
+static int accel_model(plan_accel *a, const char *spec, char *err, size_t cap) {
+  char model[512] = "", *colon;
+  snprintf(a->spec, sizeof a->spec, "%s", spec);
+  snprintf(model, sizeof model, "%s", spec);
+  if ((colon = strchr(model, ':')) != NULL) {
+    char rest[512] = "", *save = NULL;
+    for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+      char *eq = strchr(kv, '=');
+      int rc = 0;
+      if (eq) {
+        *eq = 0;
+        rc = accel_key(a, kv, eq + 1, err, cap);
+        *eq = '=';
+      }
+      if (rc < 0)
+        return -1;
+      if (rc == 0)
+        snprintf(rest + strlen(rest), sizeof rest - strlen(rest), "%s%s", rest[0] ? "," : "", kv);
+    }
+    if (rest[0])
+      strcpy(colon + 1, rest);
+    else
+      *colon = 0;
+  }
+  return if_model_parse(&a->model, model, err, cap) == IF_OK ? 0 : -1;
+}
+
+/* ---- rules ---------------------------------------------------------------- */
+
+static plan_rule *new_rule(plan *p) {
+  plan_rule *nr = realloc(p->rules, (size_t)(p->nrules + 1) * sizeof *nr);
+  if (!nr)
+    return NULL;
+  p->rules = nr;
+  plan_rule *r = &p->rules[p->nrules++];
+  memset(r, 0, sizeof *r);
+  r->size_max = UINT64_MAX;
+  r->accel = -1;
+  return r;
+}
+
+static int rule_selector(plan_rule *r, const char *w, char *err, size_t cap) {
+  const char *eq = strchr(w, '=');
+  if (!eq) {
+    snprintf(err, cap, "'%s' is not a selector: use api=, type=, site=, module=, size=", w);
+    return -1;
+  }
+  size_t kl = (size_t)(eq - w);
+  const char *v = eq + 1;
+  if (kl == 3 && !strncmp(w, "api", 3))
+    return parse_apis(v, &r->api_mask, err, cap);
+  if (kl == 4 && !strncmp(w, "type", 4))
+    return (r->type_glob = strdup(v)) ? 0 : -1;
+  if (kl == 4 && !strncmp(w, "site", 4))
+    return (r->site_glob = strdup(v)) ? 0 : -1;
+  if (kl == 6 && !strncmp(w, "module", 6))
+    return (r->module_glob = strdup(v)) ? 0 : -1;
+  if (kl == 4 && !strncmp(w, "size", 4)) {
+    if (parse_range(v, &r->size_min, &r->size_max) == 0)
+      return 0;
+    snprintf(err, cap, "size=%s is not a byte range like 0-4096, 64K- or -1M", v);
+    return -1;
+  }
+  snprintf(err, cap, "unknown selector '%.*s': use api=, type=, site=, module=, size=", (int)kl, w);
+  return -1;
+}
+
+static int find_accel(const plan *p, const char *name) {
+  for (int i = 0; i < p->naccel; i++)
+    if (!strcmp(p->accel[i].name, name))
+      return i;
+  return -1;
+}
+
+/* offload SELECTOR... to NAME  |  keep SELECTOR... */
+static int parse_rule(plan *p, char **w, int n, int line, char *err, size_t cap) {
+  plan_rule *r = new_rule(p);
+  if (!r) {
+    snprintf(err, cap, "out of memory");
+    return -1;
+  }
+  r->line = line;
+  r->keep = !strcmp(w[0], "keep");
+  int end = n;
+  if (!r->keep) {
+    if (n < 3 || strcmp(w[n - 2], "to")) {
+      snprintf(err, cap, "offload rules end with 'to ACCELERATOR'");
+      return -1;
+    }
+    if ((r->accel = find_accel(p, w[n - 1])) < 0) {
+      snprintf(err, cap, "no accelerator named '%s' is declared above", w[n - 1]);
+      return -1;
+    }
+    end = n - 2;
+  }
+  for (int i = 1; i < end; i++)
+    if (rule_selector(r, w[i], err, cap) != 0)
+      return -1;
+  return 0;
+}
+
+/* accel NAME MODEL[:k=v,...] [engines=N] [link=KIND] [link_*=V]... */
+static int parse_accel(plan *p, char **w, int n, char *err, size_t cap) {
+  if (n < 3) {
+    snprintf(err, cap, "write: accel NAME MODEL[:key=value,...] [engines=N] [link=KIND]");
+    return -1;
+  }
+  plan_accel *a = new_accel(p, w[1], err, cap);
+  if (!a || accel_model(a, w[2], err, cap) != 0)
+    return -1;
+  for (int i = 3; i < n; i++) {
+    char *eq = strchr(w[i], '=');
+    int rc = -1;
+    if (eq) {
+      *eq = 0;
+      rc = accel_key(a, w[i], eq + 1, err, cap);
+      *eq = '=';
+    }
+    if (rc == 0 || !eq)
+      snprintf(err, cap, "'%s' is not an accelerator setting (engines=, link=, link_rtt_ns=, "
+                         "link_gbps=, link_poll_ns=, link_onchip_ns=)",
+               w[i]);
+    if (rc <= 0) {
+      if_model_free(a->model);
+      return -1;
+    }
+  }
+  p->naccel++;
+  return 0;
+}
+
+static int split_words(char *line, char **w) {
+  int n = 0;
+  for (char *s = line; *s && n < MAX_WORDS;) {
+    while (isspace((unsigned char)*s))
+      s++;
+    if (!*s || *s == '#')
+      break;
+    w[n++] = s;
+    while (*s && !isspace((unsigned char)*s))
+      s++;
+    if (*s)
+      *s++ = 0;
+  }
+  return n;
+}
+
+static int parse_line(plan *p, char *line, int lineno, char *err, size_t cap) {
+  char *w[MAX_WORDS];
+  int n = split_words(line, w);
+  if (n == 0)
+    return 0;
+  if (!strcmp(w[0], "accel"))
+    return parse_accel(p, w, n, err, cap);
+  if (!strcmp(w[0], "offload") || !strcmp(w[0], "keep"))
+    return parse_rule(p, w, n, lineno, err, cap);
+  snprintf(err, cap, "'%s' starts no known line: use accel, offload or keep", w[0]);
+  return -1;
+}
+
+int plan_load(plan *p, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    cli_err("cannot read plan %s: %s", path, strerror(errno));
+    return -1;
+  }
+  snprintf(p->source, sizeof p->source, "%s", path);
+  char line[4096], err[512];
+  int lineno = 0, rc = 0;
+  while (rc == 0 && fgets(line, sizeof line, f)) {
+    lineno++;
+    if (!strchr(line, '\n') && !feof(f)) {
+      cli_err("%s:%d: line longer than %zu characters", path, lineno, sizeof line - 1);
+      rc = -1;
+    } else if (parse_line(p, line, lineno, err, sizeof err) != 0) {
+      cli_err("%s:%d: %s", path, lineno, err);
+      rc = -1;
+    }
+  }
+  fclose(f);
+  if (rc == 0 && p->nrules == 0)
+    cli_warn("%s offloads nothing: it has no offload rule, so every call stays in software",
+             path);
+  return rc;
+}
+
+int plan_add_iface(plan *p, const char *spec) {
+  char err[512], name[32];
+  const char *colon = strchr(spec, ':'), *eq = strchr(spec, '=');
+  const char *model = spec;
+  uint64_t mask = 0;
+  snprintf(p->source, sizeof p->source, "--iface");
+  if (eq && (!colon || eq < colon)) {
+    char api[64];
+    snprintf(api, sizeof api, "%.*s", (int)(eq - spec), spec);
+    if (parse_apis(api, &mask, err, sizeof err) != 0) {
+      cli_err("--iface %s: %s", spec, err);
+      return -1;
+    }
+    model = eq + 1;
+  }
+  plan_accel *a = new_accel(p, "", err, sizeof err);
+  if (!a || accel_model(a, model, err, sizeof err) != 0) {
+    cli_err("--iface %s: %s", spec, err);
+    return -1;
+  }
+  /* name the accelerator after its model; the same model twice is numbered */
+  snprintf(name, sizeof name, "%s", if_model_name(a->model));
+  if (find_accel(p, name) >= 0) {
+    char numbered[48];
+    snprintf(numbered, sizeof numbered, "%.24s#%d", name, p->naccel % 100);
+    numbered[sizeof name - 1] = 0;
+    memcpy(name, numbered, sizeof name);
+  }
+  memcpy(a->name, name, sizeof a->name);
+  p->naccel++;
+  plan_rule *r = new_rule(p);
+  if (!r)
+    return -1;
+  r->api_mask = mask;
+  r->accel = p->naccel - 1;
+  return 0;
+}
+
+void plan_free(plan *p) {
+  for (int i = 0; i < p->naccel; i++)
+    if_model_free(p->accel[i].model);
+  for (int i = 0; i < p->nrules; i++) {
+    free(p->rules[i].type_glob);
+    free(p->rules[i].site_glob);
+    free(p->rules[i].module_glob);
+  }
+  free(p->rules);
+  memset(p, 0, sizeof *p);
+}
+
+/* ---- matching ------------------------------------------------------------- */
+
+static int site_matches(const char *glob, const st_site *s, int modules) {
+  if (!s)
+    return 0;
+  for (uint32_t i = 0; i < s->nframes; i++) {
+    const char *v = modules ? s->frames[i].module : s->frames[i].symbol;
+    if (!v || !*v)
+      continue;
+    if (fnmatch(glob, v, 0) == 0)
+      return 1;
+    const char *base = strrchr(v, '/');
+    if (modules && base && fnmatch(glob, base + 1, 0) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+static int rule_matches(const plan_rule *r, int api, const char *type, const st_site *site,
+                        uint64_t size) {
+  if (r->api_mask && !(r->api_mask & (1ull << (api & 63))))
+    return 0;
+  if (r->type_glob && fnmatch(r->type_glob, type ? type : "", 0) != 0)
+    return 0;
+  if (r->site_glob && !site_matches(r->site_glob, site, 0))
+    return 0;
+  if (r->module_glob && !site_matches(r->module_glob, site, 1))
+    return 0;
+  return size >= r->size_min && size <= r->size_max;
+}
+
+int plan_match(const plan *p, int api, const char *type, const st_site *site, uint64_t size) {
+  for (int i = 0; i < p->nrules; i++)
+    if (rule_matches(&p->rules[i], api, type, site, size))
+      return i;
+  return -1;
+}
+
+uint64_t plan_request_size(const st_call *c) {
+  if (st_api_family(c->api) == ST_FAMILY_PROTOBUF && c->api != ST_API_PB_UNPACK)
+    return c->nfeat > ST_PBF_ENCODED_SIZE ? c->feat[ST_PBF_ENCODED_SIZE] : 0;
+  return c->req_len;
+}

@@ -1,0 +1,49 @@
+/* builtin.h — helpers for built-in models (not part of the plugin ABI). */
+#ifndef STANDIN_BUILTIN_H
+#define STANDIN_BUILTIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "standin_iface.h"
+
+#define IFB_MAX_PARAMS 12
+
+typedef struct {
+  const char *key;
+  double def;
+} ifb_param;
+
+/* Parse numeric key=value pairs against defs (NULL-key terminated) into
+ * out[] (defaults first). Returns 0, or -1 with a message in err. */
+int ifb_parse(const char *model, const ifb_param *defs, double *out, int n,
+              const char *const *keys, const char *const *values, char *err, size_t errcap);
+
+/* Instance holding parsed numbers (for models whose parameters are all
+ * numbers): create/destroy for such models. */
+typedef struct {
+  double p[IFB_MAX_PARAMS];
+} ifb_numbers;
+
+void *ifb_numbers_create(const char *model, const ifb_param *defs, int n,
+                         const char *const *keys, const char *const *values, char *err,
+                         size_t errcap);
+
+/* Why the last prediction on this thread was unsupported (static text). */
+void ifb_unsupported(const char *why);
+
+/* Feature slot, or 0 when the request carries fewer. */
+static inline uint64_t ifb_feat(const standin_request *r, unsigned slot) {
+  return slot < r->nfeat ? r->feat[slot] : 0;
+}
+
+static inline uint64_t ifb_ns(double v) {
+  return v > 0 ? (uint64_t)(v + 0.5) : 0;
+}
+
+/* The built-in models, in the order `standin models` lists them. */
+extern const standin_iface ifb_software, ifb_scale, ifb_constant, ifb_linear, ifb_table;
+extern const standin_iface ifb_protoacc, ifb_protoacc_lpn, ifb_optimus_prime;
+extern const standin_iface ifb_jpeg_core;
+
+#endif

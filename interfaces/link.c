@@ -1,0 +1,82 @@
+/* link.c — device link costs (see link.h for the model and its sources). */
+#include "link.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void if_link_init(if_link *l, if_link_kind kind) {
+  l->kind = kind;
+  l->onchip_ns = 20; /* tens of cycles: 40 cycles at 2 GHz */
+  l->rtt_ns = 758;
+  l->gbps = 15.75;
+  l->poll_ns = 0;
+}
+
+static int number(const char *key, const char *v, double *out, char *err, size_t cap) {
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (!*v || *end || errno || !isfinite(d) || d < 0) {
+    snprintf(err, cap, "%s=%s is not a non-negative number", key, v);
+    return -1;
+  }
+  *out = d;
+  return 1;
+}
+
+int if_link_set(if_link *l, const char *key, const char *v, char *err, size_t cap) {
+  if (!strcmp(key, "link")) {
+    if (!strcmp(v, "none"))
+      if_link_init(l, IF_LINK_NONE);
+    else if (!strcmp(v, "onchip"))
+      if_link_init(l, IF_LINK_ONCHIP);
+    else if (!strcmp(v, "pcie"))
+      if_link_init(l, IF_LINK_PCIE);
+    else {
+      snprintf(err, cap, "link=%s: choose none, onchip or pcie", v);
+      return -1;
+    }
+    return 1;
+  }
+  if (!strcmp(key, "link_onchip_ns"))
+    return number(key, v, &l->onchip_ns, err, cap);
+  if (!strcmp(key, "link_rtt_ns"))
+    return number(key, v, &l->rtt_ns, err, cap);
+  if (!strcmp(key, "link_poll_ns"))
+    return number(key, v, &l->poll_ns, err, cap);
+  if (!strcmp(key, "link_gbps")) {
+    int rc = number(key, v, &l->gbps, err, cap);
+    if (rc == 1 && l->gbps <= 0) {
+      snprintf(err, cap, "link_gbps must be above 0");
+      return -1;
+    }
+    return rc;
+  }
+  return 0;
+}
+
+void if_link_cost(const if_link *l, uint64_t req, uint64_t resp, uint64_t *in_ns,
+                  uint64_t *out_ns) {
+  double in = 0, out = 0;
+  switch (l->kind) {
+  case IF_LINK_NONE: break;
+  case IF_LINK_ONCHIP:
+    in = l->onchip_ns / 2;
+    out = l->onchip_ns - in;
+    break;
+  case IF_LINK_PCIE:
+    /* doorbell 0.5 + descriptor 1 + input 1 round trips, then the data */
+    in = 2.5 * l->rtt_ns + (double)req / l->gbps;
+    out = 0.5 * l->rtt_ns + (double)resp / l->gbps + l->poll_ns;
+    break;
+  }
+  *in_ns = (uint64_t)llround(in);
+  *out_ns = (uint64_t)llround(out);
+}
+
+const char *if_link_name(const if_link *l) {
+  return l->kind == IF_LINK_ONCHIP ? "onchip" : l->kind == IF_LINK_PCIE ? "pcie" : "none";
+}

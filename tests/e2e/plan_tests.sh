@@ -1,0 +1,151 @@
+# Plans, models, plugins, links and shared accelerators (sourced by run.sh).
+
+# accel FILE NAME KEY: a number from one accelerator of a --summary file
+accel() {
+  python3 -c 'import json,sys
+for a in json.load(open(sys.argv[1]))["accelerators"]:
+    if a["name"] == sys.argv[2]: print(a[sys.argv[3]])' "$1" "$2" "$3"
+}
+
+t301_plan_rules_pick_calls_by_api_and_type() {
+  "$STANDIN" record -o rec -- "$PB" basic 12 >rec.out
+  cat >plan.txt <<'EOF'
+# unpack on one device, pack on another, the rest stays in software
+accel de  constant:ns=1000
+accel ser protoacc:mem_lat=30 link=onchip engines=1
+keep    api=pb.size
+offload api=pb.unpack type=standin.test.* to de
+offload api=pb.pack,pb.pack_to_buffer size=0-1M to ser
+EOF
+  "$STANDIN" replay -t rec --plan plan.txt --summary s.json -- "$PB" basic 12 >rep.out
+  cmp rec.out rep.out
+  expect_eq "replayed" 36 "$(json s.json calls_replayed)"
+  expect_eq "software" 12 "$(json s.json calls_software)"
+  expect_eq "de requests" 12 "$(accel s.json de requests)"
+  expect_eq "de service" 12000 "$(accel s.json de service_ns)"
+  expect_eq "ser requests" 24 "$(accel s.json ser requests)"
+  expect_eq "ser link" onchip "$(accel s.json ser link)"
+  expect_eq "ser link ns" $((24 * 20)) "$(accel s.json ser link_ns)"
+}
+
+t302_plan_errors_name_file_and_line() {
+  printf 'accel a constant\noffload api=pb.pack to b\n' >p1.txt
+  printf '# ok\naccel a nosuchmodel\n' >p2.txt
+  printf 'accel a constant\nofload api=jpeg to a\n' >p3.txt
+  printf 'accel a constant engines=lots\n' >p4.txt
+  printf 'accel a constant\noffload size=9-1 to a\n' >p5.txt
+  printf 'accel a constant\noffload api=pb.packk to a\n' >p6.txt
+  for i in 1 2 3 4 5 6; do
+    set +e
+    "$STANDIN" replay --plan p$i.txt -- true 2>e$i
+    rc=$?
+    set -e
+    [ $rc -ne 0 ] || fail "p$i.txt accepted"
+  done
+  grep -q "p1.txt:2: no accelerator named 'b'" e1 || fail "e1: $(cat e1)"
+  grep -q "p2.txt:2: unknown model 'nosuchmodel'" e2 || fail "e2: $(cat e2)"
+  grep -q "p3.txt:2: 'ofload' starts no known line" e3 || fail "e3: $(cat e3)"
+  grep -q "p4.txt:1: engines=lots" e4 || fail "e4: $(cat e4)"
+  grep -q "p5.txt:2: size=9-1" e5 || fail "e5: $(cat e5)"
+  grep -q "p6.txt:2: 'pb.packk' is not an API" e6 || fail "e6: $(cat e6)"
+  set +e
+  "$STANDIN" replay --plan missing.txt -- true 2>e7
+  set -e
+  grep -q "cannot read plan missing.txt" e7 || fail "e7: $(cat e7)"
+}
+
+t303_plugin_model_and_its_errors() {
+  inc=$(cd "$B/.." && pwd)/interfaces
+  cat >fixed.c <<'EOF'
+#include <stdlib.h>
+#include "standin_iface.h"
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  return malloc(1);
+}
+/* 5 us for unpack, unsupported for the rest */
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  if (r->api != STANDIN_API_PB_UNPACK) return STANDIN_UNSUPPORTED;
+  *ns = 5000;
+  return STANDIN_SUPPORTED;
+}
+static const standin_iface me = {STANDIN_IFACE_ABI, "fixed", "", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF
+  sed 's/STANDIN_IFACE_ABI, "fixed"/99, "fixed"/' fixed.c >wrongabi.c
+  printf 'int nothing_here;\n' >noentry.c
+  for p in fixed wrongabi noentry; do gcc -shared -fPIC -I"$inc" -o $p.so $p.c; done
+  "$STANDIN" record -o rec -- "$PB" basic 6 >rec.out
+  "$STANDIN" replay -t rec --iface ./fixed.so --summary s.json -- "$PB" basic 6 >rep.out 2>err
+  cmp rec.out rep.out
+  expect_eq "replayed" 6 "$(json s.json calls_replayed)"
+  expect_eq "software" 18 "$(json s.json calls_software)"
+  expect_eq "service" 30000 "$(accel s.json fixed service_ns)"
+  set +e
+  "$STANDIN" replay -t rec --iface ./wrongabi.so -- true 2>e1
+  "$STANDIN" replay -t rec --iface ./noentry.so -- true 2>e2
+  "$STANDIN" replay -t rec --iface ./absent.so -- true 2>e3
+  set -e
+  grep -q "built for interface ABI 99; this standin uses ABI 1" e1 || fail "e1: $(cat e1)"
+  grep -q "has no standin_iface_entry" e2 || fail "e2: $(cat e2)"
+  grep -q "cannot load plugin ./absent.so" e3 || fail "e3: $(cat e3)"
+}
+
+# 8 threads on one engine must queue; on 8 engines never
+t304_shared_timeline_queues_threads_on_one_engine() {
+  "$STANDIN" record -o rec -- "$PB" threads 8 6 >rec.out
+  "$STANDIN" replay -t rec --iface constant:ns=300000,engines=1 --summary one.json -- "$PB" threads 8 6 >r1.out
+  "$STANDIN" replay -t rec --iface constant:ns=300000,engines=8 --summary eight.json -- "$PB" threads 8 6 >r8.out
+  cmp rec.out r1.out
+  cmp rec.out r8.out
+  q1=$(accel one.json constant queue_ns)
+  q8=$(accel eight.json constant queue_ns)
+  [ "$q1" -gt 0 ] || fail "no queueing on one engine"
+  expect_eq "queueing on eight engines" 0 "$q8"
+}
+
+t305_shared_timeline_spans_forked_children() {
+  "$STANDIN" record -o rec -- "$PB" forkpar 4 5 >rec.out
+  "$STANDIN" replay -t rec --iface constant:ns=400000,engines=1 --summary s.json -- "$PB" forkpar 4 5 >rep.out
+  cmp rec.out rep.out
+  expect_eq "processes" 5 "$(json s.json processes)"
+  expect_eq "requests" 80 "$(accel s.json constant requests)"
+  q=$(accel s.json constant queue_ns)
+  [ "$q" -gt 0 ] || fail "children did not queue on the shared engine"
+}
+
+t306_pcie_link_cost_reported_apart_from_service() {
+  "$STANDIN" record -o rec -- "$PB" basic 4 >/dev/null
+  "$STANDIN" replay -t rec --iface pb.unpack=constant:ns=0,link=pcie --summary s.json -- "$PB" basic 4 >/dev/null
+  expect_eq "service" 0 "$(accel s.json constant service_ns)"
+  link=$(accel s.json constant link_ns)
+  # 3 round trips of 758 ns per request, plus bytes at 15.75 GB/s
+  [ "$link" -ge $((4 * 3 * 758)) ] || fail "link_ns $link"
+  expect_eq "link kind" pcie "$(accel s.json constant link)"
+}
+
+t307_unsupported_requests_stay_in_software() {
+  "$STANDIN" record -o rec -- "$PB" basic 5 >rec.out
+  "$STANDIN" replay -t rec --iface protobuf=protoacc --summary s.json -- "$PB" basic 5 >rep.out 2>err
+  cmp rec.out rep.out
+  expect_eq "software (get_packed_size)" 5 "$(json s.json calls_software)"
+  expect_eq "replayed" 15 "$(json s.json calls_replayed)"
+  grep -q "5 calls stay in software on protoacc: get_packed_size" err || fail "$(cat err)"
+}
+
+t308_models_lists_every_model_with_sources() {
+  "$STANDIN" models >m.out
+  for m in software scale constant linear table protoacc protoacc-lpn optimus-prime jpeg-core; do
+    grep -q "^$m " m.out || fail "$m missing"
+  done
+  grep -q "HotOS'23" m.out || fail "no sources"
+}
+
+t309_install_prefix_runs_and_plugins_build_with_pkg_config() {
+  root=$(cd "$B/.." && pwd)
+  make -s -C "$root" install PREFIX="$PWD/inst" >/dev/null
+  "$PWD/inst/bin/standin" record -o rec -- "$PB" basic 2 >/dev/null
+  expect_eq "calls via installed standin" 8 "$(calls rec)"
+  cflags=$(PKG_CONFIG_PATH="$PWD/inst/lib/pkgconfig" pkg-config --cflags standin)
+  printf '#include "standin_iface.h"\nint abi = STANDIN_IFACE_ABI;\n' >p.c
+  gcc -c $cflags p.c -o p.o || fail "plugin does not build against the installed header"
+}

@@ -1,0 +1,227 @@
+/* test_models.c — built-in performance interfaces and links against values
+ * computed by hand from the published formulas (interfaces/m_*.c). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "iface.h"
+#include "link.h"
+#include "trace.h"
+
+static if_model *model(const char *spec) {
+  if_model *m = NULL;
+  char err[256] = "";
+  int rc = if_model_parse(&m, spec, err, sizeof err);
+  ck_assert_msg(rc == IF_OK, "%s: %s", spec, err);
+  return m;
+}
+
+static int predict(const char *spec, standin_request *r, uint64_t *ns) {
+  if_model *m = model(spec);
+  int rc = if_model_predict(m, r, ns);
+  if_model_free(m);
+  return rc;
+}
+
+static const uint8_t zero_fp[16];
+
+static standin_request pb_req(uint32_t api, uint64_t *feat) {
+  standin_request r = {.api = api, .nfeat = 7, .feat = feat, .type = "t.M", .fp = zero_fp};
+  return r;
+}
+
+START_TEST(test_model_generic_models) {
+  uint64_t f[7] = {0}, ns;
+  standin_request r = pb_req(STANDIN_API_PB_PACK, f);
+  r.recorded_ns = 1000;
+  r.req_len = 100;
+  r.resp_len = 300;
+  ck_assert_int_eq(predict("software", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 1000);
+  ck_assert_int_eq(predict("scale:factor=0.25", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 250);
+  ck_assert_int_eq(predict("constant:ns=77", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 77);
+  ck_assert_int_eq(predict("linear:base_ns=10,ns_per_byte=0.5", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 210);
+}
+END_TEST
+
+/* fields 10, payload 100 B, 2 sub-messages, 3 bitmap words, mem_lat 20:
+ * num_writes = 10 + ceil(100/16) = 17, lower = (5+17)*20 = 440 cycles,
+ * tree = 2*(6+40) + (4+20)*3 = 164, upper = 604, mid = 522; at 2 GHz. */
+START_TEST(test_model_protoacc_serializer_bounds) {
+  uint64_t f[7] = {200, 10, 2, 3, 0, 100, 3}, ns;
+  standin_request r = pb_req(STANDIN_API_PB_PACK, f);
+  ck_assert_int_eq(predict("protoacc:bound=lower", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 220);
+  ck_assert_int_eq(predict("protoacc:bound=upper", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 302);
+  ck_assert_int_eq(predict("protoacc", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 261);
+  ck_assert_int_eq(predict("protoacc:bound=lower,clock_mhz=1000,mem_lat=10", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, (5 + 17) * 10); /* cycles = ns at 1 GHz */
+}
+END_TEST
+
+/* deserializer: tree 164 + 6 + 2*20 + 10*4 + 100/16 = 256.25 cycles */
+START_TEST(test_model_protoacc_deserializer_and_size) {
+  uint64_t f[7] = {200, 10, 2, 3, 0, 100, 3}, ns;
+  standin_request r = pb_req(STANDIN_API_PB_UNPACK, f);
+  ck_assert_int_eq(predict("protoacc", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 128);
+  r.api = STANDIN_API_PB_SIZE;
+  ck_assert_int_eq(predict("protoacc", &r, &ns), IF_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(if_model_why(), "get_packed_size"));
+  ck_assert_int_eq(predict("protoacc:size_free=1", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 0);
+}
+END_TEST
+
+START_TEST(test_model_protoacc_lpn_and_optimus) {
+  uint64_t f[7] = {1000, 10, 0, 1, 0, 100, 1}, ns;
+  standin_request r = pb_req(STANDIN_API_PB_PACK, f);
+  ck_assert_int_eq(predict("protoacc-lpn", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 450); /* max(900, 6.3) cycles at 2 GHz */
+  f[5] = 100000;
+  ck_assert_int_eq(predict("protoacc-lpn", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 3150); /* 0.063 * 100000 = 6300 cycles */
+  ck_assert_int_eq(predict("optimus-prime", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 621); /* 50 + 1000 * 8 / 14 */
+  ck_assert_int_eq(predict("optimus-prime:max_bytes=500", &r, &ns), IF_UNSUPPORTED);
+}
+END_TEST
+
+static standin_request jpeg_req(uint64_t *f) {
+  standin_request r = {.api = STANDIN_API_JPEG_DECODE, .nfeat = 11, .feat = f, .type = "",
+                       .fp = zero_fp};
+  return r;
+}
+
+/* 800x450 4:2:0, 50,000 B in, RGB out: blocks 5625, 5625*137 = 770,625
+ * cycles (the entropy term, 882.6, is smaller); at 75 MHz 10.275 ms — the
+ * "about 10 ms" of ACCELERATORS.md. */
+START_TEST(test_model_jpeg_core_baseline) {
+  uint64_t f[11] = {50000, 800, 450, 3, 4, 0, 0, 360000, 1080000, 1, 1}, ns;
+  standin_request r = jpeg_req(f);
+  ck_assert_int_eq(predict("jpeg-core", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 10275000);
+  ck_assert_int_eq(predict("jpeg-core:clock_mhz=2000", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 385313); /* 770625 / 2 GHz */
+  f[4] = 1;                       /* grey: 66 cycles per block */
+  ck_assert_int_eq(predict("jpeg-core", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 4950000);
+}
+END_TEST
+
+START_TEST(test_model_jpeg_core_unsupported) {
+  uint64_t f[11] = {50000, 800, 450, 3, 4, 0, 0, 360000, 1080000, 1, 1}, ns;
+  standin_request r = jpeg_req(f);
+  f[5] = 1;
+  ck_assert_int_eq(predict("jpeg-core", &r, &ns), IF_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(if_model_why(), "progressive"));
+  f[5] = 0;
+  f[6] = 4;
+  ck_assert_int_eq(predict("jpeg-core", &r, &ns), IF_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(if_model_why(), "restart"));
+  f[6] = 0;
+  f[4] = 3;
+  ck_assert_int_eq(predict("jpeg-core", &r, &ns), IF_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(if_model_why(), "4:2:2"));
+  f[4] = 4;
+  f[9] = 1;
+  f[10] = 2;
+  ck_assert_int_eq(predict("jpeg-core", &r, &ns), IF_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(if_model_why(), "scaled"));
+}
+END_TEST
+
+START_TEST(test_model_spec_errors_name_the_bad_part) {
+  if_model *m = NULL;
+  char err[256];
+  ck_assert_int_eq(if_model_parse(&m, "warp", err, sizeof err), IF_E_SPEC);
+  ck_assert_ptr_nonnull(strstr(err, "unknown model 'warp'"));
+  ck_assert_int_eq(if_model_parse(&m, "scale:factr=2", err, sizeof err), IF_E_SPEC);
+  ck_assert_ptr_nonnull(strstr(err, "no parameter 'factr'"));
+  ck_assert_int_eq(if_model_parse(&m, "constant:ns=-4", err, sizeof err), IF_E_SPEC);
+  ck_assert_ptr_nonnull(strstr(err, "ns=-4"));
+  ck_assert_int_eq(if_model_parse(&m, "protoacc:bound=middle", err, sizeof err), IF_E_SPEC);
+  ck_assert_int_eq(if_model_parse(&m, "./no-such-model.so", err, sizeof err), IF_E_PLUGIN);
+  ck_assert_ptr_nonnull(strstr(err, "cannot load plugin ./no-such-model.so"));
+  ck_assert_int_eq(if_model_parse(&m, "table", err, sizeof err), IF_E_SPEC);
+  ck_assert_ptr_nonnull(strstr(err, "trace=DIR"));
+  ck_assert_ptr_null(m);
+}
+END_TEST
+
+/* PCIe: in = 2.5 round trips + request at 15.75 GB/s, out = 0.5 + response */
+START_TEST(test_link_costs) {
+  if_link l;
+  uint64_t in, out;
+  char err[128];
+  if_link_init(&l, IF_LINK_PCIE);
+  if_link_cost(&l, 1000, 2000, &in, &out);
+  ck_assert_uint_eq(in, 1958);
+  ck_assert_uint_eq(out, 506);
+  if_link_init(&l, IF_LINK_NONE);
+  ck_assert_int_eq(if_link_set(&l, "link", "onchip", err, sizeof err), 1);
+  ck_assert_int_eq(if_link_set(&l, "link_onchip_ns", "30", err, sizeof err), 1);
+  if_link_cost(&l, 1000, 2000, &in, &out);
+  ck_assert_uint_eq(in + out, 30);
+  ck_assert_int_eq(if_link_set(&l, "link", "warp", err, sizeof err), -1);
+  ck_assert_int_eq(if_link_set(&l, "engines", "2", err, sizeof err), 0);
+}
+END_TEST
+
+/* table: the median of the same request's latencies in another recording */
+START_TEST(test_model_table_takes_median_by_fingerprint) {
+  char dir[] = "/tmp/standin-table-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[128], spec[160], cmd[256];
+  snprintf(path, sizeof path, "%s/1.trace", dir);
+  st_header h = {.pid = 1, .clock = "CLOCK_MONOTONIC", .host = "h", .exe = "e",
+                 .tool_version = "t"};
+  st_writer *w;
+  ck_assert_int_eq(st_writer_open(&w, path, &h), ST_OK);
+  uint64_t lat[] = {300, 100, 200};
+  for (int i = 0; i < 3; i++) {
+    st_call c = {.api = ST_API_PB_UNPACK, .latency_ns = lat[i], .seq = (uint64_t)i};
+    c.fp[0] = 7;
+    ck_assert_int_eq(st_writer_add_call(w, &c), ST_OK);
+  }
+  ck_assert_int_eq(st_writer_close(w), ST_OK);
+  snprintf(spec, sizeof spec, "table:trace=%s", dir);
+  uint8_t fp[16] = {7};
+  uint64_t f[7] = {0}, ns;
+  standin_request r = pb_req(STANDIN_API_PB_UNPACK, f);
+  r.fp = fp;
+  ck_assert_int_eq(predict(spec, &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 200);
+  fp[0] = 8;
+  ck_assert_int_eq(predict(spec, &r, &ns), IF_UNSUPPORTED);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("models");
+  TCase *tc = tcase_create("models");
+  tcase_add_test(tc, test_model_generic_models);
+  tcase_add_test(tc, test_model_protoacc_serializer_bounds);
+  tcase_add_test(tc, test_model_protoacc_deserializer_and_size);
+  tcase_add_test(tc, test_model_protoacc_lpn_and_optimus);
+  tcase_add_test(tc, test_model_jpeg_core_baseline);
+  tcase_add_test(tc, test_model_jpeg_core_unsupported);
+  tcase_add_test(tc, test_model_spec_errors_name_the_bad_part);
+  tcase_add_test(tc, test_link_costs);
+  tcase_add_test(tc, test_model_table_takes_median_by_fingerprint);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
