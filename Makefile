@@ -14,7 +14,10 @@ LDLIBS_BASE := -lz -ldl -pthread -lm
 
 # ---- libraries (plain, no preload knowledge) -----------------------------
 TRACE_SRC := $(wildcard traces/*.c)
-INTERPOSE_SRC := $(wildcard interpose/*.c)
+# procwrap.c defines exec*/_exit hooks: linked into the shims only, never
+# into a library the CLI or the tests could pull it from.
+PROCWRAP := $(B)/obj/interpose/procwrap.o
+INTERPOSE_SRC := $(filter-out interpose/procwrap.c,$(wildcard interpose/*.c))
 IFACE_SRC := $(wildcard interfaces/*.c)
 RECORD_SRC := $(wildcard record/*.c)
 REPLAY_SRC := $(wildcard replay/*.c)
@@ -48,10 +51,10 @@ $(IFACE_LIB): $(call obj,$(IFACE_SRC))
 
 # Preload shims: export only the hooks, resolve everything at link time.
 SHIM_LDFLAGS := -shared -Wl,--no-undefined -Wl,-z,now -Wl,--exclude-libs,ALL
-$(RECORD_SO): $(call obj,$(RECORD_SRC)) $(INTERPOSE_LIB) $(TRACE_LIB)
+$(RECORD_SO): $(call obj,$(RECORD_SRC)) $(PROCWRAP) $(INTERPOSE_LIB) $(TRACE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_LDFLAGS) -o $@ $^ -lunwind $(LDLIBS_BASE)
-$(REPLAY_SO): $(call obj,$(REPLAY_SRC)) $(INTERPOSE_LIB) $(IFACE_LIB) $(TRACE_LIB)
+$(REPLAY_SO): $(call obj,$(REPLAY_SRC)) $(PROCWRAP) $(INTERPOSE_LIB) $(IFACE_LIB) $(TRACE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_LDFLAGS) -o $@ $^ $(LDLIBS_BASE)
 
@@ -95,7 +98,7 @@ $(PROG_BIN): $(B)/progs/%: %.c $(GEN_OBJ) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
 
-$(call obj,$(TRACE_SRC) $(INTERPOSE_SRC) $(IFACE_SRC) $(RECORD_SRC) $(REPLAY_SRC) $(CLI_SRC)): | $(GEN_C)
+$(call obj,$(TRACE_SRC) $(INTERPOSE_SRC) $(IFACE_SRC) $(RECORD_SRC) $(REPLAY_SRC) $(CLI_SRC)) $(PROCWRAP): | $(GEN_C)
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes $$t; done

@@ -104,21 +104,22 @@ static const char *fb_names[RDB_FB_NREASONS] = {"not_in_trace", "request_mismatc
 static const char *sw_names[RDB_SW_NREASONS] = {"not_selected", "unsupported"};
 
 #define LD(x) ((unsigned long long)atomic_load(&(x)))
+#define C(s, i) LD((s)->c[i])
 
 static void print_line(const rdb_stats *s, uint64_t wall) {
   char a[32], b[32], c[32], d[32];
   fprintf(stderr,
           "standin: replay: %llu calls, %llu replayed, %llu kept in software, %llu fallback; "
           "predicted %s (recorded %s); %llu overruns (%s); wall %s\n",
-          LD(s->intercepted), LD(s->replayed), LD(s->software), LD(s->fallback),
-          cli_fmt_ns(a, sizeof a, (double)LD(s->predicted_ns)),
-          cli_fmt_ns(b, sizeof b, (double)LD(s->recorded_ns)), LD(s->overruns),
-          cli_fmt_ns(c, sizeof c, (double)LD(s->overrun_ns)), cli_fmt_ns(d, sizeof d, (double)wall));
-  if (LD(s->fallback)) {
+          C(s, RDB_C_INTERCEPTED), C(s, RDB_C_REPLAYED), C(s, RDB_C_SOFTWARE), C(s, RDB_C_FALLBACK),
+          cli_fmt_ns(a, sizeof a, (double)C(s, RDB_C_PREDICTED_NS)),
+          cli_fmt_ns(b, sizeof b, (double)C(s, RDB_C_RECORDED_NS)), C(s, RDB_C_OVERRUNS),
+          cli_fmt_ns(c, sizeof c, (double)C(s, RDB_C_OVERRUN_NS)), cli_fmt_ns(d, sizeof d, (double)wall));
+  if (C(s, RDB_C_FALLBACK)) {
     fprintf(stderr, "standin: replay: fallback reasons:");
     for (int i = 0; i < RDB_FB_NREASONS; i++)
-      if (LD(s->fb[i]))
-        fprintf(stderr, " %s %llu", fb_names[i], LD(s->fb[i]));
+      if (C(s, RDB_C_FB0 + i))
+        fprintf(stderr, " %s %llu", fb_names[i], C(s, RDB_C_FB0 + i));
     fprintf(stderr, "\n");
   }
 }
@@ -142,7 +143,7 @@ static void write_accels(FILE *f, const rdb_built *b, const plan *p, uint64_t wa
   const rdb_accel *a = (const rdb_accel *)(b->base + h->accel_off);
   fprintf(f, "  \"accelerators\": [");
   for (uint32_t i = 0; i < h->naccel; i++) {
-    double busy = (double)LD(a[i].st.service_ns);
+    double busy = (double)LD(a[i].st.c[RDB_A_SERVICE_NS]);
     double cap = (double)wall * (a[i].engines ? a[i].engines : 1);
     fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
     json_str(f, a[i].name);
@@ -151,8 +152,8 @@ static void write_accels(FILE *f, const rdb_built *b, const plan *p, uint64_t wa
     fprintf(f,
             ", \"link\": \"%s\", \"engines\": %u, \"requests\": %llu, \"service_ns\": %llu, "
             "\"link_ns\": %llu, \"queue_ns\": %llu, \"utilisation\": %.4f, \"unsupported\": {",
-            if_link_name(&p->accel[i].link), a[i].engines, LD(a[i].st.requests),
-            LD(a[i].st.service_ns), LD(a[i].st.link_ns), LD(a[i].st.queue_ns),
+            if_link_name(&p->accel[i].link), a[i].engines, LD(a[i].st.c[RDB_A_REQUESTS]),
+            LD(a[i].st.c[RDB_A_SERVICE_NS]), LD(a[i].st.c[RDB_A_LINK_NS]), LD(a[i].st.c[RDB_A_QUEUE_NS]),
             cap > 0 ? busy / cap : 0.0);
     int first = 1;
     for (size_t k = 0; k < b->nwhy; k++)
@@ -171,11 +172,11 @@ static void write_accels(FILE *f, const rdb_built *b, const plan *p, uint64_t wa
 static uint64_t spin_pct(const rdb_stats *s, double q) {
   uint64_t total = 0, seen = 0;
   for (int i = 0; i < RDB_SPIN_BINS; i++)
-    total += LD(s->spin_err[i]);
+    total += C(s, RDB_C_SPIN_ERR0 + i);
   if (!total)
     return 0;
   for (int i = 0; i < RDB_SPIN_BINS; i++) {
-    seen += LD(s->spin_err[i]);
+    seen += C(s, RDB_C_SPIN_ERR0 + i);
     if ((double)seen >= q * (double)total)
       return (uint64_t)(i + 1) * RDB_SPIN_BIN_NS;
   }
@@ -192,20 +193,20 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
     return -1;
   }
   fprintf(f, "{\n  \"exit_status\": %d,\n  \"wall_ns\": %llu,\n", rc, (unsigned long long)wall);
-  fprintf(f, "  \"calls_intercepted\": %llu,\n  \"calls_replayed\": %llu,\n", LD(s->intercepted),
-          LD(s->replayed));
-  fprintf(f, "  \"calls_software\": %llu,\n  \"software_reasons\": {", LD(s->software));
+  fprintf(f, "  \"calls_intercepted\": %llu,\n  \"calls_replayed\": %llu,\n", C(s, RDB_C_INTERCEPTED),
+          C(s, RDB_C_REPLAYED));
+  fprintf(f, "  \"calls_software\": %llu,\n  \"software_reasons\": {", C(s, RDB_C_SOFTWARE));
   for (int i = 0; i < RDB_SW_NREASONS; i++)
-    fprintf(f, "%s\"%s\": %llu", i ? ", " : "", sw_names[i], LD(s->sw[i]));
-  fprintf(f, "},\n  \"calls_fallback\": %llu,\n  \"fallback_reasons\": {", LD(s->fallback));
+    fprintf(f, "%s\"%s\": %llu", i ? ", " : "", sw_names[i], C(s, RDB_C_SW0 + i));
+  fprintf(f, "},\n  \"calls_fallback\": %llu,\n  \"fallback_reasons\": {", C(s, RDB_C_FALLBACK));
   for (int i = 0; i < RDB_FB_NREASONS; i++)
-    fprintf(f, "%s\"%s\": %llu", i ? ", " : "", fb_names[i], LD(s->fb[i]));
+    fprintf(f, "%s\"%s\": %llu", i ? ", " : "", fb_names[i], C(s, RDB_C_FB0 + i));
   fprintf(f, "},\n  \"reused_samples\": %llu,\n  \"overruns\": %llu,\n  \"overrun_ns\": %llu,\n",
-          LD(s->reused), LD(s->overruns), LD(s->overrun_ns));
+          C(s, RDB_C_REUSED), C(s, RDB_C_OVERRUNS), C(s, RDB_C_OVERRUN_NS));
   fprintf(f, "  \"predicted_ns\": %llu,\n  \"recorded_ns\": %llu,\n  \"spin_ns\": %llu,\n",
-          LD(s->predicted_ns), LD(s->recorded_ns), LD(s->spin_ns));
+          C(s, RDB_C_PREDICTED_NS), C(s, RDB_C_RECORDED_NS), C(s, RDB_C_SPIN_NS));
   fprintf(f, "  \"harness_ns\": %llu,\n  \"software_ns\": %llu,\n  \"processes\": %llu,\n",
-          LD(s->harness_ns), LD(s->software_ns), LD(s->processes));
+          C(s, RDB_C_HARNESS_NS), C(s, RDB_C_SOFTWARE_NS), C(s, RDB_C_PROCESSES));
   fprintf(f, "  \"spin_error_p50_ns\": %llu,\n  \"spin_error_p99_ns\": %llu,\n",
           (unsigned long long)spin_pct(s, 0.5), (unsigned long long)spin_pct(s, 0.99));
   write_accels(f, b, p, wall);

@@ -34,6 +34,11 @@ void *shim_real(const char *name);
 /* Like shim_real, but returns NULL when absent. */
 void *shim_real_opt(const char *name);
 
+/* Defined by each runtime; called by the exec* and _exit wrappers of
+ * procwrap.c just before the process image ends. */
+void shim_on_exec(void);
+void shim_on_exit(void);
+
 /* Write a message to stderr with write(2): "standin: " + text + "\n".
  * Safe in hooks, signal handlers and after fork. */
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -46,9 +46,10 @@ enum {
   RDB_SW_NREASONS = 2
 };
 
+enum { RDB_A_REQUESTS, RDB_A_SERVICE_NS, RDB_A_LINK_NS, RDB_A_QUEUE_NS, RDB_A_N };
+
 typedef struct {
-  _Atomic uint64_t requests, service_ns, link_ns, queue_ns, busy_ns;
-  _Atomic uint64_t first_start_ns, last_end_ns;
+  _Atomic uint64_t c[RDB_A_N];
 } rdb_accel_stats;
 
 typedef struct {
@@ -65,21 +66,30 @@ typedef struct {
   rdb_accel_stats st;
 } rdb_accel;
 
+/* Run-wide counters (rdb_stats.c[]). Threads count locally and add their
+ * counts here in batches, at thread and process exit, exec and _exit. */
+enum {
+  RDB_C_INTERCEPTED = 0, /* outermost calls seen */
+  RDB_C_REPLAYED,        /* answered from the recording */
+  RDB_C_SOFTWARE,        /* kept in software on purpose (sum of SW_*) */
+  RDB_C_FALLBACK,        /* misses that ran the real call (sum of FB_*) */
+  RDB_C_FB0,             /* + RDB_FB_* */
+  RDB_C_SW0 = RDB_C_FB0 + RDB_FB_NREASONS, /* + RDB_SW_* */
+  RDB_C_REUSED = RDB_C_SW0 + RDB_SW_NREASONS, /* occurrences past the recorded count */
+  RDB_C_OVERRUNS,
+  RDB_C_OVERRUN_NS,
+  RDB_C_PREDICTED_NS,
+  RDB_C_RECORDED_NS,
+  RDB_C_SPIN_NS,
+  RDB_C_HARNESS_NS,
+  RDB_C_SOFTWARE_NS, /* time of real calls (kept in software or misses) */
+  RDB_C_PROCESSES,
+  RDB_C_SPIN_ERR0, /* + bin: how late the spin loop saw the deadline */
+  RDB_NCOUNTERS = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS
+};
+
 typedef struct {
-  _Atomic uint64_t intercepted; /* outermost calls seen */
-  _Atomic uint64_t replayed;    /* answered from the recording */
-  _Atomic uint64_t software;    /* kept in software on purpose (sum of sw[]) */
-  _Atomic uint64_t fallback;    /* misses that ran the real call (sum of fb[]) */
-  _Atomic uint64_t fb[RDB_FB_NREASONS];
-  _Atomic uint64_t sw[RDB_SW_NREASONS];
-  _Atomic uint64_t reused;      /* occurrences past the recorded count */
-  _Atomic uint64_t overruns, overrun_ns;
-  _Atomic uint64_t predicted_ns, recorded_ns, spin_ns, harness_ns;
-  _Atomic uint64_t software_ns; /* time of real calls (kept in software or misses) */
-  _Atomic uint64_t processes;
-  /* how late the spin loop noticed the deadline: RDB_SPIN_BIN_NS bins, the
-   * last one collects everything later */
-  _Atomic uint64_t spin_err[RDB_SPIN_BINS];
+  _Atomic uint64_t c[RDB_NCOUNTERS];
 } rdb_stats;
 
 /* One recorded occurrence of a request. */

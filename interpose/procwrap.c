@@ -1,0 +1,103 @@
+/* procwrap.c — exec* and _exit wrappers shared by the preload runtimes.
+ *
+ * Both end the process image without running exit handlers or
+ * destructors, so each runtime gets a last chance to flush: the runtime
+ * defines shim_on_exec() and shim_on_exit() (see shim.h). A vfork child
+ * runs these in its parent's memory: the callbacks must check that they run
+ * in the process they belong to. */
+#include <alloca.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  SHIM_REAL(real, execve);
+  shim_on_exec();
+  return real(path, argv, envp);
+}
+
+SHIM_EXPORT int execv(const char *path, char *const argv[]) {
+  SHIM_REAL(real, execv);
+  shim_on_exec();
+  return real(path, argv);
+}
+
+SHIM_EXPORT int execvp(const char *file, char *const argv[]) {
+  SHIM_REAL(real, execvp);
+  shim_on_exec();
+  return real(file, argv);
+}
+
+SHIM_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  SHIM_REAL(real, execvpe);
+  shim_on_exec();
+  return real(file, argv, envp);
+}
+
+SHIM_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+  SHIM_REAL(real, fexecve);
+  shim_on_exec();
+  return real(fd, argv, envp);
+}
+
+/* _exit skips exit handlers, and forked children often leave with it: flush
+ * first. (exit() reaches _exit inside libc without passing through here.) */
+SHIM_EXPORT void _exit(int status) {
+  SHIM_REAL(real, _exit);
+  shim_on_exit();
+  real(status);
+  __builtin_unreachable();
+}
+
+SHIM_EXPORT void _Exit(int status) {
+  SHIM_REAL(real, _Exit);
+  shim_on_exit();
+  real(status);
+  __builtin_unreachable();
+}
+
+/* The execl family takes a NULL-terminated list; collect it into argv. */
+#define COLLECT_ARGS(first, ap, argv, envp_out)                                                    \
+  do {                                                                                             \
+    size_t n_ = 1;                                                                                 \
+    va_list c_;                                                                                    \
+    va_copy(c_, ap);                                                                               \
+    while (va_arg(c_, char *))                                                                     \
+      n_++;                                                                                        \
+    va_end(c_);                                                                                    \
+    argv = alloca((n_ + 1) * sizeof(char *));                                                      \
+    argv[0] = (char *)(first);                                                                     \
+    for (size_t i_ = 1; i_ <= n_; i_++)                                                            \
+      argv[i_] = va_arg(ap, char *);                                                               \
+    char ***want_env_ = (envp_out);                                                                \
+    if (want_env_)                                                                                 \
+      *want_env_ = va_arg(ap, char **);                                                            \
+  } while (0)
+
+SHIM_EXPORT int execl(const char *path, const char *arg, ...) {
+  char **argv;
+  va_list ap;
+  va_start(ap, arg);
+  COLLECT_ARGS(arg, ap, argv, (char ***)NULL);
+  va_end(ap);
+  return execv(path, argv);
+}
+
+SHIM_EXPORT int execlp(const char *file, const char *arg, ...) {
+  char **argv;
+  va_list ap;
+  va_start(ap, arg);
+  COLLECT_ARGS(arg, ap, argv, (char ***)NULL);
+  va_end(ap);
+  return execvp(file, argv);
+}
+
+SHIM_EXPORT int execle(const char *path, const char *arg, ...) {
+  char **argv, **envp = NULL;
+  va_list ap;
+  va_start(ap, arg);
+  COLLECT_ARGS(arg, ap, argv, &envp);
+  va_end(ap);
+  return execve(path, argv, envp);
+}
