@@ -10,7 +10,7 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) -fPIC -fvisibility=hidden -pthread \
 	-D_GNU_SOURCE -DSTANDIN_VERSION=\"$(VERSION)\" -I. -Itraces -Iinterpose -Iinterfaces -Ireplay \
 	-I$(B)/gen $(CFLAGS)
-LDLIBS_BASE := -lz -ldl -pthread -lm
+LDLIBS_BASE := -ldeflate -lz -ldl -pthread -lm
 
 # ---- libraries (plain, no preload knowledge) -----------------------------
 TRACE_SRC := $(wildcard traces/*.c)

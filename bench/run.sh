@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# make bench: every figure is measured side by side with its baseline in this
-# run (native vs record vs replay of the same loop), median of REPS runs.
-# Writes the table to stdout and bench/results.md. BENCH_QUICK=1: fewer runs.
+# make bench: one table in which every figure is a ratio or a per-call cost
+# measured in this run, side by side with its baseline (the same program and
+# loop run natively, or under the tool users would otherwise pick), as the
+# median and spread of REPS runs. Writes bench/results.md.
+#   BENCH_QUICK=1   fewer and shorter runs (under 2 minutes)
 set -euo pipefail
 B=${B:-build}
 S="$B/standin"
@@ -10,87 +12,125 @@ PBT="$B/progs/pbtest"
 OUT=bench/results.md
 T=$(mktemp -d /tmp/standin-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-if [ "${BENCH_QUICK:-0}" = 1 ]; then REPS=3; N=20000; NBIG=2000; E2E=2000; else REPS=7; N=100000; NBIG=10000; E2E=20000; fi
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+  REPS=3 N=20000 NBIG=2000 NLT=300 E2E=2000
+else
+  REPS=7 N=100000 NBIG=10000 NLT=2000 E2E=20000
+fi
+have() { command -v "$1" >/dev/null 2>&1; }
 
+# ---- helpers ---------------------------------------------------------------
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-spread() { sort -g | awk '{a[NR]=$1} END {printf "%s..%s", a[1], a[NR]}'; }
-per_call() { awk '/ns_per_call/{print $2}'; }
+spread() { sort -g | awk '{a[NR]=$1} END {printf "%s-%s", a[1], a[NR]}'; }
 json() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+per_call() { awk '/ns_per_call/{print $2}'; }
+
+# runs REPS times: "CMD..." printing ns_per_call; echoes "median spread"
+ns_stats() {
+  local v=()
+  for _ in $(seq "$REPS"); do v+=("$("$@" 2>/dev/null | per_call)"); done
+  echo "$(printf '%s\n' "${v[@]}" | median) $(printf '%s\n' "${v[@]}" | spread)"
+}
 
 rows=()
-row() { rows+=("$(printf '| %s | %s | %s | %s |' "$1" "$2" "$3" "$4")"); }
+row() { rows+=("| $1 | $2 | $3 | $4 |"); }
+sub() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f", a-b}'; }
 
-# ---- record: added ns per call on the calling thread ---------------------
-# The ring is made large enough that the writer thread never makes the
-# caller wait, so the figure is the calling thread's own cost; the second
-# row per size keeps the default ring (the caller waits when the writer
-# falls behind in a tight loop).
+rec_loop() { # record the loop with a fresh directory each time
+  rm -rf "$T/r"
+  "$S" record -o "$T/r" -- "$@"
+}
+uft_loop() {
+  rm -rf "$T/u"
+  uftrace record -d "$T/u" --force "$@"
+}
+lt_loop() { ltrace -o /dev/null "$@"; }
+
+# ---- record: added ns per call, standin vs uftrace vs ltrace ---------------
+# The loop calls the library once per turn (twice for unpack, which also
+# frees: uftrace and ltrace trace both calls; standin intercepts unpack and
+# lets free_unpacked through).
 for mode in pack unpack; do
   for size in 64 1024 65536; do
-    n=$N; [ "$size" -gt 10000 ] && n=$NBIG
-    nat=() rec=() recd=()
-    for _ in $(seq $REPS); do
-      nat+=("$("$PBB" $mode $size $n | per_call)")
-      rm -rf "$T/r"
-      rec+=("$(STANDIN_RING_KB=$((512 * 1024)) "$S" record -o "$T/r" -- "$PBB" $mode $size $n 2>/dev/null | per_call)")
-      rm -rf "$T/r"
-      recd+=("$("$S" record -o "$T/r" -- "$PBB" $mode $size $n 2>/dev/null | per_call)")
-    done
-    mn=$(printf '%s\n' "${nat[@]}" | median)
-    mr=$(printf '%s\n' "${rec[@]}" | median)
-    md=$(printf '%s\n' "${recd[@]}" | median)
-    added=$(awk -v a="$mr" -v b="$mn" 'BEGIN{printf "%.0f", a-b}')
-    addedd=$(awk -v a="$md" -v b="$mn" 'BEGIN{printf "%.0f", a-b}')
-    row "record $mode ${size} B: added ns/call (calling thread)" "$added" "native ${mn} ns/call" "\`standin record -- pbbench $mode $size $n\` (ring 512 MiB) vs native"
-    row "record $mode ${size} B: added ns/call (default ring, tight loop)" "$addedd" "native ${mn} ns/call" "same, default ring"
+    n=$N
+    [ "$size" -gt 10000 ] && n=$NBIG
+    read -r nat nat_sp <<<"$(ns_stats "$PBB" $mode $size $n)"
+    read -r rec rec_sp <<<"$(ns_stats rec_loop "$PBB" $mode $size $n)"
+    cmp="-"
+    if have uftrace; then
+      read -r uft _ <<<"$(ns_stats uft_loop "$PBB" $mode $size $n)"
+      cmp="uftrace +$(sub "$uft" "$nat")"
+    fi
+    if have ltrace; then
+      lt=$(lt_loop "$PBB" $mode $size $NLT 2>/dev/null | per_call)
+      cmp="$cmp, ltrace +$(sub "$lt" "$nat")"
+    fi
+    row "record $mode $size B: ns added per call" "+$(sub "$rec" "$nat") (record $rec_sp)" \
+      "native $nat ($nat_sp); $cmp" "\`standin record -- pbbench $mode $size $n\`"
     bytes=$(stat -c %s "$T"/r/*.trace | awk '{s+=$1} END {print s}')
-    calls=$((n + 100))
-    row "trace bytes per call, $mode ${size} B" "$(awk -v b="$bytes" -v c="$calls" 'BEGIN{printf "%.1f", b/c}')" "" "trace size / calls"
+    row "trace bytes per call, $mode $size B (same message each call)" \
+      "$(awk -v b="$bytes" -v c="$((n + 100))" 'BEGIN{printf "%.1f", b/c}')" "" "trace size / calls"
   done
 done
 
-# ---- trace compression on a realistic mix --------------------------------
-rm -rf "$T/mix"
-"$S" record -o "$T/mix" -- "$PBT" basic $E2E >/dev/null 2>&1
+# ---- trace size on distinct messages, standin vs uftrace -------------------
+rm -rf "$T/mix" "$T/umix"
+"$S" record -o "$T/mix" -- "$PBT" basic "$E2E" >/dev/null 2>&1
+mixcalls=$("$S" dump "$T/mix" | wc -l)
+mixbytes=$(stat -c %s "$T"/mix/*.trace | awk '{s+=$1} END {print s}')
 ratio=$("$S" info "$T/mix" | grep -o '([0-9.]*x)' | head -1 | tr -d '()')
-row "trace compression ratio, pbtest basic $E2E (random payloads)" "${ratio}" "" "\`standin info\` (uncompressed/file)"
+ucmp=""
+if have uftrace; then
+  uftrace record -d "$T/umix" --force "$PBT" basic "$E2E" >/dev/null 2>&1 || true
+  ubytes=$(du -sb "$T/umix" | cut -f1)
+  ucalls=$(uftrace report -d "$T/umix" 2>/dev/null | awk '$NF ~ /protobuf_c_message/ {s+=$(NF-1)} END {print s+0}')
+  ucmp="uftrace $(awk -v b="$ubytes" -v c="$ucalls" 'BEGIN{printf "%.1f", c ? b/c : 0}') B/call without payloads"
+fi
+row "trace bytes per call with payloads, pbtest basic $E2E" \
+  "$(awk -v b="$mixbytes" -v c="$mixcalls" 'BEGIN{printf "%.1f", b/c}') (compression $ratio)" "$ucmp" \
+  "\`standin record -- pbtest basic $E2E\`; \`standin info\`"
 
-# ---- replay: harness cost and spin accuracy ------------------------------
+# ---- replay: harness cost and spin accuracy --------------------------------
 rm -rf "$T/r1"
-"$S" record -o "$T/r1" -- "$PBB" pack 1024 $N >/dev/null 2>&1
-nat=() rep=()
-for _ in $(seq $REPS); do
-  nat+=("$("$PBB" pack 1024 $N | per_call)")
-  rep+=("$("$S" replay -t "$T/r1" --iface constant:ns=0 -- "$PBB" pack 1024 $N 2>/dev/null | per_call)")
-done
-mn=$(printf '%s\n' "${nat[@]}" | median)
-mr=$(printf '%s\n' "${rep[@]}" | median)
-row "replay harness, constant:ns=0, pack 1 KB: ns/call" "$mr" "native ${mn} ns/call" "\`standin replay --iface constant:ns=0 -- pbbench pack 1024\`"
-"$S" replay -t "$T/r1" --iface constant:ns=2000 --summary "$T/spin.json" -- "$PBB" pack 1024 $N >/dev/null 2>&1
-row "spin error median / p99 (ns), constant:ns=2000" "$(json "$T/spin.json" spin_error_p50_ns) / $(json "$T/spin.json" spin_error_p99_ns)" "" "--summary spin_error_p50_ns, _p99_ns"
+"$S" record -o "$T/r1" -- "$PBB" pack 1024 "$N" >/dev/null 2>&1
+read -r nat nat_sp <<<"$(ns_stats "$PBB" pack 1024 "$N")"
+read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/r1" --iface constant:ns=0 -- "$PBB" pack 1024 "$N")"
+row "replay harness, constant:ns=0, pack 1 KB: ns per call" "$rep ($rep_sp)" "native $nat ($nat_sp)" \
+  "\`standin replay --iface constant:ns=0 -- pbbench pack 1024\`"
+"$S" replay -t "$T/r1" --iface constant:ns=2000 --summary "$T/spin.json" -- "$PBB" pack 1024 "$N" >/dev/null 2>&1
+row "spin error median / p99 (ns)" "$(json "$T/spin.json" spin_error_p50_ns) / $(json "$T/spin.json" spin_error_p99_ns)" \
+  "" "\`--iface constant:ns=2000 --summary\`: spin_error_p50_ns, _p99_ns"
 
-# ---- replay with software vs native, end to end --------------------------
-# Both times cover fork, exec and wait of the program only: the native one
-# measured by bash, the replayed one by standin around the same steps
-# (--summary wall_ns), so standin's own start-up (reading the trace) is out.
+# ---- replay with software vs native, end to end ----------------------------
+# Both times cover fork, exec and wait of the program only: native measured
+# by bash, replay by standin around the same steps (--summary wall_ns).
 rm -rf "$T/e2e"
-"$S" record -o "$T/e2e" -- "$PBT" basic $E2E >/dev/null 2>&1
+"$S" record -o "$T/e2e" -- "$PBT" basic "$E2E" >/dev/null 2>&1
 nat=() rep=()
-for _ in $(seq $REPS); do
-  t0=$EPOCHREALTIME; "$PBT" basic $E2E >/dev/null; t1=$EPOCHREALTIME
+for _ in $(seq "$REPS"); do
+  t0=$EPOCHREALTIME
+  "$PBT" basic "$E2E" >/dev/null
+  t1=$EPOCHREALTIME
   nat+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", (b-a)*1e6}')")
-  "$S" replay -t "$T/e2e" --summary "$T/e.json" -- "$PBT" basic $E2E >/dev/null 2>&1
+  "$S" replay -t "$T/e2e" --summary "$T/e.json" -- "$PBT" basic "$E2E" >/dev/null 2>&1
   rep+=("$(($(json "$T/e.json" wall_ns) / 1000))")
 done
 mn=$(printf '%s\n' "${nat[@]}" | median)
 mr=$(printf '%s\n' "${rep[@]}" | median)
-row "replay software / native wall, pbtest basic $E2E" "$(awk -v a="$mr" -v b="$mn" 'BEGIN{printf "%.3f", a/b}')" "native ${mn} us (spread $(printf '%s\n' "${nat[@]}" | spread)), replay ${mr} us (spread $(printf '%s\n' "${rep[@]}" | spread))" "\`standin replay --summary\` wall_ns vs bash"
-row "replay software: overruns / calls" "$(json "$T/e.json" overruns) / $(json "$T/e.json" calls_replayed)" "" "last run's --summary"
+row "replay software / native wall, pbtest basic $E2E" \
+  "$(awk -v a="$mr" -v b="$mn" 'BEGIN{printf "%.3f", a/b}')" \
+  "native $mn us ($(printf '%s\n' "${nat[@]}" | spread)), replay $mr us ($(printf '%s\n' "${rep[@]}" | spread)); overruns $(json "$T/e.json" overruns) of $(json "$T/e.json" calls_replayed) calls" \
+  "\`standin replay --summary\` wall_ns vs bash"
+
+# ---- more rows from other parts (analysis, workloads, validation) ----------
+for extra in bench/rows.d/*.sh; do
+  [ -f "$extra" ] && source "$extra"
+done
 
 {
-  echo "## make bench ($(date -u +%Y-%m-%d), $(nproc) cores, median of $REPS runs)"
+  echo "## make bench ($(date -u +%Y-%m-%d), $(nproc) cores, median (min-max) of $REPS runs$([ "${BENCH_QUICK:-0}" = 1 ] && echo ', quick'))"
   echo
-  echo "| what | value | baseline (same run) | how |"
+  echo "| what | standin | baseline, same run | how |"
   echo "|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
 } | tee "$T/table.md"

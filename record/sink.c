@@ -201,16 +201,16 @@ static const ProtobufCMessageDescriptor calib_desc = {
  * does not reproduce costs the program never pays without standin. */
 void wr_calibrate(void) {
   uint64_t t = 0;
-  S.timer_ns = MIN_PER_ITER(2000, t += shim_now_ns());
+  S.timer_ns = MIN_PER_ITER(500, t += shim_now_ns());
   __typeof__(&protobuf_c_message_get_packed_size) real =
       (__typeof__(real))shim_real_opt("protobuf_c_message_get_packed_size");
   S.pass_ns = 0;
   if (real && (rt_cfg.apis & (1u << ST_FAMILY_PROTOBUF))) {
     ProtobufCMessage m = {.descriptor = &calib_desc};
     volatile size_t sink = 0;
-    uint64_t direct = MIN_PER_ITER(2000, sink += real(&m));
+    uint64_t direct = MIN_PER_ITER(500, sink += real(&m));
     shim_depth++; /* our own exported hook, as libprotobuf-c reaches it */
-    uint64_t hooked = MIN_PER_ITER(2000, sink += protobuf_c_message_get_packed_size(&m));
+    uint64_t hooked = MIN_PER_ITER(500, sink += protobuf_c_message_get_packed_size(&m));
     shim_depth--;
     S.pass_ns = hooked > direct ? hooked - direct : 0;
     (void)sink;

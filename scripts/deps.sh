@@ -7,11 +7,13 @@ PKGS=(
   build-essential pkg-config
   libunwind-dev            # call sites (record)
   libprotobuf-c-dev protobuf-c-compiler  # the protobuf API we interpose
-  zlib1g-dev               # trace chunk compression
+  zlib1g-dev               # trace chunk checksums (crc32) and the zlib format
+  libdeflate-dev           # fast zlib-format compression of trace chunks
   libxxhash-dev            # request fingerprints and payload de-duplication (XXH3-128)
   check                    # unit tests
   libjpeg62-turbo-dev libturbojpeg0-dev libjpeg-turbo-progs  # JPEG API + cjpeg/djpeg
   valgrind                 # leak checks in tests
+  uftrace ltrace time      # make bench compares against them; /usr/bin/time for peak memory
 )
 
 missing=()

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "format.h"
@@ -54,8 +55,7 @@ struct st_reader {
 
   uint8_t *comp; /* compressed bytes of the chunk being loaded */
   size_t comp_cap;
-  z_stream z;
-  int z_ready;
+  struct libdeflate_decompressor *z; /* zlib streams, 2-3x faster than zlib */
   uint8_t *scratch; /* NUL-terminated strings of the current record */
   size_t scratch_cap, scratch_len;
 
@@ -237,19 +237,11 @@ static int read_payload(const st_reader *r, uint64_t off, const stf_chunk_hdr *h
 /* Inflate r->comp into dst: exactly raw_len bytes, the whole input, one
  * complete zlib stream; anything else is a damaged chunk. */
 static int inflate_chunk(st_reader *r, const stf_chunk_hdr *h, uint8_t *dst) {
-  if (inflateReset(&r->z) != Z_OK)
-    return ST_E_ZLIB;
-  r->z.next_in = r->comp;
-  r->z.avail_in = h->comp_len;
-  r->z.next_out = dst;
-  r->z.avail_out = h->raw_len;
-  int rc = inflate(&r->z, Z_FINISH);
-  if (rc == Z_STREAM_END && r->z.avail_out == 0 && r->z.avail_in == 0)
+  size_t used = 0, made = 0;
+  enum libdeflate_result rc =
+      libdeflate_zlib_decompress_ex(r->z, r->comp, h->comp_len, dst, h->raw_len, &used, &made);
+  if (rc == LIBDEFLATE_SUCCESS && used == h->comp_len && made == h->raw_len)
     return ST_OK;
-  if (rc == Z_MEM_ERROR)
-    return ST_E_NOMEM;
-  if (rc == Z_STREAM_ERROR)
-    return ST_E_ZLIB;
   return ST_E_CORRUPT;
 }
 
@@ -720,8 +712,7 @@ static void reader_free(st_reader *r) {
   int saved = errno;
   if (r->fd >= 0)
     close(r->fd);
-  if (r->z_ready)
-    inflateEnd(&r->z);
+  libdeflate_free_decompressor(r->z);
   free(r->hdr_mem);
   free(r->stream.buf);
   free(r->blob.buf);
@@ -757,8 +748,8 @@ int st_reader_open(st_reader **rp, const char *path) {
     return ST_E_NOMEM;
   r->fd = -1;
   r->stream.chunk = r->blob.chunk = NO_CHUNK;
-  r->z_ready = inflateInit(&r->z) == Z_OK;
-  int e = r->z_ready ? open_file(r, path) : ST_E_NOMEM;
+  r->z = libdeflate_alloc_decompressor();
+  int e = r->z ? open_file(r, path) : ST_E_NOMEM;
   if (!e)
     e = read_header(r);
   if (!e)

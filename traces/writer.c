@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "format.h"
@@ -61,8 +62,9 @@ struct st_writer {
   uint64_t calls, min_ns, max_ns;
   uint64_t prev_seq, prev_start; /* delta bases of call records, per chunk */
 
-  z_stream z;
-  int z_ready;
+  /* libdeflate writes the same zlib streams as zlib, 2-3x faster at level 1;
+   * the writer thread is compression-bound, so this is its throughput */
+  struct libdeflate_compressor *z;
   uint8_t *out; /* compressed chunk */
   size_t out_cap;
 
@@ -129,8 +131,7 @@ static void trim_buffers(st_writer *w) {
  * here. */
 static void writer_free(st_writer *w) {
   int saved = errno;
-  if (w->z_ready)
-    deflateEnd(&w->z);
+  libdeflate_free_compressor(w->z);
   free(w->buf);
   free(w->out);
   free(w->chunks);
@@ -181,17 +182,8 @@ static int try_compress(st_writer *w, size_t *clen) {
   int e = grow_bytes(&w->out, &w->out_cap, w->len - 1);
   if (e)
     return e;
-  if (deflateReset(&w->z) != Z_OK)
-    return ST_E_ZLIB;
-  w->z.next_in = w->buf;
-  w->z.avail_in = (uInt)w->len;
-  w->z.next_out = w->out;
-  w->z.avail_out = (uInt)(w->len - 1);
-  int rc = deflate(&w->z, Z_FINISH);
-  if (rc == Z_STREAM_END)
-    *clen = w->len - 1 - w->z.avail_out;
-  else if (rc != Z_OK && rc != Z_BUF_ERROR) /* those two just mean "out of room" */
-    return ST_E_ZLIB;
+  /* 0 means "does not fit in len - 1 bytes": the chunk is stored */
+  *clen = libdeflate_zlib_compress(w->z, w->buf, w->len, w->out, w->len - 1);
   return ST_OK;
 }
 
@@ -669,8 +661,8 @@ static int writer_new(st_writer **out) {
   w->chunk_size = STF_DEFAULT_CHUNK;
   w->cap = w->chunk_size + CALL_MAX;
   w->buf = malloc(w->cap);
-  w->z_ready = deflateInit(&w->z, STF_ZLIB_LEVEL) == Z_OK;
-  if (!w->buf || !w->z_ready) {
+  w->z = libdeflate_alloc_compressor(STF_ZLIB_LEVEL);
+  if (!w->buf || !w->z) {
     writer_free(w);
     return ST_E_NOMEM;
   }
