@@ -26,7 +26,7 @@ static const char usage_text[] =
     "\n"
     "  -o, --output DIR     recording directory (created, mode 0700)\n"
     "      --api LIST       APIs to record: protobuf, jpeg (default both)\n"
-    "      --stack-depth N  call-site frames to keep, 0-16 (default 4)\n"
+    "      --stack-depth N  call-site frames to keep, 0-16 (default 3)\n"
     "      --no-follow      do not record programs that PROGRAM starts with exec\n"
     "  -f, --force          replace the traces already in DIR\n";
 
@@ -57,7 +57,7 @@ static int parse(int argc, char **argv, rec_opts *o, int *first) {
                                      {"force", no_argument, 0, 'f'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
-  *o = (rec_opts){.dir = "standin.data", .apis = "protobuf,jpeg", .depth = 4};
+  *o = (rec_opts){.dir = "standin.data", .apis = "protobuf,jpeg", .depth = 3};
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "+o:fh", lo, NULL)) != -1) {

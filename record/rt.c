@@ -97,7 +97,7 @@ static void load_config(void) {
   strcpy(rt_cfg.dir, dir);
   rt_cfg.apis = parse_apis(getenv("STANDIN_APIS"));
   const char *d = getenv("STANDIN_STACK_DEPTH");
-  rt_cfg.stack_depth = d ? atoi(d) : 4;
+  rt_cfg.stack_depth = d ? atoi(d) : 3;
   if (rt_cfg.stack_depth < 0)
     rt_cfg.stack_depth = 0;
   if (rt_cfg.stack_depth > ST_MAX_FRAMES)
@@ -485,6 +485,9 @@ __attribute__((constructor)) static void rt_init(void) {
   rt_cfg.start_real_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
   pthread_key_create(&thread_key, thread_exit);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  /* a per-thread cache of unwind info: no lock shared between threads on
+   * the hot path, and no DWARF parsing once a call site has been seen */
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
 __attribute__((destructor)) static void rt_fini(void) {
