@@ -27,14 +27,69 @@ void shim_say(const char *fmt, ...) {
   (void)w;
 }
 
+/* Keep the object that defines p loaded for good: a hook caches the real
+ * function, and a library that the program dlopen'ed and later dlclose'd
+ * would otherwise leave the cache pointing at unmapped memory. */
+static void pin_object(const void *p) {
+  Dl_info info, libc;
+  if (!dladdr(p, &info) || !info.dli_fname || !info.dli_fname[0])
+    return;
+  /* libc is never unloaded; and the exec and _exit wrappers, which may run
+   * in a vfork child or a signal handler, then never reach dlopen */
+  if (dladdr((void *)getpid, &libc) && libc.dli_fbase == info.dli_fbase)
+    return;
+  dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY); /* one reference, never dropped */
+}
+
+/* `name` in a loaded object outside the global scope: a library the
+ * program dlopen'ed with RTLD_LOCAL (often as the dependency of a plugin)
+ * still reaches our exported hooks, since the global scope, where
+ * LD_PRELOAD puts us, is searched first; RTLD_NEXT cannot see it. The
+ * objects are listed from /proc/self/maps (<link.h> is shadowed by
+ * interfaces/link.h in this build); this runs once per hook. */
+static void *find_in_local_objects(const char *name) {
+  Dl_info self;
+  FILE *maps = fopen("/proc/self/maps", "re");
+  if (!maps || !dladdr((void *)find_in_local_objects, &self)) {
+    if (maps)
+      fclose(maps);
+    return NULL;
+  }
+  char line[4096 + 128], last[4096 + 128] = "";
+  void *found = NULL;
+  while (!found && fgets(line, sizeof line, maps)) {
+    char *path = strchr(line, '/');
+    if (!path || !strstr(path, ".so"))
+      continue;
+    path[strcspn(path, "\n")] = 0;
+    if (!strcmp(path, last))
+      continue; /* the next mapping of the same object */
+    snprintf(last, sizeof last, "%s", path);
+    void *h = dlopen(path, RTLD_NOLOAD | RTLD_LAZY);
+    void *p = h ? dlsym(h, name) : NULL;
+    Dl_info where;
+    if (p && dladdr(p, &where) && where.dli_fbase != self.dli_fbase)
+      found = p;
+    if (h)
+      dlclose(h);
+  }
+  fclose(maps);
+  return found;
+}
+
 void *shim_real_opt(const char *name) {
-  return dlsym(RTLD_NEXT, name);
+  void *p = dlsym(RTLD_NEXT, name);
+  if (!p)
+    p = find_in_local_objects(name);
+  if (p)
+    pin_object(p);
+  return p;
 }
 
 void *shim_real(const char *name) {
-  void *p = dlsym(RTLD_NEXT, name);
+  void *p = shim_real_opt(name);
   if (!p) {
-    shim_say("cannot find the real %s (%s); is the library loaded?", name, dlerror());
+    shim_say("cannot find the real %s in any loaded object; is its library loaded?", name);
     abort();
   }
   return p;

@@ -4,7 +4,10 @@
  * the trace uses instead of kernel tids that change from run to run.
  * exec* and _exit (wrapped in interpose/procwrap.c): the process image ends
  * without exit handlers, so the writer drains every ring and closes the
- * file first. If an exec fails, the next call opens a new file. */
+ * file first. If an exec fails, the next call opens a new file.
+ * dlclose: the writer reads message descriptors after the call, so it
+ * drains the rings before a library can take them away. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,4 +64,12 @@ void shim_on_exec(void) {
 void shim_on_exit(void) {
   if ((uint32_t)getpid() == rt_cfg.pid)
     rt_before_exit();
+}
+
+/* A library with generated message descriptors (a plugin) may be unloaded:
+ * the writer must be done with its descriptors first. */
+SHIM_EXPORT int dlclose(void *handle) {
+  SHIM_REAL(real, dlclose);
+  rt_before_unload();
+  return real(handle);
 }

@@ -61,6 +61,8 @@ void wr_flush(void);
 void wr_close(void);
 void wr_forget(void); /* forked child: drop the parent's writer, no I/O */
 void wr_calibrate(void); /* on the writer thread, before the first record */
+void wr_note(const char *key, const char *value);
+void wr_forget_types(void); /* descriptors may be unloaded: start a new table */
 
 /* Index for a thread not created through pthread_create. */
 uint32_t rt_next_thread_index(void);
@@ -70,5 +72,20 @@ void rt_before_exec(void);
 
 /* _exit and _Exit call this: flush and close, since no exit handler runs. */
 void rt_before_exit(void);
+
+/* dlclose calls this before the library goes away (see rt.c). */
+void rt_before_unload(void);
+
+/* The writer could not write the file (disk full, ...): it said so once;
+ * recording stops and the hooks pass every call straight through. */
+void rt_writer_failed(void);
+
+/* Fatal signals (signals.c). rt_signals_install puts a handler on every
+ * terminating signal whose disposition is still SIG_DFL. From that handler,
+ * rt_close_for_signal asks the writer to drain the rings, note `sig` and
+ * close the file, and waits for it at most wait_ns (polling every poll_ns);
+ * async-signal-safe, returns at once when this process records nothing. */
+void rt_signals_install(void);
+void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns);
 
 #endif

@@ -37,7 +37,14 @@ rt_config rt_cfg;
 static _Atomic int run_state = RUN_IDLE; /* RUN_IDLE: no writer yet */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t writer_thread;
+static int writer_running; /* writer_thread exists; under start_lock */
 static _Atomic int writer_stop;
+/* A fatal signal asked the writer to close the file now (signals.c). */
+static _Atomic int close_signal;
+static _Atomic int closed_for_signal;
+static SHIM_TLS int in_writer;
+/* dlclose asked the writer to drain the rings (rt_before_unload). */
+static _Atomic uint64_t unload_req, unload_done;
 static _Atomic(rt_thread *) threads; /* pushed by producers, pruned by the writer */
 static pthread_key_t thread_key;
 
@@ -85,27 +92,71 @@ static void drop_self_from_preload(void) {
     unsetenv("LD_PRELOAD");
 }
 
-static void load_config(void) {
-  const char *dir = getenv("STANDIN_DIR");
-  if (!dir || !*dir)
-    dir = "standin.data";
-  if (strlen(dir) >= sizeof rt_cfg.dir) {
-    shim_say("STANDIN_DIR is too long; recording is off for this process");
-    rt_cfg.apis = 0;
-    return;
+/* A number from the environment within [min, max]; anything else is
+ * reported and replaced by the default, so a typo cannot make every thread
+ * map a huge ring. */
+static uint64_t env_number(const char *name, uint64_t min, uint64_t max, uint64_t def) {
+  const char *s = getenv(name);
+  if (!s || !*s)
+    return def;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*s == '-' || *end || errno || v < min || v > max) {
+    shim_say("%s=%s is not a number from %llu to %llu; using %llu", name, s,
+             (unsigned long long)min, (unsigned long long)max, (unsigned long long)def);
+    return def;
   }
-  strcpy(rt_cfg.dir, dir);
-  rt_cfg.apis = parse_apis(getenv("STANDIN_APIS"));
-  const char *d = getenv("STANDIN_STACK_DEPTH");
-  rt_cfg.stack_depth = d ? atoi(d) : 3;
-  if (rt_cfg.stack_depth < 0)
-    rt_cfg.stack_depth = 0;
-  if (rt_cfg.stack_depth > ST_MAX_FRAMES)
-    rt_cfg.stack_depth = ST_MAX_FRAMES;
-  const char *kb = getenv("STANDIN_RING_KB");
-  uint64_t cap = (kb ? (uint64_t)atol(kb) : 1024) * 1024;
+  return v;
+}
+
+/* The trace directory: STANDIN_DIR as `standin record` sets it (an absolute
+ * path, so a program that changes directory still writes there), or
+ * ./standin.data of the starting directory when the shim is preloaded by
+ * hand. Whether it exists and is writable is found out when the first call
+ * creates the file, which says so. Returns -1 (said why) to turn recording
+ * off. */
+static int config_dir(void) {
+  const char *dir = getenv("STANDIN_DIR");
+  /* room for "/<pid>.<exec>.trace" after the directory */
+  size_t room = sizeof rt_cfg.dir - 32;
+  if (dir && *dir) {
+    if (dir[0] != '/') {
+      shim_say("STANDIN_DIR=%s is not an absolute path; recording is off for pid %d", dir,
+               (int)getpid());
+      return -1;
+    }
+    if (strlen(dir) >= room) {
+      shim_say("STANDIN_DIR is longer than %zu bytes; recording is off for pid %d", room,
+               (int)getpid());
+      return -1;
+    }
+    strcpy(rt_cfg.dir, dir);
+    return 0;
+  }
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd) || strlen(cwd) + sizeof "/standin.data" > room) {
+    shim_say("cannot tell the current directory for standin.data (set STANDIN_DIR); recording "
+             "is off for pid %d",
+             (int)getpid());
+    return -1;
+  }
+  snprintf(rt_cfg.dir, sizeof rt_cfg.dir, "%s/standin.data", strcmp(cwd, "/") ? cwd : "");
+  return 0;
+}
+
+static void load_config(void) {
+  const char *apis = getenv("STANDIN_APIS");
+  rt_cfg.apis = parse_apis(apis);
+  if (rt_cfg.apis == 0)
+    shim_say("STANDIN_APIS=%s names no API (protobuf, jpeg); recording is off for pid %d", apis,
+             (int)getpid());
+  if (config_dir() != 0)
+    rt_cfg.apis = 0;
+  rt_cfg.stack_depth = (int)env_number("STANDIN_STACK_DEPTH", 0, ST_MAX_FRAMES, 3);
+  uint64_t cap = env_number("STANDIN_RING_KB", 64, 1u << 20, 1024) * 1024;
   rt_cfg.ring_bytes = 64 * 1024;
-  while (rt_cfg.ring_bytes < cap && rt_cfg.ring_bytes < (1ull << 30))
+  while (rt_cfg.ring_bytes < cap)
     rt_cfg.ring_bytes <<= 1;
   const char *nf = getenv("STANDIN_NO_FOLLOW");
   if (nf && *nf == '1')
@@ -174,6 +225,18 @@ static rt_thread *thread_self(void) {
 
 static void *writer_main(void *arg);
 
+/* Fatal-signal handlers go in when there is a trace to save, not at load
+ * time: by then the program's runtime has installed the handlers it wants
+ * (some install theirs only where the disposition is still SIG_DFL), and
+ * before the first call there is nothing to write. Once per process. */
+static void install_signal_handlers(void) {
+  static int done;
+  if (!done) {
+    done = 1;
+    rt_signals_install();
+  }
+}
+
 /* Create this process's trace file and start the writer. Called at the
  * first intercepted call of the process (and again after a failed exec). */
 static int start_writer(void) {
@@ -196,7 +259,9 @@ static int start_writer(void) {
         wr_close();
         atomic_store(&run_state, RUN_OFF);
       } else {
+        writer_running = 1;
         atomic_store(&run_state, RUN_ACTIVE);
+        install_signal_handlers();
       }
     }
   }
@@ -207,12 +272,16 @@ static int start_writer(void) {
 
 /* Stop the writer after it drained every ring; the file is closed with its
  * index. `next` is the state afterwards: RUN_IDLE lets a later call open a
- * new file (exec failed), RUN_OFF ends recording (exit). */
+ * new file (exec failed), RUN_OFF ends recording (exit). New calls pass
+ * straight through while the writer drains: threads that keep calling would
+ * otherwise keep it busy, and exit would never return. */
 static void stop_writer(int next) {
   pthread_mutex_lock(&start_lock);
-  if (atomic_load(&run_state) == RUN_ACTIVE) {
+  if (writer_running) {
+    atomic_store(&run_state, RUN_OFF);
     atomic_store(&writer_stop, 1);
     pthread_join(writer_thread, NULL);
+    writer_running = 0;
   }
   atomic_store(&run_state, next);
   pthread_mutex_unlock(&start_lock);
@@ -260,12 +329,39 @@ static size_t drain_all(void) {
   return n;
 }
 
+/* A fatal signal is ending the process: stop taking calls, write what the
+ * rings hold (a few passes: other threads may still be finishing a call),
+ * note the signal and close the file. */
+static void close_for_signal(int sig) {
+  atomic_store(&run_state, RUN_OFF);
+  for (int pass = 0; pass < 8 && drain_all() > 0; pass++)
+    ;
+  char v[16];
+  snprintf(v, sizeof v, "%d", sig);
+  wr_note("ended_by_signal", v);
+  wr_close();
+  atomic_store(&closed_for_signal, 1);
+}
+
 static void *writer_main(void *arg) {
   (void)arg;
+  in_writer = 1;
   prctl(PR_SET_NAME, "standin-writer", 0, 0, 0);
   wr_calibrate();
   uint64_t last_flush = shim_now_ns();
   for (;;) {
+    int sig = atomic_load(&close_signal);
+    if (sig) {
+      close_for_signal(sig);
+      return NULL;
+    }
+    uint64_t req = atomic_load(&unload_req);
+    if (req != atomic_load(&unload_done)) {
+      for (int pass = 0; pass < 8 && drain_all() > 0; pass++)
+        ;
+      wr_forget_types();
+      atomic_store(&unload_done, req);
+    }
     int stopping = atomic_load(&writer_stop);
     size_t n = drain_all();
     uint64_t now = shim_now_ns();
@@ -282,6 +378,42 @@ static void *writer_main(void *arg) {
   }
   wr_close();
   return NULL;
+}
+
+/* Async-signal-safe: no lock, no allocation. writer_running is read without
+ * start_lock; a stale value only means we skip the wait (the writer was
+ * starting) or wait for nothing (it was stopping) until the timeout. */
+void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns) {
+  /* the writer itself (SIGABRT from inside it), a vfork child sharing our
+   * memory, or nothing recorded yet: nothing to wait for */
+  if (in_writer || (uint32_t)getpid() != rt_cfg.pid || !writer_running ||
+      atomic_load(&run_state) != RUN_ACTIVE)
+    return;
+  int none = 0;
+  atomic_compare_exchange_strong(&close_signal, &none, sig);
+  struct timespec ts = {0, (long)poll_ns};
+  for (uint64_t waited = 0; waited < wait_ns && !atomic_load(&closed_for_signal);
+       waited += poll_ns)
+    nanosleep(&ts, NULL);
+}
+
+/* Records in the rings point at message descriptors that the writer reads
+ * later; a library unloaded in between would take them away. So before
+ * dlclose, wait (bounded) until the writer has written every queued call
+ * and forgotten the descriptors it knows: an address may come back holding
+ * another type. */
+void rt_before_unload(void) {
+  if (in_writer || (uint32_t)getpid() != rt_cfg.pid || !writer_running ||
+      atomic_load(&run_state) != RUN_ACTIVE)
+    return;
+  uint64_t want = atomic_fetch_add(&unload_req, 1) + 1;
+  struct timespec ts = {0, 100000};
+  for (int i = 0; i < 20000 && atomic_load(&unload_done) < want; i++)
+    nanosleep(&ts, NULL);
+}
+
+void rt_writer_failed(void) {
+  atomic_store(&run_state, RUN_OFF); /* the hooks pass calls straight through */
 }
 
 /* ---- submitting calls ---------------------------------------------------- */
@@ -459,6 +591,7 @@ static void atfork_child(void) {
     self->os_tid = (uint32_t)syscall(SYS_gettid);
   }
   atomic_store(&threads, self);
+  writer_running = 0;
   pthread_mutex_init(&start_lock, NULL);
   int st = atomic_load(&run_state);
   atomic_store(&run_state, st == RUN_OFF && rt_cfg.apis ? RUN_OFF : RUN_IDLE);

@@ -6,7 +6,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +86,9 @@ static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_
       return 0;
     }
     if (rc != ST_E_EXISTS) {
-      shim_say("cannot create trace file %s: %s%s%s; recording is off for pid %u", S.path,
-               st_strerror(rc), rc == ST_E_IO ? ": " : "", rc == ST_E_IO ? strerror(errno) : "",
-               h->pid);
+      shim_say("cannot create trace file %s: %s; recording is off for pid %u (the program goes "
+               "on)",
+               S.path, rc == ST_E_IO ? strerror(errno) : st_strerror(rc), h->pid);
       return -1;
     }
   }
@@ -119,18 +120,33 @@ int wr_open(const rt_config *cfg) {
   S.failed = 0;
   S.nsites = S.ntypes = 0;
   uint32_t seq;
-  if (create_file(cfg, &h, &seq) != 0)
-    return -1;
-  return 0;
+  /* This runs on the program's thread: a file size limit must not send it
+   * SIGXFSZ (the write fails with EFBIG, and we say so). */
+  sigset_t xfsz, old, pending;
+  sigemptyset(&xfsz);
+  sigaddset(&xfsz, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+  int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+  int rc = create_file(cfg, &h, &seq);
+  if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ)) {
+    struct timespec now = {0, 0};
+    sigtimedwait(&xfsz, NULL, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
 }
 
+/* The first failure to write (disk full, file size limit, I/O error) is
+ * reported once, with the file; recording stops, the program goes on, and
+ * the file keeps every chunk written before (see wr_close). */
 static void check(int rc) {
   if (rc == ST_OK || S.failed)
     return;
   S.failed = 1;
-  shim_say("writing %s failed: %s%s%s; calls after this point are not recorded (the program "
-           "goes on)",
-           S.path, st_strerror(rc), rc == ST_E_IO ? ": " : "", rc == ST_E_IO ? strerror(errno) : "");
+  shim_say("writing %s failed: %s; calls after this point are not recorded (the program goes "
+           "on, the trace keeps the calls written before)",
+           S.path, rc == ST_E_IO ? strerror(errno) : st_strerror(rc));
+  rt_writer_failed();
 }
 
 void wr_flush(void) {
@@ -142,6 +158,13 @@ static void note_u64(const char *key, uint64_t v) {
   char buf[32];
   snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
   st_note n = {key, buf};
+  check(st_writer_add_note(S.w, &n));
+}
+
+void wr_note(const char *key, const char *value) {
+  if (!S.w || S.failed)
+    return;
+  st_note n = {key, value};
   check(st_writer_add_note(S.w, &n));
 }
 
@@ -328,6 +351,11 @@ static void free_types(void) {
   free(S.types);
   S.types = NULL;
   S.type_cap = 0;
+}
+
+/* Type ids keep counting: a type seen again gets a new id and record. */
+void wr_forget_types(void) {
+  free_types();
 }
 
 /* Slot of a request type (protobuf descriptor), writing the type once. */
