@@ -179,7 +179,7 @@ int cmd_dump(int argc, char **argv) {
       char st[256];
       scan_status_text(&f, st, sizeof st);
       cli_warn("%s: %s", td.paths[i], st);
-      bad = 1;
+      bad |= scan_damaged(&f);
     }
     scan_close(&f);
   }

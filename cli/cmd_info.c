@@ -195,7 +195,7 @@ int cmd_info(int argc, char **argv) {
     total_ns += agg.file_ns;
     total_calls += f.calls;
     total_bytes += fb;
-    damaged |= f.status.error != 0;
+    damaged |= scan_damaged(&f);
     scan_close(&f);
   }
   char a[32], b[32], c[32];

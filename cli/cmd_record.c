@@ -142,9 +142,14 @@ static void write_runinfo(const char *dir, char **argv, const char *path, int dy
                           const char *status, uint64_t wall_ns) {
   char p[PATH_MAX];
   snprintf(p, sizeof p, "%s/run.info", dir);
-  FILE *f = fopen(p, "w");
-  if (!f)
+  /* private like the traces: it holds the command line */
+  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    if (fd >= 0)
+      close(fd);
     return;
+  }
   fprintf(f, "tool=standin %s\ncommand=", STANDIN_VERSION);
   for (int i = 0; argv[i]; i++)
     fprintf(f, "%s%s", i ? " " : "", argv[i]);
@@ -181,6 +186,13 @@ static char *env_pair(const char *k, const char *v) {
 }
 
 static void summary(const char *dir) {
+  struct stat dst;
+  if (stat(dir, &dst) != 0) {
+    cli_warn("the recording directory %s was removed while the program ran: its traces are "
+             "lost",
+             dir);
+    return;
+  }
   cli_tracedir td;
   if (cli_tracedir_open(&td, dir) != 0)
     return;

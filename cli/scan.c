@@ -91,20 +91,36 @@ static void add_site(scan_file *f, const st_site *st) {
 static void on_note(scan_file *f, const st_note *n) {
   if (!strcmp(n->key, "end_mono_ns"))
     f->end_mono_ns = strtoull(n->value, NULL, 10);
+  else if (!strcmp(n->key, "ended_by_signal"))
+    f->end_signal = (int)strtol(n->value, NULL, 10);
   else if (!strcmp(n->key, "latency_correction_timer_ns"))
     f->corr_timer_ns = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "latency_correction_nested_ns"))
     f->corr_nested_ns = strtoull(n->value, NULL, 10);
 }
 
+/* A process killed between creating its file and writing the header (one
+ * write) leaves a file shorter than its header: no calls, and no damage. */
+static void killed_at_creation(scan_file *f, const char *path) {
+  const char *base = strrchr(path, '/');
+  f->h.pid = (uint32_t)strtoul(base ? base + 1 : path, NULL, 10);
+  f->h.clock = f->h.host = f->h.exe = f->h.tool_version = "";
+  f->status.error = ST_E_TRUNCATED;
+  f->created_only = 1;
+}
+
 int scan_run(scan_file *f, const char *path, scan_call_fn fn, void *arg) {
   memset(f, 0, sizeof *f);
   f->path = path;
-  if (cli_reader_open(&f->r, path) != 0)
+  int rc = st_reader_open(&f->r, path);
+  if (rc == ST_E_TRUNCATED) {
+    killed_at_creation(f, path);
+    return 0;
+  }
+  if (rc != ST_OK && cli_reader_open(&f->r, path) != 0) /* reopens to say why */
     return -1;
   f->h = *st_reader_header(f->r);
   st_record rec;
-  int rc;
   while ((rc = st_reader_next(f->r, &rec)) == ST_OK) {
     switch (rec.kind) {
     case ST_REC_CALL: {
@@ -167,17 +183,38 @@ uint64_t scan_run_ns(const scan_file *f, int *approx) {
   return f->last_call_end_ns > f->h.start_mono_ns ? f->last_call_end_ns - f->h.start_mono_ns : 0;
 }
 
+/* A killed writer leaves the file without its end mark, or ends it inside
+ * the chunk it was writing: both lose the calls not yet flushed (the
+ * writer flushes at least every 100 ms), neither is damage. */
 void scan_status_text(const scan_file *f, char *buf, size_t cap) {
   const st_read_status *s = &f->status;
   char b[32];
-  if (s->error)
+  if (f->created_only)
+    snprintf(buf, cap, "not closed (killed while creating the file): no calls");
+  else if (s->error == ST_E_TRUNCATED)
+    snprintf(buf, cap,
+             "not closed (killed while writing, or the disk filled up): all %llu complete chunks "
+             "read; the unfinished chunk (%s) and the calls not yet flushed (at most the last "
+             "~100 ms) are lost",
+             (unsigned long long)s->chunks,
+             cli_fmt_bytes(b, sizeof b, (double)(s->file_bytes - s->good_bytes)));
+  else if (s->error)
     snprintf(buf, cap, "damaged at byte %llu (%s): %llu complete chunks read, %s after it lost",
              (unsigned long long)s->error_offset, st_strerror(s->error),
              (unsigned long long)s->chunks,
              cli_fmt_bytes(b, sizeof b, (double)(s->file_bytes - s->good_bytes)));
   else if (!s->clean)
-    snprintf(buf, cap, "not closed (killed, or still running): all %llu complete chunks read",
+    snprintf(buf, cap,
+             "not closed (killed, or still running): all %llu complete chunks read; the calls "
+             "not yet flushed (at most the last ~100 ms) are lost",
              (unsigned long long)s->chunks);
+  else if (f->end_signal > 0 && f->end_signal < 65)
+    snprintf(buf, cap, "complete; the program then died of signal %d (%s)", f->end_signal,
+             strsignal(f->end_signal));
   else
     snprintf(buf, cap, "complete");
+}
+
+int scan_damaged(const scan_file *f) {
+  return f->status.error != ST_OK && f->status.error != ST_E_TRUNCATED;
 }

@@ -36,6 +36,8 @@ typedef struct scan_file {
   uint64_t corr_timer_ns, corr_nested_ns; /* latency corrections applied */
   uint64_t last_call_end_ns;
   st_read_status status;
+  int end_signal;   /* the writer closed because the program got this signal */
+  int created_only; /* the file ends inside its header: r is NULL */
 } scan_file;
 
 /* Called for each call; return nonzero to stop early. */
@@ -58,5 +60,9 @@ uint64_t scan_run_ns(const scan_file *f, int *approx);
 
 /* One line saying whether the file was complete, killed, or damaged. */
 void scan_status_text(const scan_file *f, char *buf, size_t cap);
+
+/* Nonzero when reading stopped at damage, not at the end a killed writer
+ * leaves (no end mark, or a last chunk cut short). */
+int scan_damaged(const scan_file *f);
 
 #endif
