@@ -1,0 +1,319 @@
+/* faults — a protobuf-c program that ends badly, for the reliability tests
+ * (tests/e2e/reliability_tests.sh).
+ *
+ *   faults crash KIND N     N messages, then die: segv, abort, fpe, ill, trap,
+ *                           bus, term, int, quit, hup, pipe, stackoverflow
+ *   faults crash-thread N   4 threads call; after N messages one dies (SIGSEGV)
+ *   faults own-handler N    install a SIGSEGV handler, N messages, fault: the
+ *                           handler prints and exits 3
+ *   faults busy-exit T      T threads call without end; main exits after 200 ms
+ *   faults thread-exit T    T threads call; thread 1 calls exit(5) mid-run
+ *   faults forkmt T N       T threads call while main forks a child that does
+ *                           N messages and leaves with _exit
+ *   faults vfork PROG N     vfork + execv "PROG basic N", then N messages
+ *   faults spawn PROG N     posix_spawn "PROG basic N", then N messages
+ *   faults wait FILE N      N messages, wait for FILE to exist, fork a child
+ *                           doing N messages, then N more
+ *   faults loop MS          messages for MS milliseconds (0: forever)
+ *   faults paced US         one message every US microseconds, forever
+ *
+ * Every message goes through get_packed_size, pack and unpack (3 calls).
+ * Output lines are deterministic for a given mode, so a recorded or
+ * replayed run must print exactly what a native run prints. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sample.pb-c.h"
+
+extern char **environ;
+
+typedef Standin__Test__Tree Tree;
+
+/* One message through size, pack and unpack; returns a hash of the result
+ * so that a wrong response changes the output. */
+static uint64_t one(int i) {
+  char title[32];
+  int32_t vals[8];
+  Standin__Test__Leaf leaf = STANDIN__TEST__LEAF__INIT, *leafp = &leaf;
+  Standin__Test__Branch br = STANDIN__TEST__BRANCH__INIT, *brp = &br;
+  Tree t = STANDIN__TEST__TREE__INIT;
+  snprintf(title, sizeof title, "fault-%d", i);
+  t.title = title;
+  for (int k = 0; k < 8; k++)
+    vals[k] = i * 31 + k;
+  leaf.n_values = (size_t)(i % 8);
+  leaf.values = vals;
+  br.id = i;
+  br.n_leaves = 1;
+  br.leaves = &leafp;
+  t.n_branches = (size_t)(i % 2);
+  t.branches = &brp;
+  size_t n = standin__test__tree__get_packed_size(&t);
+  uint8_t *buf = malloc(n ? n : 1);
+  size_t w = standin__test__tree__pack(&t, buf);
+  Tree *u = standin__test__tree__unpack(NULL, w, buf);
+  uint64_t h = 1469598103934665603ull ^ w;
+  if (u) {
+    for (const char *p = u->title; *p; p++)
+      h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    h = (h ^ u->n_branches) * 1099511628211ull;
+  }
+  standin__test__tree__free_unpacked(u, NULL);
+  free(buf);
+  return h;
+}
+
+static void messages(int base, int n) {
+  for (int i = 0; i < n; i++)
+    printf("msg %d %016llx\n", base + i, (unsigned long long)one(base + i));
+  fflush(stdout);
+}
+
+static int (*volatile recurse_p)(int);
+static int recurse(int d) {
+  volatile char pad[4096];
+  pad[0] = (char)d;
+  return recurse_p(d + 1) + pad[0];
+}
+
+static void die(const char *kind) {
+  volatile int zero = 0;
+  if (!strcmp(kind, "segv"))
+    *(volatile int *)(uintptr_t)zero = 1;
+  else if (!strcmp(kind, "abort"))
+    abort();
+  else if (!strcmp(kind, "fpe"))
+    printf("%d\n", 7 / zero);
+  else if (!strcmp(kind, "ill"))
+    __builtin_trap();
+  else if (!strcmp(kind, "trap"))
+    __asm__ volatile("int3");
+  else if (!strcmp(kind, "bus")) {
+    FILE *f = tmpfile();
+    char *p = f ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fileno(f), 0) : MAP_FAILED;
+    if (p != MAP_FAILED)
+      p[0] = 1; /* the file is empty: SIGBUS */
+  } else if (!strcmp(kind, "term"))
+    kill(getpid(), SIGTERM);
+  else if (!strcmp(kind, "int"))
+    raise(SIGINT);
+  else if (!strcmp(kind, "quit"))
+    raise(SIGQUIT);
+  else if (!strcmp(kind, "hup"))
+    kill(getpid(), SIGHUP);
+  else if (!strcmp(kind, "pipe")) {
+    int fd[2];
+    if (pipe(fd) == 0) {
+      close(fd[0]);
+      if (write(fd[1], "x", 1) < 0)
+        perror("write");
+    }
+  } else if (!strcmp(kind, "stackoverflow")) {
+    recurse_p = recurse;
+    recurse(0);
+  }
+  fprintf(stderr, "faults: still alive after %s\n", kind);
+  exit(99);
+}
+
+/* ---- threads that call until told to stop ------------------------------- */
+
+static _Atomic int stop_threads;
+static _Atomic long thread_calls;
+
+typedef struct {
+  int id, exit_after, crash_after;
+} worker_arg;
+
+static void *worker(void *p) {
+  worker_arg *a = p;
+  for (int i = 0; !atomic_load(&stop_threads); i++) {
+    one(a->id * 1000000 + i);
+    atomic_fetch_add(&thread_calls, 1);
+    if (a->exit_after && i == a->exit_after) {
+      printf("thread %d calls exit\n", a->id);
+      fflush(stdout);
+      exit(5);
+    }
+    if (a->crash_after && i == a->crash_after)
+      die("segv");
+  }
+  return NULL;
+}
+
+static pthread_t *start_workers(int n, worker_arg *args) {
+  pthread_t *th = calloc((size_t)n, sizeof *th);
+  for (int i = 0; i < n; i++) {
+    args[i].id = i + 1;
+    pthread_create(&th[i], NULL, worker, &args[i]);
+  }
+  return th;
+}
+
+static void stop_workers(pthread_t *th, int n) {
+  atomic_store(&stop_threads, 1);
+  for (int i = 0; i < n; i++)
+    pthread_join(th[i], NULL);
+  free(th);
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+/* Wait until at least n calls were made by the workers. */
+static void wait_calls(long n) {
+  while (atomic_load(&thread_calls) < n)
+    sleep_ms(1);
+}
+
+/* ---- modes -------------------------------------------------------------- */
+
+static void on_segv(int sig) {
+  static const char msg[] = "own handler ran\n";
+  ssize_t w = write(1, msg, sizeof msg - 1);
+  (void)w;
+  (void)sig;
+  _exit(3);
+}
+
+static int child_status(pid_t pid) {
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run_forkmt(int t, int n) {
+  worker_arg args[16] = {{0}};
+  pthread_t *th = start_workers(t, args);
+  wait_calls(50);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    messages(0, n);
+    _exit(0);
+  }
+  int st = child_status(pid);
+  stop_workers(th, t);
+  printf("child exited %d\n", st);
+  return 0;
+}
+
+static int run_exec_child(const char *how, const char *prog, int n) {
+  char num[16];
+  snprintf(num, sizeof num, "%d", n);
+  char *argv[] = {(char *)prog, "basic", num, NULL};
+  fflush(stdout);
+  pid_t pid;
+  if (!strcmp(how, "vfork")) {
+    pid = vfork();
+    if (pid == 0) {
+      execv(prog, argv);
+      _exit(127);
+    }
+  } else if (posix_spawn(&pid, prog, NULL, NULL, argv, environ) != 0) {
+    return 1;
+  }
+  int st = child_status(pid);
+  messages(0, n);
+  printf("child exited %d\n", st);
+  return 0;
+}
+
+static int run_wait(const char *file, int n) {
+  messages(0, n);
+  struct stat st;
+  for (int i = 0; i < 20000 && stat(file, &st) != 0; i++)
+    sleep_ms(1);
+  pid_t pid = fork();
+  if (pid == 0) {
+    messages(1000, n);
+    exit(0);
+  }
+  printf("child exited %d\n", child_status(pid));
+  messages(2000, n);
+  return 0;
+}
+
+static int run_loop(int ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0;; i++) {
+    one(i);
+    if (ms && i % 64 == 0) {
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+        return 0;
+    }
+  }
+}
+
+static int usage(void) {
+  fprintf(stderr, "usage: faults MODE ARGS (see the comment in faults.c)\n");
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+  if (argc < 3)
+    return usage();
+  const char *mode = argv[1];
+  int a = atoi(argv[2]), b = argc > 3 ? atoi(argv[3]) : 0;
+  if (!strcmp(mode, "crash") && argc > 3) {
+    messages(0, b);
+    die(argv[2]);
+  }
+  if (!strcmp(mode, "crash-thread")) {
+    worker_arg args[4] = {{0}};
+    args[2].crash_after = a;
+    start_workers(4, args);
+    for (;;)
+      sleep_ms(1000);
+  }
+  if (!strcmp(mode, "own-handler")) {
+    signal(SIGSEGV, on_segv);
+    messages(0, a);
+    die("segv");
+  }
+  if (!strcmp(mode, "busy-exit") || !strcmp(mode, "thread-exit")) {
+    worker_arg args[16] = {{0}};
+    int t = a < 1 ? 1 : a > 16 ? 16 : a;
+    if (!strcmp(mode, "thread-exit"))
+      args[0].exit_after = 200;
+    start_workers(t, args);
+    wait_calls(100);
+    sleep_ms(200);
+    printf("main exits\n");
+    exit(0);
+  }
+  if (!strcmp(mode, "forkmt") && argc > 3)
+    return run_forkmt(a < 1 ? 1 : a > 16 ? 16 : a, b);
+  if ((!strcmp(mode, "vfork") || !strcmp(mode, "spawn")) && argc > 3)
+    return run_exec_child(mode, argv[2], b);
+  if (!strcmp(mode, "wait") && argc > 3)
+    return run_wait(argv[2], b);
+  if (!strcmp(mode, "loop"))
+    return run_loop(a);
+  if (!strcmp(mode, "paced"))
+    for (int i = 0;; i++) {
+      one(i);
+      struct timespec ts = {a / 1000000, (long)(a % 1000000) * 1000};
+      nanosleep(&ts, NULL);
+    }
+  return usage();
+}

@@ -1,0 +1,323 @@
+# Reliability tests (sourced by run.sh): programs that die, exit oddly,
+# fork, unload libraries, run out of disk, or get a bad environment. In
+# every case the program must behave exactly as it does without standin,
+# and every trace must read back. Each test runs in its own empty directory.
+
+FAULTS="$B/progs/faults"
+SHIM_REC="$B/lib/standin/libstandin-record.so"
+SHIM_REP="$B/lib/standin/libstandin-replay.so"
+RELIABILITY_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# trace_ok DIR: every trace reads back (no damage) and dump agrees with info
+trace_ok() {
+  "$STANDIN" info "$1" >"$1.info" 2>&1 || fail "info $1: $(cat "$1.info")"
+  ! grep -q "damaged" "$1.info" || fail "damaged: $(cat "$1.info")"
+  local n
+  n=$("$STANDIN" dump "$1" 2>/dev/null | wc -l)
+  expect_eq "dump vs info calls of $1" \
+    "$(awk '/^total:/ {gsub(",", "", $4); print $4}' "$1.info")" "$n"
+}
+
+# Fatal signals: the trace is closed (every call is in it), the program
+# dies of the same signal with the same output. SIGPIPE, SIGTERM etc. have
+# default actions that end the program too.
+t601_fatal_signals_flush_the_trace_and_kill_the_same_way() {
+  for k in segv abort fpe ill trap bus term int quit hup pipe; do
+    native=0
+    "$FAULTS" crash $k 4 >n-$k.out 2>/dev/null || native=$?
+    rec=0
+    "$STANDIN" record -o r-$k -- "$FAULTS" crash $k 4 >r-$k.out 2>r-$k.err || rec=$?
+    expect_eq "$k: exit status under record" "$native" "$rec"
+    [ "$native" -gt 128 ] || fail "$k: native run did not die of a signal ($native)"
+    cmp n-$k.out r-$k.out || fail "$k: output differs"
+    expect_eq "$k: calls" 12 "$(calls r-$k)"
+    "$STANDIN" info r-$k >info-$k
+    grep -q "status: complete; the program then died of signal $((native - 128))" info-$k ||
+      fail "$k: $(grep status info-$k)"
+  done
+}
+
+# The same core dump with and without standin (when cores go to a file).
+t602_fatal_signal_dumps_core_as_without_standin() {
+  pattern=$(cat /proc/sys/kernel/core_pattern)
+  case "$pattern" in
+  core | core.%p | core*) ;;
+  *) echo "core_pattern '$pattern' does not write ./core: skipped"; return 0 ;;
+  esac
+  for k in segv abort quit; do
+    for how in native record; do
+      mkdir -p $how-$k
+      (
+        cd $how-$k
+        ulimit -c unlimited
+        if [ $how = native ]; then
+          "$FAULTS" crash $k 2 >out 2>/dev/null || echo $? >rc
+        else
+          "$STANDIN" record -o rec -- "$FAULTS" crash $k 2 >out 2>err || echo $? >rc
+        fi
+      )
+    done
+    expect_eq "$k: status" "$(cat native-$k/rc)" "$(cat record-$k/rc)"
+    ls native-$k/core* >/dev/null 2>&1 || fail "$k: no core without standin"
+    ls record-$k/core* >/dev/null 2>&1 || fail "$k: no core with standin"
+    if command -v gdb >/dev/null; then
+      for how in native record; do
+        gdb -q -batch -ex 'p $_siginfo.si_signo' -ex 'p $_siginfo.si_code' -ex 'bt 1' \
+          "$FAULTS" $how-$k/core* 2>/dev/null | grep -E '^\$|^#0' | sed 's/0x[0-9a-f]* in //; s/ (.*) at / at /' >$how-$k.gdb
+      done
+      cmp native-$k.gdb record-$k.gdb || fail "$k: cores differ: $(cat native-$k.gdb record-$k.gdb)"
+    fi
+  done
+  (
+    ulimit -c 0
+    mkdir nocore && cd nocore
+    "$STANDIN" record -o rec -- "$FAULTS" crash segv 2 >/dev/null 2>&1 || true
+    ! ls core* >/dev/null 2>&1 || fail "a core with ulimit -c 0"
+  )
+}
+
+t603_fatal_signal_in_a_worker_thread() {
+  rc=0
+  "$STANDIN" record -o rec -- "$FAULTS" crash-thread 300 >out 2>err || rc=$?
+  expect_eq "exit status" 139 "$rc"
+  trace_ok rec
+  grep -q "died of signal 11" rec.info || fail "$(grep status rec.info)"
+  [ "$(calls rec)" -ge 900 ] || fail "calls: $(calls rec)"
+}
+
+# A handler the program installed itself stays in charge; its _exit flushes.
+t604_program_handler_is_not_replaced() {
+  "$FAULTS" own-handler 3 >native.out 2>&1 || echo $? >native.rc
+  "$STANDIN" record -o rec -- "$FAULTS" own-handler 3 >rec.out 2>/dev/null || echo $? >rec.rc
+  cmp native.out rec.out
+  expect_eq "exit status" "$(cat native.rc)" "$(cat rec.rc)"
+  grep -q "own handler ran" rec.out
+  expect_eq "calls" 9 "$(calls rec)"
+}
+
+# Documented limit: a stack overflow kills the program before any handler
+# can run; it dies as it would, and the trace reads back what was flushed.
+t605_stack_overflow_dies_as_without_standin() {
+  native=0
+  "$FAULTS" crash stackoverflow 2 >/dev/null 2>&1 || native=$?
+  rec=0
+  "$STANDIN" record -o rec -- "$FAULTS" crash stackoverflow 2 >/dev/null 2>&1 || rec=$?
+  expect_eq "exit status" "$native" "$rec"
+  trace_ok rec
+}
+
+# closed_after STATUS ARGS...: record `faults ARGS` (it must end within 30 s
+# with STATUS) into rec, whose trace must be complete
+closed_after() {
+  local want=$1 rc=0
+  shift
+  timeout 30 "$STANDIN" record -o rec -- "$FAULTS" "$@" >out 2>err || rc=$?
+  expect_eq "exit status" "$want" "$rc"
+  trace_ok rec
+  grep -q "status: complete" rec.info || fail "$(cat rec.info)"
+}
+
+# exit() while other threads keep calling must return (the writer stops
+# taking calls instead of draining forever).
+t606_exit_while_threads_keep_calling() {
+  closed_after 0 busy-exit 4
+}
+
+t607_exit_from_a_worker_thread() {
+  closed_after 5 thread-exit 4
+}
+
+# fork while other threads are inside hooks: the child records only itself.
+t608_fork_in_a_threaded_program() {
+  closed_after 0 forkmt 4 5
+  grep -q "child exited 0" out
+  expect_eq "trace files" 2 "$(ls rec/*.trace | wc -l)"
+  child=$(ls rec/*.trace | sort -t/ -k2 -n | tail -1)
+  pid=$(basename "$child" .trace)
+  expect_eq "calls of the child" 15 "$("$STANDIN" dump rec | awk -v p="$pid" '$1 == p' | wc -l)"
+}
+
+# vfork + exec and posix_spawn: the parent's writer is untouched, the new
+# program records into its own file.
+t609_vfork_and_posix_spawn() {
+  for how in vfork spawn; do
+    "$FAULTS" $how "$PB" 3 >n-$how.out
+    "$STANDIN" record -o r-$how -- "$FAULTS" $how "$PB" 3 >r-$how.out 2>/dev/null
+    cmp n-$how.out r-$how.out
+    trace_ok r-$how
+    expect_eq "$how: files" 2 "$(ls r-$how/*.trace | wc -l)"
+    expect_eq "$how: calls" $((9 + 12)) "$(calls r-$how)"
+  done
+}
+
+# A plugin that links libprotobuf-c, loaded with dlopen (RTLD_LOCAL) by a
+# program that does not: its calls reach the hooks, which must find the
+# real functions outside the global scope; dlclose and a new dlopen must
+# not leave the writer with unloaded descriptors.
+t610_protobuf_loaded_by_dlopen_after_start() {
+  cat >plugin.c <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include "sample.pb-c.h"
+unsigned long plugin_work(int n) {
+  unsigned long sum = 0;
+  for (int i = 0; i < n; i++) {
+    char title[32];
+    snprintf(title, sizeof title, "plugin-%d", i);
+    Standin__Test__Tree t = STANDIN__TEST__TREE__INIT;
+    t.title = title;
+    size_t len = standin__test__tree__get_packed_size(&t);
+    unsigned char *buf = malloc(len);
+    standin__test__tree__pack(&t, buf);
+    Standin__Test__Tree *u = standin__test__tree__unpack(NULL, len, buf);
+    sum += len * 31 + (unsigned char)u->title[7];
+    standin__test__tree__free_unpacked(u, NULL);
+    free(buf);
+  }
+  return sum;
+}
+EOF
+  cat >host.c <<'EOF'
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  for (int round = 0; round < 3; round++) {
+    void *h = dlopen(argv[1], RTLD_NOW | (argv[2][0] == 'g' ? RTLD_GLOBAL : RTLD_LOCAL));
+    if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+    unsigned long (*work)(int) = (unsigned long (*)(int))dlsym(h, "plugin_work");
+    printf("round %d sum %lu\n", round, work(4));
+    dlclose(h);
+    dlopen("libz.so.1", RTLD_NOW); /* may take the place of the unloaded plugin */
+  }
+  return 0;
+}
+EOF
+  gcc -shared -fPIC -I"$B/gen" -o plugin.so plugin.c "$B/gen/sample.pb-c.c" -lprotobuf-c
+  gcc -o host host.c -ldl
+  for scope in local global; do
+    ./host ./plugin.so $scope >n-$scope.out
+    "$STANDIN" record -o r-$scope -- ./host ./plugin.so $scope >r-$scope.out
+    cmp n-$scope.out r-$scope.out
+    expect_eq "$scope: calls" 36 "$(calls r-$scope)"
+    "$STANDIN" replay -t r-$scope --summary s-$scope.json -- ./host ./plugin.so $scope >p-$scope.out
+    cmp n-$scope.out p-$scope.out
+    expect_eq "$scope: replayed" 36 "$(json s-$scope.json calls_replayed)"
+  done
+}
+
+# Disk full: one message naming the file, the program goes on unharmed, the
+# trace keeps its complete chunks. Needs a small tmpfs (root, mount
+# namespace); skipped where that is not allowed.
+t611_disk_full_program_goes_on() {
+  mkdir small
+  if ! unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs small' 2>/dev/null; then
+    echo "cannot mount a tmpfs here: skipped"
+    return 0
+  fi
+  "$PB" basic 3000 >native.out
+  unshare -m sh -c "mount -t tmpfs -o size=1m tmpfs small &&
+    '$STANDIN' record -o small/rec -- '$PB' basic 3000 >rec.out 2>err; echo \$? >rc;
+    '$STANDIN' info small/rec >info.out 2>&1; echo \$? >info.rc"
+  expect_eq "exit status" 0 "$(cat rc)"
+  cmp native.out rec.out
+  grep -q "writing .*small/rec/[0-9]*.trace failed: No space left on device" err ||
+    fail "message: $(cat err)"
+  expect_eq "messages" 1 "$(grep -c "failed" err)"
+  expect_eq "info exit status" 0 "$(cat info.rc)"
+  grep -q "status: not closed" info.out || fail "$(cat info.out)"
+}
+
+# A file size limit: EFBIG for the writer, and the SIGXFSZ that comes with
+# it must not kill the program (also when the header write on the program's
+# own thread is the one that fails).
+t612_file_size_limit_program_goes_on() {
+  "$PB" basic 3000 >native.out
+  rc=0
+  "$STANDIN" record -o rec -- prlimit --fsize=300000 "$PB" basic 3000 >rec.out 2>err || rc=$?
+  expect_eq "exit status" 0 "$rc"
+  cmp native.out rec.out
+  grep -q "failed: File too large" err || fail "message: $(cat err)"
+  trace_ok rec
+  mkdir r0
+  # stdout and stderr go to a pipe: the program's own output is not a file
+  (STANDIN_DIR=$PWD/r0 LD_PRELOAD="$SHIM_REC" prlimit --fsize=0 "$PB" basic 3 2>&1
+    echo "rc=$?") | cat >r0.log
+  grep -q "rc=0" r0.log || fail "$(cat r0.log)"
+  grep -q "cannot create trace file .*: File too large" r0.log || fail "$(cat r0.log)"
+  expect_eq "output lines" 3 "$(grep -c '^msg' r0.log)"
+}
+
+# The recording directory removed while the program runs: the open file
+# keeps working (and is lost with the directory), a process started later
+# cannot create its file and says so, the program goes on.
+t613_trace_directory_removed_during_the_run() {
+  "$FAULTS" wait go 5 >native.out
+  "$STANDIN" record -o rec -- "$FAULTS" wait go 5 >rec.out 2>err &
+  spid=$!
+  for _ in $(seq 200); do
+    ls rec/*.trace >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+  rm -rf rec
+  touch go
+  rc=0
+  wait $spid || rc=$?
+  expect_eq "exit status" 0 "$rc"
+  cmp native.out rec.out
+  grep -q "cannot create trace file .*/rec/[0-9]*.trace: No such file or directory" err ||
+    fail "message: $(cat err)"
+  grep -q "rec was removed while the program ran" err || fail "summary: $(cat err)"
+}
+
+# A bad environment: the program runs as if nothing were preloaded, and the
+# shim says why in one line.
+t614_bad_environment_is_reported_and_ignored() {
+  "$PB" basic 3 >native.out
+  mkdir ok
+  run() { # NAME VAR=VALUE...: run pbtest with the record shim and env
+    local name=$1
+    shift
+    env "$@" LD_PRELOAD="$SHIM_REC" "$PB" basic 3 >$name.out 2>$name.err
+    cmp native.out $name.out || fail "$name: output differs"
+  }
+  run rel STANDIN_DIR=relative/dir
+  grep -q "STANDIN_DIR=relative/dir is not an absolute path; recording is off" rel.err ||
+    fail "$(cat rel.err)"
+  run file STANDIN_DIR=/proc/version
+  grep -q "cannot create trace file /proc/version/[0-9]*.trace: Not a directory" file.err ||
+    fail "$(cat file.err)"
+  run long STANDIN_DIR=/$(head -c 5000 /dev/zero | tr '\0' a)
+  grep -q "STANDIN_DIR is longer than" long.err || fail "$(cat long.err)"
+  run apis STANDIN_DIR=$PWD/ok STANDIN_APIS=nothing
+  grep -q "STANDIN_APIS=nothing names no API" apis.err || fail "$(cat apis.err)"
+  run ring STANDIN_DIR=$PWD/ok STANDIN_RING_KB=-5 STANDIN_STACK_DEPTH=lots
+  grep -q "STANDIN_RING_KB=-5 is not a number" ring.err || fail "$(cat ring.err)"
+  grep -q "STANDIN_STACK_DEPTH=lots is not a number" ring.err || fail "$(cat ring.err)"
+  expect_eq "calls recorded with defaults" 12 "$(calls ok)"
+  for e in rel file long apis; do
+    expect_eq "$e: lines on stderr" 1 "$(wc -l <$e.err)"
+  done
+  expect_eq "ring: lines on stderr" 2 "$(wc -l <ring.err)"
+}
+
+t615_bad_replay_database_is_reported_and_ignored() {
+  "$PB" basic 3 >native.out
+  head -c 4096 /dev/urandom >junk.db
+  mkdir adir
+  for db in /nonexistent/db relative.db "$PWD/junk.db" "$PWD/adir" /proc/self/fd/99; do
+    STANDIN_REPLAY_DB=$db LD_PRELOAD="$SHIM_REP" "$PB" basic 3 >out 2>err
+    cmp native.out out || fail "$db: output differs"
+    expect_eq "$db: lines on stderr" 1 "$(wc -l <err)"
+    grep -q "this process runs without replay" err || fail "$db: $(cat err)"
+  done
+}
+
+# Random SIGKILLs (STANDIN_KILL_TRIALS, default 20): every trace must read
+# back, info must not call it damaged, dump must agree with info, and a
+# process killed while calling loses at most the last ~100 ms of calls
+# (checked with a margin for loaded machines: 300 ms).
+t620_random_sigkill_leaves_readable_traces() {
+  python3 "$RELIABILITY_DIR/kill_trials.py" "$STANDIN" "$PB" "$FAULTS" . \
+    "${STANDIN_KILL_TRIALS:-20}" --bound-ms 300 >trials.log 2>&1 || fail "$(cat trials.log)"
+  tail -2 trials.log
+}
