@@ -32,7 +32,7 @@ RECORD_SO := $(B)/lib/standin/libstandin-record.so
 REPLAY_SO := $(B)/lib/standin/libstandin-replay.so
 STANDIN := $(B)/standin
 
-.PHONY: all deps check unit e2e demo bench install clean format
+.PHONY: all deps check unit e2e demo bench corpus install clean format
 all: $(STANDIN) $(RECORD_SO) $(if $(REPLAY_SRC),$(REPLAY_SO))
 
 deps:
@@ -117,6 +117,12 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all $(PROG_BIN)
 	@B=$(B) ./bench/run.sh
+
+# The bundled workloads' JPEG corpus, thumbnails to 12 megapixels; files
+# that exist are kept.
+corpus: deps
+	@$(MAKE) --no-print-directory $(B)/progs/imagegen
+	@IMAGEGEN=$(B)/progs/imagegen workloads/corpus/make_corpus.sh $(B)/corpus-full
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/standin \
