@@ -97,6 +97,12 @@ vpath %.c tests/e2e/progs bench $(wildcard workloads/*)
 $(PROG_BIN): $(B)/progs/%: %.c $(GEN_OBJ) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
+# protogen needs a list of the message types it can build, which protoc-c
+# does not emit: here, every schema the build compiles (build.sh does the
+# same for a user's schema).
+$(B)/gen/protogen_registry.c: $(GEN_C) workloads/protogen/registry.sh
+	(cd $(B)/gen && $(CURDIR)/workloads/protogen/registry.sh $(notdir $(GEN_C:.c=.h))) >$@
+$(B)/progs/protogen: $(B)/gen/protogen_registry.c
 
 $(call obj,$(TRACE_SRC) $(INTERPOSE_SRC) $(IFACE_SRC) $(RECORD_SRC) $(REPLAY_SRC) $(CLI_SRC)) $(PROCWRAP): | $(GEN_C)
 
