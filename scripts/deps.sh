@@ -13,7 +13,9 @@ PKGS=(
   check                    # unit tests
   libjpeg62-turbo-dev libturbojpeg0-dev libjpeg-turbo-progs  # JPEG API + cjpeg/djpeg
   valgrind                 # leak checks in tests
+  python3-pil              # a JPEG decoder with its own suspending source (e2e t212)
   uftrace ltrace time      # make bench compares against them; /usr/bin/time for peak memory
+  knot-dnsutils dnstap-ldns  # real protobuf-c programs the tests record and replay (kdig, dnstap-ldns)
 )
 
 missing=()
