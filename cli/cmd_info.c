@@ -128,6 +128,13 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
          cli_fmt_bytes(a, sizeof a, (double)f->blob_bytes), cli_fmt_count(b, sizeof b, f->blobs));
   scan_status_text(f, st, sizeof st);
   printf("  status: %s\n", st);
+  if (f->overhead_ns) {
+    char o[32];
+    printf("  recording cost the program's threads %s (%.1f%% of the recorded run): shares "
+           "above are of the slowed-down run\n",
+           cli_fmt_ns(o, sizeof o, (double)f->overhead_ns),
+           run ? 100.0 * (double)f->overhead_ns / (double)run : 0.0);
+  }
   if (f->corr_timer_ns || f->corr_nested_ns)
     printf("  latencies corrected by -%llu ns (clock read) and -%llu ns per nested call\n",
            (unsigned long long)f->corr_timer_ns, (unsigned long long)f->corr_nested_ns);

@@ -34,6 +34,7 @@ typedef struct scan_file {
   uint64_t calls, blobs, blob_bytes;
   uint64_t end_mono_ns; /* from the end note, 0 if the writer did not close */
   uint64_t corr_timer_ns, corr_nested_ns; /* latency corrections applied */
+  uint64_t overhead_ns; /* standin's own time on the program's threads */
   uint64_t last_call_end_ns;
   st_read_status status;
   int end_signal;   /* the writer closed because the program got this signal */

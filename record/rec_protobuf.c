@@ -35,6 +35,7 @@ static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t
   c->api = (uint8_t)api;
   c->start_ns = t0;
   c->latency_ns = t1 - t0;
+  c->end_ns = t1;
   c->result = result;
   c->type_key = m->descriptor;
   c->req_len = 0; /* the request is a tree, not bytes */
@@ -146,6 +147,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   c.api = ST_API_PB_UNPACK;
   c.start_ns = t0;
   c.latency_ns = t1 - t0;
+  c.end_ns = t1;
   c.type_key = d;
   c.req_len = len;
   c.req = (rt_payload){RT_PAY_COPY, data, len};

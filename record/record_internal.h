@@ -33,6 +33,7 @@ typedef struct rt_thread {
   _Atomic int dead; /* thread exited; the writer frees the ring once empty */
   int announced;    /* writer wrote its ST_REC_THREAD */
   uint64_t lost;    /* calls dropped because recording had stopped */
+  _Atomic uint64_t overhead_ns; /* standin's own time on this thread (owner writes) */
   struct rt_thread *next;
 } rt_thread;
 
@@ -58,11 +59,15 @@ typedef struct {
 int wr_open(const rt_config *cfg);  /* create the file; 0 or -1 (said why) */
 void wr_record(rt_thread *t, const ring_hdr *h);
 void wr_flush(void);
+void wr_set_compress(int on); /* store chunks uncompressed while behind */
 void wr_close(void);
 void wr_forget(void); /* forked child: drop the parent's writer, no I/O */
 void wr_calibrate(void); /* on the writer thread, before the first record */
 void wr_note(const char *key, const char *value);
 void wr_forget_types(void); /* descriptors may be unloaded: start a new table */
+
+/* Standin's own time on the program's threads so far (writer thread). */
+uint64_t rt_overhead_ns(void);
 
 /* Index for a thread not created through pthread_create. */
 uint32_t rt_next_thread_index(void);

@@ -200,9 +200,23 @@ static rt_thread *thread_new(void) {
   return t;
 }
 
+static _Atomic uint64_t overhead_gone; /* of threads whose ring was freed */
+
+/* Times a program thread found its ring full: the writer reads it to stop
+ * compressing while it is behind (see pace_compression). */
+static _Atomic uint64_t ring_waits;
+
 static void thread_free(rt_thread *t) {
+  atomic_fetch_add(&overhead_gone, atomic_load_explicit(&t->overhead_ns, memory_order_relaxed));
   munmap(t->r.buf, t->r.cap);
   free(t);
+}
+
+uint64_t rt_overhead_ns(void) {
+  uint64_t sum = atomic_load(&overhead_gone);
+  for (rt_thread *t = atomic_load(&threads); t; t = t->next)
+    sum += atomic_load_explicit(&t->overhead_ns, memory_order_relaxed);
+  return sum;
 }
 
 /* Ring of the calling thread, registered on first use. */
@@ -343,6 +357,27 @@ static void close_for_signal(int sig) {
   atomic_store(&closed_for_signal, 1);
 }
 
+/* Compression must never slow the program down: when a program thread had
+ * to wait for ring space since the last look, chunks are stored as they are
+ * until the writer has kept up for COMPRESS_AGAIN_NS. */
+#define COMPRESS_AGAIN_NS 1000000000ull
+
+static void pace_compression(uint64_t now) {
+  static uint64_t seen_waits, behind_since;
+  static int storing;
+  uint64_t w = atomic_load_explicit(&ring_waits, memory_order_relaxed);
+  if (w != seen_waits) {
+    seen_waits = w;
+    behind_since = now;
+    if (!storing)
+      wr_set_compress(0);
+    storing = 1;
+  } else if (storing && now - behind_since >= COMPRESS_AGAIN_NS) {
+    wr_set_compress(1);
+    storing = 0;
+  }
+}
+
 static void *writer_main(void *arg) {
   (void)arg;
   in_writer = 1;
@@ -365,6 +400,7 @@ static void *writer_main(void *arg) {
     int stopping = atomic_load(&writer_stop);
     size_t n = drain_all();
     uint64_t now = shim_now_ns();
+    pace_compression(now);
     if (now - last_flush >= FLUSH_EVERY_NS) {
       wr_flush();
       last_flush = now;
@@ -444,6 +480,8 @@ static void *reserve_wait(rt_thread *t, uint32_t len) {
   void *p;
   unsigned spins = 0;
   while ((p = ring_reserve(&t->r, len)) == NULL) {
+    if (spins == 0)
+      atomic_fetch_add_explicit(&ring_waits, 1, memory_order_relaxed);
     if (atomic_load(&run_state) != RUN_ACTIVE)
       return NULL;
     if (++spins < 64) {
@@ -530,6 +568,12 @@ void rt_submit(const rt_call *cin, void *const *ips, int nips) {
   if (c.resp.kind == RT_PAY_COPY)
     memcpy(p, c.resp.data, c.resp.len);
   ring_publish(&t->r, len);
+  if (c.end_ns) { /* single writer: a relaxed load and store, no lock prefix */
+    uint64_t own = shim_now_ns() - c.end_ns;
+    atomic_store_explicit(&t->overhead_ns,
+                          atomic_load_explicit(&t->overhead_ns, memory_order_relaxed) + own,
+                          memory_order_relaxed);
+  }
 }
 
 void rt_note(const char *key, const char *value) {
@@ -570,6 +614,7 @@ void rt_before_exit(void) {
 }
 
 static void atfork_child(void) {
+  atomic_store(&overhead_gone, 0);
   /* The writer thread does not exist here, and every ring but ours holds
    * records of the parent's threads: the child starts a file of its own and
    * never writes the parent's unflushed records. The parent's writer state
@@ -587,6 +632,7 @@ static void atfork_child(void) {
     atomic_store(&self->r.tail, 0);
     self->next = NULL;
     self->lost = 0;
+    atomic_store(&self->overhead_ns, 0); /* the parent's time is the parent's */
     self->announced = 0;
     self->os_tid = (uint32_t)syscall(SYS_gettid);
   }

@@ -39,6 +39,9 @@ typedef struct {
   uint64_t feat[ST_MAX_FEAT];
   uint64_t req_len, resp_len; /* sizes, even when not saved */
   uint32_t nested;            /* hook pass-throughs inside the timed call */
+  uint64_t end_ns;            /* end of the real call: from here to the end
+                                 of rt_submit is standin's own time, counted
+                                 so info can show what recording cost */
   rt_payload req, resp;
 } rt_call;
 

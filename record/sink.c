@@ -50,6 +50,7 @@ static struct {
   uint32_t max_thread_seen;
   uint64_t timer_ns; /* cost of one clock read inside a timed interval */
   uint64_t pass_ns;  /* cost of one nested call passing through a hook */
+  uint64_t stored_mode_switches; /* times the writer fell behind */
 } S;
 
 static void free_types(void);
@@ -149,6 +150,12 @@ static void check(int rc) {
   rt_writer_failed();
 }
 
+void wr_set_compress(int on) {
+  if (S.w)
+    st_writer_set_compress(S.w, on);
+  S.stored_mode_switches += !on;
+}
+
 void wr_flush(void) {
   if (S.w && !S.failed)
     check(st_writer_flush(S.w));
@@ -176,6 +183,8 @@ void wr_close(void) {
     note_u64("calls", S.seq);
     note_u64("latency_correction_timer_ns", S.timer_ns);
     note_u64("latency_correction_nested_ns", S.pass_ns);
+    note_u64("record_overhead_ns", rt_overhead_ns());
+    note_u64("writer_fell_behind", S.stored_mode_switches);
   }
   int rc = st_writer_close(S.w);
   if (!S.failed)

@@ -182,6 +182,11 @@ int st_writer_add_blob(st_writer *w, const void *data, uint64_t len, uint64_t *i
 /* Uncompressed bytes per chunk before it is written (default 1 MiB). */
 void st_writer_set_chunk_size(st_writer *w, size_t bytes);
 
+/* Compress chunks (1, the default) or store them as they are (0). Storing
+ * costs a copy instead of deflate; a recorder falling behind its program
+ * switches to it. Takes effect from the next chunk written. */
+void st_writer_set_compress(st_writer *w, int on);
+
 /* Compress and write the current chunk now (no-op when empty). */
 int st_writer_flush(st_writer *w);
 

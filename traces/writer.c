@@ -54,6 +54,7 @@ struct st_writer {
   int err;      /* sticky: once a chunk write failed, nothing more is written */
   uint64_t off; /* file offset of the next write */
   size_t chunk_size;
+  int compress; /* 0: store chunks (the recorder is behind its program) */
 
   /* The chunk being filled. */
   uint8_t *buf;
@@ -177,7 +178,7 @@ static int write_all(st_writer *w, struct iovec *iov, int n) {
  * stored instead: *clen is 0 then. */
 static int try_compress(st_writer *w, size_t *clen) {
   *clen = 0;
-  if (w->len < 16)
+  if (w->len < 16 || !w->compress)
     return ST_OK;
   int e = grow_bytes(&w->out, &w->out_cap, w->len - 1);
   if (e)
@@ -659,6 +660,7 @@ static int writer_new(st_writer **out) {
     return ST_E_NOMEM;
   w->fd = -1;
   w->chunk_size = STF_DEFAULT_CHUNK;
+  w->compress = 1;
   w->cap = w->chunk_size + CALL_MAX;
   w->buf = malloc(w->cap);
   w->z = libdeflate_alloc_compressor(STF_ZLIB_LEVEL);
@@ -698,6 +700,10 @@ int st_writer_open(st_writer **wp, const char *path, const st_header *h) {
   }
   *wp = w;
   return ST_OK;
+}
+
+void st_writer_set_compress(st_writer *w, int on) {
+  w->compress = on != 0;
 }
 
 void st_writer_set_chunk_size(st_writer *w, size_t bytes) {
