@@ -1,0 +1,77 @@
+/* jpeg_scan.h — reading JPEG datastreams without decoding them.
+ *
+ * Two jobs, both on raw bytes and free of libjpeg:
+ *
+ * - jpg_scan is a streaming marker scanner. It finds where an image ends
+ *   (EOI) without looking inside entropy-coded data, and it builds the
+ *   *normalised* datastream that identifies a decode request (the bytes
+ *   that fingerprint a decode and that the trace keeps as the request):
+ *   SOI, frame, tables, scans and their entropy-coded data, APP0 (JFIF)
+ *   and APP14 (Adobe, which decides the colour transform); without
+ *   comments, other APPn segments, fill bytes and stray bytes between
+ *   segments, and cut right after the entropy-coded data of the last scan,
+ *   followed by EOI. Cutting there makes the request the same whether or
+ *   not the program let the library read the trailing markers (a program
+ *   that never calls jpeg_finish_decompress leaves them unread).
+ *   traces/FORMAT.md gives the rule in full.
+ *
+ * - jpg_probe reads the frame header: size, components, sampling, SOF
+ *   type, restart interval. */
+#ifndef STANDIN_JPEG_SCAN_H
+#define STANDIN_JPEG_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+  int st;            /* scanner state (jpeg_scan.c) */
+  int marker;        /* marker of the segment being read */
+  uint32_t seg_left; /* payload bytes of that segment still to come */
+  int keep;          /* the segment goes to the output */
+  int seen_sos;      /* a scan started */
+  int oom;           /* output could not grow: the result is unusable */
+  uint8_t len_hi;
+  /* Output: `reserve` bytes left free at the front for the caller (a
+   * request header), then the normalised stream. */
+  uint8_t *out;
+  size_t out_len, out_cap, reserve;
+  size_t entropy_end;  /* out_len where the last scan's data ended */
+  size_t complete_end; /* out_len after the last complete segment */
+  uint64_t consumed;   /* input bytes consumed so far */
+} jpg_scan;
+
+/* Start scanning a datastream at its first byte. `reserve` bytes are kept
+ * free at the start of the output buffer; want_output = 0 only finds EOI. */
+void jpg_scan_init(jpg_scan *s, size_t reserve, int want_output);
+
+/* Feed n bytes. Returns how many were consumed: all of them, or fewer when
+ * EOI ends the datastream (the EOI marker itself is consumed). */
+size_t jpg_scan_feed(jpg_scan *s, const uint8_t *p, size_t n);
+
+/* 1 once EOI has been consumed. */
+int jpg_scan_done(const jpg_scan *s);
+
+/* End the datastream here (EOI seen or not), append EOI to the output and
+ * hand the buffer over: *buf (malloc'd, caller frees) holds `reserve`
+ * free bytes then the normalised stream, *len counts both. Returns 0, or
+ * -1 if memory ran out (nothing is handed over). The scanner is empty
+ * afterwards. */
+int jpg_scan_finish(jpg_scan *s, uint8_t **buf, size_t *len);
+
+/* Free the output of an unfinished scan. */
+void jpg_scan_free(jpg_scan *s);
+
+/* What the frame header says. */
+typedef struct {
+  int sof; /* SOF marker (0xC0 baseline, 0xC2 progressive, ...), -1 if none */
+  uint32_t width, height;
+  int ncomp;
+  int h[4], v[4];   /* sampling factors of the first 4 components */
+  uint32_t restart; /* restart interval in MCUs (DRI before the first scan) */
+} jpg_probe;
+
+/* Parse markers from SOI up to the first SOS. Returns 0 when a frame
+ * header was found, -1 otherwise (*p is still filled as far as known). */
+int jpg_probe_header(const uint8_t *data, size_t len, jpg_probe *p);
+
+#endif

@@ -1,0 +1,391 @@
+/* test_jpeg.c — unit tests of interpose/jpeg_scan and jpeg_req: the
+ * normalised request datastream (what fingerprints a decode), the frame
+ * header probe, request headers and response extensions. Streams are built
+ * by hand, marker by marker, so every rule is checked on its own. */
+#include "api.h"
+#include "jpeg_req.h"
+#include "jpeg_scan.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- building streams ------------------------------------------------------ */
+
+typedef struct {
+  uint8_t b[4096];
+  size_t n;
+} stream;
+
+static void put(stream *s, const void *p, size_t n) {
+  ck_assert_uint_le(s->n + n, sizeof s->b);
+  memcpy(s->b + s->n, p, n);
+  s->n += n;
+}
+
+static void marker(stream *s, int m) {
+  uint8_t two[2] = {0xFF, (uint8_t)m};
+  put(s, two, 2);
+}
+
+/* A marker segment with `len` payload bytes of value `fill`. */
+static void segment(stream *s, int m, size_t len, int fill) {
+  marker(s, m);
+  uint8_t l[2] = {(uint8_t)((len + 2) >> 8), (uint8_t)(len + 2)};
+  put(s, l, 2);
+  for (size_t i = 0; i < len; i++)
+    put(s, &(uint8_t){(uint8_t)fill}, 1);
+}
+
+/* A baseline frame header: 1 or 3 components with sampling h0 x v0. */
+static void sof(stream *s, int m, int w, int h, int ncomp, int h0, int v0) {
+  uint8_t p[6 + 9] = {8,          (uint8_t)(h >> 8), (uint8_t)h, (uint8_t)(w >> 8),
+                      (uint8_t)w, (uint8_t)ncomp};
+  for (int c = 0; c < ncomp; c++) {
+    p[6 + 3 * c] = (uint8_t)(c + 1);
+    p[7 + 3 * c] = c == 0 ? (uint8_t)(h0 << 4 | v0) : 0x11;
+    p[8 + 3 * c] = c ? 1 : 0;
+  }
+  marker(s, m);
+  size_t len = 6 + 3 * (size_t)ncomp;
+  uint8_t l[2] = {0, (uint8_t)(len + 2)};
+  put(s, l, 2);
+  put(s, p, len);
+}
+
+static const uint8_t entropy[] = {0x12, 0x34, 0xFF, 0x00, 0x56, 0xFF, 0xD0, 0x78, 0x9A};
+
+/* SOI APP0 COM APP1 DQT SOF0 DHT SOS <entropy> [tail] */
+static void image(stream *s) {
+  marker(s, 0xD8);
+  segment(s, 0xE0, 14, 'J');
+  segment(s, 0xFE, 5, 'c');
+  segment(s, 0xE1, 20, 'x');
+  segment(s, 0xDB, 65, 1);
+  sof(s, 0xC0, 64, 32, 3, 2, 2);
+  segment(s, 0xC4, 20, 2);
+  segment(s, 0xDA, 10, 3);
+  put(s, entropy, sizeof entropy);
+}
+
+/* What image() normalises to, before the closing EOI. */
+static void image_normalised(stream *s) {
+  marker(s, 0xD8);
+  segment(s, 0xE0, 14, 'J');
+  segment(s, 0xDB, 65, 1);
+  sof(s, 0xC0, 64, 32, 3, 2, 2);
+  segment(s, 0xC4, 20, 2);
+  segment(s, 0xDA, 10, 3);
+  put(s, entropy, sizeof entropy);
+}
+
+/* Normalise `in` fed in pieces of `piece` bytes (0 = at once). */
+static stream normalise(const stream *in, size_t piece, size_t *consumed) {
+  jpg_scan sc;
+  jpg_scan_init(&sc, 7, 1);
+  size_t used = 0;
+  for (size_t i = 0; i < in->n && !jpg_scan_done(&sc);) {
+    size_t n = piece && in->n - i > piece ? piece : in->n - i;
+    size_t u = jpg_scan_feed(&sc, in->b + i, n);
+    used += u;
+    if (u < n)
+      break;
+    i += n;
+  }
+  if (consumed)
+    *consumed = used;
+  uint8_t *buf;
+  size_t len;
+  ck_assert_int_eq(jpg_scan_finish(&sc, &buf, &len), 0);
+  ck_assert_uint_ge(len, 7);
+  stream out = {.n = 0};
+  put(&out, buf + 7, len - 7);
+  free(buf);
+  return out;
+}
+
+static void assert_same(const stream *a, const stream *b) {
+  ck_assert_uint_eq(a->n, b->n);
+  ck_assert_int_eq(memcmp(a->b, b->b, a->n), 0);
+}
+
+/* ---- the normalised datastream ---------------------------------------------- */
+
+START_TEST(test_scan_keeps_decoding_segments_and_drops_the_rest) {
+  stream in = {.n = 0}, want = {.n = 0};
+  image(&in);
+  segment(&in, 0xFE, 3, 'z'); /* a comment after the scan */
+  marker(&in, 0xD9);
+  image_normalised(&want);
+  marker(&want, 0xD9);
+  size_t used;
+  stream got = normalise(&in, 0, &used);
+  assert_same(&got, &want);
+  ck_assert_uint_eq(used, in.n);
+}
+END_TEST
+
+START_TEST(test_scan_stops_after_eoi) {
+  stream in = {.n = 0};
+  image(&in);
+  marker(&in, 0xD9);
+  size_t end = in.n;
+  put(&in, "next image", 10);
+  size_t used;
+  normalise(&in, 0, &used);
+  ck_assert_uint_eq(used, end);
+}
+END_TEST
+
+START_TEST(test_scan_any_split_gives_the_same_result) {
+  stream in = {.n = 0};
+  image(&in);
+  marker(&in, 0xD9);
+  stream whole = normalise(&in, 0, NULL);
+  for (size_t piece = 1; piece < 40; piece++) {
+    stream got = normalise(&in, piece, NULL);
+    assert_same(&got, &whole);
+  }
+}
+END_TEST
+
+/* A program that never calls jpeg_finish_decompress leaves the trailing
+ * markers unread; replay drains to EOI. Both must give the same request. */
+START_TEST(test_scan_request_does_not_depend_on_how_far_the_end_was_read) {
+  stream full = {.n = 0};
+  image(&full);
+  size_t data_end = full.n;
+  segment(&full, 0xC4, 4, 9); /* tables after the last scan change nothing */
+  segment(&full, 0xFE, 3, 'z');
+  marker(&full, 0xFF); /* a fill byte, then EOI */
+  marker(&full, 0xD9);
+  stream want = normalise(&full, 0, NULL);
+  for (size_t cut = data_end; cut <= full.n; cut++) {
+    stream part = full;
+    part.n = cut;
+    stream got = normalise(&part, 0, NULL);
+    assert_same(&got, &want);
+  }
+}
+END_TEST
+
+START_TEST(test_scan_keeps_every_scan_and_drops_stray_bytes) {
+  stream in = {.n = 0}, want = {.n = 0};
+  put(&in, "garbage", 7); /* before SOI */
+  image(&in);
+  segment(&in, 0xC4, 6, 4);
+  put(&in, "\x01\x02", 2); /* stray bytes between segments */
+  segment(&in, 0xFE, 2, 'c');
+  segment(&in, 0xDA, 8, 5);
+  put(&in, "\xAA\xFF\x00\xBB", 4);
+  marker(&in, 0xD9);
+  image_normalised(&want);
+  segment(&want, 0xC4, 6, 4);
+  segment(&want, 0xDA, 8, 5);
+  put(&want, "\xAA\xFF\x00\xBB", 4);
+  marker(&want, 0xD9);
+  stream got = normalise(&in, 3, NULL);
+  assert_same(&got, &want);
+}
+END_TEST
+
+START_TEST(test_scan_tables_only_datastream) {
+  stream in = {.n = 0}, want = {.n = 0};
+  marker(&in, 0xD8);
+  segment(&in, 0xDB, 65, 1);
+  segment(&in, 0xFE, 4, 'c');
+  segment(&in, 0xC4, 30, 2);
+  marker(&in, 0xD9);
+  marker(&want, 0xD8);
+  segment(&want, 0xDB, 65, 1);
+  segment(&want, 0xC4, 30, 2);
+  marker(&want, 0xD9);
+  stream got = normalise(&in, 0, NULL);
+  assert_same(&got, &want);
+}
+END_TEST
+
+START_TEST(test_scan_truncated_segment_is_left_out) {
+  stream in = {.n = 0}, want = {.n = 0};
+  marker(&in, 0xD8);
+  segment(&in, 0xDB, 65, 1);
+  size_t keep = in.n;
+  segment(&in, 0xC4, 30, 2);
+  in.n -= 10; /* ends inside the DHT segment */
+  put(&want, in.b, keep);
+  marker(&want, 0xD9);
+  stream got = normalise(&in, 0, NULL);
+  assert_same(&got, &want);
+}
+END_TEST
+
+START_TEST(test_scan_without_output_still_finds_eoi) {
+  stream in = {.n = 0};
+  image(&in);
+  marker(&in, 0xD9);
+  jpg_scan sc;
+  jpg_scan_init(&sc, 0, 0);
+  ck_assert_uint_eq(jpg_scan_feed(&sc, in.b, in.n), in.n);
+  ck_assert(jpg_scan_done(&sc));
+  jpg_scan_free(&sc);
+}
+END_TEST
+
+/* ---- frame header ------------------------------------------------------------- */
+
+START_TEST(test_probe_reads_frame_and_restart_interval) {
+  stream in = {.n = 0};
+  marker(&in, 0xD8);
+  segment(&in, 0xE0, 14, 'J');
+  uint8_t dri[2] = {0, 20};
+  marker(&in, 0xDD);
+  put(&in, "\x00\x04", 2);
+  put(&in, dri, 2);
+  sof(&in, 0xC2, 333, 177, 3, 2, 1);
+  segment(&in, 0xDA, 10, 3);
+  jpg_probe p;
+  ck_assert_int_eq(jpg_probe_header(in.b, in.n, &p), 0);
+  ck_assert_int_eq(p.sof, 0xC2);
+  ck_assert_uint_eq(p.width, 333);
+  ck_assert_uint_eq(p.height, 177);
+  ck_assert_int_eq(p.ncomp, 3);
+  ck_assert_int_eq(p.h[0], 2);
+  ck_assert_int_eq(p.v[0], 1);
+  ck_assert_int_eq(p.h[1], 1);
+  ck_assert_uint_eq(p.restart, 20);
+  ck_assert_int_eq(jpg_subsamp(p.ncomp, p.h, p.v), ST_SUBSAMP_422);
+  ck_assert_int_eq(jpg_probe_header(in.b, 20, &p), -1); /* no frame in the first bytes */
+  ck_assert_int_eq(p.sof, -1);
+}
+END_TEST
+
+START_TEST(test_subsampling_and_class_names) {
+  int h[4] = {2, 1, 1}, v[4] = {2, 1, 1};
+  ck_assert_int_eq(jpg_subsamp(3, h, v), ST_SUBSAMP_420);
+  ck_assert_int_eq(jpg_subsamp(1, h, v), ST_SUBSAMP_GRAY);
+  v[0] = 1;
+  ck_assert_int_eq(jpg_subsamp(3, h, v), ST_SUBSAMP_422);
+  h[0] = 1;
+  ck_assert_int_eq(jpg_subsamp(3, h, v), ST_SUBSAMP_444);
+  h[0] = 3;
+  ck_assert_int_eq(jpg_subsamp(3, h, v), ST_SUBSAMP_OTHER);
+  ck_assert_str_eq(jpg_class_name(0xC0, ST_SUBSAMP_420), "baseline 4:2:0");
+  ck_assert_str_eq(jpg_class_name(0xC2, ST_SUBSAMP_GRAY), "progressive gray");
+  ck_assert_str_eq(jpg_class_name(0xC9, ST_SUBSAMP_444), "arithmetic 4:4:4");
+  ck_assert_str_eq(jpg_class_name(-1, 99), "hierarchical ?");
+  /* the trace's type key is the pointer: one class, one pointer */
+  ck_assert_ptr_eq(jpg_class_name(0xC0, ST_SUBSAMP_420), jpg_class_name(0xC0, ST_SUBSAMP_420));
+}
+END_TEST
+
+/* ---- request header and response extension ----------------------------------- */
+
+START_TEST(test_request_header_round_trip) {
+  jpg_params p = {.api = ST_API_JPEG_DECODE,
+                  .out_color_space = 2,
+                  .jpeg_color_space = 3,
+                  .scale_num = 3,
+                  .scale_denom = 8,
+                  .dct_method = 2,
+                  .options = JPG_OPT_QUANTIZE | JPG_OPT_FANCY_UPSAMPLING,
+                  .dither_mode = 1,
+                  .desired_colors = 16,
+                  .output_gamma = 1.5,
+                  .tables_len = 4,
+                  .cmap_colors = 2,
+                  .cmap_components = 3};
+  uint8_t cmap[6] = {1, 2, 3, 4, 5, 6};
+  size_t hl = jpg_req_header_len(&p);
+  ck_assert_uint_eq(hl, JPG_REQ_FIXED + 6);
+  uint8_t blob[200];
+  jpg_req_write_header(blob, &p, cmap);
+  memcpy(blob + hl, "TTTTJPEG", 8);
+  jpg_params q;
+  const uint8_t *m, *jpeg;
+  size_t jl;
+  ck_assert_int_eq(jpg_req_parse(blob, hl + 8, &q, &m, &jpeg, &jl), 0);
+  ck_assert_int_eq(memcmp(&p, &q, sizeof p), 0);
+  ck_assert_int_eq(memcmp(m, cmap, 6), 0);
+  ck_assert_ptr_eq(jpeg, blob + hl);
+  ck_assert_uint_eq(jl, 8);
+  ck_assert_int_eq(jpg_req_parse(blob, hl + 3, &q, NULL, NULL, NULL), -1); /* tables past end */
+  blob[0] = 'X';
+  ck_assert_int_eq(jpg_req_parse(blob, hl + 8, &q, NULL, NULL, NULL), -1);
+}
+END_TEST
+
+START_TEST(test_fingerprint_depends_on_api_and_every_byte) {
+  uint8_t blob[300];
+  for (size_t i = 0; i < sizeof blob; i++)
+    blob[i] = (uint8_t)i;
+  uint8_t a[16], b[16], c[16];
+  jpg_req_fingerprint(blob, sizeof blob, ST_API_JPEG_DECODE, a);
+  jpg_req_fingerprint(blob, sizeof blob, ST_API_TJ_DECODE, b);
+  ck_assert_int_ne(memcmp(a, b, 16), 0);
+  for (size_t i = 0; i < sizeof blob; i += 37) {
+    blob[i] ^= 1;
+    jpg_req_fingerprint(blob, sizeof blob, ST_API_JPEG_DECODE, c);
+    ck_assert_int_ne(memcmp(a, c, 16), 0);
+    blob[i] ^= 1;
+  }
+  jpg_req_fingerprint(blob, sizeof blob, ST_API_JPEG_DECODE, c);
+  ck_assert_int_eq(memcmp(a, c, 16), 0);
+}
+END_TEST
+
+START_TEST(test_response_extension_round_trip_and_damage) {
+  uint8_t cmap[2 * 3] = {9, 8, 7, 6, 5, 4};
+  jpg_msg msgs[2] = {{.row = 7, .phase = JPG_PHASE_ROWS, .level = -1, .code = 123, .pos = 99},
+                     {.row = 0, .phase = JPG_PHASE_FINISH, .level = 1, .code = 5}};
+  strcpy((char *)msgs[0].parm, "parameter");
+  ck_assert_uint_eq(jpg_ext_len(0, 0, 0), 0);
+  size_t n = jpg_ext_len(2, 3, 2);
+  ck_assert_uint_eq(n, 16 + 6 + 2 * JPG_MSG_BYTES);
+  uint8_t *e = malloc(n);
+  jpg_ext_write(e, 2, 3, cmap, msgs, 2);
+  jpg_ext x;
+  ck_assert_int_eq(jpg_ext_read(e, n, &x), 0);
+  ck_assert_uint_eq(x.ncolors, 2);
+  ck_assert_uint_eq(x.ncomp, 3);
+  ck_assert_int_eq(memcmp(x.cmap, cmap, 6), 0);
+  ck_assert_uint_eq(x.nmsgs, 2);
+  jpg_msg m;
+  jpg_ext_msg(&x, 0, &m);
+  ck_assert_uint_eq(m.row, 7);
+  ck_assert_int_eq(m.level, -1);
+  ck_assert_int_eq(m.code, 123);
+  ck_assert_uint_eq(m.pos, 99);
+  ck_assert_str_eq((char *)m.parm, "parameter");
+  jpg_ext_msg(&x, 1, &m);
+  ck_assert_int_eq(m.phase, JPG_PHASE_FINISH);
+  ck_assert_int_eq(jpg_ext_read(e, n - 1, &x), -1);
+  e[12] = 200; /* more messages than bytes */
+  ck_assert_int_eq(jpg_ext_read(e, n, &x), -1);
+  free(e);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("jpeg");
+  TCase *scan = tcase_create("scan"), *req = tcase_create("request");
+  tcase_add_test(scan, test_scan_keeps_decoding_segments_and_drops_the_rest);
+  tcase_add_test(scan, test_scan_stops_after_eoi);
+  tcase_add_test(scan, test_scan_any_split_gives_the_same_result);
+  tcase_add_test(scan, test_scan_request_does_not_depend_on_how_far_the_end_was_read);
+  tcase_add_test(scan, test_scan_keeps_every_scan_and_drops_stray_bytes);
+  tcase_add_test(scan, test_scan_tables_only_datastream);
+  tcase_add_test(scan, test_scan_truncated_segment_is_left_out);
+  tcase_add_test(scan, test_scan_without_output_still_finds_eoi);
+  tcase_add_test(scan, test_probe_reads_frame_and_restart_interval);
+  tcase_add_test(req, test_subsampling_and_class_names);
+  tcase_add_test(req, test_request_header_round_trip);
+  tcase_add_test(req, test_fingerprint_depends_on_api_and_every_byte);
+  tcase_add_test(req, test_response_extension_round_trip_and_damage);
+  suite_add_tcase(s, scan);
+  suite_add_tcase(s, req);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
