@@ -1,0 +1,276 @@
+/* jpeg_obj.h — the libjpeg decompression objects a shim follows.
+ *
+ * libjpeg is driven through a sequence of calls on one object
+ * (jpeg_read_header .. jpeg_finish_decompress), pulls its input through a
+ * source manager the program provides, and reports trouble through an error
+ * manager the program provides, which usually longjmps out of the library.
+ * A shim therefore needs, per object:
+ *
+ * - State, kept in a table keyed by the j_decompress_ptr (lock-free; one
+ *   object is only used by one thread at a time, as libjpeg requires).
+ *
+ * - The bytes the library consumed. While a decode is followed, the
+ *   function pointers of the program's own source manager are replaced
+ *   (init_source, fill_input_buffer, skip_input_data; cinfo->src is not
+ *   touched because programs cast it to their own bigger struct). Bytes are
+ *   taken when the library finished with them: the rest of a buffer when
+ *   the library asks for the next one, what it consumed of the current
+ *   buffer when a call returns. Bytes the library skips (skip_input_data,
+ *   for marker segments it does not keep) are stored as zeros: they may not
+ *   be visible at all (a suspending source skips them later, out of sight).
+ *   The program's pointers are restored when the decode ends.
+ *
+ * - The messages and errors. error_exit and emit_message of the program's
+ *   error manager are replaced the same way (several objects may share one
+ *   error manager: a small registry keeps the program's functions). An
+ *   error exit ends the decode cleanly (the shim's on_error callback, then
+ *   the program's pointers back, then the program's handler), so a longjmp
+ *   never leaves shim_depth or an object's state behind. Messages emitted
+ *   inside the library after the header can be logged (record) or held back
+ *   (replay, while draining the source).
+ *
+ * - For replay: draining the source to EOI before the library reads it, and
+ *   feeding the drained bytes back to the real library (an overlay on the
+ *   program's source) when a decode has to run for real after all. */
+#ifndef STANDIN_JPEG_OBJ_H
+#define STANDIN_JPEG_OBJ_H
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jpeglib.h>
+
+#include "jpeg_req.h"
+#include "jpeg_scan.h"
+#include "shim.h"
+
+/* Resolve a real libjpeg / TurboJPEG function. dlsym(RTLD_NEXT) first; a
+ * library loaded with RTLD_LOCAL (a Python extension's dependency) is not
+ * in that scope, so then the already-loaded library itself is asked.
+ * Aborts with a message if neither has it. */
+void *jpg_real(const char *name, const char *lib);
+#define JPG_LIBJPEG "libjpeg.so.62"
+#define JPG_LIBTJ "libturbojpeg.so.0"
+#define JPG_REAL(var, fn, lib)                                                                     \
+  static __typeof__(&fn) var##_cache;                                                              \
+  __typeof__(&fn) var = __atomic_load_n(&var##_cache, __ATOMIC_RELAXED);                           \
+  if (SHIM_UNLIKELY(!var)) {                                                                       \
+    var = (__typeof__(&fn))jpg_real(#fn, lib);                                                     \
+    __atomic_store_n(&var##_cache, var, __ATOMIC_RELAXED);                                         \
+  }
+
+/* A growable byte buffer. put/zero return 0, or -1 when memory ran out
+ * (the buffer is then marked failed and stays failed). */
+typedef struct {
+  uint8_t *p;
+  size_t len, cap;
+  int failed;
+} jpg_buf;
+int jpg_buf_put(jpg_buf *b, const void *p, size_t n);
+int jpg_buf_zero(jpg_buf *b, size_t n);
+void jpg_buf_free(jpg_buf *b);
+
+/* Where a followed decode is. */
+enum {
+  JPG_IDLE = 0,    /* no decode */
+  JPG_HEADER = 1,  /* jpeg_read_header called, not complete yet */
+  JPG_READY = 2,   /* header read (JPEG_HEADER_OK) */
+  JPG_STARTED = 3, /* jpeg_start_decompress called */
+};
+
+/* Why a decode is not offloadable (st_call.reason of jpeg.decode calls
+ * flagged ST_CALL_NOT_OFFLOADABLE, FAILED or NO_RESPONSE). Part of the
+ * trace format: append only. */
+enum {
+  JPG_NO_NONE = 0,
+  JPG_NO_BUFFERED = 1,  /* buffered-image mode */
+  JPG_NO_RAW = 2,       /* raw (downsampled) data output */
+  JPG_NO_COEF = 3,      /* jpeg_read_coefficients */
+  JPG_NO_SKIP = 4,      /* jpeg_skip_scanlines */
+  JPG_NO_CROP = 5,      /* jpeg_crop_scanline */
+  JPG_NO_ABANDONED = 6, /* ended before the last row was read */
+  JPG_NO_ERROR = 7,     /* the library's error_exit ended it */
+  JPG_NO_NOMEM = 8,     /* the shim could not keep request or response */
+  JPG_NO_TJ_ERROR = 9,  /* TurboJPEG returned -1 (error or warning) */
+  JPG_NO_UNTRACKED = 10 /* source or error manager could not be followed */
+};
+
+typedef struct jpg_obj jpg_obj;
+struct jpg_obj {
+  j_decompress_ptr cinfo;
+  int phase;       /* JPG_IDLE.. */
+  int in_call;     /* inside an outermost hook on this object */
+  int passthrough; /* not offloadable: nothing is captured or served */
+  uint16_t reason; /* JPG_NO_* */
+
+  /* source manager */
+  struct jpeg_source_mgr *src;
+  void (*orig_init)(j_decompress_ptr);
+  boolean (*orig_fill)(j_decompress_ptr);
+  void (*orig_skip)(j_decompress_ptr, long);
+  int src_wrapped;
+  int capture;                  /* keep consumed bytes in cap */
+  jpg_buf cap;                  /* bytes of the current datastream the library consumed */
+  const JOCTET *last, *buf_end; /* not yet kept part of the current buffer */
+  int in_skip;
+  int in_src;        /* inside the program's fill / skip / init */
+  int src_error;     /* the error exit came from inside the program's source */
+  size_t header_len; /* cap.len when the header was complete */
+  jpg_buf tables;    /* tables-only datastreams read on this object */
+
+  /* error manager */
+  struct jpeg_error_mgr *err;
+  void (*orig_emit)(j_common_ptr, int);
+  void (*orig_exit)(j_common_ptr);
+  int err_wrapped;
+  int log_phase; /* record: JPG_PHASE_* of messages to keep, 0 = none */
+  jpg_msg *msgs; /* record: kept messages; replay: held back while draining */
+  size_t nmsgs, msg_cap, msg_next;
+
+  /* replay: drain and feed */
+  int draining;
+  jmp_buf *drain_jb;
+  jpg_buf drained; /* bytes taken from the source after the header */
+  int starve;      /* the library gets no data (fill_input_buffer says FALSE) */
+  const JOCTET *starve_nib;
+  size_t starve_bib;
+  int feeding;   /* the real library reads `drained` first */
+  int overlay;   /* src currently points into `drained` */
+  int feed_done; /* `drained` is used up */
+  size_t feed_pos, seg_end;
+  const JOCTET *prog_nib; /* the program's view of its source */
+  size_t prog_bib;
+
+  /* time inside the library for this decode (trace clock) */
+  uint64_t t_first, t_in, busy_ns;
+
+  void *ext; /* the shim's own per-decode data */
+};
+
+/* What a shim does when an error ends a followed decode (record: submit
+ * the call as failed; replay: account for it); the decode is ended
+ * afterwards. Either the library's error_exit was called (stale = 0; the
+ * program's handler runs next, o->src_error says whether the program's
+ * source raised it), or a program callback longjmped out of the library
+ * and the next call on the object found it (stale = 1). */
+typedef struct {
+  void (*on_error)(jpg_obj *o, int stale);
+  void (*free_ext)(jpg_obj *o); /* free o->ext (decode end, object forgotten) */
+  uint64_t (*now)(void);        /* the shim's clock (default shim_now_ns) */
+} jpg_callbacks;
+void jpg_set_callbacks(const jpg_callbacks *cb);
+
+/* The object's state, created on demand (create = 1). NULL when absent, or
+ * when the table is full (the object is then not followed). */
+jpg_obj *jpg_obj_get(j_decompress_ptr cinfo, int create);
+
+/* Forget an object (jpeg_destroy, a new jpeg_create on the same memory):
+ * end its decode and free everything. */
+void jpg_obj_forget(j_decompress_ptr cinfo);
+
+/* Start following a decode: wrap the source and the error manager, keep
+ * consumed bytes. Returns 0, or -1 if they cannot be followed (the decode is
+ * then passthrough with reason JPG_NO_UNTRACKED). */
+int jpg_decode_begin(jpg_obj *o);
+
+/* End the decode: the program's pointers back, buffers freed (tables-only
+ * datastreams are kept), free_ext called, phase JPG_IDLE. */
+void jpg_decode_end(jpg_obj *o);
+
+/* Call first in every hook that found o: a previous call on o that never
+ * returned (a program callback longjmped past the library) ends its decode
+ * as failed. */
+void jpg_check_stale(jpg_obj *o);
+
+/* Re-wrap if the program replaced its source or error functions. */
+void jpg_rewrap(jpg_obj *o);
+
+/* Outermost-call guard. jpg_outermost tells whether the calling hook is the
+ * outermost intercepted call on this thread (libjpeg calls its own exported
+ * functions: jpeg_read_header calls jpeg_consume_input, jpeg_finish_decompress
+ * calls jpeg_abort, ...). Pass __builtin_frame_address(0) of the hook: a
+ * JPEG hook left by a longjmp the shim did not see is recognised because the
+ * new call's frame is not deeper than the stale one. */
+int jpg_outermost(void *frame);
+/* Enter / leave an outermost call on o (o may be NULL): shim_depth, timing,
+ * source synchronisation (and the replay overlay). */
+void jpg_enter(jpg_obj *o, void *frame);
+void jpg_leave(jpg_obj *o);
+
+/* Keep the consumed bytes of the current call now (used before the shim
+ * looks at o->cap inside a call). */
+void jpg_sync(jpg_obj *o);
+
+/* jpeg_read_header completed: what was consumed so far is the header. */
+void jpg_header_done(jpg_obj *o);
+
+/* Bytes of image data (after the header) the library consumed so far. */
+uint64_t jpg_data_consumed(const jpg_obj *o);
+
+/* Run the real jpeg_start_decompress with no data available: it sets up
+ * the decompressor (checking the parameters, raising the same errors) and
+ * returns TRUE for an image it can start without input, FALSE where it
+ * would read image data (several scans, two-pass quantisation). Not for
+ * arithmetic coding with several scans: that decoder cannot suspend. */
+boolean jpg_start_starved(jpg_obj *o);
+
+/* Call a program callback with shim_depth as outside the library, so a
+ * longjmp out of it leaves the counter right. */
+#define JPG_CALLBACK(expr)                                                                         \
+  do {                                                                                             \
+    int saved_depth_ = shim_depth;                                                                 \
+    shim_depth = 0;                                                                                \
+    expr;                                                                                          \
+    shim_depth = saved_depth_;                                                                     \
+  } while (0)
+
+/* Re-emit a message through the program's error manager. */
+void jpg_emit(jpg_obj *o, const jpg_msg *m);
+
+/* ---- requests -------------------------------------------------------------- */
+
+/* The decode parameters as they are when jpeg_start_decompress is called.
+ * A colour map the program gave for quantising is copied to *cmap (malloc'd,
+ * caller frees; NULL when none). */
+void jpg_take_params(j_decompress_ptr cinfo, jpg_params *p, uint8_t **cmap);
+
+/* Bytes per output row as jpeg_read_scanlines returns them. */
+size_t jpg_row_bytes(j_decompress_ptr cinfo);
+
+/* Start the scanner that builds o's request: room for the request header
+ * and the tables-only datastreams kept on o, then the image datastream. */
+void jpg_request_scan(jpg_obj *o, const jpg_params *p, jpg_scan *sc);
+
+/* Finish the request from a scanner started with jpg_request_scan and fed
+ * the image datastream. Returns the blob (malloc'd) and fills *pr from the
+ * image datastream's header, or NULL when memory ran out. */
+uint8_t *jpg_request_finish(jpg_obj *o, jpg_params *p, const uint8_t *cmap, jpg_scan *sc,
+                            size_t *len, jpg_probe *pr);
+
+/* Bytes of the image datastream inside a request blob. */
+size_t jpg_request_image_bytes(const jpg_obj *o, const jpg_params *p, size_t len);
+
+/* jpeg_read_header returned JPEG_HEADER_TABLES_ONLY: keep the consumed
+ * tables-only datastream (normalised) for the images that follow. */
+void jpg_keep_tables(jpg_obj *o);
+
+/* ---- replay: drain and feed -------------------------------------------- */
+
+enum { JPG_DRAIN_DONE = 0, JPG_DRAIN_SUSPENDED = 1, JPG_DRAIN_ERROR = 2 };
+
+/* Take bytes from the program's source into o->drained, passing them to the
+ * scanner, until the scanner sees EOI (DONE), the source suspends
+ * (SUSPENDED: every byte offered so far was taken; call again later), or
+ * the source raises an error (ERROR: the program's error handler was not
+ * run; it will run when the real library reaches that point). Messages
+ * emitted meanwhile are held back in o->msgs with their input offset. */
+int jpg_drain(jpg_obj *o, jpg_scan *sc);
+
+/* From now on the real library reads o->drained first, then the program's
+ * source; held-back messages are emitted when the library reaches their
+ * offset. Call inside an outermost hook. */
+void jpg_feed_begin(jpg_obj *o);
+
+#endif

@@ -1,0 +1,53 @@
+/* jpeg_tj.h — TurboJPEG decode requests: which bytes a call writes.
+ *
+ * A TurboJPEG call gets the whole JPEG in memory and writes into the
+ * caller's buffers with a pitch (packed pixels) or per-plane strides (YUV).
+ * The trace keeps the written bytes packed, row after row (plane after
+ * plane); these helpers compute that layout exactly as libturbojpeg 2.1
+ * does, and move bytes between the caller's buffers and the packed form. */
+#ifndef STANDIN_JPEG_TJ_H
+#define STANDIN_JPEG_TJ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jpeg_req.h"
+
+typedef struct {
+  int jpeg_w, jpeg_h, subsamp; /* from the JPEG header (TJSAMP_*) */
+  int scale_num, scale_denom;  /* scaling factor TurboJPEG chooses */
+  int out_w, out_h;            /* decoded size */
+  int nplanes;                 /* 1 for packed pixels, 1 or 3 for YUV */
+  int row_bytes[3], rows[3];   /* bytes written per row, rows per plane */
+  size_t bytes;                /* all of them, packed */
+} jpg_tj_layout;
+
+/* Layout of a call: entry JPG_ENTRY_TJ_*; width and height as passed (0 =
+ * the image's); pixel_format for JPG_ENTRY_TJ_RGB. The JPEG header is read
+ * with a private TurboJPEG handle of the calling thread (the program's
+ * handle and its error state are not touched). Returns 0, or -1 when the
+ * header cannot be read or the call would fail anyway. */
+int jpg_tj_layout_of(const unsigned char *jpeg, unsigned long size, int entry, int width,
+                     int height, int pixel_format, jpg_tj_layout *L);
+
+/* Where each plane starts and its stride in the caller's buffers. */
+typedef struct {
+  unsigned char *plane[3];
+  size_t stride[3];
+} jpg_tj_dest;
+
+/* tjDecompress2(dstBuf, pitch) */
+void jpg_tj_dest_rgb(const jpg_tj_layout *L, unsigned char *dst, int pitch, jpg_tj_dest *d);
+/* tjDecompressToYUVPlanes(dstPlanes, strides) */
+void jpg_tj_dest_planes(const jpg_tj_layout *L, unsigned char **planes, const int *strides,
+                        jpg_tj_dest *d);
+/* tjDecompressToYUV2(dstBuf, width, pad, height): planes laid out in one
+ * buffer from the requested (unscaled) size, as libturbojpeg does. */
+int jpg_tj_dest_yuv(const jpg_tj_layout *L, unsigned char *dst, int width, int pad, int height,
+                    jpg_tj_dest *d);
+
+/* Copy the written bytes from the caller's buffers to packed form, or back. */
+void jpg_tj_pack(const jpg_tj_layout *L, const jpg_tj_dest *d, uint8_t *out);
+void jpg_tj_unpack(const jpg_tj_layout *L, const uint8_t *in, const jpg_tj_dest *d);
+
+#endif
