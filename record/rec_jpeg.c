@@ -1,0 +1,649 @@
+/* rec_jpeg.c — record hooks for libjpeg and TurboJPEG decoding.
+ *
+ * libjpeg: one invocation is one image, from the first jpeg_read_header to
+ * jpeg_finish_decompress (or the abort / destroy / error that ends it). Its
+ * latency is the time spent inside the library calls of that decode,
+ * summed: the program's own work between scanline calls is not part of it.
+ * The request is the decode parameters (taken at jpeg_start_decompress)
+ * plus the compressed bytes the library consumed (jpeg_obj.c follows the
+ * program's source manager); the response is every row as
+ * jpeg_read_scanlines returned it, plus the messages the library emitted
+ * while decoding (so replay can emit them again at the same rows) and the
+ * colour map it made when quantising. Modes an accelerator would not serve
+ * run as usual and are recorded as not offloadable, with the reason.
+ *
+ * TurboJPEG: one invocation is one tjDecompress2 / tjDecompressToYUV2 /
+ * tjDecompressToYUVPlanes call (tjDecompress and tjDecompressToYUV reach
+ * them inside libturbojpeg); a tjDecompressHeader3 on the same handle and
+ * buffer just before counts towards it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jerror.h>
+#include <jpeglib.h>
+#include <turbojpeg.h>
+
+#include "jpeg_obj.h"
+#include "jpeg_req.h"
+#include "jpeg_tj.h"
+#include "rt.h"
+#include "shim.h"
+#include "trace.h"
+
+#define FRAME __builtin_frame_address(0)
+
+/* What the record shim keeps per decode (jpg_obj.ext). */
+typedef struct {
+  jpg_params par;
+  uint8_t *cmap_in; /* the program's own colour map, if it gave one */
+  int started;      /* jpeg_start_decompress returned TRUE */
+  size_t row_bytes;
+  uint32_t out_w, out_h;
+  uint8_t *pix; /* rows as returned, then room for the extension */
+  size_t pix_len;
+  int pix_lost;      /* a row could not be kept */
+  uint8_t *cmap_out; /* the colour map the library made */
+  uint32_t cmap_colors, cmap_comps;
+  void *ips[ST_MAX_FRAMES];
+  int nips;
+} rec_dec;
+
+static void free_dec(jpg_obj *o) {
+  rec_dec *x = o->ext;
+  free(x->cmap_in);
+  free(x->pix);
+  free(x->cmap_out);
+  free(x);
+}
+
+/* ---- building the call ------------------------------------------------ */
+
+/* The request blob (see jpeg_req.h); NULL when memory ran out. */
+static uint8_t *build_request(jpg_obj *o, rec_dec *x, size_t *len, jpg_probe *pr) {
+  if (o->cap.failed) {
+    memset(pr, 0, sizeof *pr);
+    pr->sof = -1;
+    return NULL;
+  }
+  jpg_scan sc;
+  jpg_request_scan(o, &x->par, &sc);
+  jpg_scan_feed(&sc, o->cap.p, o->cap.len);
+  return jpg_request_finish(o, &x->par, x->cmap_in, &sc, len, pr);
+}
+
+/* Append the extension (colour map, messages) to the pixels; returns the
+ * response length, or 0 when it cannot be built. */
+static size_t finish_response(jpg_obj *o, rec_dec *x) {
+  size_t ext = jpg_ext_len(x->cmap_colors, x->cmap_comps, o->nmsgs);
+  if (ext) {
+    uint8_t *p = realloc(x->pix, x->pix_len + ext);
+    if (!p)
+      return 0;
+    x->pix = p;
+    jpg_ext_write(p + x->pix_len, x->cmap_colors, x->cmap_comps, x->cmap_out, o->msgs, o->nmsgs);
+  }
+  return x->pix_len + ext;
+}
+
+/* Queue the decode. complete: every row was read; failed: error_exit. */
+static void submit(jpg_obj *o, int failed) {
+  rec_dec *x = o->ext;
+  if (!x || !x->par.api)
+    return; /* never reached jpeg_start_decompress: not an image decode */
+  j_decompress_ptr ci = o->cinfo;
+  int complete = x->started && ci->output_scanline >= ci->output_height;
+  rt_call c = {0};
+  c.api = ST_API_JPEG_DECODE;
+  c.start_ns = o->t_first;
+  c.latency_ns = o->busy_ns;
+  c.result = ci->output_scanline;
+  jpg_probe pr;
+  size_t req_len = 0;
+  uint8_t *req = build_request(o, x, &req_len, &pr);
+  if (req) {
+    jpg_req_fingerprint(req, req_len, ST_API_JPEG_DECODE, c.fp);
+    c.req = (rt_payload){RT_PAY_OWN, req, req_len};
+    c.req_len = req_len;
+  }
+  size_t in_bytes = req ? jpg_request_image_bytes(o, &x->par, req_len) : 0;
+  c.nfeat = (uint8_t)jpg_features(c.feat, &pr, in_bytes, x->out_w, x->out_h, x->pix_len,
+                                  x->par.scale_num, x->par.scale_denom);
+  c.type_key = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
+  if (failed) {
+    c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;
+    c.reason = o->passthrough ? o->reason : JPG_NO_ERROR;
+    if (o->passthrough)
+      c.flags |= ST_CALL_NOT_OFFLOADABLE;
+  } else if (o->passthrough) {
+    c.flags = ST_CALL_NOT_OFFLOADABLE | ST_CALL_NO_RESPONSE;
+    c.reason = o->reason;
+  } else if (!complete) {
+    c.flags = ST_CALL_NOT_OFFLOADABLE | ST_CALL_NO_RESPONSE;
+    c.reason = JPG_NO_ABANDONED;
+  } else if (!req || x->pix_lost || !x->pix) {
+    c.flags = ST_CALL_NO_RESPONSE;
+    c.reason = JPG_NO_NOMEM;
+  } else {
+    size_t n = finish_response(o, x);
+    if (n) {
+      c.resp = (rt_payload){RT_PAY_OWN, x->pix, n};
+      c.resp_len = n;
+      x->pix = NULL; /* the runtime owns it now */
+    } else {
+      c.flags = ST_CALL_NO_RESPONSE;
+      c.reason = JPG_NO_NOMEM;
+    }
+  }
+  rt_submit(&c, x->ips, x->nips);
+  x->par.api = 0; /* submitted */
+}
+
+/* The library's error_exit ends a decode (jpeg_obj.c calls this first). */
+static void on_error(jpg_obj *o, int stale) {
+  rec_dec *x = o->ext;
+  if (!x || !x->par.api || !rt_active(ST_FAMILY_JPEG))
+    return;
+  if (!stale && o->in_call)
+    o->busy_ns += shim_now_ns() - o->t_in;
+  if (o->src_error) /* replay tells this apart: its drain meets the same error */
+    x->par.options |= JPG_OPT_SOURCE_ERROR;
+  /* Failing before any image data was read (jpeg_start_decompress refusing
+   * the parameters) is not a decode: replay fails the same way without
+   * looking anything up. */
+  if (!x->started && jpg_data_consumed(o) == 0 && !o->passthrough) {
+    o->passthrough = 1;
+    o->reason = JPG_NO_ERROR;
+  }
+  submit(o, 1);
+}
+
+__attribute__((constructor)) static void rec_jpeg_init(void) {
+  jpg_callbacks cb = {on_error, free_dec, NULL};
+  jpg_set_callbacks(&cb);
+}
+
+/* ---- decode parameters ---------------------------------------------------- */
+
+static void take_params(jpg_obj *o, rec_dec *x) {
+  free(x->cmap_in);
+  jpg_take_params(o->cinfo, &x->par, &x->cmap_in);
+}
+
+static void not_offloadable(jpg_obj *o, int reason) {
+  if (o->passthrough)
+    return;
+  o->passthrough = 1;
+  o->reason = (uint16_t)reason;
+  rec_dec *x = o->ext;
+  if (x) {
+    free(x->pix);
+    x->pix = NULL;
+  }
+}
+
+/* jpeg_start_decompress returned TRUE: output geometry is known. */
+static void started(jpg_obj *o, rec_dec *x) {
+  j_decompress_ptr ci = o->cinfo;
+  x->started = 1;
+  x->out_w = ci->output_width;
+  x->out_h = ci->output_height;
+  x->row_bytes = jpg_row_bytes(ci);
+  if (!o->passthrough) {
+    x->pix_len = x->row_bytes * x->out_h;
+    x->pix = malloc(x->pix_len ? x->pix_len : 1);
+    x->pix_lost = x->pix == NULL;
+  }
+  if (ci->quantize_colors && ci->colormap && ci->actual_number_of_colors > 0 && !x->cmap_in) {
+    uint32_t comps = (uint32_t)ci->out_color_components;
+    x->cmap_out = malloc((size_t)comps * (size_t)ci->actual_number_of_colors);
+    if (x->cmap_out) {
+      for (uint32_t c = 0; c < comps; c++)
+        memcpy(x->cmap_out + (size_t)c * ci->actual_number_of_colors, ci->colormap[c],
+               (size_t)ci->actual_number_of_colors);
+      x->cmap_colors = (uint32_t)ci->actual_number_of_colors;
+      x->cmap_comps = comps;
+    } else {
+      x->pix_lost = 1;
+    }
+  }
+}
+
+/* ---- hooks: the decode sequence ------------------------------------------------ */
+
+/* The followed decode of cinfo, if any and if recording. */
+static jpg_obj *decode_of(j_decompress_ptr cinfo, int min_phase) {
+  if (!rt_active(ST_FAMILY_JPEG))
+    return NULL;
+  jpg_obj *o = jpg_obj_get(cinfo, 0);
+  jpg_check_stale(o);
+  return o && o->phase >= min_phase && o->ext ? o : NULL;
+}
+
+/* A decode that was not finished: submit what it was, then end it. */
+static void end_decode(jpg_obj *o) {
+  if (o->phase >= JPG_STARTED && rt_active(ST_FAMILY_JPEG))
+    submit(o, 0);
+  jpg_decode_end(o);
+}
+
+SHIM_EXPORT void jpeg_CreateDecompress(j_decompress_ptr cinfo, int version, size_t size) {
+  JPG_REAL(real, jpeg_CreateDecompress, JPG_LIBJPEG);
+  if (jpg_outermost(FRAME))
+    jpg_obj_forget(cinfo); /* the same memory may hold an object never destroyed */
+  real(cinfo, version, size);
+}
+
+SHIM_EXPORT int jpeg_read_header(j_decompress_ptr cinfo, boolean require_image) {
+  JPG_REAL(real, jpeg_read_header, JPG_LIBJPEG);
+  if (!jpg_outermost(FRAME) || !rt_active(ST_FAMILY_JPEG))
+    return real(cinfo, require_image);
+  jpg_obj *o = jpg_obj_get(cinfo, 1);
+  if (!o)
+    return real(cinfo, require_image);
+  jpg_check_stale(o);
+  if (o->phase >= JPG_READY)
+    end_decode(o); /* the program moved on without finishing */
+  if (o->phase == JPG_IDLE) {
+    rec_dec *x = calloc(1, sizeof *x);
+    if (!x)
+      return real(cinfo, require_image);
+    jpg_decode_begin(o);
+    o->ext = x;
+    x->nips = rt_stack(x->ips, ST_MAX_FRAMES);
+  }
+  jpg_enter(o, FRAME);
+  int r = real(cinfo, require_image);
+  jpg_leave(o);
+  if (r == JPEG_HEADER_OK) {
+    o->phase = JPG_READY;
+    jpg_header_done(o);
+  } else if (r == JPEG_HEADER_TABLES_ONLY) {
+    jpg_keep_tables(o);
+    jpg_decode_end(o);
+  }
+  return r;
+}
+
+SHIM_EXPORT int jpeg_consume_input(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_consume_input, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_HEADER) : NULL;
+  if (!o)
+    return real(cinfo);
+  jpg_enter(o, FRAME);
+  int r = real(cinfo);
+  jpg_leave(o);
+  if (o->phase == JPG_HEADER && r == JPEG_REACHED_SOS) {
+    o->phase = JPG_READY;
+    jpg_header_done(o);
+  }
+  return r;
+}
+
+SHIM_EXPORT boolean jpeg_start_decompress(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_start_decompress, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_READY) : NULL;
+  if (!o)
+    return real(cinfo);
+  rec_dec *x = o->ext;
+  if (o->phase == JPG_READY) {
+    take_params(o, x);
+    if (cinfo->buffered_image)
+      not_offloadable(o, JPG_NO_BUFFERED);
+    else if (cinfo->raw_data_out)
+      not_offloadable(o, JPG_NO_RAW);
+    o->phase = JPG_STARTED;
+  }
+  o->log_phase = JPG_PHASE_START;
+  jpg_enter(o, FRAME);
+  boolean r = real(cinfo);
+  jpg_leave(o);
+  if (r && !x->started)
+    started(o, x);
+  return r;
+}
+
+SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY rows,
+                                           JDIMENSION max_lines) {
+  JPG_REAL(real, jpeg_read_scanlines, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo, rows, max_lines);
+  rec_dec *x = o->ext;
+  JDIMENSION first = cinfo->output_scanline;
+  o->log_phase = JPG_PHASE_ROWS;
+  jpg_enter(o, FRAME);
+  JDIMENSION n = real(cinfo, rows, max_lines);
+  jpg_leave(o);
+  if (x->pix && !o->passthrough) {
+    for (JDIMENSION i = 0; i < n; i++) {
+      if (first + i >= x->out_h || !rows[i]) {
+        x->pix_lost = 1;
+        break;
+      }
+      memcpy(x->pix + (size_t)(first + i) * x->row_bytes, rows[i], x->row_bytes);
+    }
+  }
+  return n;
+}
+
+SHIM_EXPORT boolean jpeg_finish_decompress(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_finish_decompress, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo);
+  o->log_phase = JPG_PHASE_FINISH;
+  jpg_enter(o, FRAME);
+  boolean r = real(cinfo);
+  jpg_leave(o);
+  if (r) {
+    submit(o, 0);
+    jpg_decode_end(o);
+  }
+  return r;
+}
+
+/* Abort and destroy end a decode (submitting it if it had started); they
+ * are not part of its latency. */
+static void ending(j_common_ptr cinfo, int destroy) {
+  if (!cinfo->is_decompressor || !jpg_outermost(FRAME))
+    return;
+  j_decompress_ptr d = (j_decompress_ptr)cinfo;
+  jpg_obj *o = jpg_obj_get(d, 0);
+  if (!o)
+    return;
+  jpg_check_stale(o);
+  if (o->phase != JPG_IDLE && o->ext)
+    end_decode(o);
+  if (destroy)
+    jpg_obj_forget(d);
+  else
+    jpg_decode_end(o);
+}
+
+SHIM_EXPORT void jpeg_abort_decompress(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_abort_decompress, JPG_LIBJPEG);
+  ending((j_common_ptr)cinfo, 0);
+  real(cinfo);
+}
+
+SHIM_EXPORT void jpeg_destroy_decompress(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_destroy_decompress, JPG_LIBJPEG);
+  ending((j_common_ptr)cinfo, 1);
+  real(cinfo);
+}
+
+SHIM_EXPORT void jpeg_abort(j_common_ptr cinfo) {
+  JPG_REAL(real, jpeg_abort, JPG_LIBJPEG);
+  ending(cinfo, 0);
+  real(cinfo);
+}
+
+SHIM_EXPORT void jpeg_destroy(j_common_ptr cinfo) {
+  JPG_REAL(real, jpeg_destroy, JPG_LIBJPEG);
+  ending(cinfo, 1);
+  real(cinfo);
+}
+
+/* ---- hooks: modes an accelerator would not serve ------------------------------ */
+
+/* Run a call that belongs to the decode's time. */
+#define TIMED(o, expr)                                                                             \
+  do {                                                                                             \
+    jpg_enter(o, FRAME);                                                                           \
+    expr;                                                                                          \
+    jpg_leave(o);                                                                                  \
+  } while (0)
+
+SHIM_EXPORT jvirt_barray_ptr *jpeg_read_coefficients(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_read_coefficients, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_READY) : NULL;
+  if (!o)
+    return real(cinfo);
+  if (o->phase == JPG_READY) {
+    take_params(o, o->ext);
+    o->phase = JPG_STARTED;
+  }
+  not_offloadable(o, JPG_NO_COEF);
+  jvirt_barray_ptr *r;
+  TIMED(o, r = real(cinfo));
+  return r;
+}
+
+SHIM_EXPORT JDIMENSION jpeg_skip_scanlines(j_decompress_ptr cinfo, JDIMENSION n) {
+  JPG_REAL(real, jpeg_skip_scanlines, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo, n);
+  not_offloadable(o, JPG_NO_SKIP);
+  JDIMENSION r;
+  TIMED(o, r = real(cinfo, n));
+  return r;
+}
+
+SHIM_EXPORT void jpeg_crop_scanline(j_decompress_ptr cinfo, JDIMENSION *xoff, JDIMENSION *width) {
+  JPG_REAL(real, jpeg_crop_scanline, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o) {
+    real(cinfo, xoff, width);
+    return;
+  }
+  not_offloadable(o, JPG_NO_CROP);
+  TIMED(o, real(cinfo, xoff, width));
+}
+
+SHIM_EXPORT JDIMENSION jpeg_read_raw_data(j_decompress_ptr cinfo, JSAMPIMAGE data,
+                                          JDIMENSION max_lines) {
+  JPG_REAL(real, jpeg_read_raw_data, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo, data, max_lines);
+  not_offloadable(o, JPG_NO_RAW);
+  JDIMENSION r;
+  TIMED(o, r = real(cinfo, data, max_lines));
+  return r;
+}
+
+SHIM_EXPORT boolean jpeg_start_output(j_decompress_ptr cinfo, int scan) {
+  JPG_REAL(real, jpeg_start_output, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo, scan);
+  not_offloadable(o, JPG_NO_BUFFERED);
+  boolean r;
+  TIMED(o, r = real(cinfo, scan));
+  return r;
+}
+
+SHIM_EXPORT boolean jpeg_finish_output(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_finish_output, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo);
+  not_offloadable(o, JPG_NO_BUFFERED);
+  boolean r;
+  TIMED(o, r = real(cinfo));
+  return r;
+}
+
+/* ---- TurboJPEG -------------------------------------------------------------------- */
+
+/* A header read just before a decode of the same buffer on the same handle
+ * is part of that decode. */
+static SHIM_TLS struct {
+  tjhandle h;
+  const unsigned char *buf;
+  unsigned long size;
+  uint64_t t0, ns;
+} tj_header;
+
+SHIM_EXPORT int tjDecompressHeader3(tjhandle h, const unsigned char *buf, unsigned long size,
+                                    int *width, int *height, int *subsamp, int *colorspace) {
+  JPG_REAL(real, tjDecompressHeader3, JPG_LIBTJ);
+  if (shim_depth || !rt_active(ST_FAMILY_JPEG))
+    return real(h, buf, size, width, height, subsamp, colorspace);
+  shim_depth++;
+  uint64_t t0 = shim_now_ns();
+  int r = real(h, buf, size, width, height, subsamp, colorspace);
+  uint64_t t1 = shim_now_ns();
+  shim_depth--;
+  tj_header.h = h;
+  tj_header.buf = buf;
+  tj_header.size = size;
+  tj_header.t0 = t0;
+  tj_header.ns = t1 - t0;
+  return r;
+}
+
+/* Everything of a TurboJPEG call but the destination buffers. */
+typedef struct {
+  tjhandle h;
+  const unsigned char *jpeg;
+  unsigned long size;
+  jpg_params par;
+  int width, height, pixfmt, pad;
+  uint64_t t0, t1;
+  int ret;
+} tj_call;
+
+/* Request blob of a TurboJPEG call: header, then the caller's bytes. */
+static uint8_t *tj_request(const tj_call *t, size_t *len) {
+  size_t hl = jpg_req_header_len(&t->par);
+  *len = hl + t->size;
+  uint8_t *b = malloc(*len);
+  if (!b)
+    return NULL;
+  jpg_req_write_header(b, &t->par, NULL);
+  memcpy(b + hl, t->jpeg, t->size);
+  return b;
+}
+
+static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layout *L,
+                      const jpg_tj_dest *d) {
+  rt_call c = {0};
+  c.api = ST_API_TJ_DECODE;
+  c.start_ns = t->t0;
+  c.latency_ns = t->t1 - t->t0;
+  if (tj_header.h == t->h && tj_header.buf == t->jpeg && tj_header.size == t->size) {
+    c.start_ns = tj_header.t0;
+    c.latency_ns += tj_header.ns;
+  }
+  tj_header.h = NULL;
+  c.result = (uint64_t)(int64_t)t->ret;
+  jpg_probe pr;
+  jpg_probe_header(t->jpeg, t->size, &pr);
+  size_t req_len;
+  uint8_t *req = tj_request(t, &req_len);
+  if (req) {
+    jpg_req_fingerprint(req, req_len, ST_API_TJ_DECODE, c.fp);
+    c.req = (rt_payload){RT_PAY_OWN, req, req_len};
+  }
+  c.req_len = req_len;
+  c.type_key = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
+  c.nfeat = (uint8_t)jpg_features(c.feat, &pr, t->size, L ? (uint32_t)L->out_w : 0,
+                                  L ? (uint32_t)L->out_h : 0, L ? L->bytes : 0,
+                                  L ? (uint32_t)L->scale_num : 1, L ? (uint32_t)L->scale_denom : 1);
+  uint8_t *resp = t->ret == 0 && L && d && req ? malloc(L->bytes ? L->bytes : 1) : NULL;
+  if (t->ret != 0) {
+    c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;
+    c.reason = JPG_NO_TJ_ERROR;
+  } else if (!resp) {
+    c.flags = ST_CALL_NO_RESPONSE;
+    c.reason = JPG_NO_NOMEM;
+  } else {
+    jpg_tj_pack(L, d, resp);
+    c.resp = (rt_payload){RT_PAY_OWN, resp, L->bytes};
+    c.resp_len = L->bytes;
+  }
+  rt_submit(&c, ips, nips);
+}
+
+static int tj_skip(tjhandle h, const unsigned char *jpeg, unsigned long size, const void *dst) {
+  return shim_depth || !rt_active(ST_FAMILY_JPEG) || !h || !jpeg || !size || !dst;
+}
+
+SHIM_EXPORT int tjDecompress2(tjhandle h, const unsigned char *jpeg, unsigned long size,
+                              unsigned char *dst, int width, int pitch, int height, int pixfmt,
+                              int flags) {
+  JPG_REAL(real, tjDecompress2, JPG_LIBTJ);
+  if (tj_skip(h, jpeg, size, dst))
+    return real(h, jpeg, size, dst, width, pitch, height, pixfmt, flags);
+  tj_call t = {h, jpeg, size, {0}, width, height, pixfmt, 0, 0, 0, 0};
+  shim_depth++;
+  t.t0 = shim_now_ns();
+  t.ret = real(h, jpeg, size, dst, width, pitch, height, pixfmt, flags);
+  t.t1 = shim_now_ns();
+  t.par = (jpg_params){.api = ST_API_TJ_DECODE,
+                       .entry = JPG_ENTRY_TJ_RGB,
+                       .out_color_space = pixfmt,
+                       .scale_num = (uint32_t)width,
+                       .scale_denom = (uint32_t)height,
+                       .dct_method = flags};
+  void *ips[ST_MAX_FRAMES];
+  int nips = rt_stack(ips, ST_MAX_FRAMES);
+  jpg_tj_layout L;
+  jpg_tj_dest d;
+  int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_RGB, width, height, pixfmt, &L) == 0;
+  if (ok)
+    jpg_tj_dest_rgb(&L, dst, pitch, &d);
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL);
+  shim_depth--;
+  return t.ret;
+}
+
+SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, unsigned long size,
+                                        unsigned char **planes, int width, int *strides, int height,
+                                        int flags) {
+  JPG_REAL(real, tjDecompressToYUVPlanes, JPG_LIBTJ);
+  if (tj_skip(h, jpeg, size, planes) || !planes[0])
+    return real(h, jpeg, size, planes, width, strides, height, flags);
+  tj_call t = {h, jpeg, size, {0}, width, height, -1, 0, 0, 0, 0};
+  shim_depth++;
+  t.t0 = shim_now_ns();
+  t.ret = real(h, jpeg, size, planes, width, strides, height, flags);
+  t.t1 = shim_now_ns();
+  t.par = (jpg_params){.api = ST_API_TJ_DECODE,
+                       .entry = JPG_ENTRY_TJ_YUV_PLANES,
+                       .out_color_space = -1,
+                       .scale_num = (uint32_t)width,
+                       .scale_denom = (uint32_t)height,
+                       .dct_method = flags};
+  void *ips[ST_MAX_FRAMES];
+  int nips = rt_stack(ips, ST_MAX_FRAMES);
+  jpg_tj_layout L;
+  jpg_tj_dest d;
+  int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_YUV_PLANES, width, height, -1, &L) == 0;
+  if (ok)
+    jpg_tj_dest_planes(&L, planes, strides, &d);
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL);
+  shim_depth--;
+  return t.ret;
+}
+
+SHIM_EXPORT int tjDecompressToYUV2(tjhandle h, const unsigned char *jpeg, unsigned long size,
+                                   unsigned char *dst, int width, int pad, int height, int flags) {
+  JPG_REAL(real, tjDecompressToYUV2, JPG_LIBTJ);
+  if (tj_skip(h, jpeg, size, dst))
+    return real(h, jpeg, size, dst, width, pad, height, flags);
+  tj_call t = {h, jpeg, size, {0}, width, height, -1, pad, 0, 0, 0};
+  shim_depth++;
+  t.t0 = shim_now_ns();
+  t.ret = real(h, jpeg, size, dst, width, pad, height, flags);
+  t.t1 = shim_now_ns();
+  t.par = (jpg_params){.api = ST_API_TJ_DECODE,
+                       .entry = JPG_ENTRY_TJ_YUV,
+                       .out_color_space = -1,
+                       .scale_num = (uint32_t)width,
+                       .scale_denom = (uint32_t)height,
+                       .dct_method = flags,
+                       .options = (uint32_t)pad};
+  void *ips[ST_MAX_FRAMES];
+  int nips = rt_stack(ips, ST_MAX_FRAMES);
+  jpg_tj_layout L;
+  jpg_tj_dest d;
+  int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_YUV, width, height, -1, &L) == 0 &&
+           jpg_tj_dest_yuv(&L, dst, width, pad, height, &d) == 0;
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL);
+  shim_depth--;
+  return t.ret;
+}
