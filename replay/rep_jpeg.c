@@ -1,0 +1,858 @@
+/* rep_jpeg.c — replay hooks for libjpeg and TurboJPEG decoding.
+ *
+ * libjpeg. jpeg_read_header runs for real (it is cheap, and it leaves the
+ * object exactly as the program expects: image size, colour space, saved
+ * markers), and its consumed bytes are kept. jpeg_start_decompress computes
+ * the output size with the real jpeg_calc_output_dimensions but does not
+ * start the real decompressor. The decode is identified by content, which
+ * needs all its compressed bytes: the shim drains the program's source up
+ * to EOI (the real decompressor would consume them anyway), normalises
+ * them like the recording did and looks the request up.
+ *
+ * Where replay spins: once per image, when the request is identified —
+ * in jpeg_start_decompress for images the real library would read whole
+ * there (several scans, e.g. progressive; or colour quantisation, whose
+ * map the program reads right after), and in the first jpeg_read_scanlines
+ * otherwise. Those are the calls in which the real library could suspend
+ * (return FALSE or 0 rows) for lack of input, so a program with a
+ * suspending source sees suspension exactly where it handles it: while the
+ * drain waits for data, the call returns FALSE / 0 rows. The deadline is
+ * the decode's first library call plus the predicted latency, with the time
+ * the program spent between its library calls added (the recorded latency
+ * does not contain that time either). Rows are then copied from the saved
+ * pixels; the messages the library emitted while decoding are emitted
+ * again through the program's error manager at the same rows.
+ *
+ * The real object stays in the state jpeg_read_header left it in:
+ * jpeg_finish_decompress calls the source's term_source and the real
+ * jpeg_abort (which is what the real finish ends with), jpeg_abort and
+ * jpeg_destroy run for real. A request that is not in the recording, a
+ * recorded failure, or a mode an accelerator would not serve (buffered
+ * image, raw data, coefficients, skip, crop) runs the real decompressor:
+ * the drained bytes are fed back first (jpeg_obj.c), then the program's
+ * source, so the program sees the same rows, messages and errors as
+ * without standin.
+ *
+ * TurboJPEG: a call is answered from the recording by copying the saved
+ * rows or planes into the caller's buffers (honouring pitch and strides). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jerror.h>
+#include <jpeglib.h>
+#include <turbojpeg.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "jpeg_obj.h"
+#include "jpeg_req.h"
+#include "jpeg_tj.h"
+#include "rp.h"
+#include "shim.h"
+#include "trace.h"
+
+#define FRAME __builtin_frame_address(0)
+
+/* What replay does with a decode after jpeg_start_decompress. */
+enum {
+  R_PENDING = 0, /* not identified yet */
+  R_SERVE = 1,   /* answered from the recording */
+  R_REAL = 2,    /* the real decompressor runs it */
+};
+
+typedef struct {
+  jpg_params par;
+  uint8_t *cmap_in;
+  int state;
+  int pass;         /* not offloadable: real, never identified */
+  int real_started; /* the real jpeg_start_decompress returned TRUE */
+  int multi_scan;   /* identified in jpeg_start_decompress */
+  int setup_ran;    /* the real jpeg_start_decompress set up the decompressor */
+  jpg_scan scan;
+  int scan_on;
+  /* served */
+  const uint8_t *pix;
+  size_t row_bytes;
+  jpg_ext ext;
+  uint32_t next_msg;
+  /* real */
+  int miss; /* RDB_FB_* + 1 of a miss to report at the end, 0 = none */
+  void *miss_caller;
+  const char *type;
+  int count_sw;     /* report its time as software at the end */
+  uint64_t sw_from; /* busy_ns when the real library took over */
+} rep_dec;
+
+static void free_dec(jpg_obj *o) {
+  rep_dec *x = o->ext;
+  free(x->cmap_in);
+  if (x->scan_on)
+    jpg_scan_free(&x->scan);
+  free(x);
+}
+
+/* The decode ends (finish, abort, destroy, error). A miss is reported only
+ * now: a decode may turn out to be one an accelerator would not serve
+ * (skip, crop) after it was looked up, and the recording kept no response
+ * for those on purpose. Then the time of the real library is reported. */
+static void account(jpg_obj *o) {
+  rep_dec *x = o->ext;
+  if (!x)
+    return;
+  if (x->miss && !x->pass)
+    rp_miss(x->miss - 1, ST_API_JPEG_DECODE, x->type, x->miss_caller);
+  x->miss = 0;
+  if (x->count_sw && o->busy_ns > x->sw_from)
+    rp_software_done(o->busy_ns - x->sw_from);
+  x->count_sw = 0;
+}
+
+static void on_error(jpg_obj *o, int stale) {
+  if (o->in_call && !stale)
+    o->busy_ns += rp_now() - o->t_in;
+  account(o);
+}
+
+__attribute__((constructor)) static void rep_jpeg_init(void) {
+  jpg_callbacks cb = {on_error, free_dec, rp_now};
+  jpg_set_callbacks(&cb);
+}
+
+static jpg_obj *decode_of(j_decompress_ptr cinfo, int min_phase) {
+  if (!rp_on())
+    return NULL;
+  jpg_obj *o = jpg_obj_get(cinfo, 0);
+  jpg_check_stale(o);
+  return o && o->phase >= min_phase && o->ext ? o : NULL;
+}
+
+static void end_decode(jpg_obj *o) {
+  account(o);
+  jpg_decode_end(o);
+}
+
+/* ---- running for real ------------------------------------------------------- */
+
+/* From now on the real library does the work, reading the drained bytes
+ * first. count_sw: its time is reported as software when the decode ends. */
+static void to_real(jpg_obj *o, rep_dec *x, int count_sw) {
+  if (x->state == R_REAL)
+    return;
+  x->state = R_REAL;
+  x->count_sw = count_sw;
+  x->sw_from = o->busy_ns + (rp_now() - o->t_in);
+  if (x->scan_on) {
+    jpg_scan_free(&x->scan);
+    x->scan_on = 0;
+  }
+  if (o->drained.len)
+    jpg_feed_begin(o);
+}
+
+/* Run the real jpeg_start_decompress once (it may have to be called again
+ * after a suspension). Returns whether it completed. */
+static boolean go_real(jpg_obj *o, rep_dec *x, int count_sw) {
+  JPG_REAL(real_start, jpeg_start_decompress, JPG_LIBJPEG);
+  to_real(o, x, count_sw);
+  if (!x->real_started)
+    x->real_started = real_start(o->cinfo);
+  return (boolean)x->real_started;
+}
+
+/* ---- identification ---------------------------------------------------------- */
+
+/* The saved response fits this decode: pixels for every row, and a valid
+ * extension after them. */
+static int take_response(jpg_obj *o, rep_dec *x, const rdb_entry *e) {
+  j_decompress_ptr ci = o->cinfo;
+  x->row_bytes = jpg_row_bytes(ci);
+  size_t pix = x->row_bytes * ci->output_height;
+  const uint8_t *r = rp_ptr(e->resp_off, e->resp_len);
+  if (!r || e->resp_len < pix)
+    return -1;
+  memset(&x->ext, 0, sizeof x->ext);
+  if (e->resp_len > pix && jpg_ext_read(r + pix, e->resp_len - pix, &x->ext) != 0)
+    return -1;
+  if (ci->quantize_colors && !x->cmap_in &&
+      (x->ext.ncolors == 0 || x->ext.ncomp != (uint32_t)ci->out_color_components))
+    return -1;
+  x->pix = r;
+  x->next_msg = 0;
+  return 0;
+}
+
+/* The colour map the library made when recorded, in the image pool (freed
+ * by jpeg_abort, like the real one). */
+static void put_colormap(jpg_obj *o, rep_dec *x) {
+  j_decompress_ptr ci = o->cinfo;
+  if (!ci->quantize_colors || x->cmap_in || ci->colormap) /* made by the real setup */
+    return;
+  JSAMPARRAY map =
+      (*ci->mem->alloc_sarray)((j_common_ptr)ci, JPOOL_IMAGE, x->ext.ncolors, x->ext.ncomp);
+  for (uint32_t c = 0; c < x->ext.ncomp; c++)
+    memcpy(map[c], x->ext.cmap + (size_t)c * x->ext.ncolors, x->ext.ncolors);
+  ci->colormap = map;
+  ci->actual_number_of_colors = (int)x->ext.ncolors;
+}
+
+/* Emit the recorded messages of `phase` up to output row `row`. */
+static void emit_due(jpg_obj *o, rep_dec *x, int phase, uint32_t row) {
+  while (x->next_msg < x->ext.nmsgs) {
+    jpg_msg m;
+    jpg_ext_msg(&x->ext, x->next_msg, &m);
+    if (m.phase > phase || (m.phase == phase && phase == JPG_PHASE_ROWS && m.row > row))
+      return;
+    x->next_msg++;
+    if (m.phase == JPG_PHASE_START && m.pos == 0 && x->setup_ran)
+      continue; /* the real setup emitted it already */
+    jpg_emit(o, &m);
+  }
+}
+
+/* The request in the recording, or NULL with *reason (RDB_FB_*). */
+static const rdb_entry *find(const uint8_t *req, size_t len, int *reason) {
+  uint8_t fp[16];
+  jpg_req_fingerprint(req, len, ST_API_JPEG_DECODE, fp);
+  const rdb_entry *e = rp_lookup(fp);
+  *reason = RDB_FB_NOT_IN_TRACE;
+  if (!e)
+    return NULL;
+  const void *saved = rp_ptr(e->req_off, e->req_len);
+  if (!saved || e->req_len != len || memcmp(saved, req, len) != 0) {
+    *reason = RDB_FB_MISMATCH; /* a fingerprint collision: never answer it */
+    return NULL;
+  }
+  return e;
+}
+
+enum { ID_SUSPENDED, ID_SERVED, ID_REAL };
+
+/* Decide what the recording says about this decode (inside an outermost
+ * call). Spins once when it is served. */
+static int identify(jpg_obj *o, rep_dec *x, void *caller) {
+  if (!x->scan_on) {
+    jpg_request_scan(o, &x->par, &x->scan);
+    jpg_scan_feed(&x->scan, o->cap.p, o->cap.len);
+    x->scan_on = 1;
+  }
+  int d = jpg_drain(o, &x->scan);
+  if (d == JPG_DRAIN_SUSPENDED && o->cinfo->arith_code) {
+    /* libjpeg's arithmetic decoder cannot suspend: it fails where the data
+     * ran out. Only the real library, fed exactly the data that was there,
+     * fails (or not) at the same row. */
+    x->pass = 1;
+    go_real(o, x, 1);
+    return ID_REAL;
+  }
+  if (d == JPG_DRAIN_SUSPENDED)
+    return ID_SUSPENDED;
+  if (d == JPG_DRAIN_ERROR)
+    x->par.options |= JPG_OPT_SOURCE_ERROR;
+  size_t len;
+  jpg_probe pr;
+  uint8_t *req = jpg_request_finish(o, &x->par, x->cmap_in, &x->scan, &len, &pr);
+  x->scan_on = 0;
+  const char *type = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
+  int reason = RDB_FB_NOMEM;
+  const rdb_entry *e = req ? find(req, len, &reason) : NULL;
+  free(req);
+  uint64_t t0 = o->t_in - o->busy_ns; /* first call, plus the program's gaps */
+  rp_ticket tk;
+  if (e && (e->flags & RDB_ENTRY_FAILED)) {
+    /* It failed when recorded: the real library fails the same way. */
+    int served = rp_begin(&tk, e, t0);
+    if (served)
+      rp_finish(&tk);
+    go_real(o, x, !served);
+    return ID_REAL;
+  }
+  if (e && (e->flags & RDB_ENTRY_NO_RESPONSE))
+    reason = RDB_FB_NO_RESPONSE, e = NULL;
+  if (e && take_response(o, x, e) != 0)
+    reason = RDB_FB_SCHEMA, e = NULL;
+  if (!e) {
+    x->miss = reason + 1;
+    x->miss_caller = caller;
+    x->type = type;
+    go_real(o, x, 1);
+    return ID_REAL;
+  }
+  if (!rp_begin(&tk, e, t0)) { /* the plan keeps it in software */
+    go_real(o, x, 1);
+    return ID_REAL;
+  }
+  x->state = R_SERVE;
+  put_colormap(o, x);
+  if (!x->real_started) { /* what the output pass setup of a real start sets */
+    o->cinfo->output_scanline = 0;
+    if (o->cinfo->progress && o->cinfo->progress->total_passes > 0)
+      o->cinfo->progress->completed_passes = o->cinfo->progress->total_passes - 1;
+  }
+  rp_finish(&tk);
+  emit_due(o, x, JPG_PHASE_START, 0);
+  return ID_SERVED;
+}
+
+/* ---- serving rows ----------------------------------------------------------------- */
+
+static JDIMENSION serve_rows(jpg_obj *o, rep_dec *x, JSAMPARRAY rows, JDIMENSION max) {
+  j_decompress_ptr ci = o->cinfo;
+  if (ci->output_scanline >= ci->output_height) {
+    emit_due(o, x, JPG_PHASE_ROWS, ci->output_scanline); /* JWRN_TOO_MUCH_DATA, recorded */
+    return 0;
+  }
+  if (ci->progress) {
+    ci->progress->pass_counter = (long)ci->output_scanline;
+    ci->progress->pass_limit = (long)ci->output_height;
+    JPG_CALLBACK((*ci->progress->progress_monitor)((j_common_ptr)ci));
+  }
+  emit_due(o, x, JPG_PHASE_ROWS, ci->output_scanline);
+  JDIMENSION n = ci->output_height - ci->output_scanline;
+  if (max < n)
+    n = max;
+  if (x->next_msg < x->ext.nmsgs) { /* stop where the recording emitted the next one */
+    jpg_msg m;
+    jpg_ext_msg(&x->ext, x->next_msg, &m);
+    if (m.phase == JPG_PHASE_ROWS && m.row > ci->output_scanline && m.row - ci->output_scanline < n)
+      n = m.row - ci->output_scanline;
+  }
+  const uint8_t *src = x->pix + (size_t)ci->output_scanline * x->row_bytes;
+  for (JDIMENSION i = 0; i < n; i++)
+    memcpy(rows[i], src + (size_t)i * x->row_bytes, x->row_bytes);
+  ci->output_scanline += n;
+  return n;
+}
+
+/* ---- hooks: the decode sequence ----------------------------------------------------- */
+
+SHIM_EXPORT void jpeg_CreateDecompress(j_decompress_ptr cinfo, int version, size_t size) {
+  JPG_REAL(real, jpeg_CreateDecompress, JPG_LIBJPEG);
+  if (jpg_outermost(FRAME))
+    jpg_obj_forget(cinfo);
+  real(cinfo, version, size);
+}
+
+SHIM_EXPORT int jpeg_read_header(j_decompress_ptr cinfo, boolean require_image) {
+  JPG_REAL(real, jpeg_read_header, JPG_LIBJPEG);
+  if (!jpg_outermost(FRAME) || !rp_on())
+    return real(cinfo, require_image);
+  jpg_obj *o = jpg_obj_get(cinfo, 1);
+  if (!o)
+    return real(cinfo, require_image);
+  jpg_check_stale(o);
+  if (o->phase >= JPG_READY)
+    end_decode(o);
+  if (o->phase == JPG_IDLE) {
+    rep_dec *x = calloc(1, sizeof *x);
+    if (!x)
+      return real(cinfo, require_image);
+    jpg_decode_begin(o);
+    o->ext = x;
+  }
+  jpg_enter(o, FRAME);
+  int r = real(cinfo, require_image);
+  jpg_leave(o);
+  if (r == JPEG_HEADER_OK) {
+    o->phase = JPG_READY;
+    jpg_header_done(o);
+    o->capture = 0; /* the header is all replay keeps */
+  } else if (r == JPEG_HEADER_TABLES_ONLY) {
+    jpg_keep_tables(o);
+    jpg_decode_end(o);
+  }
+  return r;
+}
+
+SHIM_EXPORT int jpeg_consume_input(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_consume_input, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_HEADER) : NULL;
+  if (!o)
+    return real(cinfo);
+  rep_dec *x = o->ext;
+  if (o->phase == JPG_STARTED && x->state != R_REAL) /* what the real one says then */
+    return x->multi_scan ? JPEG_REACHED_EOI : JPEG_SUSPENDED;
+  jpg_enter(o, FRAME);
+  int r = real(cinfo);
+  jpg_leave(o);
+  if (o->phase == JPG_HEADER && r == JPEG_REACHED_SOS) {
+    o->phase = JPG_READY;
+    jpg_header_done(o);
+    o->capture = 0;
+  }
+  return r;
+}
+
+/* First jpeg_start_decompress of a decode. The real one runs, starved of
+ * data: it checks the parameters (raising the same errors), allocates, and
+ * either completes (an image it starts without reading: identified at the
+ * first jpeg_read_scanlines) or suspends where it would read image data
+ * (several scans, two-pass quantisation: identified now). Arithmetic
+ * coding with several scans cannot be starved (that decoder cannot
+ * suspend): only the output size is computed then. Returns what the
+ * program gets. */
+static boolean start_first(jpg_obj *o, rep_dec *x, void *caller) {
+  JPG_REAL(real_calc, jpeg_calc_output_dimensions, JPG_LIBJPEG);
+  JPG_REAL(real_multi, jpeg_has_multiple_scans, JPG_LIBJPEG);
+  j_decompress_ptr ci = o->cinfo;
+  jpg_take_params(ci, &x->par, &x->cmap_in);
+  o->phase = JPG_STARTED;
+  if (ci->buffered_image || ci->raw_data_out) {
+    x->pass = 1;
+    return go_real(o, x, 1);
+  }
+  if (ci->arith_code && (real_multi(ci) || (ci->quantize_colors && ci->two_pass_quantize))) {
+    real_calc(ci);
+    ci->output_scanline = 0;
+    (*ci->mem->realize_virt_arrays)((j_common_ptr)ci); /* the program's arrays */
+    x->multi_scan = 1;
+  } else {
+    x->real_started = jpg_start_starved(o);
+    x->setup_ran = 1;
+    x->multi_scan = !x->real_started;
+  }
+  if (!x->multi_scan)
+    return TRUE;
+  return identify(o, x, caller) != ID_SUSPENDED && (x->state != R_REAL || x->real_started);
+}
+
+SHIM_EXPORT boolean jpeg_start_decompress(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_start_decompress, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_READY) : NULL;
+  if (!o)
+    return real(cinfo);
+  rep_dec *x = o->ext;
+  boolean r = TRUE;
+  jpg_enter(o, FRAME);
+  if (o->phase == JPG_READY)
+    r = start_first(o, x, __builtin_return_address(0));
+  else if (x->state == R_REAL)
+    r = go_real(o, x, x->count_sw);
+  else if (x->state == R_PENDING && x->multi_scan) /* again, after a suspension */
+    r = identify(o, x, __builtin_return_address(0)) != ID_SUSPENDED &&
+        (x->state != R_REAL || x->real_started);
+  jpg_leave(o);
+  return r;
+}
+
+SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY rows,
+                                           JDIMENSION max_lines) {
+  JPG_REAL(real, jpeg_read_scanlines, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo, rows, max_lines);
+  rep_dec *x = o->ext;
+  JDIMENSION n = 0;
+  jpg_enter(o, FRAME);
+  if (x->state == R_PENDING && identify(o, x, __builtin_return_address(0)) == ID_SUSPENDED) {
+    n = 0; /* waiting for input, as the real library would */
+  } else if (x->state == R_SERVE) {
+    n = serve_rows(o, x, rows, max_lines);
+  } else if (go_real(o, x, x->count_sw)) {
+    n = real(cinfo, rows, max_lines);
+  }
+  jpg_leave(o);
+  return n;
+}
+
+SHIM_EXPORT boolean jpeg_finish_decompress(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_finish_decompress, JPG_LIBJPEG);
+  JPG_REAL(real_abort, jpeg_abort, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo);
+  rep_dec *x = o->ext;
+  boolean r;
+  jpg_enter(o, FRAME);
+  if (x->state == R_SERVE) {
+    if (cinfo->output_scanline < cinfo->output_height) {
+      cinfo->err->msg_code = JERR_TOO_LITTLE_DATA; /* as the real one: an error exit */
+      (*cinfo->err->error_exit)((j_common_ptr)cinfo);
+    }
+    emit_due(o, x, JPG_PHASE_FINISH, cinfo->output_height);
+    JPG_CALLBACK((*cinfo->src->term_source)(cinfo));
+    real_abort((j_common_ptr)cinfo); /* how the real finish ends */
+    r = TRUE;
+  } else {
+    go_real(o, x, x->count_sw);
+    r = real(cinfo);
+  }
+  jpg_leave(o);
+  if (r)
+    end_decode(o);
+  return r;
+}
+
+static void ending(j_common_ptr cinfo, int destroy) {
+  if (!cinfo->is_decompressor || !jpg_outermost(FRAME))
+    return;
+  j_decompress_ptr d = (j_decompress_ptr)cinfo;
+  jpg_obj *o = jpg_obj_get(d, 0);
+  if (!o)
+    return;
+  jpg_check_stale(o);
+  end_decode(o);
+  if (destroy)
+    jpg_obj_forget(d);
+}
+
+SHIM_EXPORT void jpeg_abort_decompress(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_abort_decompress, JPG_LIBJPEG);
+  ending((j_common_ptr)cinfo, 0);
+  real(cinfo);
+}
+
+SHIM_EXPORT void jpeg_destroy_decompress(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_destroy_decompress, JPG_LIBJPEG);
+  ending((j_common_ptr)cinfo, 1);
+  real(cinfo);
+}
+
+SHIM_EXPORT void jpeg_abort(j_common_ptr cinfo) {
+  JPG_REAL(real, jpeg_abort, JPG_LIBJPEG);
+  ending(cinfo, 0);
+  real(cinfo);
+}
+
+SHIM_EXPORT void jpeg_destroy(j_common_ptr cinfo) {
+  JPG_REAL(real, jpeg_destroy, JPG_LIBJPEG);
+  ending(cinfo, 1);
+  real(cinfo);
+}
+
+/* ---- hooks: modes an accelerator would not serve ---------------------------------------- */
+
+/* A mode an accelerator would not serve: the decode leaves replay and the
+ * real library runs it from the start (the drained bytes are kept for
+ * that until the decode ends). */
+static void pass(jpg_obj *o, rep_dec *x) {
+  x->pass = 1;
+  if (x->state == R_SERVE)
+    x->state = R_PENDING; /* already counted as replayed */
+  to_real(o, x, 1);
+}
+
+SHIM_EXPORT jvirt_barray_ptr *jpeg_read_coefficients(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_read_coefficients, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_READY) : NULL;
+  if (!o)
+    return real(cinfo);
+  rep_dec *x = o->ext;
+  if (o->phase == JPG_READY) {
+    o->phase = JPG_STARTED;
+    x->pass = 1;
+    x->state = R_REAL;
+    x->real_started = 1; /* no jpeg_start_decompress in this mode */
+    x->count_sw = 1;
+  }
+  jvirt_barray_ptr *r;
+  jpg_enter(o, FRAME);
+  r = real(cinfo);
+  jpg_leave(o);
+  return r;
+}
+
+SHIM_EXPORT JDIMENSION jpeg_skip_scanlines(j_decompress_ptr cinfo, JDIMENSION n) {
+  JPG_REAL(real, jpeg_skip_scanlines, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo, n);
+  rep_dec *x = o->ext;
+  JDIMENSION r = 0;
+  jpg_enter(o, FRAME);
+  if (x->state == R_SERVE) { /* the rows are at hand */
+    r = cinfo->output_height - cinfo->output_scanline;
+    if (n < r)
+      r = n;
+    cinfo->output_scanline += r;
+  } else {
+    pass(o, x);
+    if (go_real(o, x, x->count_sw))
+      r = real(cinfo, n);
+  }
+  jpg_leave(o);
+  return r;
+}
+
+SHIM_EXPORT void jpeg_crop_scanline(j_decompress_ptr cinfo, JDIMENSION *xoff, JDIMENSION *width) {
+  JPG_REAL(real, jpeg_crop_scanline, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o) {
+    real(cinfo, xoff, width);
+    return;
+  }
+  rep_dec *x = o->ext;
+  jpg_enter(o, FRAME);
+  pass(o, x);
+  go_real(o, x, x->count_sw);
+  real(cinfo, xoff, width);
+  jpg_leave(o);
+}
+
+/* Calls that only exist in modes that already run for real. */
+#define REAL_ONLY(o, x, expr)                                                                      \
+  do {                                                                                             \
+    jpg_enter(o, FRAME);                                                                           \
+    go_real(o, x, x->count_sw);                                                                    \
+    expr;                                                                                          \
+    jpg_leave(o);                                                                                  \
+  } while (0)
+
+SHIM_EXPORT JDIMENSION jpeg_read_raw_data(j_decompress_ptr cinfo, JSAMPIMAGE data,
+                                          JDIMENSION max_lines) {
+  JPG_REAL(real, jpeg_read_raw_data, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo, data, max_lines);
+  rep_dec *x = o->ext;
+  JDIMENSION r;
+  REAL_ONLY(o, x, r = real(cinfo, data, max_lines));
+  return r;
+}
+
+SHIM_EXPORT boolean jpeg_start_output(j_decompress_ptr cinfo, int scan) {
+  JPG_REAL(real, jpeg_start_output, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo, scan);
+  rep_dec *x = o->ext;
+  boolean r;
+  REAL_ONLY(o, x, r = real(cinfo, scan));
+  return r;
+}
+
+SHIM_EXPORT boolean jpeg_finish_output(j_decompress_ptr cinfo) {
+  JPG_REAL(real, jpeg_finish_output, JPG_LIBJPEG);
+  jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
+  if (!o)
+    return real(cinfo);
+  rep_dec *x = o->ext;
+  boolean r;
+  REAL_ONLY(o, x, r = real(cinfo));
+  return r;
+}
+
+/* ---- TurboJPEG ------------------------------------------------------------------------- */
+
+static SHIM_TLS struct {
+  tjhandle h;
+  const unsigned char *buf;
+  unsigned long size;
+  uint64_t ns;
+} tj_header;
+
+SHIM_EXPORT int tjDecompressHeader3(tjhandle h, const unsigned char *buf, unsigned long size,
+                                    int *width, int *height, int *subsamp, int *colorspace) {
+  JPG_REAL(real, tjDecompressHeader3, JPG_LIBTJ);
+  if (shim_depth || !rp_on())
+    return real(h, buf, size, width, height, subsamp, colorspace);
+  shim_depth++;
+  uint64_t t0 = rp_now();
+  int r = real(h, buf, size, width, height, subsamp, colorspace);
+  tj_header.ns = rp_now() - t0;
+  shim_depth--;
+  tj_header.h = h;
+  tj_header.buf = buf;
+  tj_header.size = size;
+  return r;
+}
+
+/* The recorded TurboJPEG call with these parameters and bytes, or NULL. */
+static const rdb_entry *tj_find(const jpg_params *p, const unsigned char *jpeg, unsigned long size,
+                                int *reason) {
+  uint8_t hdr[JPG_REQ_FIXED];
+  jpg_req_write_header(hdr, p, NULL);
+  XXH3_state_t st;
+  XXH3_128bits_reset(&st);
+  XXH3_128bits_update(&st, hdr, sizeof hdr);
+  XXH3_128bits_update(&st, jpeg, size);
+  XXH128_hash_t h = XXH3_128bits_digest(&st);
+  uint8_t fp[16];
+  memcpy(fp, &h.low64, 8);
+  memcpy(fp + 8, &h.high64, 8);
+  shim_fp_bind(fp, ST_API_TJ_DECODE);
+  const rdb_entry *e = rp_lookup(fp);
+  *reason = RDB_FB_NOT_IN_TRACE;
+  if (!e)
+    return NULL;
+  const uint8_t *saved = rp_ptr(e->req_off, e->req_len);
+  if (!saved || e->req_len != sizeof hdr + size || memcmp(saved, hdr, sizeof hdr) != 0 ||
+      memcmp(saved + sizeof hdr, jpeg, size) != 0) {
+    *reason = RDB_FB_MISMATCH;
+    return NULL;
+  }
+  if ((e->flags & RDB_ENTRY_NO_RESPONSE) && !(e->flags & RDB_ENTRY_FAILED)) {
+    *reason = RDB_FB_NO_RESPONSE;
+    return NULL;
+  }
+  return e;
+}
+
+/* One TurboJPEG call. `real` runs the real function; dest fills the
+ * caller's buffer layout once the output size is known. */
+typedef struct {
+  tjhandle h;
+  const unsigned char *jpeg;
+  unsigned long size;
+  jpg_params par;
+  int width, height, pixfmt;
+  void *caller;
+} tj_req;
+
+typedef int (*tj_real_fn)(void *args);
+typedef int (*tj_dest_fn)(const jpg_tj_layout *L, void *args, jpg_tj_dest *d);
+
+static int tj_replay(const tj_req *q, tj_real_fn real, tj_dest_fn dest, void *args) {
+  uint64_t t0 = rp_now();
+  shim_depth++;
+  if (tj_header.h == q->h && tj_header.buf == q->jpeg && tj_header.size == q->size)
+    t0 -= tj_header.ns; /* the header read belongs to this decode */
+  tj_header.h = NULL;
+  int reason, ret;
+  const rdb_entry *e = tj_find(&q->par, q->jpeg, q->size, &reason);
+  jpg_tj_layout L;
+  jpg_tj_dest d;
+  rp_ticket tk;
+  const uint8_t *resp = NULL;
+  if (e && !(e->flags & RDB_ENTRY_FAILED)) {
+    resp = rp_ptr(e->resp_off, e->resp_len);
+    if (!resp ||
+        jpg_tj_layout_of(q->jpeg, q->size, q->par.entry, q->width, q->height, q->pixfmt, &L) ||
+        L.bytes != e->resp_len || dest(&L, args, &d) != 0) {
+      e = NULL;
+      reason = RDB_FB_SCHEMA;
+    }
+  }
+  int served = e ? rp_begin(&tk, e, t0) : 0;
+  if (!e) {
+    jpg_probe pr;
+    jpg_probe_header(q->jpeg, q->size, &pr);
+    rp_miss(reason, ST_API_TJ_DECODE, jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v)),
+            q->caller);
+  }
+  if (served && !(e->flags & RDB_ENTRY_FAILED)) {
+    jpg_tj_unpack(&L, resp, &d);
+    ret = (int)(int64_t)e->result;
+  } else { /* not recorded, failed when recorded, or kept in software */
+    uint64_t s = rp_now();
+    ret = real(args);
+    if (!served)
+      rp_software_done(rp_now() - s);
+  }
+  if (served)
+    rp_finish(&tk);
+  shim_depth--;
+  return ret;
+}
+
+typedef struct {
+  tjhandle h;
+  const unsigned char *jpeg;
+  unsigned long size;
+  unsigned char *dst, **planes;
+  int width, pitch, height, pixfmt, flags, pad, *strides;
+} tj_args;
+
+static int real_rgb(void *a) {
+  JPG_REAL(real, tjDecompress2, JPG_LIBTJ);
+  tj_args *t = a;
+  return real(t->h, t->jpeg, t->size, t->dst, t->width, t->pitch, t->height, t->pixfmt, t->flags);
+}
+static int dest_rgb(const jpg_tj_layout *L, void *a, jpg_tj_dest *d) {
+  tj_args *t = a;
+  jpg_tj_dest_rgb(L, t->dst, t->pitch, d);
+  return 0;
+}
+static int real_planes(void *a) {
+  JPG_REAL(real, tjDecompressToYUVPlanes, JPG_LIBTJ);
+  tj_args *t = a;
+  return real(t->h, t->jpeg, t->size, t->planes, t->width, t->strides, t->height, t->flags);
+}
+static int dest_planes(const jpg_tj_layout *L, void *a, jpg_tj_dest *d) {
+  tj_args *t = a;
+  for (int i = 0; i < L->nplanes; i++)
+    if (!t->planes[i])
+      return -1;
+  jpg_tj_dest_planes(L, t->planes, t->strides, d);
+  return 0;
+}
+static int real_yuv(void *a) {
+  JPG_REAL(real, tjDecompressToYUV2, JPG_LIBTJ);
+  tj_args *t = a;
+  return real(t->h, t->jpeg, t->size, t->dst, t->width, t->pad, t->height, t->flags);
+}
+static int dest_yuv(const jpg_tj_layout *L, void *a, jpg_tj_dest *d) {
+  tj_args *t = a;
+  return jpg_tj_dest_yuv(L, t->dst, t->width, t->pad, t->height, d);
+}
+
+static int tj_skip(tjhandle h, const unsigned char *jpeg, unsigned long size, const void *dst) {
+  return shim_depth || !rp_on() || !h || !jpeg || !size || !dst;
+}
+
+SHIM_EXPORT int tjDecompress2(tjhandle h, const unsigned char *jpeg, unsigned long size,
+                              unsigned char *dst, int width, int pitch, int height, int pixfmt,
+                              int flags) {
+  tj_args a = {h, jpeg, size, dst, NULL, width, pitch, height, pixfmt, flags, 0, NULL};
+  if (tj_skip(h, jpeg, size, dst))
+    return real_rgb(&a);
+  tj_req q = {h,
+              jpeg,
+              size,
+              {.api = ST_API_TJ_DECODE,
+               .entry = JPG_ENTRY_TJ_RGB,
+               .out_color_space = pixfmt,
+               .scale_num = (uint32_t)width,
+               .scale_denom = (uint32_t)height,
+               .dct_method = flags},
+              width,
+              height,
+              pixfmt,
+              __builtin_return_address(0)};
+  return tj_replay(&q, real_rgb, dest_rgb, &a);
+}
+
+SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, unsigned long size,
+                                        unsigned char **planes, int width, int *strides, int height,
+                                        int flags) {
+  tj_args a = {h, jpeg, size, NULL, planes, width, 0, height, -1, flags, 0, strides};
+  if (tj_skip(h, jpeg, size, planes) || !planes[0])
+    return real_planes(&a);
+  tj_req q = {h,
+              jpeg,
+              size,
+              {.api = ST_API_TJ_DECODE,
+               .entry = JPG_ENTRY_TJ_YUV_PLANES,
+               .out_color_space = -1,
+               .scale_num = (uint32_t)width,
+               .scale_denom = (uint32_t)height,
+               .dct_method = flags},
+              width,
+              height,
+              -1,
+              __builtin_return_address(0)};
+  return tj_replay(&q, real_planes, dest_planes, &a);
+}
+
+SHIM_EXPORT int tjDecompressToYUV2(tjhandle h, const unsigned char *jpeg, unsigned long size,
+                                   unsigned char *dst, int width, int pad, int height, int flags) {
+  tj_args a = {h, jpeg, size, dst, NULL, width, 0, height, -1, flags, pad, NULL};
+  if (tj_skip(h, jpeg, size, dst))
+    return real_yuv(&a);
+  tj_req q = {h,
+              jpeg,
+              size,
+              {.api = ST_API_TJ_DECODE,
+               .entry = JPG_ENTRY_TJ_YUV,
+               .out_color_space = -1,
+               .scale_num = (uint32_t)width,
+               .scale_denom = (uint32_t)height,
+               .dct_method = flags,
+               .options = (uint32_t)pad},
+              width,
+              height,
+              -1,
+              __builtin_return_address(0)};
+  return tj_replay(&q, real_yuv, dest_yuv, &a);
+}
