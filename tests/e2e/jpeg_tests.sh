@@ -1,0 +1,382 @@
+# JPEG tests (sourced by run.sh). Each runs in its own empty directory.
+# The corpus is generated once into $B/corpus (tests/e2e/make_corpus.sh).
+
+JPEG_E2E=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+JD="$B/progs/jpegdec"
+JT="$B/progs/jpegtj"
+CORPUS="$B/corpus"
+PYSYS=/usr/bin/python3 # Debian's python, where python3-pil installs
+
+corpus() {
+  B="$B" "$JPEG_E2E/make_corpus.sh" "$CORPUS"
+}
+
+# files NAME...: corpus paths
+files() {
+  local n
+  for n in "$@"; do printf '%s ' "$CORPUS/$n.jpg"; done
+}
+
+# jpeg_same SCRIPT [REPLAY ARGS...]: run `sh SCRIPT` natively, recorded and
+# replayed; stdout, stderr (without standin's own lines) and exit status
+# must be the same in all three.
+jpeg_same() {
+  local script=$1 nrc rrc prc
+  shift
+  set +e
+  sh "$script" >nat.out 2>nat.err
+  nrc=$?
+  "$STANDIN" record -o rec -- sh "$script" >rec.out 2>rec.err
+  rrc=$?
+  "$STANDIN" replay -t rec --summary sum.json "$@" -- sh "$script" >rep.out 2>rep.err
+  prc=$?
+  set -e
+  expect_eq "exit status recorded" "$nrc" "$rrc"
+  expect_eq "exit status replayed" "$nrc" "$prc"
+  cmp nat.out rec.out || fail "recorded output differs"
+  cmp nat.out rep.out || fail "replayed output differs"
+  grep -v '^standin: ' rec.err | cmp - nat.err || fail "recorded stderr differs"
+  grep -v '^standin: ' rep.err | cmp - nat.err || fail "replayed stderr differs"
+}
+
+# JPEG calls in rec that an accelerator could serve (not flagged
+# NOT-OFFLOADABLE; failed decodes count: replay answers them too)
+offloadable() {
+  "$STANDIN" dump rec | grep -v NOT-OFFLOADABLE | awk '$5 == "jpeg.decode" || $5 == "tj.decode"' |
+    wc -l
+}
+
+# every_decode_replayed: the replay answered every offloadable call
+every_decode_replayed() {
+  local n
+  n=$(offloadable)
+  [ "$n" -gt 0 ] || fail "no offloadable decode recorded"
+  expect_eq "replayed" "$n" "$(json sum.json calls_replayed)"
+  expect_eq "intercepted" "$n" "$(json sum.json calls_intercepted)"
+  expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
+}
+
+SMALL="s_base_420_r1 s_prog_444_r0 o_prog_422 s_base_gray_r0 c_base_420 m_prog_444_r2 s_prog_420_r1 s_base_422_r0"
+
+t200_jpeg_djpeg_corpus_round_trip() {
+  corpus
+  ls "$CORPUS"/[acoms]_*.jpg "$CORPUS"/l_*.jpg >list
+  while read -r f; do
+    echo "djpeg '$f' | md5sum; djpeg -bmp -scale 1/2 '$f' | md5sum"
+  done <list >run.sh
+  jpeg_same run.sh
+  expect_eq "decodes" $((2 * $(wc -l <list))) "$(calls rec jpeg.decode)"
+  every_decode_replayed
+  "$STANDIN" info rec >info.out
+  for c in "baseline 4:2:0" "baseline 4:2:2" "baseline 4:4:4" "baseline gray" "progressive 4:2:0" \
+    "progressive 4:2:2" "progressive 4:4:4" "progressive gray" "arithmetic 4:2:0"; do
+    grep -q "jpeg.decode *$c " info.out || fail "info lacks '$c'"
+  done
+}
+
+t201_jpeg_djpeg_output_options_are_requests() {
+  corpus
+  for f in s_base_420_r1 s_prog_444_r0 o_prog_422 s_base_gray_r0; do
+    for o in "-gif" "-colors 64" "-colors 16 -onepass -dither ordered" "-dct float" "-nosmooth" \
+      "-fast" "-grayscale" "-rgb565 -bmp" "-scale 3/8" "-dither none -colors 8" "-rgb"; do
+      echo "djpeg $o $CORPUS/$f.jpg | md5sum"
+    done
+  done >run.sh
+  jpeg_same run.sh
+  every_decode_replayed
+  # the same picture decoded with other parameters is another request (djpeg
+  # -gif of a grey picture needs no colour map: it is the -grayscale request)
+  expect_eq "distinct requests" 43 "$("$STANDIN" dump rec | grep -o 'fp=[0-9a-f]*' | sort -u | wc -l)"
+}
+
+t202_jpeg_12mp_decode_disappears_with_constant_zero() {
+  corpus
+  f="$CORPUS/x_base_420.jpg"
+  djpeg -outfile nat.ppm "$f"
+  "$STANDIN" record -o rec -- djpeg -outfile rec.ppm "$f"
+  "$STANDIN" replay -t rec --iface constant:ns=0 --summary sum.json -- djpeg -outfile rep.ppm "$f"
+  cmp nat.ppm rec.ppm
+  cmp nat.ppm rep.ppm
+  expect_eq "replayed" 1 "$(json sum.json calls_replayed)"
+  expect_eq "predicted" 0 "$(json sum.json predicted_ns)"
+  "$STANDIN" dump rec --format json >d.json
+  python3 - d.json "$(stat -c %s "$f")" <<'EOF'
+import json, sys
+(r,) = [json.loads(l) for l in open(sys.argv[1])]
+f = r["features"]
+assert r["type"] == "baseline 4:2:0", r["type"]
+assert (f["width"], f["height"], f["out_pixels"]) == (4000, 3000, 12000000), f
+assert f["out_bytes"] == 36000000 == r["resp_len"], (f, r["resp_len"])
+assert f["input_bytes"] == int(sys.argv[2]), (f["input_bytes"], sys.argv[2])
+assert (f["subsampling"], f["progressive"], f["components"]) == (4, 0, 3), f
+EOF
+}
+
+t203_jpeg_sources_stdio_memory_custom_suspending() {
+  corpus
+  fs=$(files $SMALL)
+  for src in stdio mem custom suspend; do
+    echo "$JD -src $src $fs"
+    echo "$JD -src $src -nofinish -lines 5 $fs"
+  done >run.sh
+  echo "$JD -src suspend -chunk 100 $fs" >>run.sh
+  echo "$JD -src suspend -chunk 100000 -one $fs" >>run.sh
+  jpeg_same run.sh
+  every_decode_replayed
+}
+
+t204_jpeg_output_parameters_are_part_of_the_request() {
+  corpus
+  fs=$(files s_base_420_r1 s_prog_444_r0 o_prog_422 s_base_gray_r0)
+  {
+    echo "$JD $fs"
+    echo "$JD -scale 1/2 -cs bgrx -dct float $fs"
+    echo "$JD -cs 565 -nofancy $fs"
+    echo "$JD -quant 32 $fs"
+    echo "$JD -quant 8 -onepass -nosmooth -src suspend $fs"
+    echo "$JD -cs ycc -dct fast -scale 7/8 $fs"
+  } >run.sh
+  jpeg_same run.sh
+  every_decode_replayed
+  expect_eq "distinct requests" 24 "$("$STANDIN" dump rec | grep -o 'fp=[0-9a-f]*' | sort -u | wc -l)"
+}
+
+t205_jpeg_modes_an_accelerator_would_not_serve() {
+  corpus
+  fs=$(files s_base_420_r1 s_prog_444_r0 o_prog_422)
+  {
+    echo "$JD -buffered $fs"
+    echo "$JD -raw -src mem $fs"
+    echo "$JD -coef $fs"
+    echo "$JD -skip 8 $fs"
+    echo "$JD -crop 16,64 $fs"
+  } >run.sh
+  jpeg_same run.sh
+  expect_eq "decodes" 15 "$(calls rec jpeg.decode)"
+  expect_eq "not offloadable" 15 "$("$STANDIN" dump rec | grep -c NOT-OFFLOADABLE)"
+  # reasons: 1 buffered, 2 raw, 3 coefficients, 4 skip, 5 crop
+  expect_eq "reasons" "1 2 3 4 5" \
+    "$("$STANDIN" dump rec --format json | python3 -c 'import json,sys; print(*sorted({json.loads(l)["reason"] for l in sys.stdin}))')"
+  expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
+  expect_eq "replayed" 0 "$(json sum.json calls_replayed)"
+}
+
+t206_jpeg_threads_decode_at_once() {
+  corpus
+  fs=$(files $SMALL)
+  {
+    echo "$JD -threads 4 -src mem -repeat 2 $fs"
+    echo "$JD -threads 3 -src suspend $fs"
+    echo "$JT -threads 3 $(files s_base_420_r1 s_prog_444_r0 o_prog_422)"
+  } >run.sh
+  jpeg_same run.sh
+  every_decode_replayed
+  expect_eq "threads" "1 2 3 4" "$("$STANDIN" dump rec | awk '{print $4}' | sort -u | tr -d t | sort -n | xargs)"
+}
+
+t207_jpeg_turbojpeg_entry_points() {
+  corpus
+  echo "$JT $(files s_base_420_r1 s_prog_444_r0 o_prog_422 s_base_gray_r0 s_base_422_r0 t_base_420 m_prog_444_r2)" >run.sh
+  jpeg_same run.sh
+  every_decode_replayed
+  # rgb, bgrx/2, tjDecompress, yuv, yuv planes, too small: 6 per picture;
+  # too small fails for each, and every call on the truncated file warns
+  expect_eq "tj calls" 42 "$(calls rec tj.decode)"
+  expect_eq "failed" 12 "$("$STANDIN" dump rec | grep -c FAILED)"
+}
+
+t208_jpeg_truncated_and_corrupt_behave_as_without_standin() {
+  corpus
+  for f in t_base_420 t_prog_444_r2; do
+    echo "djpeg -outfile o.ppm $CORPUS/$f.jpg; echo rc=\$?; md5sum <o.ppm"
+    echo "djpeg -strict -outfile o.ppm $CORPUS/$f.jpg; echo rc=\$?; md5sum <o.ppm"
+  done >run.sh
+  ts=$(files t_base_420 t_prog_444_r2)
+  {
+    echo "$JD -strict $ts"
+    echo "$JD -src custom -eoferr $ts"
+    echo "$JD -src mem $ts"
+    echo "$JD -src custom -strict $ts"
+    echo "$JD -src suspend $(files a_arith_420)" # the arithmetic decoder cannot suspend
+  } >>run.sh
+  jpeg_same run.sh
+  grep -q "Premature end of JPEG file" nat.err || fail "no warning: $(cat nat.err)"
+  grep -q "rc=2" nat.out || fail "djpeg did not warn"
+  grep -q "error 'Premature end of input file' after 270 rows" nat.out || fail "$(cat nat.out)"
+  grep -q "error 'Suspension not allowed here'" nat.out || fail "$(cat nat.out)"
+  expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
+}
+
+t209_jpeg_miss_falls_back_or_aborts() {
+  corpus
+  "$STANDIN" record -o rec -- "$JD" $(files s_base_420_r1) >/dev/null
+  "$STANDIN" record -o rec2 -- "$JT" $(files s_base_420_r1) >/dev/null
+  "$JD" $(files s_base_420_r1 s_prog_444_r0) >nat.out
+  "$STANDIN" replay -t rec --summary sum.json -- "$JD" $(files s_base_420_r1 s_prog_444_r0) >rep.out
+  cmp nat.out rep.out
+  expect_eq "replayed" 1 "$(json sum.json calls_replayed)"
+  expect_eq "fallback" 1 "$(json sum.json calls_fallback)"
+  python3 -c 'import json; assert json.load(open("sum.json"))["fallback_reasons"]["not_in_trace"] == 1'
+  "$JT" $(files s_prog_444_r0) >tnat.out
+  "$STANDIN" replay -t rec2 --summary s2.json -- "$JT" $(files s_prog_444_r0) >trep.out
+  cmp tnat.out trep.out
+  expect_eq "tj fallback" 6 "$(json s2.json calls_fallback)"
+  set +e
+  "$STANDIN" replay -t rec --on-miss abort -- "$JD" $(files s_prog_444_r0) >/dev/null 2>err
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] || fail "exit status 0"
+  grep -q "replay miss in jpeg.decode for progressive 4:4:4" err || fail "message: $(cat err)"
+}
+
+t210_jpeg_several_images_per_object_and_abbreviated_streams() {
+  corpus
+  fs=$(files $SMALL)
+  cat $(files s_base_420_r1 s_prog_444_r0 o_prog_422) >concat.jpg
+  # split a baseline file into a tables-only datastream and an abbreviated image
+  python3 - "$CORPUS/s_base_422_r0.jpg" <<'EOF'
+import sys
+d = open(sys.argv[1], 'rb').read()
+i, tables, image = 2, b'', d[:2]
+while d[i + 1] != 0xDA:
+    n = int.from_bytes(d[i + 2:i + 4], 'big')
+    seg = d[i:i + 2 + n]
+    if d[i + 1] in (0xC4, 0xDB):
+        tables += seg
+    else:
+        image += seg
+    i += 2 + n
+open('tables.jpg', 'wb').write(b'\xff\xd8' + tables + b'\xff\xd9')
+open('abbrev.jpg', 'wb').write(image + d[i:])
+EOF
+  {
+    echo "$JD -one $fs"
+    echo "$JD -one -src suspend -chunk 2000 $fs"
+    echo "$JD -src mem -concat concat.jpg"
+    echo "$JD -tables tables.jpg abbrev.jpg"
+    echo "$JD -tables tables.jpg -src suspend -chunk 500 abbrev.jpg"
+  } >run.sh
+  jpeg_same run.sh
+  grep -q "tables read" nat.out || fail "no tables: $(cat nat.out)"
+  every_decode_replayed
+}
+
+t211_jpeg_replay_under_valgrind() {
+  command -v valgrind >/dev/null || { echo "no valgrind: skipped"; return 0; }
+  corpus
+  fs=$(files s_base_420_r1 s_prog_444_r0 t_base_420)
+  cmds=("$JD -src stdio $fs" "$JD -src suspend -quant 16 $fs" "$JD -src custom -eoferr $fs"
+    "$JD -strict $fs" "$JD -crop 16,64 -src mem $fs" "$JT $(files s_base_420_r1 o_prog_422)")
+  printf '%s\n' "${cmds[@]}" >run.sh
+  printf 'valgrind -q --error-exitcode=9 %s || echo "valgrind: $?"\n' "${cmds[@]}" >vg.sh
+  sh run.sh >nat.out 2>nat.err
+  "$STANDIN" record -o rec -- sh run.sh >/dev/null 2>&1
+  "$STANDIN" replay -t rec --summary sum.json -- sh vg.sh >rep.out 2>rep.err
+  cmp nat.out rep.out || fail "output under valgrind differs: $(diff nat.out rep.out | head)"
+  grep -v '^standin: ' rep.err | cmp - nat.err || fail "valgrind: $(cat rep.err)"
+}
+
+t212_jpeg_pil_incremental_decoder() {
+  $PYSYS -c 'import PIL' 2>/dev/null || { echo "no python3-pil: skipped"; return 0; }
+  corpus
+  cat >pil.py <<'EOF'
+import hashlib, io, sys
+from PIL import Image
+for p in sys.argv[1:]:
+    im = Image.open(p)
+    im.load()
+    print(p, im.size, im.mode, hashlib.md5(im.tobytes()).hexdigest())
+    im = Image.open(p)
+    im.draft("RGB", (im.size[0] // 2, im.size[1] // 2))
+    im.load()
+    print(p, "draft", im.size, hashlib.md5(im.tobytes()).hexdigest())
+    im = Image.open(io.BytesIO(open(p, "rb").read())).convert("L")
+    print(p, "L", hashlib.md5(im.tobytes()).hexdigest())
+EOF
+  echo "$PYSYS pil.py $(files $SMALL a_arith_420 l_base_420 l_prog_422)" >run.sh
+  jpeg_same run.sh
+  every_decode_replayed
+}
+
+t213_jpeg_trace_features_and_types() {
+  corpus
+  "$STANDIN" record -o rec -- "$JD" -scale 1/2 $(files s_prog_422_r1 o_base_420) >/dev/null
+  "$STANDIN" dump rec --format json >d.json
+  python3 - d.json <<'EOF'
+import json, sys
+a, b = [json.loads(l) for l in open(sys.argv[1])]
+assert a["api"] == "jpeg.decode" and a["type"] == "progressive 4:2:2", a
+f = a["features"]
+# restart every MCU row: 320 / 16 = 20 MCUs
+assert (f["width"], f["height"], f["components"], f["subsampling"], f["progressive"],
+        f["restart"]) == (320, 240, 3, 3, 1, 20), f
+assert (f["out_pixels"], f["out_bytes"], f["scale_num"], f["scale_denom"]) == \
+    (160 * 120, 160 * 120 * 3, 1, 2), f
+assert a["resp_len"] == f["out_bytes"] and a["result"] == 120, a
+g = b["features"]
+assert b["type"] == "baseline 4:2:0" and (g["width"], g["height"], g["restart"]) == (333, 177, 0), b
+assert g["out_pixels"] == 167 * 89 and g["input_bytes"] + 80 == b["req_len"], b
+EOF
+}
+
+# A recorded request is a decodable JPEG (traces/FORMAT.md): offline tools can
+# decode it again. The trace is read by a minimal reader written from the spec.
+t214_jpeg_request_blob_decodes_to_the_response() {
+  corpus
+  "$STANDIN" record -o rec -- djpeg -outfile nat.ppm $(files c_base_420) 2>/dev/null
+  python3 - rec/*.trace <<'PY'
+import struct, sys, zlib
+
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << s
+        s += 7
+        if c < 0x80:
+            return v, i
+
+d = open(sys.argv[1], "rb").read()
+off = 28 + struct.unpack_from("<I", d, 16)[0]
+blobs, calls = {}, []
+while off + 32 <= len(d) and d[off:off + 4] == b"STCK":
+    ctype, method = d[off + 4], d[off + 5]
+    clen, rlen, nrec = struct.unpack_from("<III", d, off + 12)
+    body = d[off + 32:off + 32 + clen]
+    off += 32 + clen
+    if ctype != 1:
+        break
+    raw = zlib.decompress(body) if method == 1 else body
+    i = 0
+    for _ in range(nrec):
+        kind = raw[i]
+        n, i = varint(raw, i + 1)
+        rec, i = raw[i:i + n], i + n
+        if kind == 2:
+            bid, j = varint(rec, 0)
+            blen, j = varint(rec, j)
+            blobs[bid] = rec[j:j + blen]
+        elif kind == 1:
+            j = 2
+            for _ in range(7):  # reason thread type site seq start latency
+                _, j = varint(rec, j)
+            j += 16  # fp
+            req, j = varint(rec, j)
+            resp, j = varint(rec, j)
+            calls.append((rec[0], req, resp))
+(api, req, resp), = calls
+assert api == 16, api
+blob = blobs[req]
+assert blob[:4] == b"SJR1", blob[:4]
+hl = struct.unpack_from("<I", blob, 4)[0]
+open("request.jpg", "wb").write(blob[hl:])
+open("response.raw", "wb").write(blobs[resp])
+PY
+  djpeg -outfile again.ppm request.jpg
+  n=$(stat -c %s response.raw)
+  tail -c "$n" again.ppm | cmp - response.raw
+  tail -c "$n" nat.ppm | cmp - response.raw
+  # the comment and the extra APP2 segment are not part of the request
+  [ "$(stat -c %s request.jpg)" -lt "$(stat -c %s "$CORPUS/c_base_420.jpg")" ] || fail "not normalised"
+}

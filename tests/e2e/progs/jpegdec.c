@@ -1,0 +1,556 @@
+/* jpegdec — decodes JPEG files through libjpeg in the ways programs do, and
+ * prints one line per image with a checksum of the rows it received, so
+ * that record and replay runs can be compared with the native one.
+ *
+ *   jpegdec [options] FILE...
+ *     -src stdio|mem|custom|suspend   source manager (default stdio); custom
+ *                     reads through a 1000-byte buffer of its own; suspend
+ *                     returns FALSE from fill_input_buffer and is fed
+ *                     -chunk bytes at a time (default 777), like an
+ *                     incremental decoder (PIL, browsers)
+ *     -scale N/D -cs gray|rgb|bgrx|ycc|565 -dct int|fast|float
+ *     -nofancy -nosmooth -quant N -onepass     output parameters
+ *     -buffered -raw -coef -skip N -crop X,W   modes an accelerator would not serve
+ *     -lines N       rows per jpeg_read_scanlines call (default rec_outbuf_height)
+ *     -nofinish      jpeg_destroy_decompress after the last row, no finish
+ *     -one           one decompression object for every file
+ *     -strict        warnings are fatal (emit_message longjmps)
+ *     -eoferr        the custom source raises an error at end of file
+ *     -threads N     N threads each decode every file (own objects)
+ *     -repeat N      decode the file list N times
+ *     -concat        a file holds several JPEGs back to back (one source)
+ *     -tables FILE   read a tables-only datastream first (abbreviated images)
+ */
+#include <jerror.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+
+typedef struct {
+  const char *src;
+  int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
+  int buffered, raw, coef, skip, crop_x, crop_w, lines, nofinish, one, strict, eoferr;
+  int threads, repeat, concat, chunk;
+  const char *tables;
+} opts;
+
+static opts O = {.src = "stdio",
+                 .scale_num = 1,
+                 .scale_denom = 1,
+                 .cs = -1,
+                 .dct = -1,
+                 .threads = 0,
+                 .repeat = 1,
+                 .chunk = 777};
+
+/* Output of one thread, printed in order at the end. */
+typedef struct {
+  char *buf;
+  size_t len, cap;
+} out_t;
+
+static void outf(out_t *o, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (o->len + (size_t)n + 1 > o->cap) {
+    o->cap = (o->cap + (size_t)n + 1) * 2;
+    o->buf = realloc(o->buf, o->cap);
+  }
+  memcpy(o->buf + o->len, line, (size_t)n + 1);
+  o->len += (size_t)n;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/* ---- error manager ------------------------------------------------------ */
+
+typedef struct {
+  struct jpeg_error_mgr pub;
+  jmp_buf jb;
+  char last[JMSG_LENGTH_MAX];
+  int warnings;
+} err_t;
+
+static void on_error(j_common_ptr c) {
+  err_t *e = (err_t *)c->err;
+  (*c->err->format_message)(c, e->last);
+  longjmp(e->jb, 1);
+}
+
+static void on_emit(j_common_ptr c, int level) {
+  err_t *e = (err_t *)c->err;
+  if (level < 0) {
+    e->warnings++;
+    (*c->err->format_message)(c, e->last);
+    if (O.strict)
+      longjmp(e->jb, 2);
+  }
+}
+
+/* ---- sources -------------------------------------------------------------- */
+
+static unsigned char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
+  *len = fread(b, 1, (size_t)n, f);
+  fclose(f);
+  return b;
+}
+
+/* A program's own non-suspending source: 1000-byte reads from a FILE. */
+typedef struct {
+  struct jpeg_source_mgr pub;
+  FILE *f;
+  JOCTET buf[1000];
+} custom_src;
+
+static void c_init(j_decompress_ptr c) {
+  (void)c;
+}
+static boolean c_fill(j_decompress_ptr c) {
+  custom_src *s = (custom_src *)c->src;
+  size_t n = fread(s->buf, 1, sizeof s->buf, s->f);
+  if (n == 0) {
+    if (O.eoferr)
+      ERREXIT(c, JERR_INPUT_EOF);
+    WARNMS(c, JWRN_JPEG_EOF);
+    s->buf[0] = 0xFF;
+    s->buf[1] = JPEG_EOI;
+    n = 2;
+  }
+  s->pub.next_input_byte = s->buf;
+  s->pub.bytes_in_buffer = n;
+  return TRUE;
+}
+static void c_skip(j_decompress_ptr c, long n) {
+  custom_src *s = (custom_src *)c->src;
+  while (n > (long)s->pub.bytes_in_buffer) {
+    n -= (long)s->pub.bytes_in_buffer;
+    c_fill(c);
+  }
+  s->pub.next_input_byte += n;
+  s->pub.bytes_in_buffer -= (size_t)n;
+}
+static void c_term(j_decompress_ptr c) {
+  (void)c;
+}
+
+/* A suspending source: the data arrives in chunks from the caller. */
+typedef struct {
+  struct jpeg_source_mgr pub;
+  const unsigned char *data;
+  size_t len, avail, skip;
+} susp_src;
+
+static boolean s_fill(j_decompress_ptr c) {
+  (void)c;
+  return FALSE;
+}
+static void s_skip(j_decompress_ptr c, long n) {
+  susp_src *s = (susp_src *)c->src;
+  if ((size_t)n > s->pub.bytes_in_buffer) {
+    s->skip = (size_t)n - s->pub.bytes_in_buffer;
+    s->pub.next_input_byte += s->pub.bytes_in_buffer;
+    s->pub.bytes_in_buffer = 0;
+  } else {
+    s->pub.next_input_byte += n;
+    s->pub.bytes_in_buffer -= (size_t)n;
+  }
+}
+
+/* Make `chunk` more bytes available; returns 0 when there were none. */
+static int s_more(susp_src *s) {
+  if (s->avail >= s->len)
+    return 0;
+  size_t used = (size_t)(s->pub.next_input_byte - s->data);
+  s->avail = s->avail + (size_t)O.chunk < s->len ? s->avail + (size_t)O.chunk : s->len;
+  size_t skip = s->skip < s->avail - used ? s->skip : s->avail - used;
+  used += skip;
+  s->skip -= skip;
+  s->pub.next_input_byte = s->data + used;
+  s->pub.bytes_in_buffer = s->avail - used;
+  return 1;
+}
+
+/* ---- one decode -------------------------------------------------------------- */
+
+typedef struct {
+  struct jpeg_decompress_struct ci;
+  err_t err;
+  int created;
+  FILE *f;
+  unsigned char *data;
+  size_t len;
+  custom_src csrc;
+  susp_src ssrc;
+  unsigned rows; /* rows received by the current decode (kept across a longjmp) */
+} dec_t;
+
+/* Run a libjpeg step, feeding the suspending source until it stops
+ * suspending. `step` returns nonzero when done. */
+#define PUMP(d, done_expr)                                                                         \
+  for (;;) {                                                                                       \
+    if (done_expr)                                                                                 \
+      break;                                                                                       \
+    if (strcmp(O.src, "suspend") != 0 || !s_more(&(d)->ssrc))                                      \
+      ERREXIT(&(d)->ci, JERR_INPUT_EMPTY);                                                         \
+  }
+
+static void set_params(j_decompress_ptr c) {
+  c->scale_num = (unsigned)O.scale_num;
+  c->scale_denom = (unsigned)O.scale_denom;
+  if (O.cs >= 0)
+    c->out_color_space = (J_COLOR_SPACE)O.cs;
+  if (O.dct >= 0)
+    c->dct_method = (J_DCT_METHOD)O.dct;
+  if (O.nofancy)
+    c->do_fancy_upsampling = FALSE;
+  if (O.nosmooth)
+    c->do_block_smoothing = FALSE;
+  if (O.quant) {
+    c->quantize_colors = TRUE;
+    c->desired_number_of_colors = O.quant;
+    c->two_pass_quantize = !O.onepass;
+  }
+  c->buffered_image = (boolean)O.buffered;
+  c->raw_data_out = (boolean)O.raw;
+}
+
+static size_t row_bytes(j_decompress_ptr c) {
+  if (c->out_color_space == JCS_RGB565 && !c->quantize_colors)
+    return c->output_width * 2;
+  return (size_t)c->output_width * (size_t)c->output_components;
+}
+
+/* Rows of the image (or of the last output pass). */
+static uint64_t read_rows(dec_t *d, uint64_t h) {
+  j_decompress_ptr c = &d->ci;
+  int lines = O.lines ? O.lines : c->rec_outbuf_height;
+  size_t rb = row_bytes(c);
+  JSAMPARRAY buf =
+      (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE, (JDIMENSION)rb, (JDIMENSION)lines);
+  while (c->output_scanline < c->output_height) {
+    JDIMENSION first = c->output_scanline, n;
+    PUMP(d, (n = jpeg_read_scanlines(c, buf, (JDIMENSION)lines)) != 0);
+    if (c->output_scanline != first + n)
+      ERREXIT(c, JERR_BAD_STATE);
+    for (JDIMENSION i = 0; i < n; i++)
+      h = fnv(h, buf[i], rb);
+    d->rows += n;
+    if (O.skip && first == 0 && c->output_height > (unsigned)O.skip * 2)
+      d->rows += jpeg_skip_scanlines(c, (JDIMENSION)O.skip);
+  }
+  return h;
+}
+
+static uint64_t read_raw(dec_t *d, uint64_t h) {
+  j_decompress_ptr c = &d->ci;
+  int rg = c->max_v_samp_factor * DCTSIZE;
+  JSAMPARRAY planes[MAX_COMPONENTS];
+  for (int i = 0; i < c->num_components; i++)
+    planes[i] = (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE,
+                                        c->comp_info[i].width_in_blocks * DCTSIZE,
+                                        (JDIMENSION)(c->comp_info[i].v_samp_factor * DCTSIZE));
+  while (c->output_scanline < c->output_height) {
+    JDIMENSION n;
+    PUMP(d, (n = jpeg_read_raw_data(c, planes, (JDIMENSION)rg)) != 0);
+    for (int i = 0; i < c->num_components; i++)
+      for (int r = 0; r < c->comp_info[i].v_samp_factor * DCTSIZE; r++)
+        h = fnv(h, planes[i][r], c->comp_info[i].width_in_blocks * DCTSIZE);
+    d->rows += n;
+  }
+  return h;
+}
+
+static uint64_t read_coef(dec_t *d, uint64_t h) {
+  j_decompress_ptr c = &d->ci;
+  jvirt_barray_ptr *coef = jpeg_read_coefficients(c);
+  for (int ci = 0; ci < c->num_components; ci++) {
+    jpeg_component_info *comp = &c->comp_info[ci];
+    for (JDIMENSION r = 0; r < comp->height_in_blocks; r++) {
+      JBLOCKARRAY b = (*c->mem->access_virt_barray)((j_common_ptr)c, coef[ci], r, 1, FALSE);
+      h = fnv(h, b[0], comp->width_in_blocks * sizeof(JBLOCK));
+    }
+  }
+  return h;
+}
+
+static uint64_t read_buffered(dec_t *d, uint64_t h) {
+  j_decompress_ptr c = &d->ci;
+  while (!jpeg_input_complete(c)) {
+    int status;
+    do
+      status = jpeg_consume_input(c);
+    while (status != JPEG_SUSPENDED && status != JPEG_REACHED_EOI);
+    jpeg_start_output(c, c->input_scan_number);
+    h = read_rows(d, h);
+    jpeg_finish_output(c);
+  }
+  return h;
+}
+
+/* Decode the next image of d's source and print its line. Returns 0 when
+ * the source holds no more images (-concat). */
+static int decode_one(dec_t *d, const char *name, out_t *out) {
+  j_decompress_ptr c = &d->ci;
+  int code;
+  d->rows = 0;
+  if ((code = setjmp(d->err.jb)) != 0) {
+    outf(out, "%s: %s '%s' after %u rows, %d warnings\n", name,
+         code == 2 ? "fatal warning" : "error", d->err.last, d->rows, d->err.warnings);
+    jpeg_abort_decompress(c);
+    return -1;
+  }
+  int hr;
+  PUMP(d, (hr = jpeg_read_header(c, TRUE)) != JPEG_SUSPENDED);
+  set_params(c);
+  uint64_t h = 1469598103934665603ull;
+  if (O.coef) {
+    h = read_coef(d, h);
+  } else {
+    PUMP(d, jpeg_start_decompress(c));
+    if (O.crop_w) {
+      JDIMENSION x = (JDIMENSION)O.crop_x, w = (JDIMENSION)O.crop_w;
+      if (x + w <= c->output_width)
+        jpeg_crop_scanline(c, &x, &w);
+    }
+    if (O.buffered)
+      h = read_buffered(d, h);
+    else if (O.raw)
+      h = read_raw(d, h);
+    else
+      h = read_rows(d, h);
+  }
+  if (c->quantize_colors && c->colormap)
+    for (int i = 0; i < c->out_color_components; i++)
+      h = fnv(h, c->colormap[i], (size_t)c->actual_number_of_colors);
+  outf(out, "%s: %ux%u c=%d rows=%u sum=%016llx warnings=%d\n", name, c->output_width,
+       c->output_height, c->output_components, d->rows, (unsigned long long)h, d->err.warnings);
+  if (O.nofinish && !O.concat)
+    jpeg_abort_decompress(c);
+  else
+    PUMP(d, jpeg_finish_decompress(c));
+  return 1;
+}
+
+/* Set up d's source for a file. */
+static int open_src(dec_t *d, const char *path) {
+  j_decompress_ptr c = &d->ci;
+  if (!strcmp(O.src, "stdio") || !strcmp(O.src, "custom")) {
+    d->f = fopen(path, "rb");
+    if (!d->f)
+      return -1;
+    if (!strcmp(O.src, "stdio")) {
+      jpeg_stdio_src(c, d->f);
+    } else {
+      d->csrc.pub =
+          (struct jpeg_source_mgr){NULL, 0, c_init, c_fill, c_skip, jpeg_resync_to_restart, c_term};
+      d->csrc.f = d->f;
+      c->src = &d->csrc.pub;
+    }
+    return 0;
+  }
+  d->data = slurp(path, &d->len);
+  if (!d->data)
+    return -1;
+  if (!strcmp(O.src, "mem")) {
+    jpeg_mem_src(c, d->data, (unsigned long)d->len);
+  } else {
+    d->ssrc.pub = (struct jpeg_source_mgr){
+        d->data, 0, c_init, s_fill, s_skip, jpeg_resync_to_restart, c_term};
+    d->ssrc.data = d->data;
+    d->ssrc.len = d->len;
+    d->ssrc.avail = 0;
+    d->ssrc.skip = 0;
+    c->src = &d->ssrc.pub;
+  }
+  return 0;
+}
+
+static void close_src(dec_t *d) {
+  if (d->f)
+    fclose(d->f);
+  free(d->data);
+  d->f = NULL;
+  d->data = NULL;
+}
+
+static void decode_file(dec_t *d, const char *path, out_t *out) {
+  if (!d->created) {
+    d->ci.err = jpeg_std_error(&d->err.pub);
+    d->err.pub.error_exit = on_error;
+    d->err.pub.emit_message = on_emit;
+    jpeg_create_decompress(&d->ci);
+    d->created = 1;
+  }
+  d->err.warnings = 0;
+  if (O.tables && !setjmp(d->err.jb)) { /* tables for the abbreviated images */
+    size_t n;
+    unsigned char *t = slurp(O.tables, &n);
+    d->ci.src = NULL;
+    jpeg_mem_src(&d->ci, t, (unsigned long)n);
+    int r = jpeg_read_header(&d->ci, FALSE);
+    outf(out, "%s: tables %s\n", O.tables, r == JPEG_HEADER_TABLES_ONLY ? "read" : "missing");
+    free(t);
+  }
+  d->ci.src = NULL; /* a new source for every file */
+  if (open_src(d, path) != 0) {
+    outf(out, "%s: cannot open\n", path);
+    return;
+  }
+  if (O.concat) {
+    for (int k = 0; decode_one(d, path, out) > 0 && k < 1000; k++)
+      if (d->ci.src->bytes_in_buffer == 0 && (d->f ? feof(d->f) : 1))
+        break;
+  } else {
+    decode_one(d, path, out);
+  }
+  close_src(d);
+  if (!O.one) {
+    jpeg_destroy_decompress(&d->ci);
+    d->created = 0;
+  }
+}
+
+typedef struct {
+  int argc;
+  char **argv;
+  out_t out;
+} job_t;
+
+static void *run(void *p) {
+  job_t *j = p;
+  dec_t *d = calloc(1, sizeof *d);
+  for (int r = 0; r < O.repeat; r++)
+    for (int i = 0; i < j->argc; i++)
+      decode_file(d, j->argv[i], &j->out);
+  if (d->created)
+    jpeg_destroy_decompress(&d->ci);
+  free(d);
+  return NULL;
+}
+
+static int cs_of(const char *s) {
+  static const struct {
+    const char *n;
+    int cs;
+  } t[] = {{"gray", JCS_GRAYSCALE},
+           {"rgb", JCS_RGB},
+           {"bgrx", JCS_EXT_BGRX},
+           {"ycc", JCS_YCbCr},
+           {"565", JCS_RGB565}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (!strcmp(s, t[i].n))
+      return t[i].cs;
+  fprintf(stderr, "jpegdec: unknown colour space %s\n", s);
+  exit(2);
+}
+
+static int parse(int argc, char **argv) {
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+    if (!strcmp(a, "-src"))
+      O.src = v, i++;
+    else if (!strcmp(a, "-scale"))
+      sscanf(v, "%d/%d", &O.scale_num, &O.scale_denom), i++;
+    else if (!strcmp(a, "-cs"))
+      O.cs = cs_of(v), i++;
+    else if (!strcmp(a, "-dct"))
+      O.dct = !strcmp(v, "fast") ? JDCT_IFAST : !strcmp(v, "float") ? JDCT_FLOAT : JDCT_ISLOW, i++;
+    else if (!strcmp(a, "-quant"))
+      O.quant = atoi(v), i++;
+    else if (!strcmp(a, "-skip"))
+      O.skip = atoi(v), i++;
+    else if (!strcmp(a, "-crop"))
+      sscanf(v, "%d,%d", &O.crop_x, &O.crop_w), i++;
+    else if (!strcmp(a, "-lines"))
+      O.lines = atoi(v), i++;
+    else if (!strcmp(a, "-threads"))
+      O.threads = atoi(v), i++;
+    else if (!strcmp(a, "-repeat"))
+      O.repeat = atoi(v), i++;
+    else if (!strcmp(a, "-tables"))
+      O.tables = v, i++;
+    else if (!strcmp(a, "-chunk"))
+      O.chunk = atoi(v), i++;
+    else if (!strcmp(a, "-nofancy"))
+      O.nofancy = 1;
+    else if (!strcmp(a, "-nosmooth"))
+      O.nosmooth = 1;
+    else if (!strcmp(a, "-onepass"))
+      O.onepass = 1;
+    else if (!strcmp(a, "-buffered"))
+      O.buffered = 1;
+    else if (!strcmp(a, "-raw"))
+      O.raw = 1;
+    else if (!strcmp(a, "-coef"))
+      O.coef = 1;
+    else if (!strcmp(a, "-nofinish"))
+      O.nofinish = 1;
+    else if (!strcmp(a, "-one"))
+      O.one = 1;
+    else if (!strcmp(a, "-strict"))
+      O.strict = 1;
+    else if (!strcmp(a, "-eoferr"))
+      O.eoferr = 1;
+    else if (!strcmp(a, "-concat"))
+      O.concat = 1;
+    else {
+      fprintf(stderr, "jpegdec: unknown option %s\n", a);
+      exit(2);
+    }
+  }
+  return i;
+}
+
+int main(int argc, char **argv) {
+  int first = parse(argc, argv);
+  if (first >= argc) {
+    fprintf(stderr, "usage: jpegdec [options] FILE...\n");
+    return 2;
+  }
+  int nt = O.threads > 0 ? O.threads : 1;
+  job_t *jobs = calloc((size_t)nt, sizeof *jobs);
+  pthread_t *th = calloc((size_t)nt, sizeof *th);
+  for (int t = 0; t < nt; t++) {
+    jobs[t].argc = argc - first;
+    jobs[t].argv = argv + first;
+  }
+  if (O.threads > 0) {
+    for (int t = 0; t < nt; t++)
+      pthread_create(&th[t], NULL, run, &jobs[t]);
+    for (int t = 0; t < nt; t++)
+      pthread_join(th[t], NULL);
+  } else {
+    run(&jobs[0]);
+  }
+  for (int t = 0; t < nt; t++) {
+    if (O.threads > 0)
+      printf("thread %d:\n", t);
+    fwrite(jobs[t].out.buf ? jobs[t].out.buf : "", 1, jobs[t].out.len, stdout);
+    free(jobs[t].out.buf);
+  }
+  free(jobs);
+  free(th);
+  return 0;
+}
