@@ -379,23 +379,43 @@ static int site_matches(const char *glob, const st_site *s, int modules) {
   return 0;
 }
 
-static int rule_matches(const plan_rule *r, int api, const char *type, const st_site *site,
-                        uint64_t size) {
+/* Every selector but size=. */
+static int rule_matches_unsized(const plan_rule *r, int api, const char *type,
+                                const st_site *site) {
   if (r->api_mask && !(r->api_mask & (1ull << (api & 63))))
     return 0;
   if (r->type_glob && fnmatch(r->type_glob, type ? type : "", 0) != 0)
     return 0;
   if (r->site_glob && !site_matches(r->site_glob, site, 0))
     return 0;
-  if (r->module_glob && !site_matches(r->module_glob, site, 1))
-    return 0;
+  return !r->module_glob || site_matches(r->module_glob, site, 1);
+}
+
+static int size_matches(const plan_rule *r, uint64_t size) {
   return size >= r->size_min && size <= r->size_max;
 }
 
 int plan_match(const plan *p, int api, const char *type, const st_site *site, uint64_t size) {
   for (int i = 0; i < p->nrules; i++)
-    if (rule_matches(&p->rules[i], api, type, site, size))
+    if (size_matches(&p->rules[i], size) && rule_matches_unsized(&p->rules[i], api, type, site))
       return i;
+  return -1;
+}
+
+uint64_t plan_match_mask(const plan *p, int api, const char *type, const st_site *site) {
+  uint64_t mask = 0;
+  for (int i = 0; i < p->nrules && i < 64; i++)
+    if (rule_matches_unsized(&p->rules[i], api, type, site))
+      mask |= 1ull << i;
+  return mask;
+}
+
+int plan_first_sized(const plan *p, uint64_t mask, uint64_t size) {
+  for (; mask; mask &= mask - 1) {
+    int i = __builtin_ctzll(mask);
+    if (size_matches(&p->rules[i], size))
+      return i;
+  }
   return -1;
 }
 
@@ -403,4 +423,196 @@ uint64_t plan_request_size(const st_call *c) {
   if (st_api_family(c->api) == ST_FAMILY_PROTOBUF && c->api != ST_API_PB_UNPACK)
     return c->nfeat > ST_PBF_ENCODED_SIZE ? c->feat[ST_PBF_ENCODED_SIZE] : 0;
   return c->req_len;
+}
+
+/* ---- deciding a call ------------------------------------------------------ */
+
+void plan_request(standin_request *r, const st_call *c, const char *type) {
+  *r = (standin_request){.api = c->api, .nfeat = c->nfeat, .feat = c->feat, .type = type,
+                         .recorded_ns = c->latency_ns, .req_len = plan_request_size(c),
+                         .resp_len = c->resp_len, .fp = c->fp};
+}
+
+void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t resp_bytes,
+                 plan_decision *d) {
+  *d = (plan_decision){.outcome = PLAN_NOT_SELECTED, .rule = rule, .accel = -1};
+  if (rule < 0)
+    return;
+  if (p->rules[rule].keep) {
+    d->outcome = PLAN_KEPT;
+    return;
+  }
+  d->accel = p->rules[rule].accel;
+  const plan_accel *a = &p->accel[d->accel];
+  if (if_model_predict(a->model, r, &d->service_ns) != IF_OK) {
+    d->outcome = PLAN_UNSUPPORTED;
+    d->why = if_model_why();
+    d->service_ns = 0;
+    return;
+  }
+  d->outcome = PLAN_OFFLOAD;
+  if_link_cost(&a->link, r->req_len, resp_bytes, &d->link_in_ns, &d->link_out_ns);
+}
+
+void plan_evaluate(const plan *p, const standin_request *r, const st_site *site, uint64_t size,
+                   uint64_t resp_bytes, plan_decision *d) {
+  plan_decide(p, plan_match(p, (int)r->api, r->type, site, size), r, resp_bytes, d);
+}
+
+/* ---- variants ------------------------------------------------------------- */
+
+static int is_accel_key(const char *key) {
+  return !strcmp(key, "engines") || !strncmp(key, "link", 4);
+}
+
+/* The model part of an accelerator's spec ("MODEL:k=v,..." without the
+ * accelerator keys), with key=value set when key is not NULL. */
+static int model_spec(const char *spec, const char *key, const char *value, char *out,
+                      size_t cap) {
+  char copy[512], *save = NULL;
+  snprintf(copy, sizeof copy, "%s", spec);
+  char *colon = strchr(copy, ':');
+  if (colon)
+    *colon = 0;
+  size_t o = (size_t)snprintf(out, cap, "%s", copy);
+  int sep = ':', done = key == NULL;
+  for (char *kv = colon ? strtok_r(colon + 1, ",", &save) : NULL; kv && o < cap;
+       kv = strtok_r(NULL, ",", &save)) {
+    size_t kl = strcspn(kv, "=");
+    char k[64];
+    snprintf(k, sizeof k, "%.*s", (int)kl, kv);
+    if (is_accel_key(k))
+      continue;
+    if (key && !strcmp(k, key)) {
+      o += (size_t)snprintf(out + o, cap - o, "%c%s=%s", sep, key, value);
+      done = 1;
+    } else {
+      o += (size_t)snprintf(out + o, cap - o, "%c%s", sep, kv);
+    }
+    sep = ',';
+  }
+  if (!done && o < cap)
+    o += (size_t)snprintf(out + o, cap - o, "%c%s=%s", sep, key, value);
+  return o < cap ? 0 : -1;
+}
+
+static int new_model(if_model **m, const char *spec, const char *key, const char *value,
+                     char *err, size_t cap) {
+  char ms[512];
+  if (model_spec(spec, key, value, ms, sizeof ms) != 0) {
+    snprintf(err, cap, "model spec too long: %s", spec);
+    return -1;
+  }
+  return if_model_parse(m, ms, err, cap) == IF_OK ? 0 : -1;
+}
+
+int plan_copy(plan *dst, const plan *src) {
+  memset(dst, 0, sizeof *dst);
+  memcpy(dst->accel, src->accel, sizeof src->accel);
+  dst->naccel = src->naccel;
+  memcpy(dst->source, src->source, sizeof dst->source);
+  char err[512];
+  int rc = 0;
+  for (int i = 0; i < src->naccel; i++)
+    dst->accel[i].model = NULL;
+  for (int i = 0; i < src->naccel && rc == 0; i++)
+    if ((rc = new_model(&dst->accel[i].model, src->accel[i].spec, NULL, NULL, err, sizeof err)))
+      cli_err("accelerator %s: %s", src->accel[i].name, err);
+  dst->rules = calloc((size_t)src->nrules + 1, sizeof *dst->rules);
+  if (rc == 0 && !dst->rules)
+    rc = -1;
+  for (int i = 0; rc == 0 && i < src->nrules; i++) {
+    const plan_rule *s = &src->rules[i];
+    plan_rule *d = &dst->rules[dst->nrules++];
+    *d = *s;
+    d->type_glob = s->type_glob ? strdup(s->type_glob) : NULL;
+    d->site_glob = s->site_glob ? strdup(s->site_glob) : NULL;
+    d->module_glob = s->module_glob ? strdup(s->module_glob) : NULL;
+  }
+  if (rc != 0)
+    plan_free(dst);
+  return rc;
+}
+
+int plan_set_param(plan *p, const char *accel, const char *key, const char *value, char *err,
+                   size_t cap) {
+  int ai = find_accel(p, accel);
+  if (ai < 0) {
+    size_t o = (size_t)snprintf(err, cap, "no accelerator named '%s'; the plan has", accel);
+    for (int i = 0; i < p->naccel && o < cap; i++)
+      o += (size_t)snprintf(err + o, cap - o, " %s", p->accel[i].name);
+    return -1;
+  }
+  plan_accel *a = &p->accel[ai];
+  if (is_accel_key(key))
+    return accel_key(a, key, value, err, cap) == 1 ? 0 : -1;
+  char ms[sizeof a->spec];
+  if_model *m;
+  if (model_spec(a->spec, key, value, ms, sizeof ms) != 0) {
+    snprintf(err, cap, "%s.%s=%s makes the model spec too long", accel, key, value);
+    return -1;
+  }
+  if (new_model(&m, ms, NULL, NULL, err, cap) != 0)
+    return -1;
+  if_model_free(a->model);
+  a->model = m;
+  memcpy(a->spec, ms, sizeof ms);
+  return 0;
+}
+
+/* A glob as one plan word: blanks would split it. */
+static void put_glob(FILE *f, const char *sel, const char *g) {
+  if (!g)
+    return;
+  fprintf(f, " %s=", sel);
+  for (; *g; g++)
+    fputc(isspace((unsigned char)*g) ? '?' : *g, f);
+}
+
+static void put_rule(FILE *f, const plan *p, const plan_rule *r) {
+  fputs(r->keep ? "keep" : "offload", f);
+  if (r->api_mask) {
+    const char *sep = " api=";
+    for (size_t i = 0; i < sizeof api_names / sizeof api_names[0]; i++) {
+      uint64_t m = api_names[i].mask;
+      if ((m & (m - 1)) == 0 && (r->api_mask & m)) {
+        fprintf(f, "%s%s", sep, api_names[i].name);
+        sep = ",";
+      }
+    }
+  }
+  put_glob(f, "type", r->type_glob);
+  put_glob(f, "site", r->site_glob);
+  put_glob(f, "module", r->module_glob);
+  if (r->size_min || r->size_max != UINT64_MAX) {
+    fprintf(f, " size=%llu-", (unsigned long long)r->size_min);
+    if (r->size_max != UINT64_MAX)
+      fprintf(f, "%llu", (unsigned long long)r->size_max);
+  }
+  if (!r->keep)
+    fprintf(f, " to %s", p->accel[r->accel].name);
+  fputc('\n', f);
+}
+
+int plan_save(const plan *p, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return -1;
+  fprintf(f, "# written by standin from %s\n", p->source);
+  for (int i = 0; i < p->naccel; i++) {
+    const plan_accel *a = &p->accel[i];
+    char ms[512];
+    model_spec(a->spec, NULL, NULL, ms, sizeof ms);
+    fprintf(f, "accel %s %s engines=%u link=%s", a->name, ms, a->engines,
+            if_link_name(&a->link));
+    if (a->link.kind == IF_LINK_ONCHIP)
+      fprintf(f, " link_onchip_ns=%.17g", a->link.onchip_ns);
+    if (a->link.kind == IF_LINK_PCIE)
+      fprintf(f, " link_rtt_ns=%.17g link_gbps=%.17g link_poll_ns=%.17g", a->link.rtt_ns,
+              a->link.gbps, a->link.poll_ns);
+    fputc('\n', f);
+  }
+  for (int i = 0; i < p->nrules; i++)
+    put_rule(f, p, &p->rules[i]);
+  return fclose(f);
 }

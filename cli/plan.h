@@ -62,4 +62,70 @@ int plan_match(const plan *p, int api, const char *type, const st_site *site, ui
  * request bytes otherwise. */
 uint64_t plan_request_size(const st_call *c);
 
+/* ---- deciding one recorded call -------------------------------------------
+ * Replay (cli/replaydb.c) and the offline analyses (cli/analysis.c) decide a
+ * call the same way: first matching rule, the model's prediction, then the
+ * link cost. */
+
+enum {
+  PLAN_OFFLOAD = 0,      /* served by accel */
+  PLAN_NOT_SELECTED = 1, /* no rule matched */
+  PLAN_KEPT = 2,         /* a keep rule matched */
+  PLAN_UNSUPPORTED = 3   /* the model cannot serve it; why says so */
+};
+
+typedef struct {
+  int outcome;          /* PLAN_* */
+  int rule;             /* deciding rule, -1 when none matched */
+  int accel;            /* accelerator serving (PLAN_OFFLOAD) or refusing
+                           (PLAN_UNSUPPORTED) the call, -1 otherwise */
+  const char *why;      /* PLAN_UNSUPPORTED: the model's reason (static text) */
+  uint64_t service_ns;  /* predicted by the model */
+  uint64_t link_in_ns;  /* reaching the device, before service */
+  uint64_t link_out_ns; /* getting the response back, after service */
+} plan_decision;
+
+/* The request a model sees for a recorded call: its API, type, features,
+ * fingerprint, recorded latency and sizes (req_len = plan_request_size,
+ * resp_len = the recorded response size), without payload bytes. A caller
+ * that has the bytes sets req/resp itself. */
+void plan_request(standin_request *r, const st_call *c, const char *type);
+
+/* Decide a request for which rule `rule` (-1: none) matched: keep, not
+ * selected, unsupported by the accelerator's model, or offloaded with the
+ * predicted service time and the link cost for r->req_len bytes in and
+ * resp_bytes out. */
+void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t resp_bytes,
+                 plan_decision *d);
+
+/* plan_match on (r->api, r->type, site, size), then plan_decide. */
+void plan_evaluate(const plan *p, const standin_request *r, const st_site *site, uint64_t size,
+                   uint64_t resp_bytes, plan_decision *d);
+
+/* For callers that see many calls from the same API, type and site: the
+ * rules whose api/type/site/module selectors match (bit i = rule i; only
+ * for plans of at most 64 rules), then the first of them whose size range
+ * holds `size` (-1: none). plan_first_sized(p, plan_match_mask(...), size)
+ * equals plan_match(...). */
+uint64_t plan_match_mask(const plan *p, int api, const char *type, const st_site *site);
+int plan_first_sized(const plan *p, uint64_t mask, uint64_t size);
+
+/* ---- variants (standin sweep) --------------------------------------------- */
+
+/* A deep copy of src in dst; -1 (with a message) when out of memory or a
+ * model cannot be created again. */
+int plan_copy(plan *dst, const plan *src);
+
+/* Set one parameter of accelerator `accel` (its name): an accelerator key
+ * (engines, link, link_*) or a parameter of its model, whose model is then
+ * created again from its spec with key=value. Returns -1 with the reason
+ * in err. */
+int plan_set_param(plan *p, const char *accel, const char *key, const char *value, char *err,
+                   size_t cap);
+
+/* Write p as a plan file that plan_load reads back to the same decisions
+ * (type/site/module globs with blanks are written with '?' there).
+ * 0, or -1 with errno. */
+int plan_save(const plan *p, const char *path);
+
 #endif

@@ -183,8 +183,9 @@ static void count_why(builder *b, int accel, const char *why) {
   o->why[o->nwhy++] = (struct rdb_why){accel, why, 1};
 }
 
-/* Decide one recorded call: which accelerator (first matching rule), its
- * predicted service time and link cost, or why it stays in software. */
+/* Decide one recorded call (plan_evaluate): which accelerator, its
+ * predicted service time and link cost, or why it stays in software. The
+ * model sees the entry's saved bytes. */
 static void evaluate(builder *b, scan_file *f, const b_entry *e, const st_call *c,
                      rdb_sample *out) {
   memset(out, 0, sizeof *out);
@@ -195,27 +196,22 @@ static void evaluate(builder *b, scan_file *f, const b_entry *e, const st_call *
                             ? &f->sites[c->site].site
                             : NULL;
   uint64_t size = plan_request_size(c);
-  int ri = plan_match(b->plan, c->api, e->type, site, size);
-  if (ri < 0 || b->plan->rules[ri].keep)
-    return;
-  int ai = b->plan->rules[ri].accel;
-  const plan_accel *a = &b->plan->accel[ai];
   standin_request r = {.api = e->api, .nfeat = e->nfeat, .feat = e->feat, .type = e->type,
                        .recorded_ns = c->latency_ns, .req = e->req,
                        .req_len = e->req ? e->req_len : size, .resp = e->resp,
                        .resp_len = e->resp_len, .fp = e->fp};
-  uint64_t ns;
-  if (if_model_predict(a->model, &r, &ns) != IF_OK) {
+  plan_decision d;
+  plan_evaluate(b->plan, &r, site, size, c->resp_len, &d);
+  if (d.outcome == PLAN_UNSUPPORTED) {
     out->sw_reason = RDB_SW_UNSUPPORTED;
-    count_why(b, ai, if_model_why());
-    return;
+    count_why(b, d.accel, d.why);
   }
-  uint64_t in, outns;
-  if_link_cost(&a->link, r.req_len, c->resp_len, &in, &outns);
-  out->accel = ai;
-  out->service_ns = ns;
-  out->link_in_ns = (uint32_t)(in > UINT32_MAX ? UINT32_MAX : in);
-  out->link_out_ns = (uint32_t)(outns > UINT32_MAX ? UINT32_MAX : outns);
+  if (d.outcome != PLAN_OFFLOAD)
+    return;
+  out->accel = d.accel;
+  out->service_ns = d.service_ns;
+  out->link_in_ns = (uint32_t)(d.link_in_ns > UINT32_MAX ? UINT32_MAX : d.link_in_ns);
+  out->link_out_ns = (uint32_t)(d.link_out_ns > UINT32_MAX ? UINT32_MAX : d.link_out_ns);
 }
 
 static int on_call(scan_file *f, const st_call *c, void *arg) {
