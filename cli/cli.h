@@ -58,5 +58,10 @@ int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_models(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

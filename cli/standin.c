@@ -17,6 +17,11 @@ static const struct subcmd cmds[] = {
     {"dump", cmd_dump, "print the recorded calls, one per line (text or JSON)"},
     {"replay", cmd_replay, "rerun a program against a performance interface and measure it"},
     {"models", cmd_models, "list the performance interfaces (models) and their parameters"},
+    {"report", cmd_report, "where the time goes, per API/type/site/thread; what a plan offloads"},
+    {"whatif", cmd_whatif, "offline end-to-end estimate of one or more offload plans"},
+    {"sweep", cmd_sweep, "vary an accelerator parameter: offline estimates, optionally replayed"},
+    {"compare", cmd_compare, "offline estimate beside measured replay summaries"},
+    {"export", cmd_export, "write the calls as CSV, JSON or a Chrome/Perfetto trace"},
 };
 
 static void usage(FILE *f) {

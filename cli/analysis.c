@@ -1,0 +1,830 @@
+/* analysis.c — the streaming pass behind report, whatif, sweep and compare
+ * (see analysis.h; the model is explained in docs/ANALYSIS.md).
+ *
+ * Per call, in file order: group counters and histogram, and every plan's
+ * decision. The decisions then go through a per-thread merge (merge.h) so
+ * that the timeline part — accelerator queueing and the per-thread shifts
+ * of the end-to-end estimate — sees calls in start order. */
+#include "analysis.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "engines.h"
+#include "merge.h"
+#include "progress.h"
+#include "scan.h"
+
+#define MERGE_BYTES (16u << 20)    /* calls held back to restore start order */
+#define MERGE_LAG_NS 1000000000ull /* a call is in the file within 1 s of its start */
+#define MAX_THREADS (1u << 20)
+
+const char *const an_sw_names[AN_SW_N] = {"not_selected", "kept", "unsupported", "no_response"};
+
+/* ---- small hash maps --------------------------------------------------------- */
+
+/* u64 key -> u32 value; per file (ids are per file). */
+typedef struct {
+  uint64_t *keys;
+  uint32_t *vals; /* value + 1, 0 = empty */
+  size_t cap, n;
+} idmap;
+
+static uint64_t mix64(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return k;
+}
+
+static uint32_t *idmap_slot(idmap *m, uint64_t key) {
+  size_t i = mix64(key) & (m->cap - 1);
+  while (m->vals[i] && m->keys[i] != key)
+    i = (i + 1) & (m->cap - 1);
+  m->keys[i] = key;
+  return &m->vals[i];
+}
+
+static int idmap_grow(idmap *m) {
+  idmap n = {.cap = m->cap ? m->cap * 2 : 256};
+  n.keys = malloc(n.cap * sizeof *n.keys);
+  n.vals = calloc(n.cap, sizeof *n.vals);
+  if (!n.keys || !n.vals) {
+    free(n.keys);
+    free(n.vals);
+    return -1;
+  }
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->vals[i])
+      *idmap_slot(&n, m->keys[i]) = m->vals[i];
+  n.n = m->n;
+  free(m->keys);
+  free(m->vals);
+  *m = n;
+  return 0;
+}
+
+/* The value of key, or UINT32_MAX when absent. */
+static uint32_t idmap_get(const idmap *m, uint64_t key) {
+  if (!m->cap)
+    return UINT32_MAX;
+  size_t i = mix64(key) & (m->cap - 1);
+  for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == key)
+      return m->vals[i] - 1;
+  return UINT32_MAX;
+}
+
+static int idmap_put(idmap *m, uint64_t key, uint32_t val) {
+  if ((m->n + 1) * 2 > m->cap && idmap_grow(m) != 0)
+    return -1;
+  uint32_t *v = idmap_slot(m, key);
+  m->n += *v == 0;
+  *v = val + 1;
+  return 0;
+}
+
+static void idmap_clear(idmap *m) {
+  if (m->cap)
+    memset(m->vals, 0, m->cap * sizeof *m->vals);
+  m->n = 0;
+}
+
+static void idmap_free(idmap *m) {
+  free(m->keys);
+  free(m->vals);
+}
+
+static uint64_t str_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* ---- state --------------------------------------------------------------------- */
+
+typedef struct {
+  int64_t shift;      /* how much earlier the thread runs under the plan */
+  int64_t prev_shift; /* before its latest call */
+  uint64_t last_end;  /* recorded end of its latest call */
+  int started;
+} chain;
+
+/* One plan's timeline state: the process being read, and the recording. */
+typedef struct {
+  engines eng[PLAN_MAX_ACCEL]; /* accelerators with a number of engines */
+  int64_t base;                /* shift inherited from processes that ended before */
+  int any;                     /* a call of this process was placed */
+  uint64_t M;                  /* latest recorded end of a call placed so far */
+  int64_t Lp;                  /* latest end of those calls under the plan */
+  int gany;
+  uint64_t gM;
+  int64_t gLp;
+} plan_state;
+
+/* A finished process, for the processes that start after it ended. */
+typedef struct {
+  uint64_t end, M;
+  int any;
+  int64_t *Lp; /* per plan */
+} proc_done;
+
+/* A thread of the file being read. */
+typedef struct {
+  uint64_t first, last; /* first call start, last call end (0: no call) */
+} thread_info;
+
+/* What goes through the merge: the call, then one decision per plan. */
+typedef struct {
+  uint64_t lat;
+  uint32_t thread, group;
+  uint8_t api, bin;
+} ev_call;
+
+typedef struct {
+  uint64_t service;
+  uint32_t link_in, link_out;
+  int32_t accel; /* -1: software */
+} ev_plan;
+
+typedef struct {
+  an_result *r;
+  const an_opts *o;
+  int np;
+  idmap gcache; /* per file: group key -> group */
+  idmap gindex; /* string hash -> first group with that hash (chained by probe) */
+  int32_t api_group[ST_API_MAX];
+  idmap rcache; /* per file: (api, type, site) -> index into masks */
+  uint64_t *masks;
+  size_t nmasks, capmasks;
+  chain *chains; /* [thread * np + plan] */
+  uint32_t nthreads;
+  uint8_t *seen;   /* per thread of the file: made a call */
+  thread_info *th; /* per thread of the file */
+  plan_state *ps;
+  proc_done *done;
+  size_t ndone;
+  merge *mg;
+  uint8_t *ev;
+  size_t evsize;
+  progress prog;
+  uint64_t tick;
+  int failed;
+} ctx;
+
+/* ---- groups -------------------------------------------------------------------- */
+
+static an_group *new_group(ctx *x, const char *key) {
+  an_result *r = x->r;
+  if ((r->ngroups & (r->ngroups - 1)) == 0) {
+    an_group *ng = realloc(r->groups, (r->ngroups ? r->ngroups * 2 : 1) * sizeof *ng);
+    if (!ng)
+      return NULL;
+    r->groups = ng;
+  }
+  an_group *g = &r->groups[r->ngroups];
+  memset(g, 0, sizeof *g);
+  g->api = -1;
+  g->key = strdup(key);
+  g->h = malloc(sizeof *g->h);
+  g->plan = calloc((size_t)x->np + 1, sizeof *g->plan);
+  if (!g->key || !g->h || !g->plan) {
+    free(g->key);
+    free(g->h);
+    free(g->plan);
+    return NULL;
+  }
+  hist_init(g->h);
+  r->ngroups++;
+  return g;
+}
+
+/* The group named key, created with fill() when new. Groups with the same
+ * name hash sit at consecutive probe positions of gindex. */
+static int32_t find_group(ctx *x, const char *key, scan_file *f, const st_call *c,
+                          void (*fill)(an_group *, scan_file *, const st_call *)) {
+  uint64_t h = str_hash(key);
+  for (uint64_t k = h;; k++) {
+    uint32_t gi = idmap_get(&x->gindex, k);
+    if (gi == UINT32_MAX)
+      break;
+    if (!strcmp(x->r->groups[gi].key, key))
+      return (int32_t)gi;
+  }
+  an_group *g = new_group(x, key);
+  if (!g)
+    return -1;
+  fill(g, f, c);
+  uint64_t k = h;
+  while (idmap_get(&x->gindex, k) != UINT32_MAX)
+    k++;
+  if (idmap_put(&x->gindex, k, (uint32_t)(g - x->r->groups)) != 0)
+    return -1;
+  return (int32_t)(g - x->r->groups);
+}
+
+static void fill_api(an_group *g, scan_file *f, const st_call *c) {
+  g->api = c->api;
+}
+
+static void fill_type(an_group *g, scan_file *f, const st_call *c) {
+  g->api = c->api;
+  g->type = strdup(scan_type_name(f, c->type));
+}
+
+static void fill_site(an_group *g, scan_file *f, const st_call *c) {
+  g->site = strdup(scan_site_label(f, c->site));
+}
+
+static void fill_thread(an_group *g, scan_file *f, const st_call *c) {
+  g->pid = f->h.pid;
+  g->exec_seq = f->h.exec_seq;
+  g->thread = c->thread;
+}
+
+/* Group of a call: cached per file by (type id, API), site id or thread. */
+static int32_t group_of(ctx *x, scan_file *f, const st_call *c) {
+  int api = c->api % ST_API_MAX;
+  if (x->o->by == AN_BY_API && x->api_group[api] >= 0)
+    return x->api_group[api];
+  uint64_t key = x->o->by == AN_BY_TYPE   ? ((uint64_t)c->type << 8 | (uint64_t)api)
+                 : x->o->by == AN_BY_SITE ? c->site
+                                          : c->thread;
+  uint32_t gi = idmap_get(&x->gcache, key);
+  if (gi != UINT32_MAX)
+    return (int32_t)gi;
+  char name[1024];
+  int32_t g = -1;
+  switch (x->o->by) {
+  case AN_BY_API:
+    g = find_group(x, st_api_name(api), f, c, fill_api);
+    x->api_group[api] = g;
+    return g;
+  case AN_BY_TYPE:
+    snprintf(name, sizeof name, "%s %s", st_api_name(api), scan_type_name(f, c->type));
+    g = find_group(x, name, f, c, fill_type);
+    break;
+  case AN_BY_SITE: g = find_group(x, scan_site_label(f, c->site), f, c, fill_site); break;
+  case AN_BY_THREAD:
+    snprintf(name, sizeof name, "%u.%u/%u", f->h.pid, f->h.exec_seq, c->thread);
+    g = find_group(x, name, f, c, fill_thread);
+    break;
+  }
+  if (g >= 0 && idmap_put(&x->gcache, key, (uint32_t)g) != 0)
+    return -1;
+  return g;
+}
+
+/* ---- deciding calls -------------------------------------------------------------- */
+
+unsigned an_size_bin(uint64_t size) {
+  unsigned b = size ? 64u - (unsigned)__builtin_clzll(size) : 0;
+  return b < AN_SIZE_BINS ? b : AN_SIZE_BINS - 1;
+}
+
+uint64_t an_bin_low(unsigned bin) {
+  return bin ? 1ull << (bin - 1) : 0;
+}
+
+static const st_site *site_of(const scan_file *f, uint32_t id) {
+  return id && id < f->nsites && f->sites[id].label ? &f->sites[id].site : NULL;
+}
+
+/* Matching rules of every plan for this call's API, type and site, cached
+ * per file: fnmatch per call would cost more than the rest together. */
+static const uint64_t *rule_masks(ctx *x, scan_file *f, const st_call *c) {
+  uint64_t key =
+      (uint64_t)(c->api & 0xff) | (uint64_t)(c->type & 0xffffff) << 8 | (uint64_t)c->site << 32;
+  uint32_t i = idmap_get(&x->rcache, key);
+  if (i != UINT32_MAX)
+    return &x->masks[(size_t)i * x->np];
+  if (x->nmasks == x->capmasks) {
+    size_t cap = x->capmasks ? x->capmasks * 2 : 64;
+    uint64_t *nm = realloc(x->masks, cap * x->np * sizeof *nm);
+    if (!nm)
+      return NULL;
+    x->masks = nm;
+    x->capmasks = cap;
+  }
+  uint64_t *m = &x->masks[x->nmasks * x->np];
+  for (int k = 0; k < x->np; k++)
+    m[k] = plan_match_mask(x->o->plans[k], c->api, scan_type_name(f, c->type), site_of(f, c->site));
+  if (idmap_put(&x->rcache, key, (uint32_t)x->nmasks) != 0)
+    return NULL;
+  x->nmasks++;
+  return m;
+}
+
+static void count_why(an_plan *pr, int accel, const char *why) {
+  for (size_t i = 0; i < pr->nwhy; i++)
+    if (pr->why[i].accel == accel && pr->why[i].why == why) {
+      pr->why[i].n++;
+      return;
+    }
+  an_why *n = realloc(pr->why, (pr->nwhy + 1) * sizeof *n);
+  if (!n)
+    return;
+  pr->why = n;
+  pr->why[pr->nwhy++] = (an_why){accel, why, 1};
+}
+
+static int sw_reason(int outcome) {
+  return outcome == PLAN_KEPT          ? AN_SW_KEPT
+         : outcome == PLAN_UNSUPPORTED ? AN_SW_UNSUPPORTED
+                                       : AN_SW_NOT_SELECTED;
+}
+
+static uint32_t clamp32(uint64_t v) {
+  return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* Plan k's decision for a call, counted in the plan and the group. */
+static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t *masks,
+                   an_group *g, ev_plan *out) {
+  const plan *p = x->o->plans[k];
+  an_plan *pr = &x->r->plans[k];
+  an_gplan *gp = &g->plan[k];
+  out->accel = -1;
+  int reason;
+  if ((c->flags & ST_CALL_NOT_OFFLOADABLE) ||
+      ((c->flags & ST_CALL_NO_RESPONSE) && !(c->flags & ST_CALL_FAILED))) {
+    reason = AN_SW_NO_RESPONSE;
+  } else {
+    uint64_t size = plan_request_size(c);
+    const char *type = scan_type_name(f, c->type);
+    int rule = p->nrules <= 64 && masks ? plan_first_sized(p, masks[k], size)
+                                        : plan_match(p, c->api, type, site_of(f, c->site), size);
+    standin_request r;
+    plan_decision d;
+    plan_request(&r, c, type);
+    plan_decide(p, rule, &r, c->resp_len, &d);
+    if (d.outcome == PLAN_OFFLOAD) {
+      pr->offloaded++;
+      pr->offloaded_rec_ns += c->latency_ns;
+      gp->offloaded++;
+      gp->offloaded_rec_ns += c->latency_ns;
+      gp->service_ns += d.service_ns;
+      gp->link_ns += d.link_in_ns + d.link_out_ns;
+      *out = (ev_plan){d.service_ns, clamp32(d.link_in_ns), clamp32(d.link_out_ns), d.accel};
+      return;
+    }
+    if (d.outcome == PLAN_UNSUPPORTED)
+      count_why(pr, d.accel, d.why);
+    reason = sw_reason(d.outcome);
+  }
+  pr->sw[reason]++;
+  gp->sw[reason]++;
+}
+
+/* ---- the timeline ---------------------------------------------------------------- */
+
+static chain *chain_of(ctx *x, uint32_t thread, int k) {
+  return &x->chains[(size_t)(thread < x->nthreads ? thread : x->nthreads - 1) * x->np + k];
+}
+
+/* A call under plan k: its time (queueing included), and the shift of its
+ * thread. A thread's first call inherits the shift the main thread had
+ * reached by then (threads are taken to be created by the main thread,
+ * just before their first call; a main thread that made no call has no
+ * shift); the main thread's first call inherits the shift of the processes
+ * that ended before this one started. */
+static void place(ctx *x, int k, uint64_t start, const ev_call *e, const ev_plan *d) {
+  plan_state *ps = &x->ps[k];
+  an_plan *pr = &x->r->plans[k];
+  chain *ch = chain_of(x, e->thread, k);
+  if (!ch->started) {
+    const chain *main = e->thread ? chain_of(x, 0, k) : NULL;
+    ch->started = 1;
+    ch->shift = !main || !main->started   ? ps->base
+                : main->last_end <= start ? main->shift
+                                          : main->prev_shift; /* its call was under way */
+  }
+  uint64_t pred = e->lat, queue = 0;
+  if (d->accel >= 0) {
+    const plan_accel *a = &pr->p->accel[d->accel];
+    uint64_t arrive = (uint64_t)((int64_t)start - ch->shift) + d->link_in;
+    uint64_t begin = a->engines && ps->eng[d->accel].n
+                         ? engines_book(&ps->eng[d->accel], arrive, d->service)
+                         : arrive;
+    queue = begin - arrive;
+    pred = d->link_in + queue + d->service + d->link_out;
+    an_accel *ac = &pr->accel[d->accel];
+    ac->requests++;
+    ac->service_ns += d->service;
+    ac->link_ns += (uint64_t)d->link_in + d->link_out;
+    ac->queue_ns += queue;
+    ac->rec_ns += e->lat;
+    pr->predicted_ns += pred;
+    x->r->groups[e->group].plan[k].queue_ns += queue;
+    an_bin *b = &pr->bins[e->api][e->bin];
+    b->n++;
+    b->rec_ns += e->lat;
+    b->pred_ns += pred;
+  }
+  ch->prev_shift = ch->shift;
+  ch->last_end = start + e->lat;
+  ch->shift += (int64_t)e->lat - (int64_t)pred;
+  pr->saving_sum += (int64_t)e->lat - (int64_t)pred;
+  pr->saving_cpu += (int64_t)e->lat - (int64_t)(pred - queue); /* queued: the engine is busy */
+  uint64_t end = start + e->lat;
+  int64_t end_plan = (int64_t)end - ch->shift;
+  if (end > ps->M)
+    ps->M = end;
+  if (!ps->any || end_plan > ps->Lp)
+    ps->Lp = end_plan;
+  ps->any = 1;
+}
+
+static void on_emit(uint64_t start, void *item, void *arg) {
+  ctx *x = arg;
+  const ev_call *e = item;
+  const ev_plan *d = (const ev_plan *)((const uint8_t *)item + sizeof *e);
+  for (int k = 0; k < x->np; k++)
+    place(x, k, start, e, &d[k]);
+}
+
+/* ---- per call ---------------------------------------------------------------------- */
+
+static int grow_threads(ctx *x, uint32_t t) {
+  uint32_t n = x->nthreads ? x->nthreads : 16;
+  while (n <= t)
+    n *= 2;
+  chain *nc = realloc(x->chains, (size_t)n * (x->np ? x->np : 1) * sizeof *nc);
+  uint8_t *ns = nc ? realloc(x->seen, n) : NULL;
+  thread_info *np = ns ? realloc(x->th, n * sizeof *np) : NULL;
+  if (nc)
+    x->chains = nc;
+  if (ns)
+    x->seen = ns;
+  if (!np)
+    return -1;
+  x->th = np;
+  memset(nc + (size_t)x->nthreads * x->np, 0, (size_t)(n - x->nthreads) * x->np * sizeof *nc);
+  memset(ns + x->nthreads, 0, n - x->nthreads);
+  memset(np + x->nthreads, 0, (n - x->nthreads) * sizeof *np);
+  x->nthreads = n;
+  return 0;
+}
+
+static void tick(ctx *x, scan_file *f) {
+  if ((++x->tick & 0xffff) || !x->prog.on)
+    return;
+  st_read_status st;
+  st_reader_status(f->r, &st);
+  progress_update(&x->prog, st.good_bytes);
+}
+
+static int on_call(scan_file *f, const st_call *c, void *arg) {
+  ctx *x = arg;
+  an_result *r = x->r;
+  uint32_t t = c->thread < MAX_THREADS ? c->thread : MAX_THREADS - 1;
+  int32_t gi = group_of(x, f, c);
+  if (gi < 0 || (t >= x->nthreads && grow_threads(x, t) != 0)) {
+    x->failed = 1;
+    return 1;
+  }
+  an_group *g = &r->groups[gi];
+  g->calls++;
+  g->ns += c->latency_ns;
+  g->req_bytes += c->req_len;
+  g->resp_bytes += c->resp_len;
+  hist_add(g->h, c->latency_ns);
+  hist_add(&r->all, c->latency_ns);
+  r->calls++;
+  r->call_ns += c->latency_ns;
+  r->chains += !x->seen[t];
+  x->seen[t] = 1;
+  thread_info *ti = &x->th[t];
+  if (!ti->last || c->start_ns < ti->first)
+    ti->first = c->start_ns;
+  if (c->start_ns + c->latency_ns >= ti->last)
+    ti->last = c->start_ns + c->latency_ns ? c->start_ns + c->latency_ns : 1;
+  unsigned api = c->api % ST_API_MAX, bin = an_size_bin(plan_request_size(c));
+  r->bins[api][bin].n++;
+  r->bins[api][bin].rec_ns += c->latency_ns;
+  if (x->np) {
+    ev_call *e = (ev_call *)x->ev;
+    *e = (ev_call){c->latency_ns, t, (uint32_t)gi, (uint8_t)api, (uint8_t)bin};
+    ev_plan *d = (ev_plan *)(x->ev + sizeof *e);
+    const uint64_t *masks = rule_masks(x, f, c);
+    for (int k = 0; k < x->np; k++)
+      decide(x, k, f, c, masks, g, &d[k]);
+    merge_push(x->mg, t, c->start_ns, x->ev);
+  }
+  tick(x, f);
+  return 0;
+}
+
+/* ---- per file ---------------------------------------------------------------------- */
+
+typedef struct {
+  char *path;
+  uint64_t start, bytes;
+} tfile;
+
+static int tfile_cmp(const void *a, const void *b) {
+  const tfile *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Trace files of dir in order of process start (parents before children). */
+static tfile *list_files(const char *dir, size_t *n, uint64_t *total) {
+  cli_tracedir td;
+  if (cli_tracedir_open(&td, dir) != 0)
+    return NULL;
+  tfile *t = calloc(td.n + 1, sizeof *t);
+  *n = 0;
+  *total = 0;
+  for (size_t i = 0; t && i < td.n; i++) {
+    st_reader *r;
+    struct stat st;
+    if (cli_reader_open(&r, td.paths[i]) != 0)
+      continue;
+    t[*n].start = st_reader_header(r)->start_mono_ns;
+    st_reader_close(r);
+    t[*n].bytes = stat(td.paths[i], &st) == 0 ? (uint64_t)st.st_size : 0;
+    *total += t[*n].bytes;
+    t[(*n)++].path = td.paths[i];
+    td.paths[i] = NULL;
+  }
+  cli_tracedir_free(&td);
+  if (t)
+    qsort(t, *n, sizeof *t, tfile_cmp);
+  return t;
+}
+
+/* Before a process: inherit from the processes that ended before it
+ * started (their latest recorded end minus their latest end under the
+ * plan), forget the previous process's threads and engine bookings. */
+static void begin_process(ctx *x, uint64_t start) {
+  for (int k = 0; k < x->np; k++) {
+    plan_state *ps = &x->ps[k];
+    uint64_t M = 0;
+    int64_t Lp = 0;
+    int any = 0;
+    for (size_t i = 0; i < x->ndone; i++) {
+      const proc_done *d = &x->done[i];
+      if (!d->any || d->end > start)
+        continue;
+      M = d->M > M ? d->M : M;
+      Lp = !any || d->Lp[k] > Lp ? d->Lp[k] : Lp;
+      any = 1;
+    }
+    ps->base = any ? (int64_t)M - Lp : 0;
+    ps->any = 0;
+    ps->M = 0;
+    ps->Lp = 0;
+    for (int a = 0; a < PLAN_MAX_ACCEL; a++)
+      engines_clear(&ps->eng[a]);
+  }
+  if (x->nthreads) {
+    memset(x->chains, 0, (size_t)x->nthreads * x->np * sizeof *x->chains);
+    memset(x->seen, 0, x->nthreads);
+    memset(x->th, 0, x->nthreads * sizeof *x->th);
+  }
+  idmap_clear(&x->gcache);
+  idmap_clear(&x->rcache);
+  x->nmasks = 0;
+}
+
+static void end_process(ctx *x, uint64_t end) {
+  proc_done *nd = realloc(x->done, (x->ndone + 1) * sizeof *nd);
+  int64_t *lp = calloc((size_t)x->np + 1, sizeof *lp);
+  if (!nd || !lp) {
+    free(lp);
+    if (nd)
+      x->done = nd;
+    return;
+  }
+  x->done = nd;
+  proc_done *d = &x->done[x->ndone++];
+  *d = (proc_done){.end = end, .Lp = lp};
+  for (int k = 0; k < x->np; k++) {
+    plan_state *ps = &x->ps[k];
+    if (!ps->any)
+      continue;
+    d->any = 1;
+    d->M = ps->M;
+    lp[k] = ps->Lp;
+    if (ps->M > ps->gM)
+      ps->gM = ps->M;
+    if (!ps->gany || ps->Lp > ps->gLp)
+      ps->gLp = ps->Lp;
+    ps->gany = 1;
+  }
+}
+
+/* Thread groups take their process's run time for their share. */
+static void set_thread_runs(ctx *x, size_t first_group, uint64_t run) {
+  if (x->o->by != AN_BY_THREAD)
+    return;
+  for (size_t i = first_group; i < x->r->ngroups; i++)
+    x->r->groups[i].run_ns = run;
+}
+
+/* Threads' spans, for the CPU capacity bound. */
+static void add_spans(ctx *x) {
+  for (uint32_t t = 0; t < x->nthreads; t++)
+    if (x->th[t].last)
+      x->r->thread_span_ns += x->th[t].last - x->th[t].first;
+}
+
+static int read_file(ctx *x, const tfile *tf, uint64_t *first, uint64_t *last) {
+  scan_file f;
+  size_t groups_before = x->r->ngroups;
+  begin_process(x, tf->start);
+  if (scan_run(&f, tf->path, on_call, x) != 0)
+    return -1;
+  if (x->np)
+    merge_flush(x->mg);
+  add_spans(x);
+  int approx;
+  uint64_t run = scan_run_ns(&f, &approx);
+  uint64_t end = f.h.start_mono_ns + run;
+  end_process(x, end);
+  set_thread_runs(x, groups_before, run);
+  x->r->processes++;
+  x->r->run_ns += run;
+  x->r->run_approx |= approx;
+  if (*last > f.h.start_mono_ns && *first)
+    x->r->overlap = 1;
+  if (!*first || f.h.start_mono_ns < *first)
+    *first = f.h.start_mono_ns;
+  if (end > *last)
+    *last = end;
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  if (f.h.host && *f.h.host && strcmp(f.h.host, host))
+    snprintf(x->r->other_host, sizeof x->r->other_host, "%s", f.h.host);
+  if (f.status.error) {
+    char st[256];
+    scan_status_text(&f, st, sizeof st);
+    cli_warn("%s: %s; analysing the calls before the damage", tf->path, st);
+    x->r->damaged = 1;
+  }
+  scan_close(&f);
+  return x->failed ? -1 : 0;
+}
+
+/* ---- setup ------------------------------------------------------------------------- */
+
+static int setup(ctx *x, an_result *r, const an_opts *o) {
+  memset(r, 0, sizeof *r);
+  memset(x, 0, sizeof *x);
+  x->r = r;
+  x->o = o;
+  x->np = o->nplans;
+  for (int i = 0; i < ST_API_MAX; i++)
+    x->api_group[i] = -1;
+  hist_init(&r->all);
+  r->cpus = o->cpus ? o->cpus : an_cpus_here();
+  r->nplans = o->nplans;
+  r->plans = calloc((size_t)o->nplans + 1, sizeof *r->plans);
+  x->ps = calloc((size_t)o->nplans + 1, sizeof *x->ps);
+  if (!r->plans || !x->ps)
+    return -1;
+  for (int k = 0; k < o->nplans; k++) {
+    r->plans[k].p = o->plans[k];
+    for (int a = 0; a < o->plans[k]->naccel; a++) {
+      uint32_t n = o->plans[k]->accel[a].engines;
+      if (n && engines_init(&x->ps[k].eng[a], n) != 0)
+        return -1;
+    }
+  }
+  if (!x->np)
+    return 0;
+  x->evsize = sizeof(ev_call) + (size_t)x->np * sizeof(ev_plan);
+  x->ev = calloc(1, x->evsize);
+  if (!x->ev)
+    return -1;
+  return merge_open(&x->mg, x->evsize, MERGE_BYTES, MERGE_LAG_NS, on_emit, x);
+}
+
+static void teardown(ctx *x) {
+  idmap_free(&x->gcache);
+  idmap_free(&x->gindex);
+  idmap_free(&x->rcache);
+  free(x->masks);
+  free(x->chains);
+  free(x->seen);
+  free(x->th);
+  for (int k = 0; x->ps && k < x->np; k++)
+    for (int a = 0; a < PLAN_MAX_ACCEL; a++)
+      engines_free(&x->ps[k].eng[a]);
+  free(x->ps);
+  for (size_t i = 0; i < x->ndone; i++)
+    free(x->done[i].Lp);
+  free(x->done);
+  merge_close(x->mg);
+  free(x->ev);
+}
+
+static void set_wall(an_result *r, const char *dir, uint64_t first, uint64_t last) {
+  r->span_ns = last > first ? last - first : 0;
+  r->wall_ns = r->span_ns;
+  const char *w = cli_runinfo_get(dir, "wall_ns");
+  uint64_t rec = w ? strtoull(w, NULL, 10) : 0;
+  if (rec >= r->span_ns && rec) {
+    r->wall_ns = rec;
+    r->wall_recorded = 1;
+  }
+}
+
+int an_run(an_result *r, const char *dir, const an_opts *o) {
+  ctx x;
+  size_t n = 0;
+  uint64_t total = 0, first = 0, last = 0;
+  int rc = setup(&x, r, o);
+  tfile *files = rc == 0 ? list_files(dir, &n, &total) : NULL;
+  if (rc != 0)
+    cli_err("out of memory");
+  if (!files)
+    rc = -1;
+  progress_start(&x.prog, o->what, n, total);
+  uint64_t before = 0;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    progress_file(&x.prog, i, before);
+    if ((rc = read_file(&x, &files[i], &first, &last)) != 0 && x.failed)
+      cli_err("%s: out of memory", files[i].path);
+    before += files[i].bytes;
+    r->files++;
+  }
+  progress_end(&x.prog);
+  for (int k = 0; k < x.np; k++)
+    r->plans[k].saving_crit = x.ps[k].gany ? (int64_t)x.ps[k].gM - x.ps[k].gLp : 0;
+  r->late = x.mg ? merge_late(x.mg) : 0;
+  set_wall(r, dir, first, last);
+  for (size_t i = 0; files && i < n; i++)
+    free(files[i].path);
+  free(files);
+  teardown(&x);
+  return rc;
+}
+
+void an_free(an_result *r) {
+  for (size_t i = 0; i < r->ngroups; i++) {
+    an_group *g = &r->groups[i];
+    free(g->type);
+    free(g->site);
+    free(g->key);
+    free(g->h);
+    free(g->plan);
+  }
+  free(r->groups);
+  for (int k = 0; k < r->nplans; k++)
+    free(r->plans[k].why);
+  free(r->plans);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- estimates --------------------------------------------------------------------- */
+
+static int single_thread(const an_result *r) {
+  return r->processes <= 1 && r->chains <= 1;
+}
+
+static uint64_t minus(uint64_t wall, int64_t saving) {
+  return saving >= (int64_t)wall ? 0 : (uint64_t)((int64_t)wall - saving);
+}
+
+uint64_t an_estimate_cp(const an_result *r, int k) {
+  return minus(r->wall_ns, single_thread(r) ? r->plans[k].saving_sum : r->plans[k].saving_crit);
+}
+
+uint64_t an_estimate_cpu(const an_result *r, int k) {
+  double cpus = r->cpus ? r->cpus : 1;
+  double used = (double)r->thread_span_ns, most = cpus * (double)r->span_ns;
+  double work = (used < most ? used : most) - (double)r->plans[k].saving_cpu;
+  double outside = (double)r->wall_ns - (double)r->span_ns;
+  double est = (work > 0 ? work / cpus : 0) + (outside > 0 ? outside : 0);
+  return (uint64_t)est;
+}
+
+uint64_t an_estimate(const an_result *r, int k) {
+  uint64_t cp = an_estimate_cp(r, k), cpu = an_estimate_cpu(r, k);
+  return single_thread(r) || cp >= cpu ? cp : cpu;
+}
+
+const char *an_method(const an_result *r, int k) {
+  if (single_thread(r))
+    return "single-thread Amdahl";
+  return an_estimate_cp(r, k) >= an_estimate_cpu(r, k) ? "per-thread critical path"
+                                                       : "CPU capacity";
+}
+
+uint64_t an_estimate_naive(const an_result *r, int k) {
+  return minus(r->wall_ns, r->plans[k].saving_sum);
+}
+
+uint32_t an_cpus_here(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return (uint32_t)CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (uint32_t)n : 1;
+}

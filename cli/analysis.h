@@ -1,0 +1,142 @@
+/* analysis.h — one streaming pass over a recording for the offline
+ * commands (report, whatif, sweep, compare, plots).
+ *
+ * Every call is read once, in bounded memory: per group (API, message type,
+ * call site or thread) counters and a log-linear latency histogram; per
+ * plan the decision of every call (plan_decide, as replay takes it), the
+ * accelerators' queueing on a virtual timeline, and two end-to-end
+ * estimates. Memory grows with the number of groups, threads, plans and
+ * accelerators, never with the number of calls. docs/ANALYSIS.md explains
+ * the estimates and their approximations. */
+#ifndef STANDIN_CLI_ANALYSIS_H
+#define STANDIN_CLI_ANALYSIS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hist.h"
+#include "plan.h"
+
+typedef enum { AN_BY_API, AN_BY_TYPE, AN_BY_SITE, AN_BY_THREAD } an_by;
+
+/* Why a call stays in software under a plan. */
+enum {
+  AN_SW_NOT_SELECTED = 0, /* no rule sends it anywhere */
+  AN_SW_KEPT = 1,         /* a keep rule */
+  AN_SW_UNSUPPORTED = 2,  /* the accelerator's model cannot serve it */
+  AN_SW_NO_RESPONSE = 3,  /* the recording cannot answer it: replay runs the real call */
+  AN_SW_N = 4
+};
+extern const char *const an_sw_names[AN_SW_N]; /* "not_selected", ... */
+
+#define AN_SIZE_BINS 48 /* request size bins: 0, then [2^(i-1), 2^i) */
+
+/* One group's calls under one plan. */
+typedef struct {
+  uint64_t offloaded, sw[AN_SW_N];
+  uint64_t offloaded_rec_ns; /* recorded (software) time of the offloaded calls */
+  uint64_t service_ns, link_ns, queue_ns;
+} an_gplan;
+
+typedef struct {
+  int api;                        /* -1 unless grouped by API or type */
+  char *type;                     /* by type: message type */
+  char *site;                     /* by site: call-site label */
+  uint32_t pid, exec_seq, thread; /* by thread */
+  char *key;                      /* unique name of the group */
+  uint64_t calls, ns, req_bytes, resp_bytes;
+  uint64_t run_ns; /* run time the share is taken of */
+  hist *h;
+  an_gplan *plan; /* [nplans] */
+} an_group;
+
+typedef struct {
+  uint64_t requests, service_ns, link_ns, queue_ns, rec_ns;
+} an_accel;
+
+typedef struct {
+  int accel;
+  const char *why; /* static text from the model */
+  uint64_t n;
+} an_why;
+
+typedef struct {
+  uint64_t n, rec_ns, pred_ns; /* calls, recorded time, predicted time (offloaded only) */
+} an_bin;
+
+typedef struct {
+  const plan *p;
+  an_accel accel[PLAN_MAX_ACCEL];
+  an_why *why;
+  size_t nwhy;
+  uint64_t offloaded, sw[AN_SW_N];
+  uint64_t offloaded_rec_ns;             /* recorded time of the offloaded calls */
+  uint64_t predicted_ns;                 /* link + queue + service of those calls */
+  int64_t saving_sum;                    /* sum of (recorded - predicted) over calls */
+  int64_t saving_cpu;                    /* the same without queueing (CPU time saved) */
+  int64_t saving_crit;                   /* the per-thread critical path's saving */
+  an_bin bins[ST_API_MAX][AN_SIZE_BINS]; /* offloaded calls by API and request size */
+} an_plan;
+
+typedef struct {
+  uint64_t files, processes, chains; /* chains: threads that made calls */
+  uint64_t calls, call_ns;
+  uint64_t run_ns;         /* sum of the processes' run times */
+  int run_approx;          /* a process's end is its last call's (writer killed) */
+  uint64_t span_ns;        /* earliest process start to latest end */
+  uint64_t wall_ns;        /* run.info wall_ns of `standin record`, else span_ns */
+  int wall_recorded;       /* 1: wall_ns is from run.info */
+  uint64_t late;           /* calls met out of start order (see merge.h) */
+  int overlap;             /* processes ran at the same time */
+  uint32_t cpus;           /* CPUs the threads were assumed to share */
+  uint64_t thread_span_ns; /* sum over threads of first call start to last call end */
+  char other_host[64];     /* a trace's host, when it is not this machine */
+  int damaged;             /* a file could not be read to its end */
+  an_group *groups;
+  size_t ngroups;
+  hist all;
+  an_bin bins[ST_API_MAX][AN_SIZE_BINS]; /* every call by API and request size */
+  an_plan *plans;
+  int nplans;
+} an_result;
+
+typedef struct {
+  an_by by;
+  const plan *const *plans;
+  int nplans;
+  const char *what; /* command name for the progress line; NULL: no progress */
+  uint32_t cpus;    /* CPUs of the recording machine; 0: this machine's */
+} an_opts;
+
+/* CPUs this process may run on. */
+uint32_t an_cpus_here(void);
+
+/* Analyse every trace of dir. Prints why and returns -1 when the
+ * directory or a file cannot be opened or memory runs out; a damaged file
+ * is read up to the damage (warned, r->damaged set). */
+int an_run(an_result *r, const char *dir, const an_opts *o);
+void an_free(an_result *r);
+
+/* End-to-end estimates of plan k (ns), on the recorded wall time:
+ *  - critical path: wall minus the saving of the per-thread critical path
+ *    (one thread: minus every offloaded call's saving, Amdahl);
+ *  - CPU capacity: the work can go no faster than the CPUs allow: threads
+ *    busy from their first call to their last (at most every CPU for the
+ *    whole span), minus every call's saving (a thread waiting for the
+ *    accelerator polls, but while queued it waits for the engine, not a
+ *    CPU), over the CPUs, plus the wall time outside the traces' span;
+ *  - the estimate: the larger of the two (one thread: Amdahl);
+ *  - naive: wall minus every call's saving, summed over threads.
+ * an_method names the one the estimate took: "single-thread Amdahl",
+ * "per-thread critical path" or "CPU capacity". */
+uint64_t an_estimate(const an_result *r, int plan);
+uint64_t an_estimate_cp(const an_result *r, int plan);
+uint64_t an_estimate_cpu(const an_result *r, int plan);
+uint64_t an_estimate_naive(const an_result *r, int plan);
+const char *an_method(const an_result *r, int plan);
+
+/* Bin of a request size, and the smallest size in a bin. */
+unsigned an_size_bin(uint64_t size);
+uint64_t an_bin_low(unsigned bin);
+
+#endif

@@ -1,0 +1,216 @@
+/* anprint.c — text and JSON for analysis results (see anprint.h). */
+#include "anprint.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "json.h"
+
+static const char *const by_names[] = {"api", "type", "site", "thread"};
+
+int anp_parse_by(const char *s, an_by *by) {
+  for (int i = 0; i < 4; i++)
+    if (!strcmp(s, by_names[i])) {
+      *by = (an_by)i;
+      return 0;
+    }
+  return -1;
+}
+
+const char *anp_by_name(an_by by) {
+  return by_names[by];
+}
+
+void anp_group_label(const an_group *g, an_by by, char *buf, size_t cap) {
+  switch (by) {
+  case AN_BY_API: snprintf(buf, cap, "%s", st_api_name(g->api)); break;
+  case AN_BY_TYPE: snprintf(buf, cap, "%s %s", st_api_name(g->api), g->type); break;
+  case AN_BY_SITE: snprintf(buf, cap, "%s", g->site); break;
+  case AN_BY_THREAD:
+    if (g->exec_seq)
+      snprintf(buf, cap, "pid %u (exec %u) thread %u", g->pid, g->exec_seq, g->thread);
+    else
+      snprintf(buf, cap, "pid %u thread %u", g->pid, g->thread);
+    break;
+  }
+}
+
+double anp_share(const an_result *r, const an_group *g) {
+  uint64_t run = g->run_ns ? g->run_ns : r->run_ns;
+  return run ? (double)g->ns / (double)run : 0.0;
+}
+
+static const an_result *sort_r;
+
+static int by_time(const void *a, const void *b) {
+  const an_group *x = &sort_r->groups[*(const size_t *)a], *y = &sort_r->groups[*(const size_t *)b];
+  if (x->ns != y->ns)
+    return x->ns < y->ns ? 1 : -1;
+  return strcmp(x->key, y->key);
+}
+
+size_t *anp_groups_by_time(const an_result *r) {
+  size_t *ix = malloc((r->ngroups + 1) * sizeof *ix);
+  if (!ix)
+    return NULL;
+  for (size_t i = 0; i < r->ngroups; i++)
+    ix[i] = i;
+  sort_r = r;
+  qsort(ix, r->ngroups, sizeof *ix, by_time);
+  return ix;
+}
+
+/* ---- text ------------------------------------------------------------------- */
+
+static double utilisation(const an_result *r, int k, int a) {
+  uint32_t engines = r->plans[k].p->accel[a].engines;
+  double cap = (double)an_estimate(r, k) * (engines ? engines : 1);
+  return cap > 0 ? (double)r->plans[k].accel[a].service_ns / cap : 0.0;
+}
+
+void anp_accels_text(FILE *f, const an_result *r, int k) {
+  const an_plan *pr = &r->plans[k];
+  fprintf(f, "%-14s %-28s %-6s %7s %10s %11s %11s %11s %6s\n", "ACCELERATOR", "MODEL", "LINK",
+          "ENGINES", "REQUESTS", "SERVICE", "LINK TIME", "QUEUE", "UTIL");
+  for (int a = 0; a < pr->p->naccel; a++) {
+    const plan_accel *pa = &pr->p->accel[a];
+    const an_accel *ac = &pr->accel[a];
+    char e[16], n[32], s[32], l[32], q[32];
+    snprintf(e, sizeof e, pa->engines ? "%u" : "unlim.", pa->engines);
+    fprintf(f, "%-14s %-28s %-6s %7s %10s %11s %11s %11s %5.1f%%\n", pa->name,
+            if_model_describe(pa->model), if_link_name(&pa->link), e,
+            cli_fmt_count(n, sizeof n, ac->requests),
+            cli_fmt_ns(s, sizeof s, (double)ac->service_ns),
+            cli_fmt_ns(l, sizeof l, (double)ac->link_ns),
+            cli_fmt_ns(q, sizeof q, (double)ac->queue_ns), 100.0 * utilisation(r, k, a));
+  }
+}
+
+void anp_software_text(FILE *f, const an_result *r, int k) {
+  const an_plan *pr = &r->plans[k];
+  static const char *const what[AN_SW_N] = {
+      "not selected by any rule", "kept in software by a keep rule",
+      "unsupported by the accelerator's model", "without a recorded response (replay runs them)"};
+  for (int i = 0; i < AN_SW_N; i++)
+    if (pr->sw[i])
+      fprintf(f, "  %llu calls %s\n", (unsigned long long)pr->sw[i], what[i]);
+  for (size_t i = 0; i < pr->nwhy; i++)
+    fprintf(f, "    %llu on %s: %s\n", (unsigned long long)pr->why[i].n,
+            pr->p->accel[pr->why[i].accel].name, pr->why[i].why);
+}
+
+static double pct(uint64_t now, uint64_t before) {
+  return before ? 100.0 * ((double)now - (double)before) / (double)before : 0.0;
+}
+
+void anp_estimate_text(FILE *f, const an_result *r, int k) {
+  char a[32], b[32], c[32];
+  uint64_t est = an_estimate(r, k), naive = an_estimate_naive(r, k);
+  fprintf(f, "end to end: recorded %s%s; estimate %s (%+.1f%%) by %s",
+          cli_fmt_ns(a, sizeof a, (double)r->wall_ns), r->wall_recorded ? "" : " (trace span)",
+          cli_fmt_ns(b, sizeof b, (double)est), pct(est, r->wall_ns), an_method(r, k));
+  if (naive != est)
+    fprintf(f, "; subtracting every call's saving would give %s (%+.1f%%)",
+            cli_fmt_ns(c, sizeof c, (double)naive), pct(naive, r->wall_ns));
+  fputc('\n', f);
+}
+
+void anp_notes_text(FILE *f, const an_result *r) {
+  int engines = 0;
+  for (int k = 0; k < r->nplans; k++)
+    for (int a = 0; a < r->plans[k].p->naccel; a++)
+      engines |= r->plans[k].p->accel[a].engines != 0;
+  if (r->late)
+    fprintf(f,
+            "note: %llu calls were met out of start order (a thread's records came late); "
+            "their queueing is approximate\n",
+            (unsigned long long)r->late);
+  if (r->overlap && engines)
+    fprintf(f, "note: processes ran at the same time; offline, each has the accelerators to "
+               "itself (replay shares them), so queueing may be underestimated\n");
+  if (r->run_approx)
+    fprintf(f, "note: a process was not closed (killed?): its run ends at its last call\n");
+  if (r->nplans && r->other_host[0])
+    fprintf(f,
+            "note: recorded on %s, not this machine: the estimate assumes %u CPUs; give the "
+            "recording machine's with --cpus\n",
+            r->other_host, r->cpus);
+}
+
+/* ---- JSON ------------------------------------------------------------------- */
+
+static unsigned long long U(uint64_t v) {
+  return (unsigned long long)v;
+}
+
+void anp_recording_json(FILE *f, const an_result *r, const char *dir) {
+  fprintf(f, "\"recording\": ");
+  json_write_str(f, dir);
+  fprintf(f,
+          ", \"processes\": %llu, \"threads\": %llu, \"calls\": %llu, \"call_ns\": %llu, "
+          "\"run_ns\": %llu, \"run_approx\": %s, \"wall_ns\": %llu, \"wall_source\": \"%s\", "
+          "\"late_calls\": %llu, \"processes_overlap\": %s, \"damaged\": %s, \"cpus\": %u, "
+          "\"span_ns\": %llu, \"thread_span_ns\": %llu",
+          U(r->processes), U(r->chains), U(r->calls), U(r->call_ns), U(r->run_ns),
+          r->run_approx ? "true" : "false", U(r->wall_ns), r->wall_recorded ? "run.info" : "trace",
+          U(r->late), r->overlap ? "true" : "false", r->damaged ? "true" : "false", r->cpus,
+          U(r->span_ns), U(r->thread_span_ns));
+}
+
+static void sw_json(FILE *f, const uint64_t *sw) {
+  fprintf(f, "{");
+  for (int i = 0; i < AN_SW_N; i++)
+    fprintf(f, "%s\"%s\": %llu", i ? ", " : "", an_sw_names[i], U(sw[i]));
+  fprintf(f, "}");
+}
+
+static void accels_json(FILE *f, const an_result *r, int k) {
+  const an_plan *pr = &r->plans[k];
+  fprintf(f, "\"accelerators\": [");
+  for (int a = 0; a < pr->p->naccel; a++) {
+    const plan_accel *pa = &pr->p->accel[a];
+    const an_accel *ac = &pr->accel[a];
+    fprintf(f, "%s\n      {\"name\": ", a ? "," : "");
+    json_write_str(f, pa->name);
+    fprintf(f, ", \"model\": ");
+    json_write_str(f, if_model_describe(pa->model));
+    fprintf(f,
+            ", \"link\": \"%s\", \"engines\": %u, \"requests\": %llu, \"service_ns\": %llu, "
+            "\"link_ns\": %llu, \"queue_ns\": %llu, \"recorded_ns\": %llu, "
+            "\"utilisation\": %.4f, \"unsupported\": {",
+            if_link_name(&pa->link), pa->engines, U(ac->requests), U(ac->service_ns),
+            U(ac->link_ns), U(ac->queue_ns), U(ac->rec_ns), utilisation(r, k, a));
+    int first = 1;
+    for (size_t i = 0; i < pr->nwhy; i++)
+      if (pr->why[i].accel == a) {
+        fprintf(f, "%s", first ? "" : ", ");
+        json_write_str(f, pr->why[i].why);
+        fprintf(f, ": %llu", U(pr->why[i].n));
+        first = 0;
+      }
+    fprintf(f, "}}");
+  }
+  fprintf(f, "\n    ]");
+}
+
+void anp_plan_json(FILE *f, const an_result *r, int k, const char *name) {
+  const an_plan *pr = &r->plans[k];
+  fprintf(f, "{\"plan\": ");
+  json_write_str(f, name);
+  fprintf(f, ", \"offloaded\": %llu, \"software\": ", U(pr->offloaded));
+  sw_json(f, pr->sw);
+  fprintf(f,
+          ",\n    \"offloaded_recorded_ns\": %llu, \"predicted_ns\": %llu, "
+          "\"saving_sum_ns\": %lld, \"saving_critical_path_ns\": %lld,\n    \"method\": ",
+          U(pr->offloaded_rec_ns), U(pr->predicted_ns), (long long)pr->saving_sum,
+          (long long)pr->saving_crit);
+  json_write_str(f, an_method(r, k));
+  fprintf(f,
+          ", \"estimate_ns\": %llu, \"estimate_critical_path_ns\": %llu, "
+          "\"estimate_cpu_ns\": %llu, \"estimate_naive_ns\": %llu, \"wall_ns\": %llu,\n    ",
+          U(an_estimate(r, k)), U(an_estimate_cp(r, k)), U(an_estimate_cpu(r, k)),
+          U(an_estimate_naive(r, k)), U(r->wall_ns));
+  accels_json(f, r, k);
+  fprintf(f, "}");
+}

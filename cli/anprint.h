@@ -1,0 +1,36 @@
+/* anprint.h — printing analysis results, shared by report, whatif, sweep
+ * and compare so that a figure reads the same wherever it appears. */
+#ifndef STANDIN_CLI_ANPRINT_H
+#define STANDIN_CLI_ANPRINT_H
+
+#include <stdio.h>
+
+#include "analysis.h"
+
+/* --by names: api, type, site, thread. -1 for an unknown name. */
+int anp_parse_by(const char *s, an_by *by);
+const char *anp_by_name(an_by by);
+
+/* "pb.pack standin.test.Tree", "handle+0x1c (app)", "pid 123 thread 2". */
+void anp_group_label(const an_group *g, an_by by, char *buf, size_t cap);
+
+/* Share of the run time the group's calls took (g->run_ns, else the
+ * recording's). */
+double anp_share(const an_result *r, const an_group *g);
+
+/* Group indices sorted by time in calls, longest first (caller frees). */
+size_t *anp_groups_by_time(const an_result *r);
+
+/* Text: the accelerators of plan k; why calls stay in software; the
+ * end-to-end estimate; approximations worth knowing about. */
+void anp_accels_text(FILE *f, const an_result *r, int k);
+void anp_software_text(FILE *f, const an_result *r, int k);
+void anp_estimate_text(FILE *f, const an_result *r, int k);
+void anp_notes_text(FILE *f, const an_result *r);
+
+/* JSON: the recording's top-level members (no braces), and one plan as an
+ * object with its accelerators and estimates. */
+void anp_recording_json(FILE *f, const an_result *r, const char *dir);
+void anp_plan_json(FILE *f, const an_result *r, int k, const char *name);
+
+#endif

@@ -1,0 +1,202 @@
+/* cmd_compare.c — `standin compare`: the offline estimate of a plan beside
+ * the wall time that replays of the same plan measured. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anopt.h"
+#include "anprint.h"
+#include "cli.h"
+#include "json.h"
+
+static const char usage_text[] =
+    "usage: standin compare [DIR] (--plan FILE | --iface SPEC...) SUMMARY.json...\n"
+    "                       [--format text|json] [--cpus N]\n"
+    "\n"
+    "Estimates the plan offline (as `standin whatif`) on the recording DIR (default\n"
+    "standin.data) and prints, for each `standin replay --summary` file measured with\n"
+    "the same plan, the measured wall time beside the estimate and the naive sum, with\n"
+    "their differences in % of the measured time (positive: the estimate is longer),\n"
+    "the calls replayed beside the calls the plan offloads offline, and per\n"
+    "accelerator the measured and estimated requests and queueing. The last row is the\n"
+    "median over the summaries.\n"
+    "\n"
+    "  -p, --plan FILE   the plan the replays used\n"
+    "  -i, --iface SPEC  or its --iface options, repeated as they were given to replay\n"
+    "      --format F    text (default) or json\n"
+    "      --cpus N      CPUs of the recording machine (default: this one's)\n";
+
+#define MAX_SUMMARIES 256
+
+typedef struct {
+  const char *dir;
+  const char *files[MAX_SUMMARIES];
+  int nfiles;
+  anopt a;
+} cmp_opts;
+
+typedef struct {
+  uint64_t wall, replayed;
+  json *doc;
+} summary;
+
+static int parse(int argc, char **argv, cmp_opts *o) {
+  if (anopt_parse(&o->a, argc, argv, usage_text) != 0)
+    return -1;
+  /* the recording is the one argument that is a directory */
+  for (; optind < argc; optind++) {
+    size_t n = strlen(argv[optind]);
+    if (n > 5 && !strcmp(argv[optind] + n - 5, ".json")) {
+      if (o->nfiles == MAX_SUMMARIES) {
+        cli_err("compare: at most %d summaries", MAX_SUMMARIES);
+        return -1;
+      }
+      o->files[o->nfiles++] = argv[optind];
+    } else if (!o->dir) {
+      o->dir = argv[optind];
+    } else {
+      cli_err("compare: '%s' is neither the recording nor a .json summary", argv[optind]);
+      return -1;
+    }
+  }
+  if (!o->dir)
+    o->dir = "standin.data";
+  if (!o->a.ps.n || !o->nfiles) {
+    cli_err("compare: give the plan (--plan or --iface) and one or more replay summaries");
+    fputs(usage_text, stderr);
+    return -1;
+  }
+  return 0;
+}
+
+static int load(const cmp_opts *o, summary *s) {
+  for (int i = 0; i < o->nfiles; i++) {
+    if (json_load(&s[i].doc, o->files[i]) != 0)
+      return -1;
+    const json *w = json_get(s[i].doc, "wall_ns");
+    if (!w || w->kind != JSON_NUM) {
+      cli_err("%s has no wall_ns: is it a 'standin replay --summary' file?", o->files[i]);
+      return -1;
+    }
+    s[i].wall = (uint64_t)w->num;
+    s[i].replayed = (uint64_t)json_num(json_get(s[i].doc, "calls_replayed"), 0);
+  }
+  return 0;
+}
+
+static double diff(uint64_t est, uint64_t meas) {
+  return meas ? 100.0 * ((double)est - (double)meas) / (double)meas : 0.0;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static uint64_t median_wall(const summary *s, int n) {
+  uint64_t v[MAX_SUMMARIES];
+  for (int i = 0; i < n; i++)
+    v[i] = s[i].wall;
+  qsort(v, (size_t)n, sizeof *v, u64_cmp);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Accelerator `name` of a summary, or NULL. */
+static const json *summary_accel(const summary *s, const char *name) {
+  const json *arr = json_get(s->doc, "accelerators");
+  for (size_t i = 0; arr && arr->kind == JSON_ARR && i < arr->n; i++) {
+    const json *n = json_get(&arr->items[i], "name");
+    if (n && n->kind == JSON_STR && !strcmp(n->str, name))
+      return &arr->items[i];
+  }
+  return NULL;
+}
+
+static void print_text(const an_result *r, const cmp_opts *o, const summary *s) {
+  char a[32], b[32], c[32];
+  uint64_t est = an_estimate(r, 0), naive = an_estimate_naive(r, 0);
+  printf("recording %s: %s%s; plan %s\n", o->dir, cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
+         r->wall_recorded ? " wall (run.info)" : " (trace span)", o->a.ps.name[0]);
+  printf("offline: estimate %s by %s (%u CPUs), naive sum %s; %llu calls offloaded\n\n",
+         cli_fmt_ns(b, sizeof b, (double)est), an_method(r, 0), r->cpus,
+         cli_fmt_ns(c, sizeof c, (double)naive), (unsigned long long)r->plans[0].offloaded);
+  printf("%-32s %11s %11s %9s %11s %9s %10s\n", "SUMMARY", "MEASURED", "ESTIMATE", "DIFF",
+         "NAIVE SUM", "DIFF", "REPLAYED");
+  for (int i = 0; i < o->nfiles; i++) {
+    char m[32], e[32], n[32];
+    printf("%-32.32s %11s %11s %+8.1f%% %11s %+8.1f%% %10llu\n", o->files[i],
+           cli_fmt_ns(m, sizeof m, (double)s[i].wall), cli_fmt_ns(e, sizeof e, (double)est),
+           diff(est, s[i].wall), cli_fmt_ns(n, sizeof n, (double)naive), diff(naive, s[i].wall),
+           (unsigned long long)s[i].replayed);
+  }
+  uint64_t med = median_wall(s, o->nfiles);
+  char m[32], e[32], n[32];
+  printf("%-32s %11s %11s %+8.1f%% %11s %+8.1f%%\n", "median", cli_fmt_ns(m, sizeof m, (double)med),
+         cli_fmt_ns(e, sizeof e, (double)est), diff(est, med),
+         cli_fmt_ns(n, sizeof n, (double)naive), diff(naive, med));
+  const an_plan *pr = &r->plans[0];
+  printf("\n%-14s %-32s %10s %11s\n", "ACCELERATOR", "FROM", "REQUESTS", "QUEUE");
+  for (int k = 0; k < pr->p->naccel; k++) {
+    char q[32];
+    printf("%-14s %-32s %10llu %11s\n", pr->p->accel[k].name, "offline estimate",
+           (unsigned long long)pr->accel[k].requests,
+           cli_fmt_ns(q, sizeof q, (double)pr->accel[k].queue_ns));
+    for (int i = 0; i < o->nfiles; i++) {
+      const json *ac = summary_accel(&s[i], pr->p->accel[k].name);
+      printf("%-14s %-32.32s %10.0f %11s\n", "", o->files[i],
+             json_num(json_get(ac, "requests"), NAN),
+             cli_fmt_ns(q, sizeof q, json_num(json_get(ac, "queue_ns"), 0)));
+    }
+  }
+  anp_notes_text(stdout, r);
+}
+
+static void print_json(const an_result *r, const cmp_opts *o, const summary *s) {
+  uint64_t est = an_estimate(r, 0), naive = an_estimate_naive(r, 0);
+  uint64_t med = median_wall(s, o->nfiles);
+  printf("{");
+  anp_recording_json(stdout, r, o->dir);
+  printf(",\n  \"plan\": ");
+  anp_plan_json(stdout, r, 0, o->a.ps.name[0]);
+  printf(",\n  \"summaries\": [");
+  for (int i = 0; i < o->nfiles; i++) {
+    printf("%s\n    {\"file\": ", i ? "," : "");
+    json_write_str(stdout, o->files[i]);
+    printf(", \"wall_ns\": %llu, \"calls_replayed\": %llu, \"estimate_difference\": %.4f, "
+           "\"naive_difference\": %.4f}",
+           (unsigned long long)s[i].wall, (unsigned long long)s[i].replayed,
+           diff(est, s[i].wall) / 100, diff(naive, s[i].wall) / 100);
+  }
+  printf("\n  ],\n  \"median_wall_ns\": %llu, \"estimate_ns\": %llu, \"naive_ns\": %llu, "
+         "\"estimate_difference\": %.4f, \"naive_difference\": %.4f\n}\n",
+         (unsigned long long)med, (unsigned long long)est, (unsigned long long)naive,
+         diff(est, med) / 100, diff(naive, med) / 100);
+}
+
+int cmd_compare(int argc, char **argv) {
+  cmp_opts o = {0};
+  anopt_init(&o.a, "compare", 1);
+  summary s[MAX_SUMMARIES] = {{0}};
+  int rc = parse(argc, argv, &o) == 0 ? 0 : EXIT_USAGE;
+  if (rc == 0 && load(&o, s) != 0)
+    rc = 1;
+  an_result r;
+  memset(&r, 0, sizeof r);
+  if (rc == 0) {
+    an_opts ao = {.by = AN_BY_API,
+                  .plans = (const plan *const *)o.a.ps.p,
+                  .nplans = 1,
+                  .what = "compare",
+                  .cpus = o.a.cpus};
+    rc = an_run(&r, o.dir, &ao) == 0 && r.processes ? 0 : 1;
+  }
+  if (rc == 0)
+    (o.a.json ? print_json : print_text)(&r, &o, s);
+  for (int i = 0; i < o.nfiles; i++)
+    json_free(s[i].doc);
+  an_free(&r);
+  anopt_free(&o.a);
+  return rc;
+}

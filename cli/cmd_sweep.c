@@ -1,0 +1,413 @@
+/* cmd_sweep.c — `standin sweep`: one accelerator parameter over a list of
+ * values; offline estimates in one pass, and optionally measured replays. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "anopt.h"
+#include "anprint.h"
+#include "cli.h"
+#include "json.h"
+#include "plot.h"
+
+static const char usage_text[] =
+    "usage: standin sweep [DIR] (--plan FILE | --iface SPEC...) --vary ACCEL.PARAM=V1,V2,...\n"
+    "                     [--runs N] [--format text|json] [--plot DIR]\n"
+    "                     [--replay -- PROGRAM [ARGS...]]\n"
+    "\n"
+    "Estimates the recording (default standin.data) offline, as `standin whatif`\n"
+    "does, once per value of one parameter of one accelerator of the plan: a model\n"
+    "parameter (ns, factor, clock_mhz, ...: see 'standin models') or an accelerator\n"
+    "setting (engines, link, link_rtt_ns, link_gbps, link_poll_ns, link_onchip_ns).\n"
+    "ACCEL is the accelerator's name in the plan (with --iface: the model's name);\n"
+    "it may be left out when the plan has one accelerator. Every value is\n"
+    "evaluated in the same single pass over the trace.\n"
+    "\n"
+    "With --replay, each value is also measured: `standin replay --summary` of\n"
+    "PROGRAM, --runs times per value (default 3; runs of the values interleaved, so\n"
+    "that drift of the machine spreads evenly), and the median wall time is printed\n"
+    "with the spread (min..max) beside the estimate. The program's output is\n"
+    "discarded.\n"
+    "\n"
+    "  -p, --plan FILE        the plan to vary\n"
+    "  -i, --iface SPEC       [API=]MODEL[:key=value,...], as for replay; repeatable\n"
+    "      --vary A.P=V,...   the parameter and its values\n"
+    "      --runs N           replays per value (default 3)\n"
+    "      --format F         text (default) or json\n"
+    "      --plot DIR         write DIR/sweep.{dat,gp} (estimate, naive sum and measured\n"
+    "                         median with min..max per value; SVG when gnuplot is\n"
+    "                         installed)\n"
+    "      --cpus N           CPUs of the recording machine (default: this one's)\n";
+
+#define MAX_VALUES 48
+
+typedef struct {
+  const char *dir, *plot, *vary;
+  char accel[128], key[128];
+  char *values[MAX_VALUES];
+  int nvalues, runs;
+  char **prog; /* after --replay -- */
+  anopt a;     /* a.ps: [0] the plan as given, then one variant per value */
+} sw_opts;
+
+typedef struct {
+  uint64_t *wall; /* [runs] measured, 0 = failed */
+  int ok;
+  uint64_t median, min, max;
+} measured;
+
+/* ---- options ------------------------------------------------------------------ */
+
+/* ACCEL.PARAM=V1,V2,... (ACCEL optional when the plan has one). */
+static int parse_vary(sw_opts *o) {
+  const char *eq = strchr(o->vary, '=');
+  if (!eq || eq == o->vary || !eq[1]) {
+    cli_err("--vary %s: write ACCEL.PARAM=V1,V2,...", o->vary);
+    return -1;
+  }
+  char lhs[128];
+  snprintf(lhs, sizeof lhs, "%.*s", (int)(eq - o->vary), o->vary);
+  char *dot = strchr(lhs, '.');
+  const plan *p = o->a.ps.p[0];
+  if (!dot && p->naccel != 1) {
+    cli_err("--vary %s: the plan has %d accelerators; name one as ACCEL.%s", o->vary, p->naccel,
+            lhs);
+    return -1;
+  }
+  snprintf(o->accel, sizeof o->accel, "%.*s", dot ? (int)(dot - lhs) : 127,
+           dot ? lhs : p->accel[0].name);
+  snprintf(o->key, sizeof o->key, "%s", dot ? dot + 1 : lhs);
+  char *list = strdup(eq + 1), *save = NULL;
+  for (char *v = list ? strtok_r(list, ",", &save) : NULL; v; v = strtok_r(NULL, ",", &save)) {
+    if (o->nvalues == MAX_VALUES) {
+      cli_err("--vary: at most %d values", MAX_VALUES);
+      free(list);
+      return -1;
+    }
+    o->values[o->nvalues++] = strdup(v);
+  }
+  free(list);
+  for (int i = 0; i < o->nvalues; i++) {
+    char name[1024];
+    snprintf(name, sizeof name, "%s.%s=%s", o->accel, o->key, o->values[i]);
+    if (planset_add_variant(&o->a.ps, 0, o->accel, o->key, o->values[i], name) != 0)
+      return -1;
+  }
+  return o->nvalues ? 0 : -1;
+}
+
+static int number_arg(const char *opt, const char *v, long lo, long hi, long *out) {
+  char *end;
+  long n = strtol(v, &end, 10);
+  if (!*v || *end || n < lo || n > hi) {
+    cli_err("%s: '%s' is not a number from %ld to %ld", opt, v, lo, hi);
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
+/* Everything after --replay (and an optional --) is the program; the
+ * options before it may come in any order around DIR. */
+static int split_replay(int argc, char **argv, sw_opts *o) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--replay")) {
+      int p = i + 1 + (i + 1 < argc && !strcmp(argv[i + 1], "--"));
+      if (p >= argc) {
+        cli_err("sweep: --replay needs the program: --replay -- PROGRAM [ARGS...]");
+        return -1;
+      }
+      o->prog = argv + p;
+      return i;
+    }
+  return argc;
+}
+
+static int parse(int argc, char **argv, sw_opts *o) {
+  static const struct option lo[] = {ANOPT_LONG,
+                                     {"vary", required_argument, 0, 'V'},
+                                     {"runs", required_argument, 0, 'n'},
+                                     {"plot", required_argument, 0, 'P'},
+                                     {"help", no_argument, 0, 'h'},
+                                     {0, 0, 0, 0}};
+  int c;
+  long n;
+  if ((argc = split_replay(argc, argv, o)) < 0)
+    return -1;
+  optind = 1;
+  while ((c = anopt_next(&o->a, argc, argv, lo)) != -1) {
+    switch (c) {
+    case 'V': o->vary = optarg; break;
+    case 'n':
+      if (number_arg("--runs", optarg, 1, 1000, &n) != 0)
+        return -1;
+      o->runs = (int)n;
+      break;
+    case 'P': o->plot = optarg; break;
+    case 'h': fputs(usage_text, stdout); exit(0);
+    case 0: return -1; /* said why */
+    default: fputs(usage_text, stderr); return -1;
+    }
+  }
+  if (anopt_dir(argc, argv, &o->a, &o->dir) != 0)
+    return -1;
+  if (!o->a.ps.n || !o->vary) {
+    cli_err("sweep: give a plan (--plan or --iface) and --vary ACCEL.PARAM=V1,V2,...");
+    return -1;
+  }
+  return parse_vary(o);
+}
+
+/* ---- replays ------------------------------------------------------------------ */
+
+/* standin replay of one plan file, quietly; the wall time from its summary,
+ * 0 when the run failed. */
+static uint64_t replay_once(const sw_opts *o, const char *plan_path, const char *summary) {
+  char *args[256];
+  int n = 0;
+  const char *fixed[] = {"standin", "replay",    "-t",    o->dir, "--plan",
+                         plan_path, "--summary", summary, "--"};
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+    args[n++] = (char *)fixed[i];
+  for (char **p = o->prog; *p && n < 255; p++)
+    args[n++] = *p;
+  args[n] = NULL;
+  fflush(NULL);
+  unlink(summary);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+    execv("/proc/self/exe", args);
+    _exit(127);
+  }
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) < 0)
+    return 0;
+  json *j = NULL;
+  if (access(summary, R_OK) != 0 || json_load(&j, summary) != 0)
+    return 0;
+  uint64_t wall = (uint64_t)json_num(json_get(j, "wall_ns"), 0);
+  int status = (int)json_num(json_get(j, "exit_status"), -1);
+  json_free(j);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) || status != 0)
+    cli_warn("replay with %s: the program exited with status %d; its time is left out", plan_path,
+             status);
+  return status == 0 ? wall : 0;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void summarise(measured *m, int runs) {
+  uint64_t v[1000];
+  int n = 0;
+  for (int r = 0; r < runs; r++)
+    if (m->wall[r])
+      v[n++] = m->wall[r];
+  m->ok = n;
+  if (!n)
+    return;
+  qsort(v, (size_t)n, sizeof *v, u64_cmp);
+  m->min = v[0];
+  m->max = v[n - 1];
+  m->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Every value, --runs times, run-major so the values see the same drift. */
+static int replay_all(const sw_opts *o, measured *m) {
+  char tmp[] = "/tmp/standin-sweep.XXXXXX", path[PATH_MAX], sum[PATH_MAX];
+  if (!mkdtemp(tmp)) {
+    cli_err("cannot create a temporary directory: %s", strerror(errno));
+    return -1;
+  }
+  int tty = isatty(2), rc = 0;
+  for (int v = 0; v < o->nvalues && rc == 0; v++) {
+    snprintf(path, sizeof path, "%s/%d.plan", tmp, v);
+    if (plan_save(o->a.ps.p[v + 1], path) != 0) {
+      cli_err("cannot write %s: %s", path, strerror(errno));
+      rc = -1;
+    }
+  }
+  for (int r = 0; r < o->runs && rc == 0; r++)
+    for (int v = 0; v < o->nvalues; v++) {
+      if (tty)
+        fprintf(stderr, "\rstandin sweep: replay %d of %d (%s)\033[K", r * o->nvalues + v + 1,
+                o->runs * o->nvalues, o->a.ps.name[v + 1]);
+      snprintf(path, sizeof path, "%s/%d.plan", tmp, v);
+      snprintf(sum, sizeof sum, "%s/%d.%d.json", tmp, v, r);
+      m[v].wall[r] = replay_once(o, path, sum);
+      unlink(sum);
+    }
+  if (tty)
+    fputs("\r\033[K", stderr);
+  for (int v = 0; v < o->nvalues; v++) {
+    snprintf(path, sizeof path, "%s/%d.plan", tmp, v);
+    unlink(path);
+    summarise(&m[v], o->runs);
+  }
+  rmdir(tmp);
+  return rc;
+}
+
+/* ---- output ------------------------------------------------------------------- */
+
+static double change(uint64_t now, uint64_t before) {
+  return before ? 100.0 * ((double)now - (double)before) / (double)before : 0.0;
+}
+
+static void print_text(const an_result *r, const sw_opts *o, const measured *m) {
+  char a[32];
+  printf("recording %s: %s%s; plan %s; %u CPUs\n", o->dir,
+         cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
+         r->wall_recorded ? " wall (run.info)" : " (trace span)", o->a.ps.name[0], r->cpus);
+  printf("varying %s.%s%s\n\n", o->accel, o->key,
+         m ? "; measured: median of the replays (min..max)" : "");
+  printf("%-16s %10s %11s %8s %11s", "VALUE", "OFFLOADED", "ESTIMATE", "CHANGE", "NAIVE SUM");
+  if (m)
+    printf(" %11s %-25s %8s", "MEASURED", "MIN..MAX", "EST-MEAS");
+  printf("  %s\n", "ESTIMATE BY");
+  for (int v = 0; v < o->nvalues; v++) {
+    char n[32], e[32], nv[32], md[32], lo[32], hi[32], sp[64];
+    uint64_t est = an_estimate(r, v + 1);
+    printf("%-16.16s %10s %11s %+7.1f%% %11s", o->values[v],
+           cli_fmt_count(n, sizeof n, r->plans[v + 1].offloaded),
+           cli_fmt_ns(e, sizeof e, (double)est), change(est, r->wall_ns),
+           cli_fmt_ns(nv, sizeof nv, (double)an_estimate_naive(r, v + 1)));
+    if (m && m[v].ok) {
+      snprintf(sp, sizeof sp, "%s..%s", cli_fmt_ns(lo, sizeof lo, (double)m[v].min),
+               cli_fmt_ns(hi, sizeof hi, (double)m[v].max));
+      printf(" %11s %-25s %+7.1f%%", cli_fmt_ns(md, sizeof md, (double)m[v].median), sp,
+             change(est, m[v].median));
+    } else if (m) {
+      printf(" %11s %-25s %8s", "failed", "", "");
+    }
+    printf("  %s\n", an_method(r, v + 1));
+  }
+  anp_notes_text(stdout, r);
+}
+
+static void print_json(const an_result *r, const sw_opts *o, const measured *m) {
+  printf("{");
+  anp_recording_json(stdout, r, o->dir);
+  printf(",\n  \"plan\": ");
+  json_write_str(stdout, o->a.ps.name[0]);
+  printf(", \"accelerator\": ");
+  json_write_str(stdout, o->accel);
+  printf(", \"parameter\": ");
+  json_write_str(stdout, o->key);
+  printf(",\n  \"values\": [");
+  for (int v = 0; v < o->nvalues; v++) {
+    printf("%s\n   {\"value\": ", v ? "," : "");
+    json_write_str(stdout, o->values[v]);
+    printf(", \"estimate\": ");
+    anp_plan_json(stdout, r, v + 1, o->a.ps.name[v + 1]);
+    if (m) {
+      printf(",\n    \"replay\": {\"runs\": %d, \"ok\": %d, \"wall_ns\": [", o->runs, m[v].ok);
+      for (int k = 0; k < o->runs; k++)
+        printf("%s%llu", k ? ", " : "", (unsigned long long)m[v].wall[k]);
+      printf("], \"median_ns\": %llu, \"min_ns\": %llu, \"max_ns\": %llu}",
+             (unsigned long long)m[v].median, (unsigned long long)m[v].min,
+             (unsigned long long)m[v].max);
+    }
+    printf("}");
+  }
+  printf("\n  ]\n}\n");
+}
+
+typedef struct {
+  const sw_opts *o;
+  int measured;
+} sweep_plot;
+
+static void sweep_script(FILE *gp, void *arg) {
+  const sweep_plot *sp = arg;
+  char x[sizeof sp->o->accel + sizeof sp->o->key + 2];
+  snprintf(x, sizeof x, "%s.%s", sp->o->accel, sp->o->key);
+  fprintf(gp, "set xlabel ");
+  plot_str(gp, x);
+  fprintf(gp, "\nset key inside left top\nset ylabel 'end-to-end time (ms)'\nset yrange [0:*]\nset "
+              "offsets 0.3, 0.3, 0, 0\n"
+              "plot 'sweep.dat' using 0:($2/1e6):xtic(1) with linespoints lw 2 pt 7 title "
+              "'offline estimate', \\\n"
+              "  'sweep.dat' using 0:($3/1e6) with linespoints lw 1 dt 2 title 'naive sum'");
+  if (sp->measured)
+    fprintf(gp, ", \\\n  'sweep.dat' using 0:($4/1e6):($5/1e6):($6/1e6) with yerrorlines lw 2 "
+                "title 'replay, median (min..max)'");
+  fprintf(gp, "\n");
+}
+
+static int write_plot(const an_result *r, const sw_opts *o, const measured *m) {
+  plot p;
+  if (plot_open(&p, o->plot, "sweep") != 0)
+    return -1;
+  fprintf(p.dat, "# value estimate_ns naive_ns replay_median_ns replay_min_ns replay_max_ns\n");
+  for (int v = 0; v < o->nvalues; v++) {
+    fprintf(p.dat, "\"%s\" %llu %llu", o->values[v], (unsigned long long)an_estimate(r, v + 1),
+            (unsigned long long)an_estimate_naive(r, v + 1));
+    if (m && m[v].ok)
+      fprintf(p.dat, " %llu %llu %llu\n", (unsigned long long)m[v].median,
+              (unsigned long long)m[v].min, (unsigned long long)m[v].max);
+    else
+      fprintf(p.dat, " ? ? ?\n");
+  }
+  char title[512];
+  snprintf(title, sizeof title, "%s: end-to-end time vs %s.%s", o->dir, o->accel, o->key);
+  sweep_plot sp = {o, m != NULL};
+  int rc = plot_close(&p, title, sweep_script, &sp);
+  if (rc >= 0)
+    fprintf(stderr, "standin: sweep: plot in %s/sweep (.dat, .gp%s)\n", o->plot,
+            rc ? ", .svg" : "; install gnuplot for .svg");
+  return rc < 0 ? -1 : 0;
+}
+
+int cmd_sweep(int argc, char **argv) {
+  sw_opts o = {.runs = 3};
+  anopt_init(&o.a, "sweep", 1);
+  measured m[MAX_VALUES] = {{0}};
+  int rc = parse(argc, argv, &o) == 0 ? 0 : EXIT_USAGE;
+  an_result r;
+  memset(&r, 0, sizeof r);
+  if (rc == 0) {
+    /* the plan as given is evaluated too: it is the sweep's reference */
+    an_opts ao = {.by = AN_BY_API,
+                  .plans = (const plan *const *)o.a.ps.p,
+                  .nplans = o.a.ps.n,
+                  .what = "sweep",
+                  .cpus = o.a.cpus};
+    rc = an_run(&r, o.dir, &ao) == 0 ? 0 : 1;
+  }
+  if (rc == 0 && r.processes == 0) {
+    cli_err("%s holds no trace; record one with 'standin record -o %s -- PROGRAM'", o.dir, o.dir);
+    rc = 1;
+  }
+  for (int v = 0; rc == 0 && o.prog && v < o.nvalues; v++)
+    if (!(m[v].wall = calloc((size_t)o.runs, sizeof *m[v].wall)))
+      rc = 1;
+  if (rc == 0 && o.prog && replay_all(&o, m) != 0)
+    rc = 1;
+  if (rc == 0) {
+    (o.a.json ? print_json : print_text)(&r, &o, o.prog ? m : NULL);
+    if (o.plot && write_plot(&r, &o, o.prog ? m : NULL) != 0)
+      rc = 1;
+  }
+  for (int v = 0; v < MAX_VALUES; v++)
+    free(m[v].wall);
+  for (int v = 0; v < o.nvalues; v++)
+    free(o.values[v]);
+  an_free(&r);
+  anopt_free(&o.a);
+  return rc;
+}

@@ -1,0 +1,126 @@
+/* cmd_whatif.c — `standin whatif`: offline end-to-end estimate per plan. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anopt.h"
+#include "anprint.h"
+#include "cli.h"
+
+static const char usage_text[] =
+    "usage: standin whatif [DIR] (--plan FILE | --iface SPEC)... [--format text|json]\n"
+    "\n"
+    "Estimates, without running the program, the end-to-end time of the recording\n"
+    "(default standin.data) under each plan: every call a plan offloads takes its\n"
+    "predicted time (link + queueing + service) instead of its recorded time.\n"
+    "\n"
+    "  One thread made every call: single-thread Amdahl, recorded time minus the\n"
+    "  offloaded calls' recorded time plus their predicted time.\n"
+    "  Several threads or processes: per-thread critical path. Each thread's own\n"
+    "  timeline shifts by its calls' savings; a thread that starts after others\n"
+    "  finished inherits their shift; the run ends when the latest-ending thread's\n"
+    "  last call ends under the plan, plus the recorded time after the last call.\n"
+    "  It assumes a CPU per thread; the estimate is never below the CPU capacity\n"
+    "  bound: threads busy from their first call to their last (CPU-bound; a\n"
+    "  thread waiting for the accelerator polls), at most every CPU, minus the\n"
+    "  savings, over the CPUs. The column ESTIMATE BY says which one decided.\n"
+    "  Subtracting every call's saving (the naive sum) is printed beside it.\n"
+    "\n"
+    "The recorded time is the wall time `standin record` measured (run.info), as\n"
+    "`standin replay --summary` measures wall_ns, or else the trace's span.\n"
+    "docs/ANALYSIS.md explains the model and its approximations.\n"
+    "\n"
+    "  -p, --plan FILE   a plan to estimate (repeatable: one row each)\n"
+    "  -i, --iface SPEC  [API=]MODEL[:key=value,...]; all --iface options together\n"
+    "                    form one plan, as for replay\n"
+    "      --format F    text (default) or json\n"
+    "      --cpus N      CPUs of the recording machine (default: this one's)\n";
+
+typedef struct {
+  const char *dir;
+  anopt a;
+} wi_opts;
+
+static int parse(int argc, char **argv, wi_opts *o) {
+  if (anopt_parse(&o->a, argc, argv, usage_text) != 0)
+    return -1;
+  if (anopt_dir(argc, argv, &o->a, &o->dir) != 0)
+    return -1;
+  if (o->a.ps.n == 0) {
+    cli_err("whatif: give a plan (--plan FILE) or an interface (--iface SPEC)");
+    fputs(usage_text, stderr);
+    return -1;
+  }
+  return 0;
+}
+
+static void print_text(const an_result *r, const wi_opts *o) {
+  char a[32], b[32], c[32];
+  printf("recording %s: %s%s, %llu process%s, %llu thread%s with calls, %s calls, %s in calls\n",
+         o->dir, cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
+         r->wall_recorded ? " wall (run.info)" : " (trace span)", (unsigned long long)r->processes,
+         r->processes == 1 ? "" : "es", (unsigned long long)r->chains, r->chains == 1 ? "" : "s",
+         cli_fmt_count(b, sizeof b, r->calls), cli_fmt_ns(c, sizeof c, (double)r->call_ns));
+  if (r->processes > 1 || r->chains > 1)
+    printf("estimate: the later of the per-thread critical path and the CPU capacity bound "
+           "(%u CPUs)\n",
+           r->cpus);
+  printf("\n%-28s %10s %11s %11s %11s %11s %8s %11s  %s\n", "PLAN", "OFFLOADED", "RECORDED",
+         "PREDICTED", "QUEUE", "ESTIMATE", "CHANGE", "NAIVE SUM", "ESTIMATE BY");
+  for (int k = 0; k < r->nplans; k++) {
+    const an_plan *pr = &r->plans[k];
+    uint64_t q = 0, est = an_estimate(r, k);
+    for (int i = 0; i < pr->p->naccel; i++)
+      q += pr->accel[i].queue_ns;
+    char n[32], rec[32], pred[32], qs[32], e[32], nv[32];
+    printf("%-28.28s %10s %11s %11s %11s %11s %+7.1f%% %11s  %s\n", o->a.ps.name[k],
+           cli_fmt_count(n, sizeof n, pr->offloaded),
+           cli_fmt_ns(rec, sizeof rec, (double)pr->offloaded_rec_ns),
+           cli_fmt_ns(pred, sizeof pred, (double)pr->predicted_ns),
+           cli_fmt_ns(qs, sizeof qs, (double)q), cli_fmt_ns(e, sizeof e, (double)est),
+           r->wall_ns ? 100.0 * ((double)est - (double)r->wall_ns) / (double)r->wall_ns : 0.0,
+           cli_fmt_ns(nv, sizeof nv, (double)an_estimate_naive(r, k)), an_method(r, k));
+  }
+  for (int k = 0; k < r->nplans; k++)
+    if (strlen(o->a.ps.name[k]) > 28)
+      printf("  (%s)\n", o->a.ps.name[k]);
+  anp_notes_text(stdout, r);
+}
+
+static void print_json(const an_result *r, const wi_opts *o) {
+  printf("{");
+  anp_recording_json(stdout, r, o->dir);
+  printf(",\n  \"plans\": [");
+  for (int k = 0; k < r->nplans; k++) {
+    printf("%s\n   ", k ? "," : "");
+    anp_plan_json(stdout, r, k, o->a.ps.name[k]);
+  }
+  printf("\n  ]\n}\n");
+}
+
+int cmd_whatif(int argc, char **argv) {
+  wi_opts o = {0};
+  anopt_init(&o.a, "whatif", 0);
+  if (parse(argc, argv, &o) != 0) {
+    anopt_free(&o.a);
+    return EXIT_USAGE;
+  }
+  an_opts ao = {.by = AN_BY_API,
+                .plans = (const plan *const *)o.a.ps.p,
+                .nplans = o.a.ps.n,
+                .what = "whatif",
+                .cpus = o.a.cpus};
+  an_result r;
+  int rc = an_run(&r, o.dir, &ao);
+  if (rc == 0 && r.processes == 0) {
+    cli_err("%s holds no trace; record one with 'standin record -o %s -- PROGRAM'", o.dir, o.dir);
+    rc = -1;
+  }
+  if (rc == 0)
+    (o.a.json ? print_json : print_text)(&r, &o);
+  int damaged = rc == 0 && r.damaged;
+  an_free(&r);
+  anopt_free(&o.a);
+  return rc != 0 || damaged ? 1 : 0;
+}
