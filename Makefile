@@ -85,7 +85,11 @@ $(B)/tests/test_traces: tests/unit/test_traces.c $(TRACE_LIB)
 $(B)/tests/test_pb_walk: tests/unit/test_pb_walk.c $(GEN_OBJ) $(INTERPOSE_LIB) $(TRACE_LIB) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)
-OTHER_UNIT := $(filter-out $(B)/tests/test_traces $(B)/tests/test_pb_walk,$(UNIT_BIN))
+# The offline analysis lives in the CLI: its test links the CLI's objects.
+$(B)/tests/test_analysis: tests/unit/test_analysis.c $(call obj,$(filter-out cli/standin.c,$(CLI_SRC))) $(GEN_OBJ) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB) | $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)
+OTHER_UNIT := $(filter-out $(B)/tests/test_traces $(B)/tests/test_pb_walk $(B)/tests/test_analysis,$(UNIT_BIN))
 $(OTHER_UNIT): $(B)/tests/%: tests/unit/%.c $(GEN_OBJ) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)
@@ -97,6 +101,8 @@ vpath %.c tests/e2e/progs bench $(wildcard workloads/*)
 $(PROG_BIN): $(B)/progs/%: %.c $(GEN_OBJ) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
+# gentrace writes traces: it links the trace library too.
+$(B)/progs/gentrace: $(TRACE_LIB)
 # protogen needs a list of the message types it can build, which protoc-c
 # does not emit: here, every schema the build compiles (build.sh does the
 # same for a user's schema).

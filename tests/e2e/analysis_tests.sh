@@ -1,0 +1,319 @@
+# Offline analysis: report, whatif, sweep, compare, export (sourced by run.sh).
+# Golden traces are written by gentrace from a spec, so every figure is
+# known; the others come from recorded pbtest runs.
+GEN="$B/progs/gentrace"
+
+# pyj FILE EXPR: evaluate a Python expression over the JSON document d
+pyj() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# near GOT WANT: within the histogram's 1.6%
+near() {
+  python3 -c 'import sys; g,w=float(sys.argv[1]),float(sys.argv[2]); sys.exit(abs(g-w) > 0.016*w + 0.5)' "$1" "$2" ||
+    fail "$1 is not within 1.6% of $2"
+}
+
+# One process, one thread, 100 us: four unpacks of 1..4 us, a pack of 10 us,
+# a get_packed_size of 0.5 us.
+golden_single() {
+  cat >single.spec <<'EOF'
+process 100 start=1000000000 end=1000100000
+thread 0
+type 1 app.Req
+type 2 app.Resp
+site 1 handle_req /app
+site 2 send_resp /app
+call thread=0 api=pb.unpack type=1 site=1 start=1000001000 lat=1000 req=100 size=100
+call thread=0 api=pb.unpack type=1 site=1 start=1000010000 lat=2000 req=200 size=200
+call thread=0 api=pb.unpack type=1 site=1 start=1000020000 lat=3000 req=300 size=300
+call thread=0 api=pb.unpack type=1 site=1 start=1000030000 lat=4000 req=400 size=400
+call thread=0 api=pb.pack type=2 site=2 start=1000040000 lat=10000 resp=1000 size=1000
+call thread=0 api=pb.size type=2 site=2 start=1000060000 lat=500 size=1000
+EOF
+  "$GEN" -o single --spec single.spec
+}
+
+# Main calls 1..11 us, thread 1 20..40 and 50..70 us, thread 2 20..25 and
+# 30..35 us; the process runs 100 us.
+golden_threads() {
+  cat >threads.spec <<'EOF'
+process 200 start=1000000000 end=1000100000
+thread 0
+thread 1 parent=0
+thread 2 parent=0
+type 1 app.Req
+call thread=0 api=pb.unpack type=1 start=1000001000 lat=10000 req=10
+call thread=1 api=pb.unpack type=1 start=1000020000 lat=20000 req=10
+call thread=2 api=pb.unpack type=1 start=1000020000 lat=5000 req=10
+call thread=2 api=pb.unpack type=1 start=1000030000 lat=5000 req=10
+call thread=1 api=pb.unpack type=1 start=1000050000 lat=20000 req=10
+EOF
+  "$GEN" -o threads --spec threads.spec
+}
+
+t401_report_golden_trace_hand_computed() {
+  golden_single
+  "$STANDIN" report single --format json >r.json
+  g='[x for x in d["groups"] if x["key"] == "pb.unpack app.Req"][0]'
+  expect_eq calls 6 "$(pyj r.json 'd["calls"]')"
+  expect_eq "run" 100000 "$(pyj r.json 'd["run_ns"]')"
+  expect_eq "unpack calls" 4 "$(pyj r.json "$g[\"calls\"]")"
+  expect_eq "unpack time" 10000 "$(pyj r.json "$g[\"time_ns\"]")"
+  expect_eq "unpack share" 0.1 "$(pyj r.json "$g[\"share\"]")"
+  expect_eq "unpack request bytes" 1000 "$(pyj r.json "$g[\"req_bytes\"]")"
+  near "$(pyj r.json "$g[\"p50_ns\"]")" 2000
+  near "$(pyj r.json "$g[\"p90_ns\"]")" 4000
+  near "$(pyj r.json "$g[\"p99_ns\"]")" 4000
+  expect_eq "unpack max" 4000 "$(pyj r.json "$g[\"max_ns\"]")"
+  expect_eq "pack time" 10000 "$(pyj r.json '[x for x in d["groups"] if x["key"] == "pb.pack app.Resp"][0]["time_ns"]')"
+  expect_eq "first row (most time)" "pb.pack app.Resp" "$(pyj r.json 'd["groups"][0]["key"]')"
+  "$STANDIN" report single >r.txt
+  grep -q "within 1.6%" r.txt || fail "no error bound: $(cat r.txt)"
+  grep -q "20.5% of 100.00 us run time" r.txt || fail "share: $(cat r.txt)"
+  "$STANDIN" report single --by api --format json >a.json
+  expect_eq "groups by api" 3 "$(pyj a.json 'len(d["groups"])')"
+}
+
+# The unpacks of 100 and 200 B go to dev: 500 ns service, 2.5 round trips
+# of 100 ns + the request at 1 B/ns in, half a round trip out: 900 and
+# 1000 ns, saving 100 + 1000 ns. get_packed_size is unsupported on pa; the
+# rest matches no rule.
+t402_report_plan_decisions_golden() {
+  golden_single
+  cat >plan.txt <<'EOF'
+accel dev constant:ns=500 link=pcie link_rtt_ns=100 link_gbps=1
+accel pa protoacc
+offload api=pb.unpack size=-250 to dev
+offload api=pb.size to pa
+EOF
+  "$STANDIN" report single --plan plan.txt --format json >r.json
+  expect_eq offloaded 2 "$(pyj r.json 'd["plan"]["offloaded"]')"
+  expect_eq "not selected" 3 "$(pyj r.json 'd["plan"]["software"]["not_selected"]')"
+  expect_eq unsupported 1 "$(pyj r.json 'd["plan"]["software"]["unsupported"]')"
+  expect_eq "dev service" 1000 "$(pyj r.json 'd["plan"]["accelerators"][0]["service_ns"]')"
+  expect_eq "dev link" 900 "$(pyj r.json 'd["plan"]["accelerators"][0]["link_ns"]')"
+  expect_eq "predicted" 1900 "$(pyj r.json 'd["plan"]["predicted_ns"]')"
+  expect_eq "why" 1 "$(pyj r.json 'list(d["plan"]["accelerators"][1]["unsupported"].values())[0]')"
+  expect_eq "estimate" 98900 "$(pyj r.json 'd["plan"]["estimate_ns"]')"
+  expect_eq "method" "single-thread Amdahl" "$(pyj r.json 'd["plan"]["method"]')"
+  g='[x for x in d["groups"] if x["key"] == "pb.unpack app.Req"][0]["plan"]'
+  expect_eq "group offloaded" 2 "$(pyj r.json "$g[\"offloaded\"]")"
+  expect_eq "group predicted" 1900 "$(pyj r.json "$g[\"predicted_ns\"]")"
+  "$STANDIN" report single --plan plan.txt >r.txt
+  grep -q "1 calls unsupported by the accelerator's model" r.txt || fail "$(cat r.txt)"
+  grep -q "get_packed_size" r.txt || fail "no reason: $(cat r.txt)"
+  grep -q "estimate 98.90 us (-1.1%) by single-thread Amdahl" r.txt || fail "$(cat r.txt)"
+}
+
+# constant:ns=0 saves main 10, thread 1 40 and thread 2 10 us; both threads
+# start after main's call, so they inherit its 10: the last call ends at
+# 20 us instead of 70, the estimate is 50 us; the naive sum says 40 us.
+# constant:ns=30000 adds 20, 20 and 50 us: the critical path says 140 us,
+# one CPU cannot do 75 + 90 us of work in less than 165 us.
+t403_whatif_threads_golden_critical_path_and_cpu_bound() {
+  golden_threads
+  printf 'accel a constant:ns=30000\noffload to a\n' >slow.txt
+  "$STANDIN" whatif threads --iface constant:ns=0 --plan slow.txt --cpus 1 --format json >w.json
+  expect_eq "estimate" 50000 "$(pyj w.json 'd["plans"][0]["estimate_ns"]')"
+  expect_eq "naive" 40000 "$(pyj w.json 'd["plans"][0]["estimate_naive_ns"]')"
+  expect_eq "method" "per-thread critical path" "$(pyj w.json 'd["plans"][0]["method"]')"
+  expect_eq "slow critical path" 140000 "$(pyj w.json 'd["plans"][1]["estimate_critical_path_ns"]')"
+  expect_eq "slow estimate" 165000 "$(pyj w.json 'd["plans"][1]["estimate_ns"]')"
+  expect_eq "slow method" "CPU capacity" "$(pyj w.json 'd["plans"][1]["method"]')"
+  "$STANDIN" whatif threads --iface constant:ns=0 --plan slow.txt --cpus 2 >w.txt
+  grep -q "per-thread critical path" w.txt || fail "$(cat w.txt)"
+  grep -q "CPU capacity bound (2 CPUs)" w.txt || fail "$(cat w.txt)"
+}
+
+# 8 threads share one engine of 100 us: the accelerator serves 3,200
+# requests one at a time, so the run takes about 320 ms whatever the number
+# of CPUs. The per-thread estimate follows the engine's timeline; the naive
+# sum adds every thread's queueing on top of the wall time.
+t404_whatif_threads_closer_to_replay_than_naive_sum() {
+  "$STANDIN" record -o rec -- "$PB" threads 8 100 >rec.out
+  spec=constant:ns=100000,engines=1
+  "$STANDIN" whatif rec --iface $spec --format json >w.json
+  est=$(pyj w.json 'd["plans"][0]["estimate_ns"]')
+  naive=$(pyj w.json 'd["plans"][0]["estimate_naive_ns"]')
+  [ "$est" != "$naive" ] || fail "estimate equals the naive sum"
+  for i in 1 2 3; do
+    "$STANDIN" replay -t rec --iface $spec --summary s$i.json -- "$PB" threads 8 100 >rep.out
+    cmp rec.out rep.out
+  done
+  med=$(for i in 1 2 3; do json s$i.json wall_ns; done | sort -n | sed -n 2p)
+  echo "replay median $med ns, estimate $est ns, naive $naive ns"
+  python3 -c 'import sys; e,n,m=map(int,sys.argv[1:]); sys.exit(abs(e-m) >= abs(n-m))' \
+    "$est" "$naive" "$med" || fail "estimate $est is not closer to replay $med than naive $naive"
+  "$STANDIN" compare rec --iface $spec s1.json s2.json s3.json >c.txt
+  grep -q "^median" c.txt || fail "$(cat c.txt)"
+}
+
+t405_export_csv_and_json_parse_with_standard_tools() {
+  "$STANDIN" record -o rec -- "$PB" basic 5 >/dev/null
+  "$STANDIN" export rec --format csv -o calls.csv
+  "$STANDIN" export rec --format json >calls.json
+  n=$(calls rec)
+  python3 - "$n" <<'EOF'
+import csv, json, sys
+n = int(sys.argv[1])
+rows = list(csv.DictReader(open("calls.csv")))
+assert len(rows) == n, (len(rows), n)
+for col in ("pid", "thread", "start_ns", "latency_ns", "api", "type", "site", "encoded_size"):
+    assert col in rows[0], col
+assert {r["api"] for r in rows} == {"pb.pack", "pb.size", "pb.pack_to_buffer", "pb.unpack"}
+assert all(int(r["latency_ns"]) > 0 for r in rows)
+d = json.load(open("calls.json"))
+assert d["format"] == "standin-export" and d["version"] == 1
+assert len(d["calls"]) == n and len(d["processes"]) == 1
+assert d["processes"][0]["calls"] == n
+assert d["calls"][0]["features"]["encoded_size"] >= 0
+assert [int(r["latency_ns"]) for r in rows] == [c["latency_ns"] for c in d["calls"]]
+EOF
+}
+
+# The Chrome trace-event format as Perfetto reads it: complete events with
+# name, category, pid, tid, ts and dur in microseconds, args; metadata naming
+# every process and thread; a thread's calls never overlap.
+t406_export_chrome_passes_schema_check() {
+  "$STANDIN" record -o rec -- "$PB" threads 3 4 >/dev/null
+  "$STANDIN" export rec --format chrome -o trace.json
+  python3 - <<'EOF'
+import json
+d = json.load(open("trace.json"))
+assert isinstance(d, dict) and isinstance(d["traceEvents"], list)
+num = (int, float)
+names, spans = {}, {}
+for e in d["traceEvents"]:
+    assert e["ph"] in ("X", "M"), e
+    assert isinstance(e["pid"], int) and isinstance(e["tid"], int), e
+    if e["ph"] == "M":
+        assert e["name"] in ("process_name", "thread_name"), e
+        assert isinstance(e["args"]["name"], str) and e["args"]["name"], e
+        names[(e["name"], e["pid"], e["tid"] if e["name"] == "thread_name" else 0)] = 1
+        continue
+    assert isinstance(e["name"], str) and " " in e["name"], e
+    assert isinstance(e["cat"], str), e
+    assert isinstance(e["ts"], num) and e["ts"] >= 0, e
+    assert isinstance(e["dur"], num) and e["dur"] > 0, e
+    assert isinstance(e["args"], dict) and "req_bytes" in e["args"], e
+    spans.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+assert sum(len(v) for v in spans.values()) == 3 * 4 * 4
+for (pid, tid), v in spans.items():
+    assert ("thread_name", pid, tid) in names, (pid, tid)
+    assert ("process_name", pid, 0) in names, pid
+    v.sort()
+    assert all(a[1] <= b[0] + 1e-3 for a, b in zip(v, v[1:])), (pid, tid)
+EOF
+}
+
+t407_sweep_offline_estimates_and_measured_replays() {
+  "$STANDIN" record -o rec -- "$PB" basic 20 >/dev/null
+  "$STANDIN" sweep rec --iface constant:ns=0 --vary constant.ns=0,200000 --runs 1 \
+    --format json --plot plots --replay -- "$PB" basic 20 >s.json
+  expect_eq values 2 "$(pyj s.json 'len(d["values"])')"
+  expect_eq "estimates grow" True "$(pyj s.json 'd["values"][0]["estimate"]["estimate_ns"] < d["values"][1]["estimate"]["estimate_ns"]')"
+  expect_eq "replays ran" "1 1" "$(pyj s.json '" ".join(str(v["replay"]["ok"]) for v in d["values"])')"
+  # 80 calls of 200 us: the slow replay takes about 16 ms more
+  expect_eq "measured grows" True "$(pyj s.json 'd["values"][1]["replay"]["median_ns"] - d["values"][0]["replay"]["median_ns"] > 15e6')"
+  [ -s plots/sweep.dat ] && [ -s plots/sweep.gp ] || fail "no plot data"
+  if command -v gnuplot >/dev/null; then [ -s plots/sweep.svg ] || fail "gnuplot made no SVG"; fi
+  # an accelerator setting, offline only
+  "$STANDIN" sweep rec --iface constant:ns=50000 --vary engines=1,0 >e.txt
+  grep -q "^1 " e.txt && grep -q "^0 " e.txt || fail "$(cat e.txt)"
+}
+
+t408_compare_prints_estimate_beside_measured() {
+  "$STANDIN" record -o rec -- "$PB" basic 10 >/dev/null
+  for i in 1 2; do
+    "$STANDIN" replay -t rec --iface pb.pack=constant:ns=20000 --summary s$i.json -- "$PB" basic 10 >/dev/null
+  done
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 s1.json s2.json --format json >c.json
+  "$STANDIN" whatif rec --iface pb.pack=constant:ns=20000 --format json >w.json
+  expect_eq "same estimate" "$(pyj w.json 'd["plans"][0]["estimate_ns"]')" "$(pyj c.json 'd["estimate_ns"]')"
+  expect_eq summaries 2 "$(pyj c.json 'len(d["summaries"])')"
+  python3 - <<'EOF'
+import json
+c = json.load(open("c.json"))
+for s in c["summaries"]:
+    w = json.load(open(s["file"]))["wall_ns"]
+    assert s["wall_ns"] == w
+    assert abs(s["estimate_difference"] - (c["estimate_ns"] - w) / w) < 1e-3, s
+    assert s["calls_replayed"] == c["plan"]["offloaded"] == 10
+EOF
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 s1.json s2.json >c.txt
+  grep -q "s1.json" c.txt && grep -q "^median" c.txt || fail "$(cat c.txt)"
+}
+
+t409_report_plots_written_with_or_without_gnuplot() {
+  golden_single
+  "$STANDIN" report single --iface pb.unpack=constant:ns=100 --plot plots >/dev/null 2>err
+  for f in latency.dat latency.gp size.dat size.gp; do [ -s plots/$f ] || fail "no plots/$f"; done
+  grep -q "^# pb.unpack app.Req" plots/latency.dat || fail "$(cat plots/latency.dat)"
+  grep -q "^64 1000.0 100.0 1$" plots/size.dat ||
+    fail "size bin 64..127 B: one unpack, 1 us recorded, 100 ns predicted: $(cat plots/size.dat)"
+  grep -q "set output 'latency.svg'" plots/latency.gp || fail "$(cat plots/latency.gp)"
+  if command -v gnuplot >/dev/null; then
+    [ -s plots/latency.svg ] && [ -s plots/size.svg ] || fail "gnuplot made no SVG: $(cat err)"
+  else
+    grep -q "install gnuplot" err || fail "$(cat err)"
+  fi
+}
+
+t410_analysis_errors_say_what_to_do() {
+  set +e
+  "$STANDIN" report nosuch 2>e1; r1=$?
+  "$STANDIN" report --by nothing . 2>e2; r2=$?
+  "$STANDIN" whatif . 2>e3; r3=$?
+  "$STANDIN" sweep . --iface constant --vary ns 2>e4; r4=$?
+  "$STANDIN" sweep . --iface constant --vary nodev.ns=1 2>e5; r5=$?
+  "$STANDIN" sweep . --iface constant --vary constant.nokey=1 2>e6; r6=$?
+  echo '{"x": 1}' >bad.json
+  "$STANDIN" compare . --iface constant bad.json 2>e7; r7=$?
+  "$STANDIN" export . 2>e8; r8=$?
+  "$STANDIN" sweep . --iface constant --vary ns=1 --replay 2>e9; r9=$?
+  set -e
+  expect_eq "missing dir" 1 $r1
+  grep -q "no such recording directory" e1 || fail "$(cat e1)"
+  expect_eq "bad --by" 2 $r2
+  grep -q "not api, type, site or thread" e2 || fail "$(cat e2)"
+  expect_eq "whatif without plan" 2 $r3
+  grep -q "give a plan" e3 || fail "$(cat e3)"
+  [ $r4 -ne 0 ] && grep -q "ACCEL.PARAM=V1,V2" e4 || fail "$(cat e4)"
+  [ $r5 -ne 0 ] && grep -q "no accelerator named 'nodev'" e5 || fail "$(cat e5)"
+  [ $r6 -ne 0 ] && grep -q "nokey" e6 || fail "$(cat e6)"
+  [ $r7 -ne 0 ] && grep -q "has no wall_ns" e7 || fail "$(cat e7)"
+  expect_eq "export without format" 2 $r8
+  grep -q "choose --format" e8 || fail "$(cat e8)"
+  [ $r9 -ne 0 ] && grep -q "needs the program" e9 || fail "$(cat e9)"
+}
+
+t411_report_by_thread_site_and_api_on_a_recording() {
+  "$STANDIN" record -o rec -- "$PB" threads 3 5 >/dev/null
+  "$STANDIN" report rec --by thread --format json >t.json
+  expect_eq "thread rows" "20 20 20" "$(pyj t.json '" ".join(str(g["calls"]) for g in d["groups"])')"
+  "$STANDIN" report rec --by site --format json >s.json
+  expect_eq "site rows add up" 60 "$(pyj s.json 'sum(g["calls"] for g in d["groups"])')"
+  "$STANDIN" report rec --by api --format json >a.json
+  expect_eq "api rows" 4 "$(pyj a.json 'len(d["groups"])')"
+  expect_eq "threads" 3 "$(pyj a.json 'd["threads"]')"
+}
+
+t412_report_damaged_trace_warns_and_fails() {
+  "$STANDIN" record -o rec -- "$PB" basic 50 >/dev/null
+  f=$(ls rec/*.trace)
+  truncate -s $(($(stat -c %s "$f") - 40)) "$f"
+  set +e
+  "$STANDIN" report rec >r.txt 2>err
+  rc=$?
+  set -e
+  expect_eq "exit status" 1 $rc
+  grep -q "analysing the calls before the damage" err || fail "$(cat err)"
+  grep -q "^recording rec" r.txt || fail "$(cat r.txt)"
+}
+
+t413_no_progress_line_when_stderr_is_not_a_terminal() {
+  golden_single
+  "$STANDIN" whatif single --iface constant:ns=0 >/dev/null 2>err
+  [ ! -s err ] || fail "stderr: $(cat err)"
+}
