@@ -129,6 +129,11 @@ static jpg_obj *decode_of(j_decompress_ptr cinfo, int min_phase) {
 }
 
 static void end_decode(jpg_obj *o) {
+  rep_dec *x = o->ext;
+  /* Ended before its last row: the recording kept it as not offloadable
+   * (abandoned), which is why it was not found. */
+  if (x && x->state == R_REAL && o->cinfo->output_scanline < o->cinfo->output_height)
+    x->pass = 1;
   account(o);
   jpg_decode_end(o);
 }

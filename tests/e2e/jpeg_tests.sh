@@ -150,12 +150,13 @@ t205_jpeg_modes_an_accelerator_would_not_serve() {
     echo "$JD -coef $fs"
     echo "$JD -skip 8 $fs"
     echo "$JD -crop 16,64 $fs"
+    echo "$JD -stop 10 $fs"
   } >run.sh
-  jpeg_same run.sh
-  expect_eq "decodes" 15 "$(calls rec jpeg.decode)"
-  expect_eq "not offloadable" 15 "$("$STANDIN" dump rec | grep -c NOT-OFFLOADABLE)"
-  # reasons: 1 buffered, 2 raw, 3 coefficients, 4 skip, 5 crop
-  expect_eq "reasons" "1 2 3 4 5" \
+  jpeg_same run.sh --on-miss abort
+  expect_eq "decodes" 18 "$(calls rec jpeg.decode)"
+  expect_eq "not offloadable" 18 "$("$STANDIN" dump rec | grep -c NOT-OFFLOADABLE)"
+  # reasons: 1 buffered, 2 raw, 3 coefficients, 4 skip, 5 crop, 6 abandoned
+  expect_eq "reasons" "1 2 3 4 5 6" \
     "$("$STANDIN" dump rec --format json | python3 -c 'import json,sys; print(*sorted({json.loads(l)["reason"] for l in sys.stdin}))')"
   expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
   expect_eq "replayed" 0 "$(json sum.json calls_replayed)"

@@ -12,7 +12,8 @@
  *     -nofancy -nosmooth -quant N -onepass     output parameters
  *     -buffered -raw -coef -skip N -crop X,W   modes an accelerator would not serve
  *     -lines N       rows per jpeg_read_scanlines call (default rec_outbuf_height)
- *     -nofinish      jpeg_destroy_decompress after the last row, no finish
+ *     -nofinish      jpeg_abort_decompress after the last row, no finish
+ *     -stop N        give up after N rows (jpeg_abort_decompress)
  *     -one           one decompression object for every file
  *     -strict        warnings are fatal (emit_message longjmps)
  *     -eoferr        the custom source raises an error at end of file
@@ -36,7 +37,7 @@ typedef struct {
   const char *src;
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
   int buffered, raw, coef, skip, crop_x, crop_w, lines, nofinish, one, strict, eoferr;
-  int threads, repeat, concat, chunk;
+  int threads, repeat, concat, chunk, stop;
   const char *tables;
 } opts;
 
@@ -248,7 +249,7 @@ static uint64_t read_rows(dec_t *d, uint64_t h) {
   size_t rb = row_bytes(c);
   JSAMPARRAY buf =
       (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE, (JDIMENSION)rb, (JDIMENSION)lines);
-  while (c->output_scanline < c->output_height) {
+  while (c->output_scanline < c->output_height && !(O.stop && d->rows >= (unsigned)O.stop)) {
     JDIMENSION first = c->output_scanline, n;
     PUMP(d, (n = jpeg_read_scanlines(c, buf, (JDIMENSION)lines)) != 0);
     if (c->output_scanline != first + n)
@@ -345,7 +346,7 @@ static int decode_one(dec_t *d, const char *name, out_t *out) {
       h = fnv(h, c->colormap[i], (size_t)c->actual_number_of_colors);
   outf(out, "%s: %ux%u c=%d rows=%u sum=%016llx warnings=%d\n", name, c->output_width,
        c->output_height, c->output_components, d->rows, (unsigned long long)h, d->err.warnings);
-  if (O.nofinish && !O.concat)
+  if ((O.nofinish || O.stop) && !O.concat)
     jpeg_abort_decompress(c);
   else
     PUMP(d, jpeg_finish_decompress(c));
@@ -489,6 +490,8 @@ static int parse(int argc, char **argv) {
       O.threads = atoi(v), i++;
     else if (!strcmp(a, "-repeat"))
       O.repeat = atoi(v), i++;
+    else if (!strcmp(a, "-stop"))
+      O.stop = atoi(v), i++;
     else if (!strcmp(a, "-tables"))
       O.tables = v, i++;
     else if (!strcmp(a, "-chunk"))
