@@ -724,11 +724,24 @@ static void teardown(ctx *x) {
   free(x->ev);
 }
 
-static void set_wall(an_result *r, const char *dir, uint64_t first, uint64_t last) {
+/* The baseline the estimates subtract savings from: the program's own wall
+ * time when the user measured it (the recorded run is slower: recording
+ * costs the program's threads time), else the recorded wall, else the span. */
+static void set_wall(an_result *r, const char *dir, uint64_t first, uint64_t last,
+                     uint64_t native) {
   r->span_ns = last > first ? last - first : 0;
   r->wall_ns = r->span_ns;
+  r->dilation = 1;
   const char *w = cli_runinfo_get(dir, "wall_ns");
   uint64_t rec = w ? strtoull(w, NULL, 10) : 0;
+  if (native) {
+    /* the recorded timelines are taken as uniformly slowed down */
+    uint64_t recorded = rec >= r->span_ns && rec ? rec : r->span_ns;
+    r->dilation = recorded ? (double)native / (double)recorded : 1;
+    r->wall_ns = native;
+    r->wall_recorded = 2;
+    return;
+  }
   if (rec >= r->span_ns && rec) {
     r->wall_ns = rec;
     r->wall_recorded = 1;
@@ -758,7 +771,7 @@ int an_run(an_result *r, const char *dir, const an_opts *o) {
   for (int k = 0; k < x.np; k++)
     r->plans[k].saving_crit = x.ps[k].gany ? (int64_t)x.ps[k].gM - x.ps[k].gLp : 0;
   r->late = x.mg ? merge_late(x.mg) : 0;
-  set_wall(r, dir, first, last);
+  set_wall(r, dir, first, last, o->native_wall_ns);
   for (size_t i = 0; files && i < n; i++)
     free(files[i].path);
   free(files);
@@ -798,9 +811,10 @@ uint64_t an_estimate_cp(const an_result *r, int k) {
 
 uint64_t an_estimate_cpu(const an_result *r, int k) {
   double cpus = r->cpus ? r->cpus : 1;
-  double used = (double)r->thread_span_ns, most = cpus * (double)r->span_ns;
+  double dil = r->dilation > 0 ? r->dilation : 1;
+  double used = dil * (double)r->thread_span_ns, most = cpus * dil * (double)r->span_ns;
   double work = (used < most ? used : most) - (double)r->plans[k].saving_cpu;
-  double outside = (double)r->wall_ns - (double)r->span_ns;
+  double outside = (double)r->wall_ns - dil * (double)r->span_ns;
   double est = (work > 0 ? work / cpus : 0) + (outside > 0 ? outside : 0);
   return (uint64_t)est;
 }

@@ -85,7 +85,8 @@ typedef struct {
   int run_approx;          /* a process's end is its last call's (writer killed) */
   uint64_t span_ns;        /* earliest process start to latest end */
   uint64_t wall_ns;        /* run.info wall_ns of `standin record`, else span_ns */
-  int wall_recorded;       /* 1: wall_ns is from run.info */
+  int wall_recorded;       /* 1: wall_ns is from run.info, 2: --native-wall */
+  double dilation;         /* native / recorded wall with --native-wall, else 1 */
   uint64_t late;           /* calls met out of start order (see merge.h) */
   int overlap;             /* processes ran at the same time */
   uint32_t cpus;           /* CPUs the threads were assumed to share */
@@ -106,6 +107,7 @@ typedef struct {
   int nplans;
   const char *what; /* command name for the progress line; NULL: no progress */
   uint32_t cpus;    /* CPUs of the recording machine; 0: this machine's */
+  uint64_t native_wall_ns; /* the program's wall time without standin; 0: unknown */
 } an_opts;
 
 /* CPUs this process may run on. */

@@ -35,6 +35,17 @@ int anopt_take(anopt *o, int c, const char *arg) {
     }
     o->json = !strcmp(arg, "json");
     return 1;
+  case 'N': {
+    double v = strtod(arg, &end);
+    double unit = !strcmp(end, "s") ? 1e9 : !strcmp(end, "ms") ? 1e6 : !strcmp(end, "us") ? 1e3
+                                          : (!*end || !strcmp(end, "ns")) ? 1 : 0;
+    if (end == arg || unit == 0 || !(v > 0) || v * unit > 1e18) {
+      cli_err("--native-wall: '%s' is not a duration like 188ms, 0.5s or 1200000ns", arg);
+      return -1;
+    }
+    o->native_wall_ns = (uint64_t)(v * unit);
+    return 1;
+  }
   case 'c':
     o->cpus = (uint32_t)strtoul(arg, &end, 10);
     if (!*arg || *end || !o->cpus || o->cpus > (1u << 20)) {

@@ -12,13 +12,15 @@
 // clang-format off
 #define ANOPT_LONG                                                              \
   {"plan", required_argument, 0, 'p'}, {"iface", required_argument, 0, 'i'},  \
-  {"format", required_argument, 0, 'F'}, {"cpus", required_argument, 0, 'c'}
+  {"format", required_argument, 0, 'F'}, {"cpus", required_argument, 0, 'c'}, \
+  {"native-wall", required_argument, 0, 'N'}
 // clang-format on
 
 typedef struct {
   planset ps;
   int json;
   uint32_t cpus; /* 0: this machine's */
+  uint64_t native_wall_ns; /* --native-wall: measured without standin, 0 = not given */
   int one_plan;  /* the command evaluates one plan */
   const char *cmd;
 } anopt;

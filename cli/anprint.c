@@ -108,7 +108,7 @@ void anp_estimate_text(FILE *f, const an_result *r, int k) {
   char a[32], b[32], c[32];
   uint64_t est = an_estimate(r, k), naive = an_estimate_naive(r, k);
   fprintf(f, "end to end: recorded %s%s; estimate %s (%+.1f%%) by %s",
-          cli_fmt_ns(a, sizeof a, (double)r->wall_ns), r->wall_recorded ? "" : " (trace span)",
+          cli_fmt_ns(a, sizeof a, (double)r->wall_ns), r->wall_recorded == 2 ? " (--native-wall)" : r->wall_recorded ? "" : " (trace span)",
           cli_fmt_ns(b, sizeof b, (double)est), pct(est, r->wall_ns), an_method(r, k));
   if (naive != est)
     fprintf(f, "; subtracting every call's saving would give %s (%+.1f%%)",
@@ -153,7 +153,7 @@ void anp_recording_json(FILE *f, const an_result *r, const char *dir) {
           "\"late_calls\": %llu, \"processes_overlap\": %s, \"damaged\": %s, \"cpus\": %u, "
           "\"span_ns\": %llu, \"thread_span_ns\": %llu",
           U(r->processes), U(r->chains), U(r->calls), U(r->call_ns), U(r->run_ns),
-          r->run_approx ? "true" : "false", U(r->wall_ns), r->wall_recorded ? "run.info" : "trace",
+          r->run_approx ? "true" : "false", U(r->wall_ns), r->wall_recorded == 2 ? "native-wall" : r->wall_recorded ? "run.info" : "trace",
           U(r->late), r->overlap ? "true" : "false", r->damaged ? "true" : "false", r->cpus,
           U(r->span_ns), U(r->thread_span_ns));
 }

@@ -118,7 +118,7 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
   char a[32], b[32], c[32];
   uint64_t est = an_estimate(r, 0), naive = an_estimate_naive(r, 0);
   printf("recording %s: %s%s; plan %s\n", o->dir, cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
-         r->wall_recorded ? " wall (run.info)" : " (trace span)", o->a.ps.name[0]);
+         r->wall_recorded == 2 ? " native wall (--native-wall)" : r->wall_recorded ? " wall (run.info)" : " (trace span)", o->a.ps.name[0]);
   printf("offline: estimate %s by %s (%u CPUs), naive sum %s; %llu calls offloaded\n\n",
          cli_fmt_ns(b, sizeof b, (double)est), an_method(r, 0), r->cpus,
          cli_fmt_ns(c, sizeof c, (double)naive), (unsigned long long)r->plans[0].offloaded);
@@ -189,7 +189,8 @@ int cmd_compare(int argc, char **argv) {
                   .plans = (const plan *const *)o.a.ps.p,
                   .nplans = 1,
                   .what = "compare",
-                  .cpus = o.a.cpus};
+                  .cpus = o.a.cpus,
+                  .native_wall_ns = o.a.native_wall_ns};
     rc = an_run(&r, o.dir, &ao) == 0 && r.processes ? 0 : 1;
   }
   if (rc == 0)

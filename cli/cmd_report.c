@@ -363,7 +363,8 @@ int cmd_report(int argc, char **argv) {
                 .plans = (const plan *const *)o.a.ps.p,
                 .nplans = o.a.ps.n,
                 .what = "report",
-                .cpus = o.a.cpus};
+                .cpus = o.a.cpus,
+                  .native_wall_ns = o.a.native_wall_ns};
   an_result r;
   int rc = an_run(&r, o.dir, &ao);
   size_t *ix = rc == 0 ? anp_groups_by_time(&r) : NULL;

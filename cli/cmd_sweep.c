@@ -272,7 +272,7 @@ static void print_text(const an_result *r, const sw_opts *o, const measured *m) 
   char a[32];
   printf("recording %s: %s%s; plan %s; %u CPUs\n", o->dir,
          cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
-         r->wall_recorded ? " wall (run.info)" : " (trace span)", o->a.ps.name[0], r->cpus);
+         r->wall_recorded == 2 ? " native wall (--native-wall)" : r->wall_recorded ? " wall (run.info)" : " (trace span)", o->a.ps.name[0], r->cpus);
   printf("varying %s.%s%s\n\n", o->accel, o->key,
          m ? "; measured: median of the replays (min..max)" : "");
   printf("%-16s %10s %11s %8s %11s", "VALUE", "OFFLOADED", "ESTIMATE", "CHANGE", "NAIVE SUM");
@@ -386,7 +386,8 @@ int cmd_sweep(int argc, char **argv) {
                   .plans = (const plan *const *)o.a.ps.p,
                   .nplans = o.a.ps.n,
                   .what = "sweep",
-                  .cpus = o.a.cpus};
+                  .cpus = o.a.cpus,
+                  .native_wall_ns = o.a.native_wall_ns};
     rc = an_run(&r, o.dir, &ao) == 0 ? 0 : 1;
   }
   if (rc == 0 && r.processes == 0) {

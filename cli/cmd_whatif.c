@@ -35,7 +35,10 @@ static const char usage_text[] =
     "  -i, --iface SPEC  [API=]MODEL[:key=value,...]; all --iface options together\n"
     "                    form one plan, as for replay\n"
     "      --format F    text (default) or json\n"
-    "      --cpus N      CPUs of the recording machine (default: this one's)\n";
+    "      --cpus N      CPUs of the recording machine (default: this one's)\n"
+    "      --native-wall T  the program's wall time measured without standin (188ms,\n"
+    "                    0.5s, ns by default): recording slows a program down, so\n"
+    "                    estimates taken from the recorded run start too high\n";
 
 typedef struct {
   const char *dir;
@@ -59,7 +62,7 @@ static void print_text(const an_result *r, const wi_opts *o) {
   char a[32], b[32], c[32];
   printf("recording %s: %s%s, %llu process%s, %llu thread%s with calls, %s calls, %s in calls\n",
          o->dir, cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
-         r->wall_recorded ? " wall (run.info)" : " (trace span)", (unsigned long long)r->processes,
+         r->wall_recorded == 2 ? " native wall (--native-wall)" : r->wall_recorded ? " wall (run.info)" : " (trace span)", (unsigned long long)r->processes,
          r->processes == 1 ? "" : "es", (unsigned long long)r->chains, r->chains == 1 ? "" : "s",
          cli_fmt_count(b, sizeof b, r->calls), cli_fmt_ns(c, sizeof c, (double)r->call_ns));
   if (r->processes > 1 || r->chains > 1)
@@ -110,7 +113,8 @@ int cmd_whatif(int argc, char **argv) {
                 .plans = (const plan *const *)o.a.ps.p,
                 .nplans = o.a.ps.n,
                 .what = "whatif",
-                .cpus = o.a.cpus};
+                .cpus = o.a.cpus,
+                  .native_wall_ns = o.a.native_wall_ns};
   an_result r;
   int rc = an_run(&r, o.dir, &ao);
   if (rc == 0 && r.processes == 0) {

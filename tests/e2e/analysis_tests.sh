@@ -317,3 +317,21 @@ t413_no_progress_line_when_stderr_is_not_a_terminal() {
   "$STANDIN" whatif single --iface constant:ns=0 >/dev/null 2>err
   [ ! -s err ] || fail "stderr: $(cat err)"
 }
+
+t414_whatif_native_wall_is_the_baseline() {
+  "$STANDIN" record -o rec -- "$PB" basic 30 >/dev/null
+  "$STANDIN" whatif rec --iface constant:ns=0 --native-wall 50ms --format json >w.json
+  python3 - <<'PY'
+import json
+w = json.load(open("w.json"))
+p = w["plans"][0]
+assert w["wall_ns"] == 50000000 and w["wall_source"] == "native-wall", w
+# single thread: native wall minus what the plan saves
+assert p["estimate_ns"] == 50000000 - p["saving_sum_ns"], p
+PY
+  set +e
+  "$STANDIN" whatif rec --iface constant --native-wall 12parsecs 2>err
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] && grep -q "native-wall: '12parsecs' is not a duration" err || fail "$(cat err)"
+}
