@@ -136,6 +136,17 @@ corpus: deps
 	@$(MAKE) --no-print-directory $(B)/progs/imagegen
 	@IMAGEGEN=$(B)/progs/imagegen workloads/corpus/make_corpus.sh $(B)/corpus-full
 
+# Ground truth: a faster implementation of the rpc workload's protobuf calls,
+# preloaded beneath the recorder (validate/run.sh).
+FASTPB := $(B)/validate/libfastpb.so
+$(FASTPB): validate/fastpb.c | $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -fPIC -shared -fvisibility=hidden -I$(B)/gen -o $@ $< -ldl
+
+validate: deps
+	@$(MAKE) --no-print-directory all $(PROG_BIN) $(FASTPB)
+	@B=$(B) validate/run.sh
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/standin \
 		$(DESTDIR)$(PREFIX)/include/standin $(DESTDIR)$(PREFIX)/lib/pkgconfig

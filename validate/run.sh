@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# make validate: standin's predictions against accelerators we can really run.
+#
+# For each ground truth a "CPU" and an "accelerator" implementation of the
+# same calls exist:
+#   jpeg:     libjpeg-turbo without SIMD (JSIMD_FORCENONE=1) is the CPU,
+#             libjpeg-turbo with SIMD the accelerator; program: thumbnailer.
+#   protobuf: libprotobuf-c is the CPU, validate/fastpb.c (hand-specialised
+#             pack/get_packed_size for the response message, preloaded) the
+#             accelerator; program: rpc with no extra work per request.
+# Steps: record the program on the CPU; record it on the accelerator; build a
+# table interface from the accelerator's recording; then (a) replay the CPU
+# recording with that interface and (b) estimate offline (whatif, from the
+# CPU recording and the CPU's native wall time), and compare both with the
+# accelerator's true end-to-end time. Errors are medians over RUNS runs.
+#   VALIDATE_RUNS=N (default 5)
+set -euo pipefail
+B=${B:-build}
+S="$B/standin"
+RUNS=${VALIDATE_RUNS:-5}
+OUT=validate/results.md
+T=$(mktemp -d /tmp/standin-validate.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+CORPUS="$B/corpus-quick"
+workloads/corpus/make_corpus.sh "$CORPUS" --quick >/dev/null
+FASTPB="$(pwd)/$B/validate/libfastpb.so"
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+spread() { sort -g | awk '{a[NR]=$1} END {printf "%.1f..%.1f", a[1], a[NR]}'; }
+json() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%+.1f", 100*(a-b)/b}'; }
+
+# wall NAME ENV... -- CMD...: wall time in ns of one native run
+wall() {
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local t0=$EPOCHREALTIME
+  env "${envs[@]}" "$@" >"$T/out.native" 2>/dev/null
+  local t1=$EPOCHREALTIME
+  awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", (b-a)*1e9}'
+}
+
+rows=()
+# case NAME API "CPU env" "ACC env" CMD...
+case_() {
+  local name=$1 api=$2 cpu_env=$3 acc_env=$4
+  shift 4
+  local cmd=("$@")
+  rm -rf "$T/cpu" "$T/acc"
+  # shellcheck disable=SC2086
+  env $cpu_env "$S" record -o "$T/cpu" -- "${cmd[@]}" >"$T/out.cpu" 2>/dev/null
+  # shellcheck disable=SC2086
+  env $acc_env "$S" record -o "$T/acc" -- "${cmd[@]}" >"$T/out.acc" 2>/dev/null
+  cmp -s "$T/out.cpu" "$T/out.acc" || { echo "$name: CPU and accelerator outputs differ" >&2; exit 1; }
+  local truth=() cpu=() rep=() est=() err_r=() err_e=()
+  for _ in $(seq "$RUNS"); do
+    # shellcheck disable=SC2086
+    truth+=("$(wall $acc_env -- "${cmd[@]}")")
+    # shellcheck disable=SC2086
+    cpu+=("$(wall $cpu_env -- "${cmd[@]}")")
+    # shellcheck disable=SC2086
+    env $cpu_env "$S" replay -t "$T/cpu" --iface "$api=table:trace=$T/acc" --summary "$T/s.json" \
+      -- "${cmd[@]}" >"$T/out.rep" 2>/dev/null
+    cmp -s "$T/out.cpu" "$T/out.rep" || { echo "$name: replayed output differs" >&2; exit 1; }
+    rep+=("$(json "$T/s.json" wall_ns)")
+    est+=("$("$S" whatif "$T/cpu" --iface "$api=table:trace=$T/acc" --native-wall "${cpu[-1]}ns" \
+      --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["plans"][0]["estimate_ns"])')")
+    err_r+=("$(pct "${rep[-1]}" "${truth[-1]}")")
+    err_e+=("$(pct "${est[-1]}" "${truth[-1]}")")
+  done
+  local fb
+  fb=$(json "$T/s.json" calls_fallback)
+  local mt mc
+  mt=$(printf '%s\n' "${truth[@]}" | median)
+  mc=$(printf '%s\n' "${cpu[@]}" | median)
+  rows+=("| $name | $(awk -v n="$mc" 'BEGIN{printf "%.1f", n/1e6}') | $(awk -v n="$mt" 'BEGIN{printf "%.1f", n/1e6}') | $(awk -v n="$(printf '%s\n' "${rep[@]}" | median)" 'BEGIN{printf "%.1f", n/1e6}') | $(printf '%s\n' "${err_r[@]}" | median)% ($(printf '%s\n' "${err_r[@]}" | spread)) | $(awk -v n="$(printf '%s\n' "${est[@]}" | median)" 'BEGIN{printf "%.1f", n/1e6}') | $(printf '%s\n' "${err_e[@]}" | median)% ($(printf '%s\n' "${err_e[@]}" | spread)) | $fb |")
+  echo "done: $name" >&2
+}
+
+case_ "jpeg, thumbnailer, 1 thread" jpeg "JSIMD_FORCENONE=1" "JSIMD_FORCENONE=0" \
+  "$B/progs/thumbnailer" -j 1 -r 4 "$CORPUS"
+case_ "jpeg, thumbnailer, 2 threads" jpeg "JSIMD_FORCENONE=1" "JSIMD_FORCENONE=0" \
+  "$B/progs/thumbnailer" -j 2 -r 4 "$CORPUS"
+case_ "protobuf, rpc, 1 thread" protobuf "STANDIN_VALIDATE=cpu" "LD_PRELOAD=$FASTPB" \
+  "$B/progs/rpc" -n 30000 -t 1 -w 0
+case_ "protobuf, rpc, 2 threads" protobuf "STANDIN_VALIDATE=cpu" "LD_PRELOAD=$FASTPB" \
+  "$B/progs/rpc" -n 30000 -t 2 -w 0
+
+{
+  echo "## make validate ($(date -u +%Y-%m-%d), $(nproc) cores, median (min..max) of $RUNS runs)"
+  echo
+  echo "| ground truth | CPU native (ms) | accelerator, true (ms) | replay (ms) | replay error | offline estimate (ms) | estimate error | fallback calls |"
+  echo "|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+} | tee "$T/table.md"
+cp "$T/table.md" "$OUT"
+echo "written to $OUT"
