@@ -45,7 +45,9 @@ static info_row *find_row(info_agg *a, int api, const char *type) {
  * compare strings per call. */
 static info_row *row_of(info_agg *a, scan_file *f, const st_call *c) {
   uint32_t key = c->type * ST_API_MAX + (c->api % ST_API_MAX);
-  if (c->type < (1u << 20) && key >= a->nslot) {
+  /* only types the file declared: a damaged call's type id must not size
+   * the cache */
+  if (c->type < f->ntypes && key >= a->nslot) {
     uint32_t n = a->nslot ? a->nslot : 256;
     while (n <= key)
       n *= 2;
@@ -141,7 +143,8 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
 }
 
 static void print_rows(info_agg *a, uint64_t total_ns) {
-  qsort(a->rows, a->n, sizeof *a->rows, row_cmp);
+  if (a->n)
+    qsort(a->rows, a->n, sizeof *a->rows, row_cmp);
   printf("\n%-18s %-32s %10s %11s %6s %10s %10s %10s\n", "API", "TYPE", "CALLS", "TIME", "SHARE",
          "MEAN", "REQ", "RESP");
   for (size_t i = 0; i < a->n; i++) {

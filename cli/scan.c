@@ -9,11 +9,18 @@
 
 #define MAX_TABLE_ID (1u << 24) /* ids beyond this are treated as damage */
 
+/* Type and site tables are indexed by id. Writers number them 1, 2, 3...,
+ * so an id far beyond the records read so far is damage (or an attempt to
+ * make a 50-byte file cost gigabytes): such a type or site is ignored. */
+static int id_plausible(const scan_file *f, uint32_t id) {
+  st_read_status s;
+  st_reader_status(f->r, &s);
+  return id < MAX_TABLE_ID && id <= 2 * s.records + 64;
+}
+
 static int grow(void **arr, uint32_t *n, uint32_t need, size_t elem) {
   if (need < *n)
     return 0;
-  if (need >= MAX_TABLE_ID)
-    return -1;
   uint32_t cap = *n ? *n : 16;
   while (cap <= need)
     cap *= 2;
@@ -27,7 +34,7 @@ static int grow(void **arr, uint32_t *n, uint32_t need, size_t elem) {
 }
 
 static void add_type(scan_file *f, const st_type *t) {
-  if (grow((void **)&f->types, &f->ntypes, t->id, sizeof *f->types) != 0)
+  if (!id_plausible(f, t->id) || grow((void **)&f->types, &f->ntypes, t->id, sizeof *f->types))
     return;
   scan_type *s = &f->types[t->id];
   free(s->name);
@@ -51,7 +58,7 @@ static const char *basename_of(const char *p) {
  * the innermost frame that has a symbol (the hook's caller is often
  * generated code, so show the first two). */
 static void add_site(scan_file *f, const st_site *st) {
-  if (grow((void **)&f->sites, &f->nsites, st->id, sizeof *f->sites) != 0)
+  if (!id_plausible(f, st->id) || grow((void **)&f->sites, &f->nsites, st->id, sizeof *f->sites))
     return;
   scan_site *s = &f->sites[st->id];
   free(s->strings);

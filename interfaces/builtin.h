@@ -37,8 +37,15 @@ static inline uint64_t ifb_feat(const standin_request *r, unsigned slot) {
   return slot < r->nfeat ? r->feat[slot] : 0;
 }
 
+/* A prediction in whole ns. Absurd parameters (ns=1e50, clock=1e-300) give
+ * values no integer holds: converting those is undefined, so they stop at
+ * 2^62 ns (146 years), which still leaves room to add link costs. */
+#define IFB_MAX_NS 4611686018427387904.0
+
 static inline uint64_t ifb_ns(double v) {
-  return v > 0 ? (uint64_t)(v + 0.5) : 0;
+  if (!(v > 0)) /* also NaN */
+    return 0;
+  return v >= IFB_MAX_NS ? (uint64_t)IFB_MAX_NS : (uint64_t)(v + 0.5);
 }
 
 /* The built-in models, in the order `standin models` lists them. */

@@ -609,7 +609,7 @@ static int json_msg(const pbw__schema *s, uint32_t mi, const uint8_t *p, size_t 
  * by a comma unless it is the first of its array or field. */
 static int json_values(const msg_scan *ms, const pbw__sfield *f, const occ *o, unsigned depth,
                        int *first, jbuf *b) {
-  const uint8_t *p = o->p, *end = o->p + o->n;
+  const uint8_t *p = o->p, *end;
   uint64_t v;
   int r;
   if (!is_packed_run(f, o->wt)) {
@@ -623,6 +623,7 @@ static int json_values(const msg_scan *ms, const pbw__sfield *f, const occ *o, u
     default: jb_number(b, ms->s, f, o->v); return PBW_OK;
     }
   }
+  end = p + o->n; /* a packed run always has its bytes (p is NULL for varints) */
   while ((r = packed_next(&p, end, wire_of(f->type), &v)) == 1) {
     if (!*first)
       jb_put(b, ",", 1);

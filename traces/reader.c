@@ -145,7 +145,7 @@ static int check_preamble(st_reader *r, const uint8_t *pre, uint32_t *plen) {
 static const char *take_str(stf_cur *c, char **dst) {
   uint64_t n = stf_get_varint(c);
   const uint8_t *s = stf_get_raw(c, n);
-  if (!s)
+  if (!s || c->bad) /* a spent cursor yields n = 0 with no byte behind it */
     return "";
   char *d = *dst;
   memcpy(d, s, (size_t)n);
@@ -475,7 +475,7 @@ static int advance(st_reader *r) {
 static const char *get_str(st_reader *r, stf_cur *b) {
   uint64_t n = stf_get_varint(b);
   const uint8_t *s = stf_get_raw(b, n);
-  if (!s)
+  if (!s || b->bad) /* a spent cursor yields n = 0 with no byte behind it */
     return "";
   char *d = (char *)r->scratch + r->scratch_len;
   memcpy(d, s, (size_t)n);
