@@ -121,6 +121,7 @@ e2e: all $(PROG_BIN)
 check: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(PROG_BIN)
 	@$(MAKE) --no-print-directory unit e2e
+	@$(MAKE) --no-print-directory fuzz-check
 
 demo: deps
 	@$(MAKE) --no-print-directory all $(PROG_BIN)
@@ -161,5 +162,7 @@ format:
 
 clean:
 	rm -rf $(B)
+
+include fuzz/fuzz.mk
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -14,6 +14,7 @@ PKGS=(
   libjpeg62-turbo-dev libturbojpeg0-dev libjpeg-turbo-progs  # JPEG API + cjpeg/djpeg
   valgrind                 # leak checks in tests
   python3-pil              # a JPEG decoder with its own suspending source (e2e t212)
+  clang libclang-rt-dev    # fuzzing: libFuzzer with ASan/UBSan (make fuzz, make check)
   uftrace ltrace time      # make bench compares against them; /usr/bin/time for peak memory
   knot-dnsutils dnstap-ldns  # real protobuf-c programs the tests record and replay (kdig, dnstap-ldns)
 )

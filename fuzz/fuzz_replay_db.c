@@ -1,0 +1,57 @@
+/* fuzz_replay_db — `standin replay` building its database from a fuzzed
+ * trace (cli/replaydb.c: reader, schemas, descriptors rebuilt from them,
+ * libprotobuf-c unpacking recorded bytes, images, models), then what the
+ * replay shim does with each unpack entry in a program whose schema is
+ * sample.proto: materialise the image against the program's descriptor,
+ * and use the tree as the program would (size, pack, free). Whatever the
+ * trace says, that tree must be sound. See fuzz_common.h for the input. */
+#include "fuzz_common.h"
+#include "pb_walk.h"
+#include "plan.h"
+#include "replaydb.h"
+#include "sample.pb-c.h"
+#include "sample3.pb-c.h"
+
+/* The replay database calibrates the TSC with a 20 ms sleep when
+ * /proc/cpuinfo says it may: not here (linked with --wrap=fopen). */
+FILE *__real_fopen(const char *path, const char *mode);
+FILE *__wrap_fopen(const char *path, const char *mode);
+FILE *__wrap_fopen(const char *path, const char *mode) {
+  if (!strcmp(path, "/proc/cpuinfo"))
+    return NULL;
+  return __real_fopen(path, mode);
+}
+
+static const ProtobufCMessageDescriptor *const program[] = {&standin__test__tree__descriptor,
+                                                            &standin__test3__batch__descriptor};
+
+static void serve(const rdb_built *b) {
+  const rdb_header *h = (const rdb_header *)b->base;
+  const rdb_entry *e = (const rdb_entry *)(b->base + h->entries_off);
+  for (uint64_t i = 0; i < h->nentries; i++) {
+    if (e[i].api != ST_API_PB_UNPACK || !e[i].resp_len)
+      continue;
+    for (size_t k = 0; k < sizeof program / sizeof program[0]; k++) {
+      ProtobufCMessage *m = NULL;
+      if (pbw_image_materialise(b->base + e[i].resp_off, e[i].resp_len, program[k], NULL, &m) ==
+          PBW_OK)
+        fz_use_tree(m);
+    }
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
+  static plan p;
+  static int once;
+  if (!once) {
+    once = 1;
+    if (plan_add_iface(&p, "protoacc") != 0)
+      abort();
+  }
+  fz_trace_file(d, n, "1.trace");
+  rdb_built b;
+  if (rdb_build(fz_tmpdir(), &p, RDB_MISS_FALLBACK, &b) == 0)
+    serve(&b);
+  rdb_built_free(&b);
+  return 0;
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Regenerate the seed corpora in fuzz/corpus/ from fresh recordings of the
+# test programs (make fuzz-seeds). Seeds are small: libFuzzer mutates them,
+# and make check runs every one of them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${B:-build}
+STANDIN=$B/standin
+PB=$B/progs/pbtest
+T=$(mktemp -d /tmp/standin-seeds.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+C=fuzz/corpus
+rm -rf "$C"
+mkdir -p $C/trace_reader $C/trace_cli $C/replay_db $C/plan $C/model_spec $C/schema $C/pb_image
+
+"$STANDIN" record -o "$T/basic" -- "$PB" basic 3 >/dev/null 2>&1
+"$STANDIN" record -o "$T/p3" -- "$PB" p3 2 >/dev/null 2>&1
+"$STANDIN" record -o "$T/bad" -- "$PB" bad >/dev/null 2>&1
+"$STANDIN" record -o "$T/threads" -- "$PB" threads 2 1 >/dev/null 2>&1
+"$STANDIN" record -o "$T/big" -- "$PB" basic 40 >/dev/null 2>&1
+
+# Trace inputs: byte 0 = 0 (the file as is), or 1/3/5/7 (records wrapped
+# into a well-formed file, see fuzz_common.h): the records of each chunk,
+# taken from the recordings.
+python3 - "$T" "$C" <<'EOF'
+import os, sys, zlib, struct
+t, c = sys.argv[1], sys.argv[2]
+
+def chunks(data):
+    """(type, raw payload) of each chunk of a trace file."""
+    plen = struct.unpack_from("<I", data, 16)[0]
+    off = 28 + plen
+    while off + 32 <= len(data):
+        typ, method = data[off + 4], data[off + 5]
+        clen = struct.unpack_from("<I", data, off + 12)[0]
+        body = data[off + 32: off + 32 + clen]
+        yield typ, zlib.decompress(body) if method == 1 else body
+        off += 32 + clen
+        if off + 32 == len(data):  # trailer
+            break
+
+n = 0
+for rec in sorted(os.listdir(t)):
+    for name in sorted(os.listdir(os.path.join(t, rec))):
+        if not name.endswith(".trace"):
+            continue
+        data = open(os.path.join(t, rec, name), "rb").read()
+        parts = list(chunks(data))
+        data_chunks = [p for typ, p in parts if typ == 1]
+        index = [p for typ, p in parts if typ == 2]
+        seeds = []
+        if len(data) < 12000:
+            seeds.append(b"\x00" + data)
+        if data_chunks and len(data_chunks[0]) < 12000:
+            seeds.append(b"\x01" + b"\xfe\xedCK".join(data_chunks))
+            seeds.append(b"\x05" + data_chunks[0])
+            if index:
+                seeds.append(b"\x03" + b"\xfe\xedCK".join(data_chunks + index))
+        for s in seeds:
+            for h in ("trace_reader", "trace_cli", "replay_db"):
+                open(os.path.join(c, h, "%s-%s-%d" % (rec, name, n)), "wb").write(s)
+            n += 1
+print("trace seeds:", n)
+EOF
+
+# Schemas with message bytes, and replay images, from the unpack calls.
+for rec in basic p3; do
+  mkdir -p "$T/seeds-$rec"
+  "$B/fuzz/seeds" "$(ls "$T/$rec"/*.trace | head -1)" "$T/seeds-$rec"
+  for k in schema pb_image; do
+    for f in "$T/seeds-$rec/$k"/*; do cp "$f" "$C/$k/$rec-$(basename "$f")"; done
+  done
+done
+
+# Plans: the examples of docs/PLANS.md and the tests, and the odd corners.
+i=0
+plan() { printf '%s\n' "$@" >"$C/plan/seed-$i"; i=$((i + 1)); }
+plan 'accel de constant:ns=1000' 'accel ser protoacc:mem_lat=30 link=onchip engines=1' \
+  'keep api=pb.size' 'offload api=pb.unpack type=standin.test.* to de' \
+  'offload api=pb.pack,pb.pack_to_buffer size=0-1M to ser'
+plan '# comment' 'accel j jpeg-core engines=2 link=pcie link_rtt_ns=900 link_gbps=8' \
+  'offload api=jpeg site=decode_* module=*libapp* size=64K- to j'
+plan 'accel t table:file=/nonexistent' 'offload to t'
+plan 'accel a linear:base_ns=10,ns_per_byte=0.5,engines=4' 'offload size=-4096 to a' 'keep'
+plan 'accel a optimus-prime' 'accel b protoacc-lpn' 'offload api=pb.unpack to a' \
+  'offload api=protobuf to b'
+plan 'accel a scale:factor=0.25' 'offload type=[a-z]*.Tree api=pb.pack to a'
+
+# --iface specs.
+i=0
+for s in software scale:factor=0.25 constant:ns=100 linear:base_ns=5,ns_per_byte=0.1 \
+  protobuf=scale:factor=2 pb.unpack=constant:ns=1000,link=pcie,engines=4 \
+  jpeg=jpeg-core:engines=2 protoacc:mem_lat=30 protoacc-lpn optimus-prime \
+  'table:file=/nonexistent' ./plugin.so 'pb.pack,pb.size=constant:ns=1,link=onchip'; do
+  printf '%s' "$s" >"$C/model_spec/seed-$i"
+  i=$((i + 1))
+done
+echo "corpus: $(find "$C" -type f | wc -l) files, $(du -sh "$C" | cut -f1)"
