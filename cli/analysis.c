@@ -362,6 +362,15 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
     standin_request r;
     plan_decision d;
     plan_request(&r, c, type);
+    /* JPEG models may read the image itself (jpeg-lpn counts coefficients);
+     * decodes are few and large, so fetching their request is cheap */
+    const void *blob;
+    uint64_t blen;
+    if (st_api_family(c->api) == ST_FAMILY_JPEG && c->req_blob &&
+        st_reader_blob(f->r, c->req_blob, &blob, &blen) == ST_OK) {
+      r.req = blob;
+      r.req_len = blen;
+    }
     plan_decide(p, rule, &r, c->resp_len, &d);
     if (d.outcome == PLAN_OFFLOAD) {
       pr->offloaded++;

@@ -51,6 +51,6 @@ static inline uint64_t ifb_ns(double v) {
 /* The built-in models, in the order `standin models` lists them. */
 extern const standin_iface ifb_software, ifb_scale, ifb_constant, ifb_linear, ifb_table;
 extern const standin_iface ifb_protoacc, ifb_protoacc_lpn, ifb_optimus_prime;
-extern const standin_iface ifb_jpeg_core;
+extern const standin_iface ifb_jpeg_core, ifb_jpeg_lpn;
 
 #endif

@@ -16,6 +16,7 @@
 static const standin_iface *const builtins[] = {
     &ifb_software,      &ifb_scale,         &ifb_constant,  &ifb_linear,    &ifb_table,
     &ifb_protoacc,      &ifb_protoacc_lpn,  &ifb_optimus_prime, &ifb_jpeg_core,
+    &ifb_jpeg_lpn,
 };
 #define NBUILTIN (sizeof builtins / sizeof builtins[0])
 

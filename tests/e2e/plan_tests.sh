@@ -134,7 +134,7 @@ t307_unsupported_requests_stay_in_software() {
 
 t308_models_lists_every_model_with_sources() {
   "$STANDIN" models >m.out
-  for m in software scale constant linear table protoacc protoacc-lpn optimus-prime jpeg-core; do
+  for m in software scale constant linear table protoacc protoacc-lpn optimus-prime jpeg-core jpeg-lpn; do
     grep -q "^$m " m.out || fail "$m missing"
   done
   grep -q "HotOS'23" m.out || fail "no sources"
@@ -148,4 +148,20 @@ t309_install_prefix_runs_and_plugins_build_with_pkg_config() {
   cflags=$(PKG_CONFIG_PATH="$PWD/inst/lib/pkgconfig" pkg-config --cflags standin)
   printf '#include "standin_iface.h"\nint abi = STANDIN_IFACE_ABI;\n' >p.c
   gcc -c $cflags p.c -o p.o || fail "plugin does not build against the installed header"
+}
+
+# A uniform mid-grey image has no non-zero DCT coefficient: each of its 64
+# blocks costs max(3*0 + 6, 66.5) cycles, and every chunk of 12 blocks (the
+# last has 4) costs the 1000-cycle floor: 6 chunks, 6000 cycles, 80 us at
+# 75 MHz.
+t310_jpeg_lpn_counts_coefficients() {
+  command -v cjpeg >/dev/null && command -v djpeg >/dev/null || { echo "skipped: no cjpeg"; return 0; }
+  { printf 'P5 64 64 255\n'; head -c 4096 /dev/zero | tr '\0' '\200'; } >grey.pgm
+  cjpeg -grayscale -baseline grey.pgm >grey.jpg
+  "$STANDIN" record -o rec -- djpeg -pnm -outfile out.pgm grey.jpg
+  "$STANDIN" replay -t rec --iface jpeg=jpeg-lpn --summary s.json -- djpeg -pnm -outfile out2.pgm grey.jpg
+  cmp out.pgm out2.pgm
+  expect_eq "lpn service" 80000 "$(accel s.json jpeg-lpn service_ns)"
+  "$STANDIN" whatif rec --iface jpeg=jpeg-lpn --format json >w.json
+  python3 -c 'import json; p = json.load(open("w.json"))["plans"][0]; assert p["offloaded"] == 1 and p["predicted_ns"] == 80000, p'
 }
