@@ -77,7 +77,11 @@ static void print_text(const an_result *r, const wi_opts *o) {
     for (int i = 0; i < pr->p->naccel; i++)
       q += pr->accel[i].queue_ns;
     char n[32], rec[32], pred[32], qs[32], e[32], nv[32];
-    printf("%-28.28s %10s %11s %11s %11s %11s %+7.1f%% %11s  %s\n", o->a.ps.name[k],
+    /* a plan file by its base name; the full name follows when cut */
+    const char *nm = o->a.ps.name[k], *slash = strrchr(nm, '/');
+    if (slash && nm[0] != '-')
+      nm = slash + 1;
+    printf("%-28.28s %10s %11s %11s %11s %11s %+7.1f%% %11s  %s\n", nm,
            cli_fmt_count(n, sizeof n, pr->offloaded),
            cli_fmt_ns(rec, sizeof rec, (double)pr->offloaded_rec_ns),
            cli_fmt_ns(pred, sizeof pred, (double)pr->predicted_ns),
@@ -85,9 +89,12 @@ static void print_text(const an_result *r, const wi_opts *o) {
            r->wall_ns ? 100.0 * ((double)est - (double)r->wall_ns) / (double)r->wall_ns : 0.0,
            cli_fmt_ns(nv, sizeof nv, (double)an_estimate_naive(r, k)), an_method(r, k));
   }
-  for (int k = 0; k < r->nplans; k++)
-    if (strlen(o->a.ps.name[k]) > 28)
+  for (int k = 0; k < r->nplans; k++) {
+    const char *slash = strrchr(o->a.ps.name[k], '/');
+    const char *nm = slash && o->a.ps.name[k][0] != '-' ? slash + 1 : o->a.ps.name[k];
+    if (strlen(nm) > 28)
       printf("  (%s)\n", o->a.ps.name[k]);
+  }
   anp_notes_text(stdout, r);
 }
 
