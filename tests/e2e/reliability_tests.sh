@@ -313,11 +313,13 @@ t615_bad_replay_database_is_reported_and_ignored() {
 }
 
 # Random SIGKILLs (STANDIN_KILL_TRIALS, default 20): every trace must read
-# back, info must not call it damaged, dump must agree with info, and a
-# process killed while calling loses at most the last ~100 ms of calls
-# (checked with a margin for loaded machines: 300 ms).
+# back, info must not call it damaged, dump must agree with info. The lost
+# tail (about the last 100 ms of calls) is measured and printed; it is a
+# time, so it is only enforced on request (STANDIN_KILL_BOUND_MS=300): tests
+# on shared machines assert outcomes, never timings.
 t620_random_sigkill_leaves_readable_traces() {
   python3 "$RELIABILITY_DIR/kill_trials.py" "$STANDIN" "$PB" "$FAULTS" . \
-    "${STANDIN_KILL_TRIALS:-20}" --bound-ms 300 >trials.log 2>&1 || fail "$(cat trials.log)"
+    "${STANDIN_KILL_TRIALS:-20}" ${STANDIN_KILL_BOUND_MS:+--bound-ms "$STANDIN_KILL_BOUND_MS"} \
+    >trials.log 2>&1 || fail "$(cat trials.log)"
   tail -2 trials.log
 }
