@@ -20,6 +20,9 @@
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#ifdef __SANITIZE_THREAD__
+#include <execinfo.h>
+#endif
 
 #include "record_internal.h"
 #include "ring.h"
@@ -36,6 +39,11 @@ enum { RUN_IDLE = 0, RUN_ACTIVE = 1, RUN_OFF = 2 };
 rt_config rt_cfg;
 static _Atomic int run_state = RUN_IDLE; /* RUN_IDLE: no writer yet */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held by the writer while it works (not while it sleeps), and by fork: the
+ * writer takes locks the child inherits as they are (malloc's under ASan,
+ * the loader's in dladdr, which glibc does not reset at fork), so it must
+ * not be in the middle of anything when another thread forks. */
+static pthread_mutex_t writer_work = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t writer_thread;
 static int writer_running; /* writer_thread exists; under start_lock */
 static _Atomic int writer_stop;
@@ -135,13 +143,15 @@ static int config_dir(void) {
     return 0;
   }
   char cwd[PATH_MAX];
-  if (!getcwd(cwd, sizeof cwd) || strlen(cwd) + sizeof "/standin.data" > room) {
+  int n = getcwd(cwd, sizeof cwd) ? snprintf(rt_cfg.dir, room, "%s/standin.data",
+                                              strcmp(cwd, "/") ? cwd : "")
+                                   : -1;
+  if (n < 0 || (size_t)n >= room) {
     shim_say("cannot tell the current directory for standin.data (set STANDIN_DIR); recording "
              "is off for pid %d",
              (int)getpid());
     return -1;
   }
-  snprintf(rt_cfg.dir, sizeof rt_cfg.dir, "%s/standin.data", strcmp(cwd, "/") ? cwd : "");
   return 0;
 }
 
@@ -177,10 +187,11 @@ static void thread_exit(void *p) {
 }
 
 static rt_thread *thread_new(void) {
-  size_t sz = sizeof(rt_thread);
-  rt_thread *t = calloc(1, sz);
+  /* the ring's indices are cache-line aligned: so must the struct be */
+  rt_thread *t = aligned_alloc(_Alignof(rt_thread), sizeof(rt_thread));
   if (!t)
     return NULL;
+  memset(t, 0, sizeof *t);
   /* populated now: a page fault per fresh ring page on the hot path costs
    * more than the rest of the hook */
   void *buf = mmap(NULL, rt_cfg.ring_bytes, PROT_READ | PROT_WRITE,
@@ -305,7 +316,12 @@ static void stop_writer(int next) {
 static size_t drain_ring(rt_thread *t) {
   size_t n = 0;
   ring_hdr *h;
-  while ((h = ring_peek(&t->r)) != NULL) {
+  /* Only what was published when we looked: a thread that publishes as
+   * fast as we write must not keep the writer here, away from its flush,
+   * stop and signal checks. */
+  uint64_t end = atomic_load_explicit(&t->r.head, memory_order_acquire);
+  while (atomic_load_explicit(&t->r.tail, memory_order_relaxed) < end &&
+         (h = ring_peek(&t->r)) != NULL) {
     wr_record(t, h);
     ring_consume(&t->r, h);
     n++;
@@ -385,9 +401,11 @@ static void *writer_main(void *arg) {
   wr_calibrate();
   uint64_t last_flush = shim_now_ns();
   for (;;) {
+    pthread_mutex_lock(&writer_work);
     int sig = atomic_load(&close_signal);
     if (sig) {
       close_for_signal(sig);
+      pthread_mutex_unlock(&writer_work);
       return NULL;
     }
     uint64_t req = atomic_load(&unload_req);
@@ -407,12 +425,14 @@ static void *writer_main(void *arg) {
     }
     if (stopping && n == 0)
       break;
+    pthread_mutex_unlock(&writer_work);
     if (n == 0) {
       struct timespec ts = {0, WRITER_IDLE_NS};
       nanosleep(&ts, NULL);
     }
   }
   wr_close();
+  pthread_mutex_unlock(&writer_work);
   return NULL;
 }
 
@@ -461,7 +481,14 @@ int rt_stack(void **ips, int max) {
     return 0;
   void *buf[ST_MAX_FRAMES + 2];
   /* frame 0 is inside this function, frame 1 is the hook */
+#ifdef __SANITIZE_THREAD__
+  /* libunwind keeps a per-thread cache whose thread-key destructor runs
+   * after ThreadSanitizer has torn the thread down, and crashes in TSan's
+   * mutex interceptor: under TSan (make check-tsan) glibc unwinds */
+  int n = backtrace(buf, max + 2);
+#else
   int n = unw_backtrace(buf, max + 2);
+#endif
   int k = 0;
   for (int i = 2; i < n; i++)
     ips[k++] = buf[i];
@@ -638,7 +665,9 @@ static void atfork_child(void) {
   }
   atomic_store(&threads, self);
   writer_running = 0;
-  pthread_mutex_init(&start_lock, NULL);
+  /* this thread took both in atfork_prepare, and is the one that goes on */
+  pthread_mutex_unlock(&writer_work);
+  pthread_mutex_unlock(&start_lock);
   int st = atomic_load(&run_state);
   atomic_store(&run_state, st == RUN_OFF && rt_cfg.apis ? RUN_OFF : RUN_IDLE);
   rt_cfg.start_mono_ns = shim_now_ns();
@@ -647,9 +676,11 @@ static void atfork_child(void) {
 
 static void atfork_prepare(void) {
   pthread_mutex_lock(&start_lock);
+  pthread_mutex_lock(&writer_work); /* the writer finishes its round first */
 }
 
 static void atfork_parent(void) {
+  pthread_mutex_unlock(&writer_work);
   pthread_mutex_unlock(&start_lock);
 }
 
@@ -666,7 +697,9 @@ __attribute__((constructor)) static void rt_init(void) {
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   /* a per-thread cache of unwind info: no lock shared between threads on
    * the hot path, and no DWARF parsing once a call site has been seen */
+#ifndef __SANITIZE_THREAD__ /* see rt_stack */
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+#endif
 }
 
 __attribute__((destructor)) static void rt_fini(void) {
