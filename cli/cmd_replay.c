@@ -215,6 +215,61 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   return fclose(f) == 0 ? 0 : -1;
 }
 
+static int same_base(const char *p, const char *base) {
+  const char *s = strrchr(p, '/');
+  return *base && !strcmp(s ? s + 1 : p, base);
+}
+
+/* Replaying another program than the recorded one is allowed (its calls
+ * that are not in the recording run the real library), but most likely a
+ * mistake: say so before it starts. Interpreters record their own exe, so
+ * the script's name in argv counts too. */
+static void warn_other_program(const char *dir, const char *path) {
+  cli_tracedir td;
+  if (cli_tracedir_open(&td, dir) != 0)
+    return;
+  char want[PATH_MAX], first[PATH_MAX] = "";
+  if (!realpath(path, want))
+    snprintf(want, sizeof want, "%s", path);
+  const char *base = strrchr(want, '/') ? strrchr(want, '/') + 1 : want;
+  int match = 0;
+  for (size_t i = 0; i < td.n && !match; i++) {
+    st_reader *r;
+    if (st_reader_open(&r, td.paths[i]) != ST_OK)
+      continue;
+    const st_header *h = st_reader_header(r);
+    if (!first[0])
+      snprintf(first, sizeof first, "%s", h->exe);
+    match = !strcmp(h->exe, want) || same_base(h->exe, base);
+    for (uint32_t a = 0; a < h->argc && a < 2 && !match; a++)
+      match = same_base(h->argv[a], base);
+    st_reader_close(r);
+  }
+  if (!match && first[0])
+    cli_warn("%s was recorded from %s, not %s: calls that are not in the recording run the "
+             "real library (counted as fallbacks)",
+             dir, first, want);
+  cli_tracedir_free(&td);
+}
+
+/* After the run: fallbacks that say the recording does not fit the program. */
+static void warn_misfit(const rdb_stats *s) {
+  unsigned long long all = C(s, RDB_C_INTERCEPTED), missing = C(s, RDB_C_FB0 + RDB_FB_NOT_IN_TRACE);
+  if (C(s, RDB_C_FB0 + RDB_FB_SCHEMA))
+    cli_warn("%llu unpack calls did not fit the program's message types: its .proto changed "
+             "since the recording, or the recording comes from another program; they ran the "
+             "real library",
+             C(s, RDB_C_FB0 + RDB_FB_SCHEMA));
+  if (C(s, RDB_C_FB0 + RDB_FB_MISMATCH))
+    cli_warn("%llu calls found a recorded request whose bytes or packed size differ from "
+             "theirs (a damaged or doctored recording); they ran the real library",
+             C(s, RDB_C_FB0 + RDB_FB_MISMATCH));
+  if (all >= 10 && missing * 2 > all)
+    cli_warn("%llu of %llu calls were not in the recording: is it from another program, "
+             "version or input?",
+             missing, all);
+}
+
 int cmd_replay(int argc, char **argv) {
   rep_opts o = {.dir = "standin.data"};
   int first;
@@ -234,6 +289,7 @@ int cmd_replay(int argc, char **argv) {
     plan_free(&o.plan);
     return 1;
   }
+  warn_other_program(o.dir, path);
   const char *old = getenv("LD_PRELOAD");
   char preload[PATH_MAX * 2], dbpath[64], env1[PATH_MAX * 2 + 16], env2[96];
   snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
@@ -246,6 +302,7 @@ int cmd_replay(int argc, char **argv) {
   const rdb_header *h = (const rdb_header *)b.base;
   const rdb_stats *s = (const rdb_stats *)(b.base + h->stats_off);
   print_line(s, wall);
+  warn_misfit(s);
   for (size_t k = 0; k < b.nwhy; k++)
     fprintf(stderr, "standin: replay: %llu calls stay in software on %s: %s\n",
             (unsigned long long)b.why[k].n, o.plan.accel[b.why[k].accel].name, b.why[k].why);

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "pb_walk.h"
 #include "scan.h"
+#include "shim.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -33,6 +34,7 @@ typedef struct {
   uint64_t feat[ST_MAX_FEAT];
   uint64_t result, req_len, resp_len;
   uint8_t *req, *resp; /* copies */
+  uint8_t tree_fp[16];  /* pack responses: fingerprint of the decoded bytes */
   char *type;
   b_sample *s;
   uint32_t n, cap;
@@ -75,14 +77,28 @@ static int grow_slots(builder *b) {
   return 0;
 }
 
+/* Slot of fp: its entry's, or the empty one where it would go. */
+static size_t slot_of(const builder *b, const uint8_t fp[16]) {
+  size_t j = rdb_hash(fp) & (b->nslots - 1);
+  while (b->slots[j] && memcmp(b->e[b->slots[j] - 1].fp, fp, 16))
+    j = (j + 1) & (b->nslots - 1);
+  return j;
+}
+
+static b_entry *find_entry(const builder *b, const uint8_t fp[16]) {
+  if (!b->nslots)
+    return NULL;
+  size_t j = slot_of(b, fp);
+  return b->slots[j] ? &b->e[b->slots[j] - 1] : NULL;
+}
+
 static b_entry *find_or_add(builder *b, const uint8_t fp[16], int *created) {
   *created = 0;
   if ((b->n + 1) * 2 > b->nslots && grow_slots(b) != 0)
     return NULL;
-  size_t j = rdb_hash(fp) & (b->nslots - 1);
-  for (; b->slots[j]; j = (j + 1) & (b->nslots - 1))
-    if (!memcmp(b->e[b->slots[j] - 1].fp, fp, 16))
-      return &b->e[b->slots[j] - 1];
+  size_t j = slot_of(b, fp);
+  if (b->slots[j])
+    return &b->e[b->slots[j] - 1];
   if (b->n == b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 256;
     b_entry *ne = realloc(b->e, cap * sizeof *ne);
@@ -149,6 +165,43 @@ static uint8_t *unpack_image(builder *b, scan_file *f, const st_call *c, const u
   return img;
 }
 
+/* A pack response is trusted to be the packed size of the program's tree
+ * only if it decodes, with the recorded schema, to a tree that has the
+ * request's fingerprint (see RDB_ENTRY_SIZE_OK); the shim checks the others
+ * against the real size. */
+static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) {
+  if ((e->api != ST_API_PB_PACK && e->api != ST_API_PB_PACK_BUF) || !e->resp ||
+      e->resp_len != e->result || c->type >= f->ntypes || !f->types[c->type].schema)
+    return;
+  const ProtobufCMessageDescriptor *d = descriptor_of(b, &f->types[c->type]);
+  ProtobufCMessage *m = d ? protobuf_c_message_unpack(d, NULL, e->resp_len, e->resp) : NULL;
+  uint8_t fp[16];
+  if (m && pbw_fingerprint_tree(m, fp, NULL) == PBW_OK) {
+    memcpy(e->tree_fp, fp, 16);
+    shim_fp_bind(fp, e->api);
+    if (!memcmp(fp, e->fp, 16))
+      e->flags |= RDB_ENTRY_SIZE_OK;
+  }
+  if (m)
+    protobuf_c_message_free_unpacked(m, NULL);
+}
+
+/* get_packed_size of a tree whose pack response was verified: its answer
+ * is trusted when it is that response's length. */
+static void verify_sizes(builder *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    const b_entry *p = &b->e[i];
+    if (!(p->flags & RDB_ENTRY_SIZE_OK) || p->api == ST_API_PB_SIZE)
+      continue;
+    uint8_t fp[16];
+    memcpy(fp, p->tree_fp, 16);
+    shim_fp_bind(fp, ST_API_PB_SIZE);
+    b_entry *s = find_entry(b, fp);
+    if (s && s->api == ST_API_PB_SIZE && s->result == p->resp_len)
+      s->flags |= RDB_ENTRY_SIZE_OK;
+  }
+}
+
 static void fill_entry(builder *b, scan_file *f, b_entry *e, const st_call *c) {
   e->api = c->api;
   e->nfeat = c->nfeat;
@@ -167,6 +220,7 @@ static void fill_entry(builder *b, scan_file *f, b_entry *e, const st_call *c) {
     e->flags |= RDB_ENTRY_NO_RESPONSE;
   if (c->api != ST_API_PB_SIZE && !e->resp && !(c->flags & ST_CALL_FAILED))
     e->flags |= RDB_ENTRY_NO_RESPONSE;
+  verify_pack(b, f, e, c);
 }
 
 static void count_why(builder *b, int accel, const char *why) {
@@ -426,8 +480,10 @@ int rdb_build(const char *dir, const plan *p, int on_miss, rdb_built *out) {
   memset(out, 0, sizeof *out);
   out->fd = -1;
   int rc = scan_dir(dir, &b);
-  if (rc == 0)
+  if (rc == 0) {
+    verify_sizes(&b);
     rc = layout(&b, p, on_miss, out);
+  }
   out->files = b.files;
   out->calls_unusable = b.unusable;
   if (b.images_failed)

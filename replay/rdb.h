@@ -103,7 +103,13 @@ typedef struct {
   uint16_t pad;
 } rdb_sample;
 
-enum { RDB_ENTRY_FAILED = 1, RDB_ENTRY_NO_RESPONSE = 2 };
+/* RDB_ENTRY_SIZE_OK (pack, get_packed_size, pack_to_buffer): the recorded
+ * bytes, decoded with the recorded schema, make a tree with this entry's
+ * fingerprint, so their length (and the size answered) is the packed size
+ * of the program's tree. Without it, the shim checks the length against
+ * the real packed size before answering: a trace must never make replay
+ * write past a buffer the program sized with get_packed_size. */
+enum { RDB_ENTRY_FAILED = 1, RDB_ENTRY_NO_RESPONSE = 2, RDB_ENTRY_SIZE_OK = 4 };
 
 /* One distinct request (fingerprint). */
 typedef struct {

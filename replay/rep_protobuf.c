@@ -36,6 +36,27 @@ static const char *type_of(const ProtobufCMessage *m) {
   return m && m->descriptor && m->descriptor->name ? m->descriptor->name : "?";
 }
 
+/* Whether len, what e answers for m (bytes written, or the size told), is
+ * m's packed size: verified when the database was built, or checked here
+ * against the real size. A trace must never make replay write past a
+ * buffer that the program sized with get_packed_size (see rdb.h). */
+static int size_trusted(const rdb_entry *e, const ProtobufCMessage *m, uint64_t len) {
+  if (e->flags & RDB_ENTRY_SIZE_OK)
+    return 1;
+  SHIM_REAL(real, protobuf_c_message_get_packed_size);
+  return real(m) == len; /* nested calls pass through: shim_depth is up */
+}
+
+/* A tree-side entry for m whose answer may be used, or NULL with *reason. */
+static const rdb_entry *lookup_sized(const ProtobufCMessage *m, int api, int *reason) {
+  const rdb_entry *e = lookup_tree(m, api, reason);
+  if (e && !size_trusted(e, m, api == ST_API_PB_SIZE ? e->result : e->resp_len)) {
+    *reason = RDB_FB_MISMATCH;
+    return NULL;
+  }
+  return e;
+}
+
 /* The saved response bytes of e, or NULL if the database is damaged. */
 static const uint8_t *resp_of(const rdb_entry *e) {
   return rp_ptr(e->resp_off, e->resp_len);
@@ -48,7 +69,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   uint64_t t0 = rp_now();
   shim_depth++;
   int reason;
-  const rdb_entry *e = lookup_tree(m, ST_API_PB_PACK, &reason);
+  const rdb_entry *e = lookup_sized(m, ST_API_PB_PACK, &reason);
   const uint8_t *resp = e ? resp_of(e) : NULL;
   rp_ticket tk;
   size_t r;
@@ -75,7 +96,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   uint64_t t0 = rp_now();
   shim_depth++;
   int reason;
-  const rdb_entry *e = lookup_tree(m, ST_API_PB_SIZE, &reason);
+  const rdb_entry *e = lookup_sized(m, ST_API_PB_SIZE, &reason);
   rp_ticket tk;
   size_t r;
   if (e && rp_begin(&tk, e, t0)) {
@@ -100,7 +121,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   uint64_t t0 = rp_now();
   shim_depth++;
   int reason;
-  const rdb_entry *e = lookup_tree(m, ST_API_PB_PACK_BUF, &reason);
+  const rdb_entry *e = lookup_sized(m, ST_API_PB_PACK_BUF, &reason);
   const uint8_t *resp = e ? resp_of(e) : NULL;
   rp_ticket tk;
   size_t r;
