@@ -143,8 +143,10 @@ static int split_kv(char *s, const char *model, const char **keys, const char **
 
 static int find_model(if_model *m, const char *spec, size_t nl, char *err, size_t errcap) {
   if (is_plugin(spec, nl)) {
+    /* only the file the user named: dlopen would look a bare "x.so" up in
+     * LD_LIBRARY_PATH and the system's library directories */
     char path[4096];
-    snprintf(path, sizeof path, "%.*s", (int)nl, spec);
+    snprintf(path, sizeof path, "%s%.*s", memchr(spec, '/', nl) ? "" : "./", (int)nl, spec);
     return load_plugin(m, path, err, errcap);
   }
   for (size_t i = 0; i < NBUILTIN; i++)
