@@ -164,5 +164,6 @@ clean:
 	rm -rf $(B)
 
 include fuzz/fuzz.mk
+include tests/sanitize.mk
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -264,6 +264,7 @@ EOF
 
 t211_jpeg_replay_under_valgrind() {
   command -v valgrind >/dev/null || { echo "no valgrind: skipped"; return 0; }
+  [ -z "${STANDIN_SANITIZER:-}" ] || { echo "valgrind under a sanitizer: skipped"; return 0; }
   corpus
   fs=$(files s_base_420_r1 s_prog_444_r0 t_base_420)
   cmds=("$JD -src stdio $fs" "$JD -src suspend -quant 16 $fs" "$JD -src custom -eoferr $fs"

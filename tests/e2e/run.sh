@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests: preload the shims into real programs and check outcomes
 # (bytes equal, counts equal, errors reported), never timings.
-#   tests/e2e/run.sh [PATTERN]   runs the tests whose name matches PATTERN
+#   tests/e2e/run.sh [PATTERN...]   runs the tests whose name contains a PATTERN
 set -u
 B=${B:-build}
 B=$(cd "$B" && pwd)
@@ -37,7 +37,11 @@ for f in "$(dirname "$0")"/*_tests.sh; do
 done
 
 for t in $(declare -F | awk '{print $3}' | grep -E '^t[0-9]{3}_' | sort); do
-  if [ $# -gt 0 ] && [[ "$t" != *$1* ]]; then continue; fi
+  if [ $# -gt 0 ]; then
+    match=0
+    for p in "$@"; do [[ "$t" == *$p* ]] && match=1; done
+    [ $match = 1 ] || continue
+  fi
   mkdir -p "$T/$t"
   # not inside `if`: set -e must stay in force in the test's subshell
   (cd "$T/$t" && set -e && "$t") >"$T/$t.log" 2>&1

@@ -183,6 +183,7 @@ t511_workload_corpus_is_idempotent() {
 
 t512_workload_programs_are_valgrind_clean() {
   command -v valgrind >/dev/null || { echo "no valgrind: skipped"; return 0; }
+  [ -z "${STANDIN_SANITIZER:-}" ] || { echo "valgrind under a sanitizer: skipped"; return 0; }
   c=$(quick_corpus)
   vg=(valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect,possible)
   "${vg[@]}" "$WL/rpc" -n 200 -t 2 >/dev/null 2>vg1 || fail "rpc: $(cat vg1)"

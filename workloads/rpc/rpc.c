@@ -209,7 +209,8 @@ static void fill_body(const Request *rq, uint64_t h, uint8_t *body, size_t n) {
   size_t copied = 0;
   if (rq->method == WORKLOAD__RPC__METHOD__ECHO) {
     copied = rq->payload.len < n ? rq->payload.len : n;
-    memcpy(body, rq->payload.data, copied);
+    if (copied) /* an empty payload may have no data pointer */
+      memcpy(body, rq->payload.data, copied);
   }
   random_document(&h, body + copied, n - copied);
 }
