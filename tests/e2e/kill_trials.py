@@ -14,10 +14,12 @@ summary, and fails if a trace is unreadable or a tail exceeds the bound.
 import os
 import random
 import signal
-import struct
 import subprocess
 import sys
 import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from tracefmt import varint
 
 # (program: 0 = pbtest, 1 = faults; arguments). "paced" calls every 200 us,
 # so its tail is set by the 100 ms flush period, not by full chunks.
@@ -28,17 +30,6 @@ MODES = [
     (0, ["forkpar", "3", "60000"]),
     (1, ["paced", "200"]),
 ]
-
-
-def varint(buf, pos):
-    v, shift = 0, 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        v |= (b & 0x7F) << shift
-        if b < 0x80:
-            return v, pos
-        shift += 7
 
 
 def start_mono_ns(path):
