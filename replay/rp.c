@@ -174,9 +174,16 @@ __attribute__((constructor)) static void rp_init(void) {
   const char *path = getenv("STANDIN_REPLAY_DB");
   if (!path || !*path)
     return;
+  /* standin replay passes /proc/PID/fd/N: an absolute path to a regular
+   * file (a memfd); anything else did not come from it */
+  if (path[0] != '/') {
+    shim_say("STANDIN_REPLAY_DB=%s is not an absolute path; this process runs without replay",
+             path);
+    return;
+  }
   int fd = open(path, O_RDWR | O_CLOEXEC);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
     shim_say("cannot open the replay database %s; this process runs without replay", path);
     if (fd >= 0)
       close(fd);

@@ -306,7 +306,7 @@ t615_bad_replay_database_is_reported_and_ignored() {
   "$PB" basic 3 >native.out
   head -c 4096 /dev/urandom >junk.db
   mkdir adir
-  for db in /nonexistent/db relative.db "$PWD/junk.db" "$PWD/adir" /proc/self/fd/99; do
+  for db in /nonexistent/db junk.db "$PWD/junk.db" "$PWD/adir" /proc/self/fd/99 /dev/zero; do
     STANDIN_REPLAY_DB=$db LD_PRELOAD="$SHIM_REP" "$PB" basic 3 >out 2>err
     cmp native.out out || fail "$db: output differs"
     expect_eq "$db: lines on stderr" 1 "$(wc -l <err)"
