@@ -131,6 +131,11 @@ t607_exit_from_a_worker_thread() {
 
 # fork while other threads are inside hooks: the child records only itself.
 t608_fork_in_a_threaded_program() {
+  # The sanitizer runtimes of Debian 12 do not lock their allocator around
+  # fork: a program that forks while its own threads allocate hangs now and
+  # then under ASan or TSan, with or without standin (forkmt alone: 3 hangs
+  # in 30 runs under ASan).
+  [ -z "${STANDIN_SANITIZER:-}" ] || { echo "fork with busy threads under a sanitizer: skipped"; return 0; }
   closed_after 0 forkmt 4 5
   grep -q "child exited 0" out
   expect_eq "trace files" 2 "$(ls rec/*.trace | wc -l)"
