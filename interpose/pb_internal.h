@@ -132,6 +132,10 @@ pbw__h128 pbw__hash128_avx2(const void *p, size_t n);
  * shim must not link libprotobuf-c), or NULL while it is not loaded. */
 const char *pbw__empty_string(void);
 
+/* Nonzero: fingerprints interpret every descriptor instead of using the
+ * compiled walk plans (pb_walk.c). Tests set it to compare the two. */
+extern int pbw__plans_off;
+
 /* ---- Schemas (pb_schema.c), read by pb_json.c and pb_descset.c ---------- */
 
 /* Schema record fields are u32 offsets into the blob (names) or indices;

@@ -174,20 +174,27 @@ static void walk_bytes(walk_ctx *c, const ProtobufCBinaryData *bd) {
   fp_blob(c, bd->data, n);
 }
 
-/* Number and value of a written scalar field, in one reservation. */
-static inline void walk_scalar(walk_ctx *c, uint32_t id, ProtobufCType t, const void *p) {
+/* Value shapes of scalar fields (and WK_OTHER: strings, bytes, messages). */
+enum { WK_S4, WK_S8, WK_BOOL, WK_OTHER };
+
+static int wop_kind(ProtobufCType t) {
+  if (t == PROTOBUF_C_TYPE_BOOL)
+    return WK_BOOL;
+  if (t >= PROTOBUF_C_TYPE_STRING)
+    return WK_OTHER;
+  return pbw__elt_size(t) == 8 ? WK_S8 : WK_S4;
+}
+
+/* Number and value of a written scalar field of shape kind, in one
+ * reservation. */
+static inline void walk_scalar(walk_ctx *c, uint32_t id, int kind, const void *p) {
   uint8_t *w;
-  switch (t) {
-  case PROTOBUF_C_TYPE_INT64:
-  case PROTOBUF_C_TYPE_SINT64:
-  case PROTOBUF_C_TYPE_SFIXED64:
-  case PROTOBUF_C_TYPE_UINT64:
-  case PROTOBUF_C_TYPE_FIXED64:
-  case PROTOBUF_C_TYPE_DOUBLE:
+  switch (kind) {
+  case WK_S8:
     w = fp_room(c, 12);
     memcpy(w + 4, p, 8);
     break;
-  case PROTOBUF_C_TYPE_BOOL:
+  case WK_BOOL:
     w = fp_room(c, 8);
     pbw__st32(w + 4, pbw__ld32(p) != 0); /* pack writes 0 or 1 */
     break;
@@ -281,7 +288,7 @@ static int walk_fields(walk_ctx *c, const ProtobufCMessageDescriptor *d, const c
       continue;
     c->st.fields++;
     if (f->type < PROTOBUF_C_TYPE_STRING) {
-      walk_scalar(c, f->id, f->type, base + f->offset);
+      walk_scalar(c, f->id, wop_kind(f->type), base + f->offset);
       continue;
     }
     fp_u32(c, f->id);
@@ -291,15 +298,202 @@ static int walk_fields(walk_ctx *c, const ProtobufCMessageDescriptor *d, const c
   return PBW_OK;
 }
 
+/* ---- Walk plans ----------------------------------------------------------
+ *
+ * Interpreting a descriptor costs about 37 instructions a field on every
+ * call: label, flags and type decide presence and the shape of the value
+ * again and again. A plan decides them once per message type: one op per
+ * field, its presence rule and value kind resolved. Plans are immutable
+ * once published, live in a static arena (no allocation, ever) and are found
+ * by descriptor address in a lock-free table. When the arena or the table is
+ * full, or plans are switched off, walk_fields interprets the descriptor:
+ * both produce the same stream (test_pb_walk checks every tree both ways). */
+
+enum {                /* wop.pres: when pack writes the field */
+  WP_ALWAYS,          /* required */
+  WP_HAS,             /* optional scalar or bytes: has_ flag */
+  WP_PTR,             /* optional string or message: non-NULL, not default */
+  WP_ONEOF,           /* oneof member: case equals the field number */
+  WP_ONEOF_PTR,       /* oneof string or message: and pointer written */
+  WP_ZERO,            /* proto3 without presence: not zeroish */
+  WP_REPEATED         /* repeated: count > 0 (walk_repeated) */
+};
+
+typedef struct {
+  uint32_t id;
+  uint8_t pres, kind;
+  uint16_t unused;
+  uint32_t off, qoff;
+  const ProtobufCFieldDescriptor *f;
+} wop;
+
+typedef struct {
+  uint32_t n_ops;
+  uint32_t words;    /* (n_fields + 31) / 32 */
+  size_t name_len;   /* strlen of the type's full name */
+  wop ops[];
+} wplan;
+
+#define PLAN_SLOTS 1024            /* message types a process can plan */
+#define PLAN_ARENA (512u * 1024u)  /* bytes for all plans */
+
+static const ProtobufCMessageDescriptor *plan_keys[PLAN_SLOTS];
+static const wplan *plan_vals[PLAN_SLOTS];
+static _Alignas(16) unsigned char plan_arena[PLAN_ARENA];
+static size_t plan_used;
+int pbw__plans_off;
+
+static unsigned plan_slot(const ProtobufCMessageDescriptor *d) {
+  uint64_t h = (uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ull;
+  return (unsigned)(h >> 54); /* 10 bits: PLAN_SLOTS */
+}
+
+static int wop_pres(const ProtobufCFieldDescriptor *f) {
+  int ptr_type = f->type == PROTOBUF_C_TYPE_STRING || f->type == PROTOBUF_C_TYPE_MESSAGE;
+  if (f->label == PROTOBUF_C_LABEL_REPEATED)
+    return WP_REPEATED;
+  if (f->label == PROTOBUF_C_LABEL_REQUIRED)
+    return WP_ALWAYS;
+  if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+    return ptr_type ? WP_ONEOF_PTR : WP_ONEOF;
+  if (f->label == PROTOBUF_C_LABEL_OPTIONAL)
+    return ptr_type ? WP_PTR : WP_HAS;
+  return WP_ZERO;
+}
+
+static const wplan *plan_build(const ProtobufCMessageDescriptor *d) {
+  size_t need = sizeof(wplan) + (size_t)d->n_fields * sizeof(wop);
+  need = (need + 15) & ~(size_t)15;
+  size_t at = __atomic_fetch_add(&plan_used, need, __ATOMIC_RELAXED);
+  if (at > PLAN_ARENA || need > PLAN_ARENA - at)
+    return NULL; /* arena full: this type stays interpreted */
+  wplan *p = (wplan *)(plan_arena + at);
+  p->n_ops = d->n_fields;
+  p->words = (d->n_fields + 31) / 32;
+  p->name_len = d->name ? strlen(d->name) : 0;
+  for (unsigned i = 0; i < d->n_fields; i++) {
+    const ProtobufCFieldDescriptor *f = &d->fields[i];
+    p->ops[i] = (wop){.id = f->id,
+                      .pres = (uint8_t)wop_pres(f),
+                      .kind = (uint8_t)wop_kind(f->type),
+                      .off = f->offset,
+                      .qoff = f->quantifier_offset,
+                      .f = f};
+  }
+  return p;
+}
+
+/* The plan of d, built on first sight; NULL when none can be had. Threads
+ * that race on a new type may both build one; the first to claim the slot
+ * publishes it, the others' copies are wasted arena bytes. */
+static __attribute__((noinline)) const wplan *plan_find(const ProtobufCMessageDescriptor *d) {
+  if (pbw__plans_off)
+    return NULL;
+  unsigned s = plan_slot(d);
+  for (unsigned probe = 0; probe < 8; probe++, s = (s + 1) % PLAN_SLOTS) {
+    const ProtobufCMessageDescriptor *k = __atomic_load_n(&plan_keys[s], __ATOMIC_ACQUIRE);
+    if (k == d) {
+      const wplan *p = __atomic_load_n(&plan_vals[s], __ATOMIC_ACQUIRE);
+      if (p != NULL)
+        return p;
+      return plan_build(d); /* another thread is publishing it */
+    }
+    if (k != NULL)
+      continue;
+    const wplan *p = plan_build(d);
+    if (p == NULL)
+      return NULL;
+    const ProtobufCMessageDescriptor *expect = NULL;
+    if (__atomic_compare_exchange_n(&plan_keys[s], &expect, d, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      __atomic_store_n(&plan_vals[s], p, __ATOMIC_RELEASE);
+      return p;
+    }
+    if (expect == d)
+      return p; /* same type published meanwhile: ours is as good */
+  }
+  return NULL; /* neighbourhood full: interpret */
+}
+
+/* The common case, a published plan in its home slot, without a call. */
+static inline const wplan *plan_of(const ProtobufCMessageDescriptor *d) {
+  unsigned s = plan_slot(d);
+  if (__atomic_load_n(&plan_keys[s], __ATOMIC_ACQUIRE) == d && !pbw__plans_off) {
+    const wplan *p = __atomic_load_n(&plan_vals[s], __ATOMIC_ACQUIRE);
+    if (p != NULL)
+      return p;
+  }
+  return plan_find(d);
+}
+
+/* walk_fields with the decisions taken from the plan. */
+static int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned depth) {
+  const wop *o = p->ops, *end = o + p->n_ops;
+  for (; o < end; o++) {
+    const char *mem = base + o->off;
+    int rc;
+    switch (o->pres) {
+    case WP_ALWAYS: break;
+    case WP_HAS:
+      if (pbw__ld32(base + o->qoff) == 0)
+        continue;
+      break;
+    case WP_PTR: {
+      const void *v = pbw__ldptr(mem);
+      if (v == NULL || v == o->f->default_value)
+        continue;
+      break;
+    }
+    case WP_ONEOF:
+      if (pbw__ld32(base + o->qoff) != o->id)
+        continue;
+      break;
+    case WP_ONEOF_PTR:
+      if (pbw__ld32(base + o->qoff) != o->id || !pbw__ptr_written(o->f, mem))
+        continue;
+      break;
+    case WP_ZERO:
+      if (pbw__zeroish(o->f, mem))
+        continue;
+      break;
+    default:
+      if (pbw__ldsize(base + o->qoff) == 0)
+        continue;
+      if ((rc = walk_repeated(c, o->f, base, depth)) != PBW_OK)
+        return rc;
+      continue;
+    }
+    c->st.fields++;
+    if (o->kind != WK_OTHER) {
+      walk_scalar(c, o->id, o->kind, mem);
+      continue;
+    }
+    fp_u32(c, o->id);
+    if ((rc = walk_value(c, o->f->type, mem, depth)) != PBW_OK)
+      return rc;
+  }
+  return PBW_OK;
+}
+
 /* A NULL message (a required or repeated slot) is packed as an empty one. */
+static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned depth,
+                            const wplan *p);
+
 static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth) {
+  return walk_msg_planned(c, m, depth, m ? plan_of(m->descriptor) : NULL);
+}
+
+/* walk_msg for m whose plan, or NULL, the caller looked up. */
+static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned depth,
+                            const wplan *p) {
   if (depth > PBW_MAX_DEPTH)
     return PBW_E_DEPTH;
   if (depth > c->st.max_depth)
     c->st.max_depth = depth;
   if (m != NULL) {
-    c->st.field_words += (m->descriptor->n_fields + 31) / 32;
-    int rc = walk_fields(c, m->descriptor, (const char *)m, depth);
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    c->st.field_words += p ? p->words : (d->n_fields + 31) / 32;
+    int rc = p ? walk_ops(c, p, (const char *)m, depth) : walk_fields(c, d, (const char *)m, depth);
     if (rc != PBW_OK)
       return rc;
     walk_unknown(c, m);
@@ -314,8 +508,9 @@ static int walk_tree(walk_ctx *c, const ProtobufCMessage *m) {
   if (m == NULL || m->descriptor == NULL)
     return PBW_E_UNSUPPORTED;
   const char *name = m->descriptor->name ? m->descriptor->name : "";
-  fp_blob(c, name, strlen(name));
-  return walk_msg(c, m, 1);
+  const wplan *p = plan_of(m->descriptor);
+  fp_blob(c, name, p ? p->name_len : strlen(name));
+  return walk_msg_planned(c, m, 1, p);
 }
 
 int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *st) {

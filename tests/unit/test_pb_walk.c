@@ -4,6 +4,7 @@
  *
  * Run under valgrind too:
  *   CK_FORK=no valgrind --error-exitcode=1 --leak-check=full ./build/tests/test_pb_walk */
+#include "pb_internal.h"
 #include "pb_walk.h"
 #include "pbw_chain.pb-c.h"
 #include "pbw_descset.pb-c.h"
@@ -56,9 +57,7 @@ static void assert_packs_to(const ProtobufCMessage *m, buf want) {
   free(got.p);
 }
 
-static void fingerprint(const ProtobufCMessage *m, uint8_t fp[16]) {
-  ck_assert_int_eq(pbw_fingerprint_tree(m, fp, NULL), PBW_OK);
-}
+
 
 static void assert_stats_eq(const pbw_stats *a, const pbw_stats *b) {
   ck_assert_uint_eq(a->fields, b->fields);
@@ -66,6 +65,20 @@ static void assert_stats_eq(const pbw_stats *a, const pbw_stats *b) {
   ck_assert_uint_eq(a->max_depth, b->max_depth);
   ck_assert_uint_eq(a->repeated, b->repeated);
   ck_assert_uint_eq(a->var_bytes, b->var_bytes);
+}
+
+/* Every fingerprint a test takes is taken twice: with the compiled walk
+ * plans and with the interpreted descriptor walk, which must agree. */
+static void fingerprint(const ProtobufCMessage *m, uint8_t fp[16]) {
+  uint8_t slow[16];
+  pbw_stats a, b;
+  ck_assert_int_eq(pbw_fingerprint_tree(m, fp, &a), PBW_OK);
+  pbw__plans_off = 1;
+  ck_assert_int_eq(pbw_fingerprint_tree(m, slow, &b), PBW_OK);
+  pbw__plans_off = 0;
+  ck_assert_int_eq(memcmp(fp, slow, 16), 0);
+  ck_assert_uint_eq(a.field_words, b.field_words);
+  assert_stats_eq(&a, &b);
 }
 
 /* Image of m rebuilt with malloc; the caller frees it with free(). */
@@ -841,6 +854,33 @@ START_TEST(test_image_structural_checks) {
 END_TEST
 
 /* ---- Fingerprints ---------------------------------------------------------------- */
+
+/* Fingerprints are stored in traces: a change to the hashed stream would
+ * make every recorded pack request miss at replay. This pins the stream. */
+START_TEST(test_fp_golden_value) {
+  Standin__Test__Tree t = STANDIN__TEST__TREE__INIT;
+  Standin__Test__Branch br = STANDIN__TEST__BRANCH__INIT, *brp = &br;
+  Standin__Test__Leaf lf = STANDIN__TEST__LEAF__INIT, *lfp = &lf;
+  t.title = "golden";
+  br.id = -42, br.n_leaves = 1, br.leaves = &lfp;
+  lf.name = "leaf1";
+  int32_t vals[3] = {1, -2, 300};
+  lf.n_values = 3, lf.values = vals, lf.has_weight = 1, lf.weight = 2.25;
+  t.n_branches = 1, t.branches = &brp, t.has_flag = 1, t.flag = 0;
+  t.payload_case = STANDIN__TEST__TREE__PAYLOAD_NUMBER, t.number = 7;
+  uint8_t blob[600];
+  for (int i = 0; i < 600; i++)
+    blob[i] = (uint8_t)(i * 131 + 7);
+  ProtobufCBinaryData chunks[2] = {{600, blob}, {5, blob}};
+  t.n_chunks = 2, t.chunks = chunks;
+  uint8_t fp[16];
+  char hex[33];
+  fingerprint(&t.base, fp);
+  for (int i = 0; i < 16; i++)
+    snprintf(hex + 2 * i, 3, "%02x", fp[i]);
+  ck_assert_str_eq(hex, "1d56a2e243887fb1ebcbe1a1790f52a7");
+}
+END_TEST
 
 START_TEST(test_fp_equal_trees_give_equal_fingerprints) {
   tree_store a, b;
@@ -2133,6 +2173,7 @@ int main(void) {
   tcase_add_test(bad, test_image_resealed_damage_never_escapes_the_block);
   tcase_add_test(bad, test_image_structural_checks);
   tcase_add_test(fp, test_fp_equal_trees_give_equal_fingerprints);
+  tcase_add_test(fp, test_fp_golden_value);
   tcase_add_test(fp, test_fp_any_single_change_changes_fingerprint);
   tcase_add_test(fp, test_fp_long_streams_depend_on_every_chunk);
   tcase_add_test(fp, test_fp_follows_what_pack_writes);
