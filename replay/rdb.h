@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 1
+#define RDB_VERSION 2
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -84,6 +84,8 @@ enum {
   RDB_C_HARNESS_NS,
   RDB_C_SOFTWARE_NS, /* time of real calls (kept in software or misses) */
   RDB_C_PROCESSES,
+  RDB_C_REPAID_NS, /* overrun paid back from later calls' slack (catch-up) */
+  RDB_C_DEBT_MAX,  /* largest unpaid overrun of a thread, creators' included */
   RDB_C_SPIN_ERR0, /* + bin: how late the spin loop saw the deadline */
   RDB_NCOUNTERS = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS
 };
@@ -133,7 +135,8 @@ typedef struct {
   uint64_t size;    /* bytes of the whole mapping */
   uint64_t nentries, entries_off;
   uint64_t nslots, slots_off; /* open addressing: u32 entry index + 1 */
-  uint32_t naccel, pad;
+  uint32_t naccel;
+  uint32_t catch_up; /* 1: pay overruns back from later calls' slack */
   uint64_t accel_off;
   uint64_t stats_off;
   uint64_t trace_start_ns; /* earliest recorded process start */

@@ -33,12 +33,17 @@ typedef struct local {
   uint64_t a[RDB_MAX_ACCEL][RDB_A_N];
   uint32_t pending; /* calls counted since the last flush */
   uint32_t dirty;
+  /* Harness overrun this thread has not paid back yet, starting from what
+   * its creator owed when it was created: the run is late by that much on
+   * this thread's path (see rp_finish). */
+  uint64_t debt;
   struct local *next;
 } local;
 
 static _Atomic(local *) locals;
 static pthread_key_t local_key;
 static SHIM_TLS local *me;
+static SHIM_TLS uint64_t inherited_debt; /* set by tramp_main */
 
 static local *local_self(void) {
   if (SHIM_LIKELY(me != NULL))
@@ -46,6 +51,7 @@ static local *local_self(void) {
   local *l = calloc(1, sizeof *l);
   if (!l)
     return NULL;
+  l->debt = inherited_debt;
   local *head = atomic_load(&locals);
   do
     l->next = head;
@@ -55,9 +61,19 @@ static local *local_self(void) {
   return l;
 }
 
+/* stats->c[RDB_C_DEBT_MAX] = max(itself, v) */
+static void debt_publish(uint64_t v) {
+  _Atomic uint64_t *m = &stats->c[RDB_C_DEBT_MAX];
+  uint64_t cur = atomic_load_explicit(m, memory_order_relaxed);
+  while (v > cur && !atomic_compare_exchange_weak_explicit(m, &cur, v, memory_order_relaxed,
+                                                          memory_order_relaxed))
+    ;
+}
+
 static void flush(local *l) {
   if (!l->dirty)
     return;
+  debt_publish(l->debt);
   for (int i = 0; i < RDB_NCOUNTERS; i++)
     if (l->c[i]) {
       atomic_fetch_add_explicit(&stats->c[i], l->c[i], memory_order_relaxed);
@@ -97,6 +113,36 @@ static inline void call_done(void) {
   local *l = me;
   if (l && ++l->pending >= FLUSH_EVERY)
     flush(l);
+}
+
+/* New threads start owing what their creator owes: work the creator did
+ * late (a client encoding requests before it starts its workers, say)
+ * delays everything the workers do after. */
+struct tramp {
+  void *(*fn)(void *);
+  void *arg;
+  uint64_t debt;
+};
+
+static void *tramp_main(void *p) {
+  struct tramp t = *(struct tramp *)p;
+  free(p);
+  inherited_debt = t.debt;
+  return t.fn(t.arg);
+}
+
+SHIM_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+                               void *arg) {
+  SHIM_REAL(real, pthread_create);
+  uint64_t debt = me ? me->debt : inherited_debt;
+  struct tramp *t = debt && db ? malloc(sizeof *t) : NULL;
+  if (!t)
+    return real(th, attr, fn, arg);
+  *t = (struct tramp){fn, arg, debt};
+  int rc = real(th, attr, tramp_main, t);
+  if (rc != 0)
+    free(t);
+  return rc;
 }
 
 static void thread_gone(void *p) {
@@ -324,11 +370,20 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
     return 0;
   }
   rdb_accel *a = &accels[s->accel];
-  uint64_t arrive = t0 + s->link_in_ns;
+  /* Catch-up: a thread that owes harness time issues the request at the
+   * time it would have had without that harness time (never before the
+   * start of the clock), so its later calls' slack absorbs the debt while
+   * its requests stay in order on the shared timeline. */
+  local *l = me;
+  uint64_t v0 = t0;
+  t->debt = l ? l->debt : 0;
+  if (t->debt && hdr->catch_up)
+    v0 = t0 > t->debt ? t0 - t->debt : 0;
+  uint64_t arrive = v0 + s->link_in_ns;
   uint64_t start = reserve(a, arrive, s->service_ns);
   t->deadline = start + s->service_ns + s->link_out_ns;
   account_accel((uint32_t)s->accel, s, start - arrive);
-  ADD(RDB_C_PREDICTED_NS, t->deadline - t0);
+  ADD(RDB_C_PREDICTED_NS, t->deadline - v0);
   ADD(RDB_C_RECORDED_NS, s->recorded_ns);
   return 1;
 }
@@ -337,9 +392,24 @@ void rp_finish(rp_ticket *t) {
   uint64_t now = rp_now();
   ADD(RDB_C_REPLAYED, 1);
   ADD(RDB_C_HARNESS_NS, now - t->t0);
-  if (now > t->deadline) {
+  /* Without catch-up the deadline is where it always was; with it, it was
+   * moved earlier by what the thread owed (rp_begin). Either way the
+   * thread's debt afterwards is how late it is against the deadline, and
+   * overrun (this call's own) + what it owed = repaid + what it owes now. */
+  local *l = me;
+  uint64_t plain = hdr->catch_up ? t->deadline + t->debt : t->deadline;
+  uint64_t over = now > plain ? now - plain : 0;
+  uint64_t owed = hdr->catch_up ? (now > t->deadline ? now - t->deadline : 0) : t->debt + over;
+  if (l) {
+    l->debt = owed;
+    if (t->debt + over > owed)
+      ADD(RDB_C_REPAID_NS, t->debt + over - owed);
+  }
+  if (over) {
     ADD(RDB_C_OVERRUNS, 1);
-    ADD(RDB_C_OVERRUN_NS, now - t->deadline);
+    ADD(RDB_C_OVERRUN_NS, over);
+  }
+  if (now >= t->deadline) {
     call_done();
     return;
   }

@@ -17,6 +17,7 @@ typedef struct {
   const rdb_entry *e;
   const rdb_sample *s;
   uint64_t t0, deadline;
+  uint64_t debt; /* what the thread owed at entry (catch-up, rp.c) */
 } rp_ticket;
 
 /* The replay clock in ns (CLOCK_MONOTONIC scale): the calibrated TSC when
