@@ -122,6 +122,7 @@ check: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(PROG_BIN)
 	@$(MAKE) --no-print-directory unit e2e
 	@$(MAKE) --no-print-directory fuzz-check
+	@$(MAKE) --no-print-directory check-sanitize
 
 demo: deps
 	@$(MAKE) --no-print-directory all $(PROG_BIN)

@@ -1,5 +1,5 @@
 # tests/sanitize.mk — the tests again under the sanitizers (included by the
-# top-level Makefile; run by .ci/run after make check).
+# top-level Makefile; the last step of make check, which .ci/run runs).
 #
 #   make check-sanitize   unit and end-to-end tests with everything (the
 #                         command, both shims, the test programs) built with
