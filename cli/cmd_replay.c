@@ -124,15 +124,18 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
   char a[32], b[32], c[32], d[32], e[32], g[32];
   fprintf(stderr,
           "standin: replay: %llu calls, %llu replayed, %llu kept in software, %llu fallback; "
-          "predicted %s (recorded %s); %llu overruns (%s, %s paid back); wall %s, %s without "
-          "the unpaid harness time\n",
+          "predicted %s (recorded %s); %llu overruns (%s",
           C(s, RDB_C_INTERCEPTED), C(s, RDB_C_REPLAYED), C(s, RDB_C_SOFTWARE), C(s, RDB_C_FALLBACK),
           cli_fmt_ns(a, sizeof a, (double)C(s, RDB_C_PREDICTED_NS)),
           cli_fmt_ns(b, sizeof b, (double)C(s, RDB_C_RECORDED_NS)), C(s, RDB_C_OVERRUNS),
-          cli_fmt_ns(c, sizeof c, (double)C(s, RDB_C_OVERRUN_NS)),
-          cli_fmt_ns(e, sizeof e, (double)C(s, RDB_C_REPAID_NS)),
-          cli_fmt_ns(d, sizeof d, (double)wall),
-          cli_fmt_ns(g, sizeof g, (double)wall_adjusted(s, wall)));
+          cli_fmt_ns(c, sizeof c, (double)C(s, RDB_C_OVERRUN_NS)));
+  if (C(s, RDB_C_REPAID_NS))
+    fprintf(stderr, ", %s paid back", cli_fmt_ns(e, sizeof e, (double)C(s, RDB_C_REPAID_NS)));
+  fprintf(stderr, "); wall %s", cli_fmt_ns(d, sizeof d, (double)wall));
+  if (C(s, RDB_C_DEBT_MAX))
+    fprintf(stderr, ", %s less the harness time left unpaid",
+            cli_fmt_ns(g, sizeof g, (double)wall_adjusted(s, wall)));
+  fputc('\n', stderr);
   if (C(s, RDB_C_FALLBACK)) {
     fprintf(stderr, "standin: replay: fallback reasons:");
     for (int i = 0; i < RDB_FB_NREASONS; i++)
