@@ -308,11 +308,10 @@ int cmd_replay(int argc, char **argv) {
   }
   const char *shim = cli_runtime_lib("libstandin-replay.so");
   rdb_built b;
-  if (!shim || rdb_build(o.dir, &o.plan, o.on_miss, &b) != 0) {
+  if (!shim || rdb_build(o.dir, &o.plan, o.on_miss, !o.no_catch_up, &b) != 0) {
     plan_free(&o.plan);
     return 1;
   }
-  ((rdb_header *)b.base)->catch_up = !o.no_catch_up;
   warn_other_program(o.dir, path);
   const char *old = getenv("LD_PRELOAD");
   char preload[PATH_MAX * 2], dbpath[64], env1[PATH_MAX * 2 + 16], env2[96];

@@ -351,7 +351,7 @@ static uint64_t al8(uint64_t x) {
   return (x + 7) & ~7ull;
 }
 
-static int layout(builder *b, const plan *p, int on_miss, rdb_built *out) {
+static int layout(builder *b, const plan *p, int on_miss, int catch_up, rdb_built *out) {
   uint64_t nslots = 16;
   while (nslots < b->n * 2)
     nslots *= 2;
@@ -390,6 +390,7 @@ static int layout(builder *b, const plan *p, int on_miss, rdb_built *out) {
   }
   rdb_header *h = (rdb_header *)m;
   *h = (rdb_header){.magic = RDB_MAGIC, .version = RDB_VERSION, .on_miss = (uint32_t)on_miss,
+                    .catch_up = catch_up != 0,
                     .size = size, .nentries = b->n, .entries_off = entries_off,
                     .nslots = nslots, .slots_off = slots_off, .naccel = (uint32_t)p->naccel,
                     .accel_off = accel_off, .stats_off = stats_off, .trace_start_ns = b->start_ns};
@@ -475,14 +476,14 @@ static int scan_dir(const char *dir, builder *b) {
   return rc;
 }
 
-int rdb_build(const char *dir, const plan *p, int on_miss, rdb_built *out) {
+int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, rdb_built *out) {
   builder b = {.plan = p, .out = out};
   memset(out, 0, sizeof *out);
   out->fd = -1;
   int rc = scan_dir(dir, &b);
   if (rc == 0) {
     verify_sizes(&b);
-    rc = layout(&b, p, on_miss, out);
+    rc = layout(&b, p, on_miss, catch_up, out);
   }
   out->files = b.files;
   out->calls_unusable = b.unusable;

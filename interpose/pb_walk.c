@@ -306,7 +306,8 @@ static int walk_fields(walk_ctx *c, const ProtobufCMessageDescriptor *d, const c
  * field, its presence rule and value kind resolved. Plans are immutable
  * once published, live in a static arena (no allocation, ever) and are found
  * by descriptor address in a lock-free table. When the arena or the table is
- * full, or plans are switched off, walk_fields interprets the descriptor:
+ * full, while another thread is publishing the plan, or when plans are
+ * switched off, walk_fields interprets the descriptor:
  * both produce the same stream (test_pb_walk checks every tree both ways). */
 
 enum {                /* wop.pres: when pack writes the field */
@@ -328,9 +329,8 @@ typedef struct {
 } wop;
 
 typedef struct {
-  uint32_t n_ops;
-  uint32_t words;    /* (n_fields + 31) / 32 */
-  size_t name_len;   /* strlen of the type's full name */
+  size_t n_ops;
+  size_t name_len; /* strlen of the type's full name */
   wop ops[];
 } wplan;
 
@@ -369,7 +369,6 @@ static const wplan *plan_build(const ProtobufCMessageDescriptor *d) {
     return NULL; /* arena full: this type stays interpreted */
   wplan *p = (wplan *)(plan_arena + at);
   p->n_ops = d->n_fields;
-  p->words = (d->n_fields + 31) / 32;
   p->name_len = d->name ? strlen(d->name) : 0;
   for (unsigned i = 0; i < d->n_fields; i++) {
     const ProtobufCFieldDescriptor *f = &d->fields[i];
@@ -392,12 +391,8 @@ static __attribute__((noinline)) const wplan *plan_find(const ProtobufCMessageDe
   unsigned s = plan_slot(d);
   for (unsigned probe = 0; probe < 8; probe++, s = (s + 1) % PLAN_SLOTS) {
     const ProtobufCMessageDescriptor *k = __atomic_load_n(&plan_keys[s], __ATOMIC_ACQUIRE);
-    if (k == d) {
-      const wplan *p = __atomic_load_n(&plan_vals[s], __ATOMIC_ACQUIRE);
-      if (p != NULL)
-        return p;
-      return plan_build(d); /* another thread is publishing it */
-    }
+    if (k == d) /* published, or another thread is publishing it */
+      return __atomic_load_n(&plan_vals[s], __ATOMIC_ACQUIRE);
     if (k != NULL)
       continue;
     const wplan *p = plan_build(d);
@@ -456,9 +451,7 @@ static int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned dept
       if (pbw__zeroish(o->f, mem))
         continue;
       break;
-    default:
-      if (pbw__ldsize(base + o->qoff) == 0)
-        continue;
+    default: /* WP_REPEATED */
       if ((rc = walk_repeated(c, o->f, base, depth)) != PBW_OK)
         return rc;
       continue;
@@ -475,7 +468,6 @@ static int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned dept
   return PBW_OK;
 }
 
-/* A NULL message (a required or repeated slot) is packed as an empty one. */
 static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned depth,
                             const wplan *p);
 
@@ -483,7 +475,8 @@ static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth) {
   return walk_msg_planned(c, m, depth, m ? plan_of(m->descriptor) : NULL);
 }
 
-/* walk_msg for m whose plan, or NULL, the caller looked up. */
+/* walk_msg for m whose plan, or NULL, the caller looked up. A NULL message
+ * (a required or repeated slot) is packed as an empty one. */
 static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned depth,
                             const wplan *p) {
   if (depth > PBW_MAX_DEPTH)
@@ -492,7 +485,7 @@ static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned dep
     c->st.max_depth = depth;
   if (m != NULL) {
     const ProtobufCMessageDescriptor *d = m->descriptor;
-    c->st.field_words += p ? p->words : (d->n_fields + 31) / 32;
+    c->st.field_words += (d->n_fields + 31) / 32;
     int rc = p ? walk_ops(c, p, (const char *)m, depth) : walk_fields(c, d, (const char *)m, depth);
     if (rc != PBW_OK)
       return rc;

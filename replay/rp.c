@@ -375,10 +375,9 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
    * start of the clock), so its later calls' slack absorbs the debt while
    * its requests stay in order on the shared timeline. */
   local *l = me;
-  uint64_t v0 = t0;
   t->debt = l ? l->debt : 0;
-  if (t->debt && hdr->catch_up)
-    v0 = t0 > t->debt ? t0 - t->debt : 0;
+  t->shift = hdr->catch_up ? (t0 > t->debt ? t->debt : t0) : 0;
+  uint64_t v0 = t0 - t->shift;
   uint64_t arrive = v0 + s->link_in_ns;
   uint64_t start = reserve(a, arrive, s->service_ns);
   t->deadline = start + s->service_ns + s->link_out_ns;
@@ -392,12 +391,11 @@ void rp_finish(rp_ticket *t) {
   uint64_t now = rp_now();
   ADD(RDB_C_REPLAYED, 1);
   ADD(RDB_C_HARNESS_NS, now - t->t0);
-  /* Without catch-up the deadline is where it always was; with it, it was
-   * moved earlier by what the thread owed (rp_begin). Either way the
-   * thread's debt afterwards is how late it is against the deadline, and
+  /* With catch-up the deadline was moved earlier by what the thread owed
+   * (rp_begin); without, shift is 0 and the debt only grows. Either way
    * overrun (this call's own) + what it owed = repaid + what it owes now. */
   local *l = me;
-  uint64_t plain = hdr->catch_up ? t->deadline + t->debt : t->deadline;
+  uint64_t plain = t->deadline + t->shift;
   uint64_t over = now > plain ? now - plain : 0;
   uint64_t owed = hdr->catch_up ? (now > t->deadline ? now - t->deadline : 0) : t->debt + over;
   if (l) {

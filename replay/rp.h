@@ -17,7 +17,8 @@ typedef struct {
   const rdb_entry *e;
   const rdb_sample *s;
   uint64_t t0, deadline;
-  uint64_t debt; /* what the thread owed at entry (catch-up, rp.c) */
+  uint64_t debt;  /* what the thread owed at entry (catch-up, rp.c) */
+  uint64_t shift; /* how much earlier than t0 the request was issued */
 } rp_ticket;
 
 /* The replay clock in ns (CLOCK_MONOTONIC scale): the calibrated TSC when
