@@ -30,7 +30,7 @@ for f in 0160x0120_444_base_q90 0333x0251_420_base_q70 0640x0480_420_base_q85; d
   mn=$(printf '%s\n' "${nat[@]}" | median)
   mr=$(printf '%s\n' "${rec[@]}" | median)
   row "record jpeg decode ${f%%_*}: ns added per decode" \
-    "+$(awk -v a="$mr" -v b="$mn" -v n=$passes 'BEGIN{printf "%.0f", (a-b)/n}')" \
+    "$(awk -v a="$mr" -v b="$mn" -v n=$passes 'BEGIN{printf "%+.0f", (a-b)/n}')" \
     "native $(awk -v a="$mn" -v n=$passes 'BEGIN{printf "%.0f", a/n}') ns per decode (whole program / passes)" \
     "\`standin record -- thumbnailer -r $passes $f.jpg\`, wall"
 done
