@@ -31,6 +31,7 @@
  * result. */
 #include "pb_internal.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -701,11 +702,68 @@ const char *pbw_image_type_name(const void *img, size_t len) {
   return type_name(&v, 0);
 }
 
-int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
-                          ProtobufCAllocator *alloc, ProtobufCMessage **out) {
+/* Bound type tables that memos point to: immutable once published, kept
+ * for the life of the process (one per distinct root and type table, so
+ * few), found by a walk of a lock-free list. */
+typedef struct bound_tab {
+  const ProtobufCMessageDescriptor *root;
+  uint64_t key;
+  uint32_t n;
+  struct bound_tab *next;
+  const ProtobufCMessageDescriptor *tab[];
+} bound_tab;
+
+static _Atomic(bound_tab *) bound_tabs;
+
+static const ProtobufCMessageDescriptor *const *
+publish_tab(const ProtobufCMessageDescriptor *root, uint64_t key, uint32_t n,
+            const ProtobufCMessageDescriptor *const *tab) {
+  for (bound_tab *t = atomic_load_explicit(&bound_tabs, memory_order_acquire); t; t = t->next)
+    if (t->root == root && t->key == key && t->n == n)
+      return t->tab;
+  bound_tab *t = malloc(sizeof *t + (size_t)n * sizeof t->tab[0]);
+  if (t == NULL)
+    return NULL;
+  t->root = root;
+  t->key = key;
+  t->n = n;
+  memcpy(t->tab, tab, (size_t)n * sizeof t->tab[0]);
+  bound_tab *head = atomic_load_explicit(&bound_tabs, memory_order_relaxed);
+  do
+    t->next = head;
+  while (!atomic_compare_exchange_weak_explicit(&bound_tabs, &head, t, memory_order_release,
+                                                memory_order_relaxed));
+  return t->tab;
+}
+
+/* The one allocation, the copy and the fix-ups, for a checked image. */
+static int build_tree(const img_view *v, const binder *b, ProtobufCAllocator *alloc,
+                      ProtobufCMessage **out) {
+  uint8_t *blk = alloc ? alloc->alloc(alloc->allocator_data, v->block_size) : malloc(v->block_size);
+  if (blk == NULL)
+    return PBW_E_NOMEM;
+  memcpy(blk, v->blk, v->block_size);
+  apply_fixups(b, blk);
+  *out = (ProtobufCMessage *)blk;
+  return PBW_OK;
+}
+
+int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                               ProtobufCAllocator *alloc, ProtobufCMessage **out,
+                               pbw_image_memo *memo) {
   img_view v;
   binder b;
   *out = NULL;
+  if (memo != NULL && d != NULL &&
+      atomic_load_explicit(&memo->root, memory_order_acquire) == d && memo->img == img &&
+      memo->len == len) {
+    /* checked before and unchanged since (the caller's promise): the
+     * header alone places the parts */
+    if (view_open(&v, img, len) != PBW_OK)
+      return PBW_E_BADIMAGE;
+    b = (binder){&v, d, memo->tab};
+    return build_tree(&v, &b, alloc, out);
+  }
   int rc = view_open(&v, img, len);
   if (rc == PBW_OK && pbw__ld64(v.img + 8) != pbw__hash64(v.img + 16, len - 16))
     rc = PBW_E_BADIMAGE;
@@ -715,11 +773,20 @@ int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDes
     rc = check_fixups(&b);
   if (rc != PBW_OK)
     return rc;
-  uint8_t *blk = alloc ? alloc->alloc(alloc->allocator_data, v.block_size) : malloc(v.block_size);
-  if (blk == NULL)
-    return PBW_E_NOMEM;
-  memcpy(blk, v.blk, v.block_size);
-  apply_fixups(&b, blk);
-  *out = (ProtobufCMessage *)blk;
-  return PBW_OK;
+  if (memo != NULL && b.tab != NULL) {
+    uint64_t key = pbw__hash64(v.types, (size_t)v.n_types * IMG_TYPE_REC + v.names_len);
+    const ProtobufCMessageDescriptor *const *tab = publish_tab(d, key, v.n_types, b.tab);
+    if (tab != NULL) {
+      memo->img = img;
+      memo->len = len;
+      memo->tab = tab;
+      atomic_store_explicit(&memo->root, d, memory_order_release);
+    }
+  }
+  return build_tree(&v, &b, alloc, out);
+}
+
+int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                          ProtobufCAllocator *alloc, ProtobufCMessage **out) {
+  return pbw_image_materialise_memo(img, len, d, alloc, out, NULL);
 }

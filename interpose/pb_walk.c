@@ -174,8 +174,9 @@ static void walk_bytes(walk_ctx *c, const ProtobufCBinaryData *bd) {
   fp_blob(c, bd->data, n);
 }
 
-/* Value shapes of scalar fields (and WK_OTHER: strings, bytes, messages). */
-enum { WK_S4, WK_S8, WK_BOOL, WK_OTHER };
+/* Value shapes of scalar fields (and WK_OTHER: strings, bytes, messages;
+ * plans tell those three apart as WK_STR, WK_BYTES and WK_MSG). */
+enum { WK_S4, WK_S8, WK_BOOL, WK_OTHER, WK_STR, WK_BYTES, WK_MSG };
 
 static int wop_kind(ProtobufCType t) {
   if (t == PROTOBUF_C_TYPE_BOOL)
@@ -361,6 +362,15 @@ static int wop_pres(const ProtobufCFieldDescriptor *f) {
   return WP_ZERO;
 }
 
+static int plan_kind(ProtobufCType t) {
+  switch (t) {
+  case PROTOBUF_C_TYPE_STRING: return WK_STR;
+  case PROTOBUF_C_TYPE_BYTES: return WK_BYTES;
+  case PROTOBUF_C_TYPE_MESSAGE: return WK_MSG;
+  default: return wop_kind(t);
+  }
+}
+
 static const wplan *plan_build(const ProtobufCMessageDescriptor *d) {
   size_t need = sizeof(wplan) + (size_t)d->n_fields * sizeof(wop);
   need = (need + 15) & ~(size_t)15;
@@ -374,7 +384,7 @@ static const wplan *plan_build(const ProtobufCMessageDescriptor *d) {
     const ProtobufCFieldDescriptor *f = &d->fields[i];
     p->ops[i] = (wop){.id = f->id,
                       .pres = (uint8_t)wop_pres(f),
-                      .kind = (uint8_t)wop_kind(f->type),
+                      .kind = (uint8_t)plan_kind(f->type),
                       .off = f->offset,
                       .qoff = f->quantifier_offset,
                       .f = f};
@@ -451,19 +461,28 @@ static int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned dept
       if (pbw__zeroish(o->f, mem))
         continue;
       break;
-    default: /* WP_REPEATED */
+    default: /* WP_REPEATED: most repeated fields are empty */
+      if (pbw__ldsize(base + o->qoff) == 0)
+        continue;
       if ((rc = walk_repeated(c, o->f, base, depth)) != PBW_OK)
         return rc;
       continue;
     }
     c->st.fields++;
-    if (o->kind != WK_OTHER) {
+    if (o->kind < WK_OTHER) {
       walk_scalar(c, o->id, o->kind, mem);
       continue;
     }
     fp_u32(c, o->id);
-    if ((rc = walk_value(c, o->f->type, mem, depth)) != PBW_OK)
-      return rc;
+    if (o->kind == WK_STR) {
+      walk_string(c, pbw__ldptr(mem));
+    } else if (o->kind == WK_BYTES) {
+      walk_bytes(c, (const ProtobufCBinaryData *)mem);
+    } else {
+      c->st.submsgs++;
+      if ((rc = walk_msg(c, pbw__ldptr(mem), depth + 1)) != PBW_OK)
+        return rc;
+    }
   }
   return PBW_OK;
 }

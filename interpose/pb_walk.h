@@ -10,6 +10,7 @@
 #define STANDIN_PB_WALK_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,6 +85,25 @@ size_t pbw_image_alloc_size(const void *img, size_t len);
  * otherwise). On failure nothing is allocated and *out is NULL. */
 int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
                           ProtobufCAllocator *alloc, ProtobufCMessage **out);
+
+/* pbw_image_materialise for a caller that materialises the same image
+ * many times: the first call checks everything and records in *memo what
+ * it established (image, descriptor, bound types); later calls with the
+ * same image, length and descriptor skip the checksum and the checks and
+ * only copy and fix up. The caller promises that the image bytes cannot
+ * change in between (the replay shim maps them read-only). A zeroed memo
+ * is empty; memo = NULL is pbw_image_materialise. Threads may share a
+ * memo. */
+typedef struct {
+  _Atomic(const ProtobufCMessageDescriptor *) root;
+  const void *img;
+  size_t len;
+  const ProtobufCMessageDescriptor *const *tab;
+} pbw_image_memo;
+
+int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                               ProtobufCAllocator *alloc, ProtobufCMessage **out,
+                               pbw_image_memo *memo);
 
 /* Full name of the root type recorded in an image, or NULL if invalid.
  * Points into img. */

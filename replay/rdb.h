@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 2
+#define RDB_VERSION 3
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -145,6 +145,10 @@ typedef struct {
    * (tsc_mult = 0: use clock_gettime). Shared so every process of the run
    * reads the same clock. */
   uint64_t tsc_base, mono_base, tsc_mult;
+  /* Everything from ro_off (page-aligned) to the end is never written once
+   * built: slots, samples, requests, responses, names. The shim maps it
+   * read-only, so what it checked once stays checked (image memos). */
+  uint64_t ro_off;
 } rdb_header;
 
 /* Slot of a fingerprint in the table. */

@@ -168,7 +168,7 @@ static ProtobufCMessage *materialise(const rdb_entry *e, const ProtobufCMessageD
                                      ProtobufCAllocator *a, int *reason) {
   const void *img = rp_ptr(e->resp_off, e->resp_len);
   ProtobufCMessage *m = NULL;
-  int rc = img ? pbw_image_materialise(img, e->resp_len, d, a, &m) : PBW_E_BADIMAGE;
+  int rc = img ? pbw_image_materialise_memo(img, e->resp_len, d, a, &m, rp_memo(e)) : PBW_E_BADIMAGE;
   if (rc == PBW_OK && rp_own_add(m) == 0)
     return m;
   if (rc == PBW_OK) { /* cannot track it for free_unpacked: give it up */

@@ -166,12 +166,75 @@ __attribute__((destructor)) static void rp_fini(void) {
 
 static uint64_t tsc_base, mono_base, tsc_mult;
 
+/* Replay clock ns of a TSC reading. */
+static inline uint64_t tsc_ns(uint64_t tick) {
+  unsigned __int128 d = (unsigned __int128)(tick - tsc_base) * tsc_mult;
+  return mono_base + (uint64_t)(d >> 32);
+}
+
 uint64_t rp_now(void) {
-  if (SHIM_LIKELY(tsc_mult != 0)) {
-    unsigned __int128 d = (unsigned __int128)(__builtin_ia32_rdtsc() - tsc_base) * tsc_mult;
-    return mono_base + (uint64_t)(d >> 32);
-  }
+  if (SHIM_LIKELY(tsc_mult != 0))
+    return tsc_ns(__builtin_ia32_rdtsc());
   return shim_now_ns();
+}
+
+/* Spin until rp_now() >= deadline. With the TSC the loop compares raw
+ * ticks (no conversion per turn) and stops pausing in the last 256 ns:
+ * PAUSE takes ~30 ns on current cores, and a turn that long would make the
+ * loop see the deadline that much late on average. */
+#define SPIN_QUIET_NS 256
+
+/* Returns the time at which the loop saw the deadline pass. */
+static uint64_t spin_until(uint64_t deadline) {
+  if (tsc_mult == 0) {
+    uint64_t now;
+    while ((now = shim_now_ns()) < deadline)
+      __builtin_ia32_pause();
+    return now;
+  }
+  if (deadline <= mono_base)
+    return rp_now();
+  /* the tick at which rp_now() first reads >= deadline */
+  unsigned __int128 d = ((unsigned __int128)(deadline - mono_base) << 32) + tsc_mult - 1;
+  uint64_t target = tsc_base + (uint64_t)(d / tsc_mult);
+  uint64_t quiet = (uint64_t)(((unsigned __int128)SPIN_QUIET_NS << 32) / tsc_mult);
+  uint64_t tick = __builtin_ia32_rdtsc();
+  while (tick + quiet < target) {
+    __builtin_ia32_pause();
+    tick = __builtin_ia32_rdtsc();
+  }
+  while (tick < target)
+    tick = __builtin_ia32_rdtsc();
+  return tsc_ns(tick);
+}
+
+/* Per-entry memos of materialised images, process-local (they hold this
+ * process's descriptor addresses), used only when the images are mapped
+ * read-only. Allocated on first use; untouched pages cost nothing. */
+static int ro_sealed;
+static _Atomic(pbw_image_memo *) memos;
+
+pbw_image_memo *rp_memo(const rdb_entry *e) {
+  if (!ro_sealed)
+    return NULL;
+  pbw_image_memo *t = atomic_load_explicit(&memos, memory_order_acquire);
+  if (SHIM_UNLIKELY(t == NULL)) {
+    size_t bytes = (size_t)hdr->nentries * sizeof *t;
+    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      return NULL;
+    pbw_image_memo *expect = NULL;
+    if (!atomic_compare_exchange_strong(&memos, &expect, p)) {
+      munmap(p, bytes ? bytes : 1);
+      t = expect;
+    } else {
+      t = p;
+    }
+  }
+  const rdb_entry *ents = (const rdb_entry *)(db + hdr->entries_off);
+  size_t i = (size_t)(e - ents);
+  return i < hdr->nentries ? &t[i] : NULL;
 }
 
 int rp_on(void) {
@@ -200,6 +263,12 @@ static int validate(void) {
   if (!rp_ptr(hdr->stats_off, sizeof(rdb_stats)))
     return -1;
   if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off) & 7)
+    return -1;
+  /* the writable part (header, stats, timelines, entries) lies before it */
+  if ((hdr->ro_off & 4095) || hdr->ro_off > db_size ||
+      hdr->entries_off + hdr->nentries * sizeof(rdb_entry) > hdr->ro_off ||
+      hdr->stats_off + sizeof(rdb_stats) > hdr->ro_off ||
+      hdr->accel_off + hdr->naccel * sizeof(rdb_accel) > hdr->ro_off || hdr->slots_off < hdr->ro_off)
     return -1;
   return 0;
 }
@@ -252,6 +321,10 @@ __attribute__((constructor)) static void rp_init(void) {
     db = NULL;
     return;
   }
+  /* what the shim checks once (response images) must not change after:
+   * nothing writes this part, so protect it from stray writes too */
+  ro_sealed = hdr->ro_off == db_size ||
+              mprotect((void *)(db + hdr->ro_off), db_size - hdr->ro_off, PROT_READ) == 0;
   stats = (rdb_stats *)(db + hdr->stats_off);
   accels = (rdb_accel *)(db + hdr->accel_off);
   tsc_base = hdr->tsc_base;
@@ -412,10 +485,7 @@ void rp_finish(rp_ticket *t) {
     return;
   }
   uint64_t spin_from = now;
-  while (now < t->deadline) {
-    __builtin_ia32_pause();
-    now = rp_now();
-  }
+  now = spin_until(t->deadline);
   uint64_t bin = (now - t->deadline) / RDB_SPIN_BIN_NS;
   /* the counting below happens after the deadline: it is harness time the
    * modelled latency did not hide, so keep it to two local adds */

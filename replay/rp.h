@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "pb_walk.h"
 #include "rdb.h"
 
 typedef struct {
@@ -49,6 +50,10 @@ void rp_software_done(uint64_t ns);
  * and where and ends the program; otherwise returns and the hook runs the
  * real call. `caller` is the hook's return address. */
 void rp_miss(int reason, int api, const char *type, void *caller);
+
+/* This process's memo for materialising e's image, or NULL when images
+ * must be checked on every use (pb_walk.h, pbw_image_materialise_memo). */
+pbw_image_memo *rp_memo(const rdb_entry *e);
 
 /* Remember / forget trees the replay built, so free_unpacked knows them. */
 int rp_own_add(const void *p);

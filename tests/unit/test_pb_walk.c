@@ -604,6 +604,54 @@ START_TEST(test_image_uses_one_allocation_of_alloc_size) {
 }
 END_TEST
 
+/* A memo skips the checks only for the image, length and descriptor it
+ * was made for: anything else takes the checked path and its errors. */
+START_TEST(test_image_memo_only_for_what_it_checked) {
+  owned o = unpacked_tree(STANDIN__TEST__TREE__PAYLOAD_TEXT, 300);
+  owned b = unpacked_batch(STANDIN__TEST3__BATCH__PICK_CHOSEN);
+  void *img, *bimg;
+  size_t len, blen;
+  ProtobufCMessage *m = NULL;
+  ck_assert_int_eq(pbw_image_build(o.tree, &img, &len), PBW_OK);
+  ck_assert_int_eq(pbw_image_build(b.tree, &bimg, &blen), PBW_OK);
+  pbw_image_memo memo = {0};
+  /* a failed check leaves the memo empty */
+  ck_assert_int_eq(pbw_image_materialise_memo(img, len, &standin__test__leaf__descriptor, NULL,
+                                              &m, &memo),
+                   PBW_E_SCHEMA);
+  ck_assert_ptr_null(atomic_load(&memo.root));
+  for (int k = 0; k < 3; k++) { /* the first call fills the memo, the others use it */
+    ck_assert_int_eq(pbw_image_materialise_memo(img, len, o.tree->descriptor, NULL, &m, &memo),
+                     PBW_OK);
+    ck_assert_ptr_eq(atomic_load(&memo.root), o.tree->descriptor);
+    assert_packs_to(m, o.bytes);
+    free(m);
+  }
+  /* another descriptor, another image or a damaged one is checked again */
+  ck_assert_int_eq(pbw_image_materialise_memo(img, len, &standin__test3__batch__descriptor, NULL,
+                                              &m, &memo),
+                   PBW_E_SCHEMA);
+  ck_assert_int_eq(pbw_image_materialise_memo(bimg, blen, o.tree->descriptor, NULL, &m, &memo),
+                   PBW_E_SCHEMA);
+  uint8_t *bad = malloc(len);
+  memcpy(bad, img, len);
+  bad[len - 1] ^= 1;
+  ck_assert_int_eq(pbw_image_materialise_memo(bad, len, o.tree->descriptor, NULL, &m, &memo),
+                   PBW_E_BADIMAGE);
+  ck_assert_ptr_null(m);
+  /* the memo still serves its own image */
+  ck_assert_int_eq(pbw_image_materialise_memo(img, len, o.tree->descriptor, NULL, &m, &memo),
+                   PBW_OK);
+  assert_packs_to(m, o.bytes);
+  free(m);
+  free(bad);
+  free(img);
+  free(bimg);
+  free_owned(&o);
+  free_owned(&b);
+}
+END_TEST
+
 START_TEST(test_image_with_many_types_bypasses_cache) {
   buf b = chain_bytes(0);
   ProtobufCMessage *u = unpack(&standin__pbwchain__c0__descriptor, b);
@@ -2166,6 +2214,7 @@ int main(void) {
   tcase_add_test(img, test_image_uses_one_allocation_of_alloc_size);
   tcase_add_test(img, test_image_with_many_types_bypasses_cache);
   tcase_add_test(img, test_image_wrong_descriptor_is_schema_error);
+  tcase_add_test(img, test_image_memo_only_for_what_it_checked);
   tcase_add_test(img, test_image_rejects_uncapturable_trees);
   tcase_add_test(img, test_image_depth_limit);
   tcase_add_test(bad, test_image_truncated_at_every_length_is_bad);
