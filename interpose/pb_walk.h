@@ -89,11 +89,12 @@ int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDes
 /* pbw_image_materialise for a caller that materialises the same image
  * many times: the first call checks everything and records in *memo what
  * it established (image, descriptor, bound types); later calls with the
- * same image, length and descriptor skip the checksum and the checks and
- * only copy and fix up. The caller promises that the image bytes cannot
- * change in between (the replay shim maps them read-only). A zeroed memo
- * is empty; memo = NULL is pbw_image_materialise. Threads may share a
- * memo. */
+ * same image, length and descriptor skip the checks and only copy and fix
+ * up. The caller promises that the image bytes were built by
+ * pbw_image_build and cannot change (the replay shim maps them read-only),
+ * so the checksum is not verified even on the first call; the structural
+ * checks are. A zeroed memo is empty; memo = NULL is
+ * pbw_image_materialise. Threads may share a memo. */
 typedef struct {
   _Atomic(const ProtobufCMessageDescriptor *) root;
   const void *img;

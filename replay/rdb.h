@@ -86,6 +86,7 @@ enum {
   RDB_C_PROCESSES,
   RDB_C_REPAID_NS, /* overrun paid back from later calls' slack (catch-up) */
   RDB_C_DEBT_MAX,  /* largest unpaid overrun of a thread, creators' included */
+  RDB_C_SETUP_NS,  /* time the shim took to map the database, all processes */
   RDB_C_SPIN_ERR0, /* + bin: how late the spin loop saw the deadline */
   RDB_NCOUNTERS = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS
 };

@@ -67,6 +67,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   if (shim_depth || !rp_on())
     return real(m, out);
   uint64_t t0 = rp_now();
+  rp_prefetch();
   shim_depth++;
   int reason;
   const rdb_entry *e = lookup_sized(m, ST_API_PB_PACK, &reason);
@@ -94,6 +95,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   if (shim_depth || !rp_on())
     return real(m);
   uint64_t t0 = rp_now();
+  rp_prefetch();
   shim_depth++;
   int reason;
   const rdb_entry *e = lookup_sized(m, ST_API_PB_SIZE, &reason);
@@ -119,6 +121,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   if (shim_depth || !rp_on())
     return real(m, buf);
   uint64_t t0 = rp_now();
+  rp_prefetch();
   shim_depth++;
   int reason;
   const rdb_entry *e = lookup_sized(m, ST_API_PB_PACK_BUF, &reason);
@@ -189,6 +192,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   if (shim_depth || !rp_on())
     return real(d, a, len, data);
   uint64_t t0 = rp_now();
+  rp_prefetch();
   shim_depth++;
   int reason;
   const rdb_entry *e = lookup_bytes(d, len, data, &reason);

@@ -29,6 +29,10 @@ uint64_t rp_now(void);
 /* Nonzero when the replay database is mapped in this process. */
 int rp_on(void);
 
+/* Hint that a call starts: fetches what the entry the thread will most
+ * likely match needs, while the hook computes the fingerprint. */
+void rp_prefetch(void);
+
 /* Entry for a fingerprint (already bound to the API), or NULL. */
 const rdb_entry *rp_lookup(const uint8_t fp[16]);
 
