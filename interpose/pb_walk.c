@@ -544,12 +544,32 @@ int pbw_tree_stats(const ProtobufCMessage *m, pbw_stats *st) {
   return rc;
 }
 
+/* XXH3-64 of d's full name, remembered per thread for the last few
+ * descriptors (they are static: the same pointer names the same type). */
+#define NAME_CACHE 8
+static __thread struct {
+  const ProtobufCMessageDescriptor *d;
+  uint64_t h;
+} name_cache[NAME_CACHE];
+
+static uint64_t name_hash(const ProtobufCMessageDescriptor *d) {
+  unsigned k = (unsigned)((uintptr_t)d >> 4) % NAME_CACHE;
+  if (d != NULL && name_cache[k].d == d)
+    return name_cache[k].h;
+  const char *name = d && d->name ? d->name : "";
+  uint64_t h = XXH3_64bits(name, strlen(name));
+  if (d != NULL) {
+    name_cache[k].d = d;
+    name_cache[k].h = h;
+  }
+  return h;
+}
+
 /* One pass over the data; the type name is mixed in afterwards. */
 void pbw_fingerprint_bytes(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
                            uint8_t fp[16]) {
-  const char *name = d && d->name ? d->name : "";
   pbw__h128 h = pbw__hash128(data, len);
-  uint64_t mix[4] = {XXH3_64bits(name, strlen(name)), h.lo, h.hi, len};
+  uint64_t mix[4] = {name_hash(d), h.lo, h.hi, len};
   XXH128_hash_t r = XXH3_128bits(mix, sizeof mix);
   XXH128_canonicalFromHash((XXH128_canonical_t *)fp, r);
 }
