@@ -91,12 +91,21 @@ row "trace bytes per call with payloads, pbtest basic $E2E" \
   "\`standin record -- pbtest basic $E2E\`; \`standin info\`"
 
 # ---- replay: harness cost and spin accuracy --------------------------------
+# With a model that predicts 0 ns, a replayed call takes exactly the
+# harness's time (fingerprint, lookup, copy or rebuild, bookkeeping); the
+# unpack loop also frees each tree (free_unpacked, natively too).
+for mode in pack size unpack; do
+  for size in 64 1024; do
+    rm -rf "$T/rh"
+    "$S" record -o "$T/rh" -- "$PBB" $mode $size 1000 >/dev/null 2>&1
+    read -r nat nat_sp <<<"$(ns_stats "$PBB" $mode $size "$N")"
+    read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rh" --iface constant:ns=0 -- "$PBB" $mode $size "$N")"
+    row "replay harness, constant:ns=0, $mode $size B: ns per call" "$rep ($rep_sp)" "native $nat ($nat_sp)" \
+      "\`standin replay --iface constant:ns=0 -- pbbench $mode $size $N\`"
+  done
+done
 rm -rf "$T/r1"
-"$S" record -o "$T/r1" -- "$PBB" pack 1024 "$N" >/dev/null 2>&1
-read -r nat nat_sp <<<"$(ns_stats "$PBB" pack 1024 "$N")"
-read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/r1" --iface constant:ns=0 -- "$PBB" pack 1024 "$N")"
-row "replay harness, constant:ns=0, pack 1 KB: ns per call" "$rep ($rep_sp)" "native $nat ($nat_sp)" \
-  "\`standin replay --iface constant:ns=0 -- pbbench pack 1024\`"
+"$S" record -o "$T/r1" -- "$PBB" pack 1024 1000 >/dev/null 2>&1
 "$S" replay -t "$T/r1" --iface constant:ns=2000 --summary "$T/spin.json" -- "$PBB" pack 1024 "$N" >/dev/null 2>&1
 row "spin error median / p99 (ns)" "$(json "$T/spin.json" spin_error_p50_ns) / $(json "$T/spin.json" spin_error_p99_ns)" \
   "" "\`--iface constant:ns=2000 --summary\`: spin_error_p50_ns, _p99_ns"

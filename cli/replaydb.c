@@ -401,9 +401,12 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, rdb_buil
   off = al8(off + sizeof(rdb_stats));
   uint64_t accel_off = off;
   off = al8(off + (uint64_t)p->naccel * sizeof(rdb_accel));
+  uint64_t next_off = off;
+  off = al8(off + b->n * sizeof(uint64_t));
+  off = (off + 4095) & ~4095ull; /* the read-only part starts on a page */
+  uint64_t ro_off = off;
   uint64_t entries_off = off;
   off = al8(off + b->n * sizeof(rdb_entry));
-  off = (off + 4095) & ~4095ull; /* the read-only part starts on a page */
   uint64_t slots_off = off;
   off = al8(off + nslots * 4);
   uint64_t samples_off = off;
@@ -429,9 +432,10 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, rdb_buil
   *h = (rdb_header){.magic = RDB_MAGIC, .version = RDB_VERSION, .on_miss = (uint32_t)on_miss,
                     .catch_up = catch_up != 0,
                     .size = size, .nentries = b->n, .entries_off = entries_off,
+                    .next_off = next_off,
                     .nslots = nslots, .slots_off = slots_off, .naccel = (uint32_t)p->naccel,
                     .accel_off = accel_off, .stats_off = stats_off, .trace_start_ns = b->start_ns,
-                    .ro_off = slots_off};
+                    .ro_off = ro_off};
   calibrate_tsc(h);
   rdb_accel *acc = (rdb_accel *)(m + accel_off);
   for (int i = 0; i < p->naccel; i++) {

@@ -542,8 +542,8 @@ typedef struct {
   const ProtobufCMessageDescriptor *tab[CACHE_TYPES];
 } bind_cache;
 
-static __thread bind_cache tl_cache[CACHE_SLOTS];
-static __thread unsigned tl_next;
+static __thread __attribute__((tls_model("initial-exec"))) bind_cache tl_cache[CACHE_SLOTS];
+static __thread __attribute__((tls_model("initial-exec"))) unsigned tl_next;
 
 /* Descriptors of the image's types in this process. */
 typedef struct {

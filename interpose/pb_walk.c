@@ -547,7 +547,7 @@ int pbw_tree_stats(const ProtobufCMessage *m, pbw_stats *st) {
 /* XXH3-64 of d's full name, remembered per thread for the last few
  * descriptors (they are static: the same pointer names the same type). */
 #define NAME_CACHE 8
-static __thread struct {
+static __thread __attribute__((tls_model("initial-exec"))) struct {
   const ProtobufCMessageDescriptor *d;
   uint64_t h;
 } name_cache[NAME_CACHE];

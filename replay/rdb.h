@@ -126,7 +126,6 @@ typedef struct {
   uint64_t resp_off, resp_len; /* packed bytes or tree image */
   uint64_t result;             /* recorded scalar result */
   uint64_t type_off;           /* NUL-terminated type name */
-  _Atomic uint64_t next;       /* occurrences served so far, whole run */
 } rdb_entry;
 
 typedef struct {
@@ -135,6 +134,10 @@ typedef struct {
   uint32_t on_miss; /* RDB_MISS_* */
   uint64_t size;    /* bytes of the whole mapping */
   uint64_t nentries, entries_off;
+  /* nentries _Atomic u64: occurrences of each entry served so far, whole
+   * run (writable, apart from the read-only entries: one page of counters
+   * covers 512 entries) */
+  uint64_t next_off;
   uint64_t nslots, slots_off; /* open addressing: u32 entry index + 1 */
   uint32_t naccel;
   uint32_t catch_up; /* 1: pay overruns back from later calls' slack */
@@ -147,8 +150,9 @@ typedef struct {
    * reads the same clock. */
   uint64_t tsc_base, mono_base, tsc_mult;
   /* Everything from ro_off (page-aligned) to the end is never written once
-   * built: slots, samples, requests, responses, names. The shim maps it
-   * read-only, so what it checked once stays checked (image memos). */
+   * built: entries, slots, samples, requests, responses, names. The shim
+   * maps it read-only, so what it checked once stays checked (image
+   * memos). */
   uint64_t ro_off;
 } rdb_header;
 

@@ -215,7 +215,9 @@ static int ro_sealed;
 static _Atomic(pbw_image_memo *) memos;
 
 pbw_image_memo *rp_memo(const rdb_entry *e) {
-  if (!ro_sealed)
+  /* a request recorded once is most likely replayed once: a memo would
+   * only cost it a page of zeros now and then */
+  if (!ro_sealed || e->nsamples < 2)
     return NULL;
   pbw_image_memo *t = atomic_load_explicit(&memos, memory_order_acquire);
   if (SHIM_UNLIKELY(t == NULL)) {
@@ -262,13 +264,17 @@ static int validate(void) {
     return -1;
   if (!rp_ptr(hdr->stats_off, sizeof(rdb_stats)))
     return -1;
-  if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off) & 7)
+  if (!rp_ptr(hdr->next_off, hdr->nentries * sizeof(uint64_t)))
     return -1;
-  /* the writable part (header, stats, timelines, entries) lies before it */
+  if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off | hdr->next_off) & 7)
+    return -1;
+  /* the writable part (header, stats, timelines, occurrence counters) lies
+   * before it, the tables the hot path reads after it */
   if ((hdr->ro_off & 4095) || hdr->ro_off > db_size ||
-      hdr->entries_off + hdr->nentries * sizeof(rdb_entry) > hdr->ro_off ||
+      hdr->next_off + hdr->nentries * sizeof(uint64_t) > hdr->ro_off ||
       hdr->stats_off + sizeof(rdb_stats) > hdr->ro_off ||
-      hdr->accel_off + hdr->naccel * sizeof(rdb_accel) > hdr->ro_off || hdr->slots_off < hdr->ro_off)
+      hdr->accel_off + hdr->naccel * sizeof(rdb_accel) > hdr->ro_off ||
+      hdr->slots_off < hdr->ro_off || hdr->entries_off < hdr->ro_off)
     return -1;
   return 0;
 }
@@ -468,7 +474,9 @@ static void account_accel(uint32_t k, const rdb_sample *s, uint64_t queue) {
 
 int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
   ADD(RDB_C_INTERCEPTED, 1);
-  uint64_t k = atomic_fetch_add_explicit((_Atomic uint64_t *)&e->next, 1, memory_order_relaxed);
+  const rdb_entry *ents = (const rdb_entry *)(db + hdr->entries_off);
+  _Atomic uint64_t *nexts = (_Atomic uint64_t *)(db + hdr->next_off);
+  uint64_t k = atomic_fetch_add_explicit(&nexts[e - ents], 1, memory_order_relaxed);
   const rdb_sample *samples = rp_ptr(e->samples_off, (uint64_t)e->nsamples * sizeof(rdb_sample));
   if (!samples || e->nsamples == 0)
     return 0;
