@@ -28,7 +28,9 @@
  * repeated field with at least one element and each unknown field once;
  * `repeated` counts elements (packed or not, map entries included);
  * `submsgs` counts message values below the root (a NULL slot that pack
- * writes as an empty message included); `var_bytes` sums string lengths
+ * writes as an empty message included); `field_words` sums the presence
+ * words of every message written (that empty message too: the bytes cannot
+ * tell it from a message without fields set); `var_bytes` sums string lengths
  * (up to the first NUL, as strlen) and bytes lengths of written fields,
  * not unknown fields. */
 #include <dlfcn.h>
@@ -106,11 +108,32 @@ static inline void walk_scalar(walk_ctx *c, uint32_t id, int kind, const void *p
   }
 }
 
-static int walk_value(walk_ctx *c, ProtobufCType t, const void *p, unsigned depth) {
+/* A NULL message in a required or repeated slot: pack writes an empty
+ * message of the field's type, so it counts as one (its presence words
+ * included, as the bytes pack wrote would give). */
+static int walk_null_msg(walk_ctx *c, const ProtobufCFieldDescriptor *f, unsigned depth) {
+  const ProtobufCMessageDescriptor *d = f->descriptor;
+  if (depth > PBW_MAX_DEPTH)
+    return PBW_E_DEPTH;
+  if (depth > c->st.max_depth)
+    c->st.max_depth = depth;
+  if (d != NULL)
+    c->st.field_words += (d->n_fields + 31) / 32;
+  fp_u32(c, FP_END);
+  return PBW_OK;
+}
+
+static int walk_value(walk_ctx *c, const ProtobufCFieldDescriptor *f, const void *p,
+                      unsigned depth) {
+  ProtobufCType t = f->type;
+  const ProtobufCMessage *sub;
   switch (t) {
   case PROTOBUF_C_TYPE_STRING: walk_string(c, pbw__ldptr(p)); return PBW_OK;
   case PROTOBUF_C_TYPE_BYTES: walk_bytes(c, p); return PBW_OK;
-  case PROTOBUF_C_TYPE_MESSAGE: c->st.submsgs++; return walk_msg(c, pbw__ldptr(p), depth + 1);
+  case PROTOBUF_C_TYPE_MESSAGE:
+    c->st.submsgs++;
+    sub = pbw__ldptr(p);
+    return sub ? walk_msg(c, sub, depth + 1) : walk_null_msg(c, f, depth + 1);
   case PROTOBUF_C_TYPE_BOOL: fp_u32(c, pbw__ld32(p) != 0); return PBW_OK;
   default:
     if (pbw__elt_size(t) == 8)
@@ -150,7 +173,7 @@ static int walk_repeated(walk_ctx *c, const ProtobufCFieldDescriptor *f, const c
   default: fp_blob(c, arr, n * esz); return PBW_OK;
   }
   for (size_t i = 0; i < n; i++) {
-    int rc = walk_value(c, f->type, arr + i * esz, depth);
+    int rc = walk_value(c, f, arr + i * esz, depth);
     if (rc != PBW_OK)
       return rc;
   }
@@ -192,7 +215,7 @@ static int walk_fields(walk_ctx *c, const ProtobufCMessageDescriptor *d, const c
       continue;
     }
     fp_u32(c, f->id);
-    if ((rc = walk_value(c, f->type, base + f->offset, depth)) != PBW_OK)
+    if ((rc = walk_value(c, f, base + f->offset, depth)) != PBW_OK)
       return rc;
   }
   return PBW_OK;
@@ -362,7 +385,7 @@ static int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned dept
       continue;
     }
     fp_u32(c, o->id);
-    if ((rc = walk_value(c, o->f->type, mem, depth)) != PBW_OK)
+    if ((rc = walk_value(c, o->f, mem, depth)) != PBW_OK)
       return rc;
   }
   return PBW_OK;
@@ -372,25 +395,23 @@ static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned dep
                             const wplan *p);
 
 static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth) {
-  return walk_msg_planned(c, m, depth, m ? plan_of(m->descriptor) : NULL);
+  return walk_msg_planned(c, m, depth, plan_of(m->descriptor));
 }
 
-/* walk_msg for m whose plan, or NULL, the caller looked up. A NULL message
- * (a required or repeated slot) is packed as an empty one. */
+/* walk_msg for m (not NULL: see walk_null_msg) whose plan, or NULL, the
+ * caller looked up. */
 static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned depth,
                             const wplan *p) {
+  const ProtobufCMessageDescriptor *d = m->descriptor;
   if (depth > PBW_MAX_DEPTH)
     return PBW_E_DEPTH;
   if (depth > c->st.max_depth)
     c->st.max_depth = depth;
-  if (m != NULL) {
-    const ProtobufCMessageDescriptor *d = m->descriptor;
-    c->st.field_words += (d->n_fields + 31) / 32;
-    int rc = p ? walk_ops(c, p, (const char *)m, depth) : walk_fields(c, d, (const char *)m, depth);
-    if (rc != PBW_OK)
-      return rc;
-    walk_unknown(c, m);
-  }
+  c->st.field_words += (d->n_fields + 31) / 32;
+  int rc = p ? walk_ops(c, p, (const char *)m, depth) : walk_fields(c, d, (const char *)m, depth);
+  if (rc != PBW_OK)
+    return rc;
+  walk_unknown(c, m);
   fp_u32(c, FP_END);
   return PBW_OK;
 }
