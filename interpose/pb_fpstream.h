@@ -18,6 +18,9 @@
 
 #include "pb_internal.h"
 
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL /* xxHash is used header-only */
+#endif
 #include <xxhash.h>
 
 #define FP_BUF 4096   /* stream bytes per one-shot XXH3 call */
