@@ -60,13 +60,15 @@ typedef struct {
   size_t n;
 } rec;
 
-/* The record at p (< end); 0 if it does not parse. */
+/* The record at p (< end); 0 if it does not parse. Numbers up to 2^32 - 1:
+ * known fields stop at 2^29 - 1, but unpack keeps unknown fields with any
+ * number that fits their u32 tag, and pack writes them back. */
 static int rec_read(const uint8_t *p, const uint8_t *end, rec *r) {
   uint64_t tag, n;
   r->v = 0;
   r->p = NULL;
   r->n = 0;
-  if (!pbw__get_varint(&p, end, &tag) || tag >> 3 == 0 || tag >> 3 > PBW_MAX_FIELD_NUMBER)
+  if (!pbw__get_varint(&p, end, &tag) || tag >> 3 == 0 || tag >> 3 > UINT32_MAX)
     return 0;
   r->number = (uint32_t)(tag >> 3);
   r->wt = (uint32_t)(tag & 7);
