@@ -7,7 +7,8 @@
  * per-call cost off that thread. The result must be exactly what
  * pbw_fingerprint_tree gives for the tree, so this produces the same
  * stream (pb_walk.c documents it) through the same writers (pb_fpstream.h),
- * in one pass over the bytes, without allocating.
+ * in one pass over the bytes (repeated fields: two), without allocating,
+ * from a plan of the schema decoded once per type.
  *
  * What pack writes, and so what the bytes are read as:
  *  - the known fields in descriptor order (by number), then the unknown
@@ -44,10 +45,37 @@
 #include "pb_fpstream.h"
 
 #include <stddef.h>
+#include <stdlib.h>
+
+/* The schema as the reader needs it, decoded once (pbw_packed_plan_build):
+ * reading a field record of the schema at every step costs more than the
+ * rest of the work. */
+typedef struct {
+  uint32_t number;
+  uint32_t ref;   /* message index of a message field */
+  uint32_t oneof; /* group in its message, or PBW_NONE32 */
+  uint8_t label, type;
+  uint8_t wire;     /* wire type of one value */
+  uint8_t packable; /* a repeated number field: packed runs too */
+  uint8_t zero;     /* proto3 without presence: pack skips zero values */
+} pk_field;
+
+typedef struct {
+  uint32_t first_field, n_fields;
+  uint32_t n_required; /* pack writes every one of them */
+  uint32_t words;      /* presence words, ceil(n_fields / 32) */
+} pk_msgd;
+
+struct pbw_packed_plan {
+  pk_msgd *msgs;
+  pk_field *fields;
+  size_t name_len; /* the root type's full name, after the arrays */
+  const char *name;
+};
 
 typedef struct {
   walk_ctx w;
-  pbw__schema s;
+  const pbw_packed_plan *plan;
 } pk_ctx;
 
 /* One wire record. */
@@ -63,7 +91,8 @@ typedef struct {
 /* The record at p (< end); 0 if it does not parse. Numbers up to 2^32 - 1:
  * known fields stop at 2^29 - 1, but unpack keeps unknown fields with any
  * number that fits their u32 tag, and pack writes them back. */
-static int rec_read(const uint8_t *p, const uint8_t *end, rec *r) {
+static inline __attribute__((always_inline)) int rec_read(const uint8_t *p, const uint8_t *end,
+                                                          rec *r) {
   uint64_t tag, n;
   r->v = 0;
   r->p = NULL;
@@ -138,11 +167,11 @@ typedef struct {
   uint32_t ewt;            /* wire type of one element */
 } run_it;
 
-static void run_open(run_it *it, const pbw__sfield *f, const uint8_t *p, const uint8_t *end) {
+static void run_open(run_it *it, const pk_field *f, const uint8_t *p, const uint8_t *end) {
   it->p = p;
   it->end = end;
   it->pk = it->pke = NULL;
-  it->ewt = pbw__wire_of(f->type);
+  it->ewt = f->wire;
 }
 
 /* 1 and the next element's wire value, or 0 at the end of the run. */
@@ -163,20 +192,20 @@ static int run_next(run_it *it, uint64_t *v) {
   }
 }
 
-/* The records of repeated field f from p on: one record per element (with
- * the wire type of f's values) or, for number fields, packed runs. Stops at
- * the first record that is not one of them; a damaged or empty packed run
- * is not one pack wrote. Returns the end of the run; *count gets its
- * elements. */
-static const uint8_t *run_scan(const pbw__sfield *f, const uint8_t *p, const uint8_t *end,
-                               uint64_t *count) {
-  uint32_t ewt = pbw__wire_of(f->type);
-  rec r;
+/* The records of repeated field f from first (read at p) on: one record
+ * per element (with the wire type of f's values) or, for number fields,
+ * packed runs. Stops at the first record that is not one of them; a
+ * damaged or empty packed run is not one pack wrote. Returns the end of
+ * the run; *count gets its elements. */
+static const uint8_t *run_scan(const pk_field *f, const rec *first, const uint8_t *p,
+                               const uint8_t *end, uint64_t *count) {
+  uint32_t ewt = f->wire;
+  rec r = *first;
   *count = 0;
-  while (p < end && rec_read(p, end, &r) && r.number == f->number) {
+  for (;;) {
     if (r.wt == ewt) {
       ++*count;
-    } else if (pbw__is_packed_run(f, r.wt)) {
+    } else if (f->packable && r.wt == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) {
       const uint8_t *q = r.p, *qe = r.p + r.n;
       uint64_t k = 0, v;
       int got;
@@ -189,6 +218,8 @@ static const uint8_t *run_scan(const pbw__sfield *f, const uint8_t *p, const uin
       break;
     }
     p = r.next;
+    if (p >= end || !rec_read(p, end, &r) || r.number != f->number)
+      break;
   }
   return p;
 }
@@ -196,7 +227,7 @@ static const uint8_t *run_scan(const pbw__sfield *f, const uint8_t *p, const uin
 /* XXH3-128 of the memory form of a run of count numbers (count * element
  * size >= FP_DIRECT bytes), in pieces, as one-shot XXH3 of the whole array
  * would give. Apart, so that its state stays off the recursion's frames. */
-static __attribute__((noinline)) pbw__h128 hash_numbers(const pbw__sfield *f, run_it *it,
+static __attribute__((noinline)) pbw__h128 hash_numbers(const pk_field *f, run_it *it,
                                                         uint64_t count) {
   XXH3_state_t hs;
   uint8_t piece[1024];
@@ -217,10 +248,10 @@ static __attribute__((noinline)) pbw__h128 hash_numbers(const pbw__sfield *f, ru
 
 /* A run of a fixed-width number type in one packed record is already the
  * array in memory form on a little-endian machine. */
-static int run_is_memory_form(const pbw__sfield *f, const uint8_t *p, const uint8_t *end,
-                              size_t bytes, const uint8_t **arr) {
+static int run_is_memory_form(const pk_field *f, const uint8_t *p, const uint8_t *end, size_t bytes,
+                              const uint8_t **arr) {
   rec r;
-  uint32_t ewt = pbw__wire_of(f->type);
+  uint32_t ewt = f->wire;
   if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ || ewt == PROTOBUF_C_WIRE_TYPE_VARINT ||
       !rec_read(p, end, &r) || r.next != end || r.wt != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED ||
       r.n != bytes)
@@ -230,7 +261,7 @@ static int run_is_memory_form(const pbw__sfield *f, const uint8_t *p, const uint
 }
 
 /* The blob walk_repeated hashes for an array of count plain numbers. */
-static void fp_numbers(walk_ctx *w, const pbw__sfield *f, const uint8_t *p, const uint8_t *end,
+static void fp_numbers(walk_ctx *w, const pk_field *f, const uint8_t *p, const uint8_t *end,
                        uint64_t count) {
   size_t bytes = (size_t)count * pbw__elt_size((ProtobufCType)f->type);
   const uint8_t *arr;
@@ -266,7 +297,7 @@ static void pk_bytes(walk_ctx *w, const rec *r) {
 }
 
 /* Repeated field f, whose count elements are the records [p, end). */
-static int pk_repeated(pk_ctx *c, const pbw__sfield *f, const uint8_t *p, const uint8_t *end,
+static int pk_repeated(pk_ctx *c, const pk_field *f, const uint8_t *p, const uint8_t *end,
                        uint64_t count, unsigned depth) {
   walk_ctx *w = &c->w;
   run_it it;
@@ -303,7 +334,7 @@ static int pk_repeated(pk_ctx *c, const pbw__sfield *f, const uint8_t *p, const 
 }
 
 /* Singular field f, written by pack as record r. */
-static int pk_singular(pk_ctx *c, const pbw__sfield *f, const rec *r, unsigned depth) {
+static int pk_singular(pk_ctx *c, const pk_field *f, const rec *r, unsigned depth) {
   walk_ctx *w = &c->w;
   uint8_t val[8];
   w->st.fields++;
@@ -327,12 +358,12 @@ static int pk_singular(pk_ctx *c, const pbw__sfield *f, const rec *r, unsigned d
 /* Whether pack could have written r for field f at f's place in the
  * message (see the top of this file). oneofs: the oneof groups < 64 that
  * already have their member. */
-static int fits(const pbw__sfield *f, const rec *r, uint64_t oneofs) {
-  if (r->wt != pbw__wire_of(f->type) && !pbw__is_packed_run(f, r->wt))
+static int fits(const pk_field *f, const rec *r, uint64_t oneofs) {
+  if (r->wt != f->wire && !(f->packable && r->wt == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED))
     return 0;
   if (f->oneof != PBW_NONE32) /* a oneof member is written even when zero */
     return f->oneof >= 64 || !(oneofs >> f->oneof & 1);
-  if (f->label == PROTOBUF_C_LABEL_NONE)
+  if (f->zero)
     return !pbw__wire_zeroish(f->type, r->v, r->p, r->n);
   return 1;
 }
@@ -361,78 +392,128 @@ static int pk_unknown(walk_ctx *w, const uint8_t *p, const uint8_t *end) {
 /* Message mi of the schema, encoded in [p, p + len), at depth (root 1). */
 static int pk_msg(pk_ctx *c, uint32_t mi, const uint8_t *p, size_t len, unsigned depth) {
   pbw_stats *st = &c->w.st;
+  const pk_msgd *m = &c->plan->msgs[mi];
+  const pk_field *fields = c->plan->fields + m->first_field, *f = NULL;
   const uint8_t *end = p + len;
   uint64_t oneofs = 0, count;
-  uint32_t pos = 0;
-  pbw__smsg m;
-  pbw__sfield f;
+  uint32_t pos = 0, required = 0;
   rec r;
   int rc;
   if (depth > PBW_MAX_DEPTH)
     return PBW_E_DEPTH;
   if (depth > st->max_depth)
     st->max_depth = depth;
-  pbw__schema_msg(&c->s, mi, &m);
-  st->field_words += (m.n_fields + 31) / 32;
+  st->field_words += m->words;
   while (p < end) {
     if (!rec_read(p, end, &r))
       return PBW_E_BADDATA;
-    /* the fields numbered below r's were not written */
-    for (; pos < m.n_fields; pos++) {
-      pbw__schema_field(&c->s, m.first_field + pos, &f);
-      if (f.number >= r.number)
-        break;
-      if (f.label == PROTOBUF_C_LABEL_REQUIRED)
-        return PBW_E_BADDATA;
-    }
-    if (pos == m.n_fields || f.number != r.number || !fits(&f, &r, oneofs))
+    while (pos < m->n_fields && fields[pos].number < r.number)
+      pos++; /* not written */
+    if (pos == m->n_fields || (f = &fields[pos])->number != r.number || !fits(f, &r, oneofs))
       break;
-    if (f.label == PROTOBUF_C_LABEL_REPEATED) {
-      const uint8_t *run_end = run_scan(&f, p, end, &count);
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+      const uint8_t *run_end = run_scan(f, &r, p, end, &count);
       if (count == 0)
         break;
-      if ((rc = pk_repeated(c, &f, p, run_end, count, depth)) != PBW_OK)
+      if ((rc = pk_repeated(c, f, p, run_end, count, depth)) != PBW_OK)
         return rc;
       p = run_end;
     } else {
-      if (f.oneof != PBW_NONE32 && f.oneof < 64)
-        oneofs |= (uint64_t)1 << f.oneof;
-      if ((rc = pk_singular(c, &f, &r, depth)) != PBW_OK)
+      required += f->label == PROTOBUF_C_LABEL_REQUIRED;
+      if (f->oneof != PBW_NONE32 && f->oneof < 64)
+        oneofs |= (uint64_t)1 << f->oneof;
+      if ((rc = pk_singular(c, f, &r, depth)) != PBW_OK)
         return rc;
       p = r.next;
     }
     pos++;
   }
-  for (; pos < m.n_fields; pos++) { /* pack writes every required field */
-    pbw__schema_field(&c->s, m.first_field + pos, &f);
-    if (f.label == PROTOBUF_C_LABEL_REQUIRED)
-      return PBW_E_BADDATA;
-  }
+  if (required != m->n_required) /* pack writes every required field */
+    return PBW_E_BADDATA;
   if ((rc = pk_unknown(&c->w, p, end)) != PBW_OK)
     return rc;
   fp_u32(&c->w, FP_END);
   return PBW_OK;
 }
 
-int pbw_fingerprint_packed(const void *schema, size_t schema_len, const uint8_t *data, size_t len,
-                           uint8_t fp[16], pbw_stats *st) {
+/* ---- plans ------------------------------------------------------------------ */
+
+int pbw_packed_plan_build(const void *schema, size_t schema_len, pbw_packed_plan **out) {
+  pbw__schema s;
+  pbw__smsg m;
+  pbw__sfield sf;
+  *out = NULL;
+  int rc = pbw__schema_open(&s, schema, schema_len);
+  if (rc != PBW_OK)
+    return rc;
+  pbw__schema_msg(&s, 0, &m);
+  const char *name = pbw__schema_str(&s, m.name);
+  size_t name_len = strlen(name);
+  size_t bytes = sizeof(pbw_packed_plan) + (size_t)s.n_msgs * sizeof(pk_msgd) +
+                 (size_t)s.n_fields * sizeof(pk_field) + name_len + 1;
+  pbw_packed_plan *p = malloc(bytes);
+  if (p == NULL)
+    return PBW_E_NOMEM;
+  p->msgs = (pk_msgd *)(p + 1);
+  p->fields = (pk_field *)(p->msgs + s.n_msgs);
+  char *copy = (char *)(p->fields + s.n_fields);
+  memcpy(copy, name, name_len + 1);
+  p->name = copy;
+  p->name_len = name_len;
+  for (uint32_t i = 0; i < s.n_msgs; i++) {
+    pbw__schema_msg(&s, i, &m);
+    pk_msgd *d = &p->msgs[i];
+    *d = (pk_msgd){m.first_field, m.n_fields, 0, (m.n_fields + 31) / 32};
+    for (uint32_t k = 0; k < m.n_fields; k++) {
+      pbw__schema_field(&s, m.first_field + k, &sf);
+      d->n_required += sf.label == PROTOBUF_C_LABEL_REQUIRED;
+      p->fields[m.first_field + k] = (pk_field){
+          .number = sf.number,
+          .ref = sf.ref,
+          .oneof = sf.oneof,
+          .label = sf.label,
+          .type = sf.type,
+          .wire = (uint8_t)pbw__wire_of(sf.type),
+          .packable = (uint8_t)pbw__is_packed_run(&sf, PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED),
+          .zero = sf.label == PROTOBUF_C_LABEL_NONE && sf.oneof == PBW_NONE32};
+    }
+  }
+  *out = p;
+  return PBW_OK;
+}
+
+void pbw_packed_plan_free(pbw_packed_plan *p) {
+  free(p);
+}
+
+int pbw_fingerprint_packed_plan(const pbw_packed_plan *plan, const uint8_t *data, size_t len,
+                                uint8_t fp[16], pbw_stats *st) {
   pk_ctx c;
-  pbw__smsg root;
   c.w.n = 0;
   c.w.hash = 1;
+  c.plan = plan;
   memset(&c.w.st, 0, sizeof c.w.st);
-  int rc = pbw__schema_open(&c.s, schema, schema_len);
-  if (rc == PBW_OK && data == NULL && len > 0)
-    rc = PBW_E_BADDATA;
-  if (rc == PBW_OK) {
-    pbw__schema_msg(&c.s, 0, &root);
-    const char *name = pbw__schema_str(&c.s, root.name);
-    fp_blob(&c.w, name, strlen(name));
+  int rc = PBW_E_BADDATA;
+  if (data != NULL || len == 0) {
+    fp_blob(&c.w, plan->name, plan->name_len);
     rc = pk_msg(&c, 0, data ? data : (const uint8_t *)"", len, 1);
   }
   if (rc == PBW_OK)
     fp_digest(&c.w, fp);
   if (st != NULL)
     *st = c.w.st;
+  return rc;
+}
+
+int pbw_fingerprint_packed(const void *schema, size_t schema_len, const uint8_t *data, size_t len,
+                           uint8_t fp[16], pbw_stats *st) {
+  pbw_packed_plan *plan;
+  int rc = pbw_packed_plan_build(schema, schema_len, &plan);
+  if (rc == PBW_OK) {
+    rc = pbw_fingerprint_packed_plan(plan, data, len, fp, st);
+    pbw_packed_plan_free(plan);
+  } else if (st != NULL) {
+    memset(st, 0, sizeof *st);
+  }
   return rc;
 }

@@ -9,8 +9,9 @@
  *    type whose schema the writer holds, the writer derives the tree's
  *    fingerprint and statistics from those bytes (pbw_fingerprint_packed,
  *    exactly what the walk gives). Only when the bytes are not saved whole
- *    (no memory) or the schema is not known yet (first calls of a type, a
- *    type the schema builder rejects) is the tree walked here;
+ *    (no memory), the schema is not known yet (first calls of a type, a
+ *    type the schema builder rejects) or the writer is behind is the tree
+ *    walked here;
  *  - get_packed_size has no bytes: it walks the tree here.
  * Nested calls (libprotobuf-c re-entering its own exported functions for
  * sub-messages) go straight to the real function. */
@@ -47,7 +48,7 @@ static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t
   c->result = result;
   c->type_key = m->descriptor;
   c->req_len = 0; /* the request is a tree, not bytes */
-  if (packed_saved && rt_schema_known(m->descriptor)) {
+  if (packed_saved && rt_defer_fp(m->descriptor)) {
     c->derive_fp = 1; /* sink.c pack_features */
     c->nfeat = ST_PBF_NFEAT;
     c->feat[ST_PBF_ENCODED_SIZE] = result;

@@ -69,7 +69,7 @@ enum {
                           that do not read back; see pb_fpbytes.c) */
 };
 
-/* Message types the writer holds a schema for (rt_schema_known): only the
+/* Message types the writer holds a schema for (rt_defer_fp): only the
  * writer thread adds and forgets them. */
 void rt_schema_ready(const void *type_key);
 void rt_schema_forget_all(void);

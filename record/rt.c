@@ -571,9 +571,20 @@ static unsigned schema_slot(const void *key) {
   return (unsigned)(((uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 54); /* 10 bits */
 }
 
-int rt_schema_known(const void *key) {
+/* The writer keeps up with the calling thread: its ring is less than half
+ * full. */
+static int writer_keeps_up(void) {
+  const rt_thread *t = self;
+  if (t == NULL)
+    return 0;
+  uint64_t head = atomic_load_explicit(&t->r.head, memory_order_relaxed);
+  uint64_t tail = atomic_load_explicit(&t->r.tail, memory_order_relaxed);
+  return head - tail < t->r.cap / 2;
+}
+
+int rt_defer_fp(const void *key) {
   unsigned s = schema_slot(key);
-  if (rt_cfg.pack_fp_walk)
+  if (rt_cfg.pack_fp_walk || !writer_keeps_up())
     return 0;
   for (unsigned i = 0; i < SCHEMA_PROBES; i++, s = (s + 1) % SCHEMA_SLOTS) {
     const void *k = atomic_load_explicit(&schema_keys[s], memory_order_relaxed);

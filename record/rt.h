@@ -45,8 +45,8 @@ typedef struct {
   rt_payload req, resp;
   /* protobuf pack calls: fp and the features other than the encoded size
    * are left to the writer thread, which derives them from the response
-   * (saved whole: see rt_keep_whole) with the type's schema (known: see
-   * rt_schema_known) */
+   * (saved whole: see rt_keep_whole) with the type's schema (see
+   * rt_defer_fp) */
   uint8_t derive_fp;
 } rt_call;
 
@@ -64,12 +64,14 @@ int rt_stack(void **ips, int max);
  * saved (no memory: p is then RT_PAY_NONE). */
 int rt_keep_whole(rt_payload *p);
 
-/* Nonzero when the writer thread holds the schema of message type
- * type_key (a protobuf descriptor), so that it can derive a fingerprint
- * from packed bytes of that type. Cheap, no lock; a type is known from
- * soon after its first call was written until descriptors may go away
- * (dlclose, fork). */
-int rt_schema_known(const void *type_key);
+/* Nonzero when a call of message type type_key (a protobuf descriptor)
+ * may leave its fingerprint to the writer thread: the writer holds the
+ * type's schema (from soon after the type's first call was written until
+ * descriptors may go away: dlclose, fork), and it keeps up with this
+ * thread (the thread's ring is less than half full; when it is not,
+ * more work for the writer would only make the program wait for ring
+ * space). Cheap, no lock. */
+int rt_defer_fp(const void *type_key);
 
 /* Queue one call. Takes ownership of RT_PAY_OWN payloads in every case. */
 void rt_submit(const rt_call *c, void *const *ips, int nips);

@@ -36,6 +36,7 @@ typedef struct {
   uint32_t id;
   void *schema; /* for deriving unpack features from request bytes */
   size_t schema_len;
+  pbw_packed_plan *plan; /* the schema decoded for deriving pack fingerprints */
 } type_slot;
 
 static struct {
@@ -351,7 +352,8 @@ static void write_type(type_slot *ts, int api) {
     if (pbw_schema_build(d, &ts->schema, &ts->schema_len) == PBW_OK) {
       t.schema = ts->schema;
       t.schema_len = (uint32_t)ts->schema_len;
-      rt_schema_ready(d); /* pack hooks may leave fingerprints to us now */
+      if (pbw_packed_plan_build(ts->schema, ts->schema_len, &ts->plan) == PBW_OK)
+        rt_schema_ready(d); /* pack hooks may leave fingerprints to us now */
     }
   } else if (t.family == ST_FAMILY_JPEG) {
     t.name = ts->key; /* JPEG hooks pass a static string naming the image class */
@@ -361,8 +363,10 @@ static void write_type(type_slot *ts, int api) {
 
 static void free_types(void) {
   rt_schema_forget_all();
-  for (uint32_t i = 0; i < S.type_cap; i++)
+  for (uint32_t i = 0; i < S.type_cap; i++) {
     free(S.types[i].schema);
+    pbw_packed_plan_free(S.types[i].plan);
+  }
   free(S.types);
   S.types = NULL;
   S.type_cap = 0;
@@ -416,8 +420,8 @@ static void pack_features(st_call *c, const type_slot *ts, const void *resp, uin
                           int whole) {
   pbw_stats st = {0};
   int rc = PBW_E_BADSCHEMA;
-  if (ts && ts->schema && whole)
-    rc = pbw_fingerprint_packed(ts->schema, ts->schema_len, resp, len, c->fp, &st);
+  if (ts && ts->plan && whole)
+    rc = pbw_fingerprint_packed_plan(ts->plan, resp, len, c->fp, &st);
   if (rc != PBW_OK) {
     memset(c->fp, 0, sizeof c->fp);
     c->flags |= ST_CALL_NO_RESPONSE;
