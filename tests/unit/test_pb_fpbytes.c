@@ -175,25 +175,38 @@ static uint8_t *exact(const uint8_t *p, size_t n) {
   return c;
 }
 
-/* Schemas built once per type (descriptors are never unloaded here). */
+/* Schemas built once per type (descriptors are never unloaded here), and
+ * a plan of each, kept as the record writer keeps them (the plan outlives
+ * the schema bytes it was built from: it is built from a copy, freed). */
 static struct {
   const ProtobufCMessageDescriptor *d;
   void *s;
   size_t n;
+  pbw_packed_plan *plan;
 } schemas[4096];
 static size_t nschemas;
 
-static const void *schema_of(const ProtobufCMessageDescriptor *d, size_t *len) {
+static size_t schema_index(const ProtobufCMessageDescriptor *d) {
   for (size_t i = 0; i < nschemas; i++)
-    if (schemas[i].d == d) {
-      *len = schemas[i].n;
-      return schemas[i].s;
-    }
+    if (schemas[i].d == d)
+      return i;
   ck_assert_uint_lt(nschemas, sizeof schemas / sizeof *schemas);
   ck_assert_int_eq(pbw_schema_build(d, &schemas[nschemas].s, &schemas[nschemas].n), PBW_OK);
+  void *copy = malloc(schemas[nschemas].n);
+  ck_assert_ptr_nonnull(copy);
+  memcpy(copy, schemas[nschemas].s, schemas[nschemas].n);
+  ck_assert_int_eq(pbw_packed_plan_build(copy, schemas[nschemas].n, &schemas[nschemas].plan),
+                   PBW_OK);
+  memset(copy, 0xa5, schemas[nschemas].n);
+  free(copy);
   schemas[nschemas].d = d;
-  *len = schemas[nschemas].n;
-  return schemas[nschemas++].s;
+  return nschemas++;
+}
+
+static const void *schema_of(const ProtobufCMessageDescriptor *d, size_t *len) {
+  size_t i = schema_index(d);
+  *len = schemas[i].n;
+  return schemas[i].s;
 }
 
 static void assert_stats_eq(const pbw_stats *a, const pbw_stats *b, const char *what) {
@@ -210,13 +223,21 @@ static void assert_stats_eq(const pbw_stats *a, const pbw_stats *b, const char *
                 (unsigned long long)a->field_words, (unsigned long long)b->field_words);
 }
 
-/* pbw_fingerprint_packed of bytes for type d, from an exact-size copy. */
+/* pbw_fingerprint_packed of bytes for type d, from an exact-size copy;
+ * the type's kept plan must give the same. */
 static int fp_bytes(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t n, uint8_t fp[16],
                     pbw_stats *st) {
   size_t sl;
   const void *schema = schema_of(d, &sl);
-  uint8_t *copy = exact(p, n);
+  uint8_t *copy = exact(p, n), fp2[16];
+  pbw_stats st2;
   int rc = pbw_fingerprint_packed(schema, sl, copy, n, fp, st);
+  int rc2 = pbw_fingerprint_packed_plan(schemas[schema_index(d)].plan, copy, n, fp2, &st2);
+  ck_assert_int_eq(rc, rc2);
+  if (rc == PBW_OK)
+    ck_assert_int_eq(memcmp(fp, fp2, 16), 0);
+  if (st != NULL)
+    ck_assert_int_eq(memcmp(st, &st2, sizeof st2), 0);
   free(copy);
   return rc;
 }
@@ -964,6 +985,10 @@ START_TEST(test_packed_damaged_schema) {
     c[i] ^= 0x10;
   }
   ck_assert_int_eq(pbw_fingerprint_packed(NULL, 0, b.p, b.n, fp, NULL), PBW_E_BADSCHEMA);
+  pbw_packed_plan *plan = (pbw_packed_plan *)&plan;
+  ck_assert_int_eq(pbw_packed_plan_build(schema, sl - 1, &plan), PBW_E_BADSCHEMA);
+  ck_assert_ptr_null(plan);
+  pbw_packed_plan_free(NULL);
   free(c);
   free(b.p);
 }
