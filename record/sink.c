@@ -56,6 +56,7 @@ static struct {
 } S;
 
 static void free_types(void);
+static void forget_derived(void);
 
 /* ---- file ---------------------------------------------------------------- */
 
@@ -123,6 +124,7 @@ int wr_open(const rt_config *cfg) {
   S.failed = 0;
   S.nsites = S.ntypes = 0;
   S.fp_derived = S.fp_underived = 0;
+  forget_derived();
   uint32_t seq;
   /* This runs on the program's thread: a file size limit must not send it
    * SIGXFSZ (the write fails with EFBIG, and we say so). */
@@ -363,6 +365,7 @@ static void write_type(type_slot *ts, int api) {
 
 static void free_types(void) {
   rt_schema_forget_all();
+  forget_derived();
   for (uint32_t i = 0; i < S.type_cap; i++) {
     free(S.types[i].schema);
     pbw_packed_plan_free(S.types[i].plan);
@@ -408,6 +411,25 @@ static void unpack_features(st_call *c, const type_slot *ts, const void *req, ui
   c->feat[ST_PBF_FIELD_WORDS] = st.field_words;
 }
 
+/* Derivations remembered by response blob: a blob id stands for its bytes
+ * (the trace writer stores identical payloads once, by XXH3-128, as the
+ * format does for every payload), and the result is a function of the
+ * type's schema and the bytes alone, so a program that packs the same
+ * message again costs no second derivation. Emptied with the file and the
+ * types (ids start again). */
+#define DERIVED_SLOTS 256
+static struct {
+  uint64_t blob;
+  uint32_t type;
+  int rc;
+  uint8_t fp[16];
+  pbw_stats st;
+} derived[DERIVED_SLOTS];
+
+static void forget_derived(void) {
+  memset(derived, 0, sizeof derived);
+}
+
 /* Fingerprint and features of a pack request whose hook left them to us
  * (raw_call.derive_fp): derived from the packed bytes it saved whole, they
  * are what its walk of the tree would have given, the outcome of a tree
@@ -420,8 +442,23 @@ static void pack_features(st_call *c, const type_slot *ts, const void *resp, uin
                           int whole) {
   pbw_stats st = {0};
   int rc = PBW_E_BADSCHEMA;
-  if (ts && ts->plan && whole)
-    rc = pbw_fingerprint_packed_plan(ts->plan, resp, len, c->fp, &st);
+  unsigned slot = (unsigned)(c->resp_blob * 0x9E3779B97F4A7C15ull >> 56) % DERIVED_SLOTS;
+  if (ts && ts->plan && whole) {
+    if (c->resp_blob && derived[slot].blob == c->resp_blob && derived[slot].type == ts->id) {
+      rc = derived[slot].rc;
+      memcpy(c->fp, derived[slot].fp, sizeof c->fp);
+      st = derived[slot].st;
+    } else {
+      rc = pbw_fingerprint_packed_plan(ts->plan, resp, len, c->fp, &st);
+      if (c->resp_blob) {
+        derived[slot].blob = c->resp_blob;
+        derived[slot].type = ts->id;
+        derived[slot].rc = rc;
+        memcpy(derived[slot].fp, c->fp, sizeof c->fp);
+        derived[slot].st = st;
+      }
+    }
+  }
   if (rc != PBW_OK) {
     memset(c->fp, 0, sizeof c->fp);
     c->flags |= ST_CALL_NO_RESPONSE;
@@ -485,13 +522,13 @@ static void write_call(rt_thread *t, const raw_call *rc) {
   c.type = ts ? ts->id : 0;
   if (c.api == ST_API_PB_UNPACK && rc->req_kind != RT_PAY_NONE)
     unpack_features(&c, ts, req, rc->req_saved);
-  if (rc->derive_fp)
-    pack_features(&c, ts, resp, rc->resp_saved,
-                  rc->resp_kind != RT_PAY_NONE && rc->resp_saved == rc->resp_len);
   if (rc->req_kind != RT_PAY_NONE)
     c.req_blob = store_blob(req, rc->req_saved);
   if (rc->resp_kind != RT_PAY_NONE)
     c.resp_blob = store_blob(resp, rc->resp_saved);
+  if (rc->derive_fp) /* after the blob: its id may spare the derivation */
+    pack_features(&c, ts, resp, rc->resp_saved,
+                  rc->resp_kind != RT_PAY_NONE && rc->resp_saved == rc->resp_len);
   check(st_writer_add_call(S.w, &c));
   if (rc->req_kind == RT_PAY_OWN)
     free((void *)rc->req_ptr);

@@ -225,7 +225,9 @@ print("\n".join(sorted(rows)))'
 # Pack fingerprints and features are derived from the saved bytes on the
 # writer thread; the trace must hold what walking the tree on the calling
 # thread gives (STANDIN_PACK_FP=walk), for nested, proto3, threaded and
-# randomly generated messages, and for trees nested too deep to fingerprint.
+# randomly generated messages, for trees nested too deep to fingerprint, and
+# for the same bytes packed again (the writer remembers derivations by
+# response blob), from one type or from two.
 # (The first calls of a type are walked until the writer has its schema:
 # the runs are long enough for most calls to be derived.)
 t017_record_pack_fingerprints_from_bytes_equal_the_walk() {
@@ -248,6 +250,7 @@ pbtest basic 300
 pbtest p3 3000
 pbtest threads 3 200
 pbtest deep 101 300
+pbtest same 1000
 protogen -n 60 -m all
 LIST
   # too deep: no fingerprint, flagged, from bytes as from the walk

@@ -12,6 +12,9 @@
  *                         of D and D - 1 nested messages
  *   pbtest oddunknown N   N rounds of packing a message holding a
  *                         hand-built unknown field that is a group
+ *   pbtest same N         N rounds of packing the same messages: a Tree,
+ *                         and an empty Leaf and an empty Node (two types,
+ *                         the same 0 bytes)
  *
  * Output is deterministic (independent of thread scheduling), so a replayed
  * run must print exactly what the recorded run printed. */
@@ -457,9 +460,23 @@ static int run_oddunknown(int n) {
   return 0;
 }
 
+static int run_same(int n) {
+  msg_store *st = calloc(1, sizeof *st);
+  Leaf lf = STANDIN__TEST__LEAF__INIT;
+  Standin__Pbw__Node node = STANDIN__PBW__NODE__INIT;
+  build(st, 7);
+  for (int i = 0; i < n; i++) {
+    pack_three_ways("same-tree", i, &st->tree.base);
+    pack_three_ways("same-leaf", i, &lf.base);
+    pack_three_ways("same-node", i, &node.base);
+  }
+  free(st);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|forkpar|exec|p3|bad|deep|oddunknown "
+    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|forkpar|exec|p3|bad|deep|oddunknown|same "
                     "[args]\n");
     return 2;
   }
@@ -484,6 +501,8 @@ int main(int argc, char **argv) {
     rc = run_deep(a < 2 ? 2 : a, b);
   else if (!strcmp(mode, "oddunknown"))
     rc = run_oddunknown(a);
+  else if (!strcmp(mode, "same"))
+    rc = run_same(a);
   else if (!strcmp(mode, "exec")) {
     basic(900, 1);
     fflush(stdout);
