@@ -228,10 +228,11 @@ print("\n".join(sorted(rows)))'
 # randomly generated messages, for trees nested too deep to fingerprint, and
 # for the same bytes packed again (the writer remembers derivations by
 # response blob), from one type or from two.
-# (The first calls of a type are walked until the writer has its schema:
-# the runs are long enough for most calls to be derived.)
+# (The first calls of a type are walked until the writer has its schema,
+# and calls are walked while the writer is behind.)
 t017_record_pack_fingerprints_from_bytes_equal_the_walk() {
   i=0
+  derived=0
   while read -r prog args; do
     i=$((i + 1))
     STANDIN_PACK_FP=walk "$STANDIN" record -o walk$i -- "$B/progs/$prog" $args >walk$i.out
@@ -242,8 +243,7 @@ t017_record_pack_fingerprints_from_bytes_equal_the_walk() {
     [ -s walk$i.calls ] || fail "$prog $args: no calls"
     cmp walk$i.calls bytes$i.calls || fail "$prog $args: traces differ: $(diff walk$i.calls bytes$i.calls | head -4)"
     expect_eq "$prog $args: derived with walk" 0 "$(note walk$i pack_fp_from_bytes)"
-    derived=$(note bytes$i pack_fp_from_bytes)
-    [ "$derived" -gt 0 ] || fail "$prog $args: no fingerprint was derived from bytes"
+    derived=$((derived + $(note bytes$i pack_fp_from_bytes)))
     expect_eq "$prog $args: not derived" 0 "$(note bytes$i pack_fp_not_derived)"
   done <<LIST
 pbtest basic 300
@@ -253,6 +253,9 @@ pbtest deep 101 300
 pbtest same 1000
 protogen -n 60 -m all
 LIST
+  # how many calls the writer derived depends on when it runs (a short
+  # threaded run may end before it has seen a type): most, over all runs
+  [ "$derived" -gt 1000 ] || fail "only $derived fingerprints were derived from bytes"
   # too deep: no fingerprint, flagged, from bytes as from the walk
   grep -q '"reason": 2' bytes4.calls || fail "no call flagged too deep"
 }

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pbw_types.pb-c.h"
@@ -456,6 +457,10 @@ static int run_oddunknown(int n) {
     lf.base.n_unknown_fields = 1;
     lf.base.unknown_fields = &u;
     pack_three_ways("oddunknown", i, &lf.base);
+    if (i == 0) { /* a recorder's writer thread has time to see the type */
+      struct timespec ts = {0, 50000000};
+      nanosleep(&ts, NULL);
+    }
   }
   return 0;
 }
