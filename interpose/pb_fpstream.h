@@ -107,7 +107,8 @@ static __attribute__((unused)) void fp_blob_slow(walk_ctx *c, const void *p, siz
   }
   w = fp_room(c, 8 + n);
   memcpy(w, &n, 8);
-  memcpy(w + 8, p, n);
+  if (n > 0) /* p may be NULL then (a NULL string, bytes without data) */
+    memcpy(w + 8, p, n);
 }
 
 /* Most strings and bytes are short: copy them inline, no library call. */
