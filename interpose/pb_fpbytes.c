@@ -28,8 +28,10 @@
  *    one blob of count * element size bytes however its records are split.
  *  - an empty sub-message for a message slot that was NULL in memory: its
  *    fingerprint is the same (FP_END alone), and pb_walk counts its presence
- *    words like the bytes do.
- *  - every required field, nesting at most PBW_MAX_DEPTH deep.
+ *    words like the bytes do. Of a type with required fields, only a NULL
+ *    slot packs to no bytes, without them.
+ *  - every required field (but in those empty sub-messages), nesting at
+ *    most PBW_MAX_DEPTH deep.
  *
  * Where bytes cannot tell two trees apart, they get the fingerprint of the
  * tree whose fields are known wherever the rules above allow: a tree
@@ -428,7 +430,9 @@ static int pk_msg(pk_ctx *c, uint32_t mi, const uint8_t *p, size_t len, unsigned
     }
     pos++;
   }
-  if (required != m->n_required) /* pack writes every required field */
+  /* pack writes every required field, except in the empty message it
+   * writes for a NULL message slot, which the walk hashes as FP_END too */
+  if (required != m->n_required && !(len == 0 && depth > 1))
     return PBW_E_BADDATA;
   if ((rc = pk_unknown(&c->w, p, end)) != PBW_OK)
     return rc;
