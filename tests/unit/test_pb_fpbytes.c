@@ -1295,6 +1295,12 @@ typedef struct {
   mutator mu;
 } rnd_run;
 
+/* STANDIN_TEST_SEED=N runs the random tests on other trees. */
+static uint64_t seed_of(uint64_t base) {
+  const char *s = getenv("STANDIN_TEST_SEED");
+  return base ^ (s ? strtoull(s, NULL, 10) * 0x9e3779b97f4a7c15ull : 0);
+}
+
 /* per_type random trees of each type (three size distributions, depths 1
  * to 8), each checked as built and again mutated. */
 static void random_trees(const ProtobufCMessageDescriptor *const *types, size_t n,
@@ -1327,8 +1333,8 @@ static void random_trees(const ProtobufCMessageDescriptor *const *types, size_t 
 
 START_TEST(test_packed_random_trees_of_every_project_type) {
   rnd_run run = {0};
-  run.mu.rng = 42;
-  random_trees(protogen_types, protogen_n_types, 24, 1, &run);
+  run.mu.rng = seed_of(42);
+  random_trees(protogen_types, protogen_n_types, 24, seed_of(1), &run);
   printf("project schemas: %lu types, %lu trees (largest %zu bytes, %lu not unpackable); "
          "mutations:",
          run.types, run.trees, run.max_bytes, unpack_refused);
@@ -1348,7 +1354,7 @@ START_TEST(test_packed_random_trees_of_every_hyperprotobench_type) {
   char list[4096];
   rnd_run run = {0};
   unsigned files = 0;
-  run.mu.rng = 7;
+  run.mu.rng = seed_of(7);
   snprintf(list, sizeof list, "%s", HPB_SOS);
   for (char *save = NULL, *path = strtok_r(list, " ", &save); path;
        path = strtok_r(NULL, " ", &save)) {
@@ -1358,7 +1364,7 @@ START_TEST(test_packed_random_trees_of_every_hyperprotobench_type) {
     const ProtobufCMessageDescriptor *const *types = dlsym(h, "protogen_types");
     const size_t *n = dlsym(h, "protogen_n_types");
     ck_assert_msg(types && n && *n > 0, "%s: no registry", path);
-    random_trees(types, *n, 6, 3, &run);
+    random_trees(types, *n, 6, seed_of(3), &run);
     files++;
   }
   if (files == 0) {
