@@ -89,7 +89,25 @@ $(B)/tests/test_pb_walk: tests/unit/test_pb_walk.c $(GEN_OBJ) $(INTERPOSE_LIB) $
 $(B)/tests/test_analysis: tests/unit/test_analysis.c $(call obj,$(filter-out cli/standin.c,$(CLI_SRC))) $(GEN_OBJ) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)
-OTHER_UNIT := $(filter-out $(B)/tests/test_traces $(B)/tests/test_pb_walk $(B)/tests/test_analysis,$(UNIT_BIN))
+# pbw_fingerprint_packed is checked on random trees of every type the build
+# compiles (protogen's registry) and of the HyperProtoBench schemas (test
+# data outside the repository, as for tests/e2e/workload_tests.sh): each of
+# those in a shared object of its own, since their type names collide,
+# loaded by the test.
+HPB_DIR ?= $(or $(STANDIN_HYPERPROTOBENCH),$(CURDIR)/../shared/data/hyperprotobench)
+HPB_SO := $(patsubst $(HPB_DIR)/%.proto,$(B)/hpb/%.so,$(wildcard $(HPB_DIR)/bench*.proto))
+$(B)/hpb/%.so: $(HPB_DIR)/%.proto workloads/protogen/registry.sh
+	@rm -rf $(B)/hpb/$* && mkdir -p $(B)/hpb/$*
+	protoc-c --proto_path=$(HPB_DIR) --c_out=$(B)/hpb/$* $<
+	(cd $(B)/hpb/$* && $(CURDIR)/workloads/protogen/registry.sh $*.pb-c.h) >$(B)/hpb/$*/registry.c
+	$(CC) $(ALL_CFLAGS) -O1 -c -o $(B)/hpb/$*/types.o $(B)/hpb/$*/$*.pb-c.c
+	$(CC) $(ALL_CFLAGS) -O1 -fvisibility=default -I$(B)/hpb/$* -c -o $(B)/hpb/$*/registry.o \
+		$(B)/hpb/$*/registry.c
+	$(CC) -shared -o $@ $(B)/hpb/$*/types.o $(B)/hpb/$*/registry.o -lprotobuf-c
+$(B)/tests/test_pb_fpbytes: tests/unit/test_pb_fpbytes.c workloads/protogen/filler.h $(B)/gen/protogen_registry.c $(GEN_OBJ) $(INTERPOSE_LIB) $(TRACE_LIB) $(HPB_SO) | $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DHPB_SOS='"$(HPB_SO)"' -o $@ $(filter %.c %.o %.a,$^) $(CHECK_LIBS)
+OTHER_UNIT := $(filter-out $(B)/tests/test_traces $(B)/tests/test_pb_walk $(B)/tests/test_analysis $(B)/tests/test_pb_fpbytes,$(UNIT_BIN))
 $(OTHER_UNIT): $(B)/tests/%: tests/unit/%.c $(GEN_OBJ) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)

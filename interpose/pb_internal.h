@@ -1,5 +1,6 @@
 /* pb_internal.h — helpers shared by the pb_walk sources (pb_walk.c,
- * pb_image.c, pb_schema.c, pb_json.c, pb_descset.c). Not part of the public API.
+ * pb_image.c, pb_schema.c, pb_json.c, pb_descset.c, pb_fpbytes.c). Not part of the
+ * public API.
  *
  * The presence rules below mirror protobuf-c 1.4.1's pack
  * (required_field_pack, oneof_field_pack, optional_field_pack,
@@ -217,6 +218,99 @@ static inline const char *pbw__schema_str(const pbw__schema *s, uint32_t off) {
 /* The same for optional names: NULL for PBW_NONE32. */
 static inline const char *pbw__schema_ostr(const pbw__schema *s, uint32_t off) {
   return off == PBW_NONE32 ? NULL : (const char *)s->blob + off;
+}
+
+/* ---- Wire format: what pb_json.c and pb_fpbytes.c read ------------------ */
+
+/* A varint of at most 10 bytes at *p (bits beyond 64 are dropped, as
+ * libprotobuf-c drops them); advances *p. 0 if unterminated. */
+static inline int pbw__get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  uint64_t r = 0;
+  for (unsigned i = 0; i < 10 && *p < end; i++) {
+    uint8_t b = *(*p)++;
+    r |= (uint64_t)(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) {
+      *v = r;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* n little-endian bytes (4 or 8). */
+static inline uint64_t pbw__get_le(const uint8_t *p, unsigned n) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < n; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+/* Wire type a value of type t is written with. */
+static inline uint32_t pbw__wire_of(uint8_t t) {
+  switch (t) {
+  case PROTOBUF_C_TYPE_SFIXED64:
+  case PROTOBUF_C_TYPE_FIXED64:
+  case PROTOBUF_C_TYPE_DOUBLE: return PROTOBUF_C_WIRE_TYPE_64BIT;
+  case PROTOBUF_C_TYPE_SFIXED32:
+  case PROTOBUF_C_TYPE_FIXED32:
+  case PROTOBUF_C_TYPE_FLOAT: return PROTOBUF_C_WIRE_TYPE_32BIT;
+  case PROTOBUF_C_TYPE_STRING:
+  case PROTOBUF_C_TYPE_BYTES:
+  case PROTOBUF_C_TYPE_MESSAGE: return PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+  default: return PROTOBUF_C_WIRE_TYPE_VARINT;
+  }
+}
+
+/* A length-delimited record of a repeated number field is a packed run. */
+static inline int pbw__is_packed_run(const pbw__sfield *f, uint32_t wt) {
+  return f->label == PROTOBUF_C_LABEL_REPEATED && wt == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED &&
+         pbw__wire_of(f->type) != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+}
+
+/* Next element of a packed run whose elements have wire type wt: 1 = got
+ * one, 0 = end, -1 = damaged. */
+static inline int pbw__packed_next(const uint8_t **p, const uint8_t *end, uint32_t wt,
+                                   uint64_t *v) {
+  unsigned w = wt == PROTOBUF_C_WIRE_TYPE_64BIT ? 8 : 4;
+  if (*p == end)
+    return 0;
+  if (wt == PROTOBUF_C_WIRE_TYPE_VARINT)
+    return pbw__get_varint(p, end, v) ? 1 : -1;
+  if ((size_t)(end - *p) < w)
+    return -1;
+  *v = pbw__get_le(*p, w);
+  *p += w;
+  return 1;
+}
+
+/* What unlabeled_field_pack (proto3) would consider zero in the member that
+ * unpack makes of a value of type t read from the wire: v for numbers, p
+ * and n for strings and bytes (a string stops at its first NUL). A message
+ * is never zero (its pointer is not NULL). */
+static inline int pbw__wire_zeroish(uint8_t t, uint64_t v, const uint8_t *p, size_t n) {
+  switch (t) {
+  case PROTOBUF_C_TYPE_INT64:
+  case PROTOBUF_C_TYPE_SINT64:
+  case PROTOBUF_C_TYPE_UINT64:
+  case PROTOBUF_C_TYPE_FIXED64:
+  case PROTOBUF_C_TYPE_SFIXED64:
+  case PROTOBUF_C_TYPE_BOOL: return v == 0;
+  case PROTOBUF_C_TYPE_DOUBLE: {
+    double d;
+    memcpy(&d, &v, sizeof d);
+    return d == 0;
+  }
+  case PROTOBUF_C_TYPE_FLOAT: {
+    uint32_t w = (uint32_t)v;
+    float x;
+    memcpy(&x, &w, sizeof x);
+    return x == 0;
+  }
+  case PROTOBUF_C_TYPE_STRING: return n == 0 || p[0] == 0;
+  case PROTOBUF_C_TYPE_BYTES: return n == 0;
+  case PROTOBUF_C_TYPE_MESSAGE: return 0;
+  default: return (uint32_t)v == 0;
+  }
 }
 
 #endif

@@ -37,83 +37,27 @@ typedef struct {
   uint32_t *win; /* per oneof group: seq of the record that survives */
 } msg_scan;
 
-/* ---- Wire format ----------------------------------------------------------- */
-
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
-  uint64_t r = 0;
-  for (unsigned i = 0; i < 10 && *p < end; i++) {
-    uint8_t b = *(*p)++;
-    r |= (uint64_t)(b & 0x7f) << (7 * i);
-    if (!(b & 0x80)) {
-      *v = r;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-static uint64_t get_le(const uint8_t *p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = 0; i < n; i++)
-    v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
-/* Wire type a value of type t is written with. */
-static uint32_t wire_of(uint8_t t) {
-  switch (t) {
-  case PROTOBUF_C_TYPE_SFIXED64:
-  case PROTOBUF_C_TYPE_FIXED64:
-  case PROTOBUF_C_TYPE_DOUBLE: return PROTOBUF_C_WIRE_TYPE_64BIT;
-  case PROTOBUF_C_TYPE_SFIXED32:
-  case PROTOBUF_C_TYPE_FIXED32:
-  case PROTOBUF_C_TYPE_FLOAT: return PROTOBUF_C_WIRE_TYPE_32BIT;
-  case PROTOBUF_C_TYPE_STRING:
-  case PROTOBUF_C_TYPE_BYTES:
-  case PROTOBUF_C_TYPE_MESSAGE: return PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
-  default: return PROTOBUF_C_WIRE_TYPE_VARINT;
-  }
-}
-
-/* A length-delimited record of a repeated number field is a packed run. */
-static int is_packed_run(const pbw__sfield *f, uint32_t wt) {
-  return f->label == PROTOBUF_C_LABEL_REPEATED && wt == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED &&
-         wire_of(f->type) != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
-}
-
-/* Next element of a packed run: 1 = got one, 0 = end, -1 = damaged. */
-static int packed_next(const uint8_t **p, const uint8_t *end, uint32_t wt, uint64_t *v) {
-  unsigned w = wt == PROTOBUF_C_WIRE_TYPE_64BIT ? 8 : 4;
-  if (*p == end)
-    return 0;
-  if (wt == PROTOBUF_C_WIRE_TYPE_VARINT)
-    return get_varint(p, end, v) ? 1 : -1;
-  if ((size_t)(end - *p) < w)
-    return -1;
-  *v = get_le(*p, w);
-  *p += w;
-  return 1;
-}
+/* ---- Wire format (primitives in pb_internal.h) ------------------------------ */
 
 /* One wire record at *p: tag, then the value its wire type announces. */
 static int read_record(const uint8_t **p, const uint8_t *end, occ *o) {
   uint64_t tag, n;
-  if (!get_varint(p, end, &tag) || tag >> 3 == 0 || tag >> 3 > PBW_MAX_FIELD_NUMBER)
+  if (!pbw__get_varint(p, end, &tag) || tag >> 3 == 0 || tag >> 3 > PBW_MAX_FIELD_NUMBER)
     return PBW_E_BADDATA;
   o->number = (uint32_t)(tag >> 3);
   o->wt = (uint32_t)(tag & 7);
   switch (o->wt) {
-  case PROTOBUF_C_WIRE_TYPE_VARINT: return get_varint(p, end, &o->v) ? PBW_OK : PBW_E_BADDATA;
+  case PROTOBUF_C_WIRE_TYPE_VARINT: return pbw__get_varint(p, end, &o->v) ? PBW_OK : PBW_E_BADDATA;
   case PROTOBUF_C_WIRE_TYPE_64BIT:
   case PROTOBUF_C_WIRE_TYPE_32BIT:
     n = o->wt == PROTOBUF_C_WIRE_TYPE_64BIT ? 8 : 4;
     if ((uint64_t)(end - *p) < n)
       return PBW_E_BADDATA;
-    o->v = get_le(*p, (unsigned)n);
+    o->v = pbw__get_le(*p, (unsigned)n);
     *p += n;
     return PBW_OK;
   case PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED:
-    if (!get_varint(p, end, &n) || n > (uint64_t)(end - *p))
+    if (!pbw__get_varint(p, end, &n) || n > (uint64_t)(end - *p))
       return PBW_E_BADDATA;
     o->p = *p;
     o->n = (size_t)n;
@@ -189,7 +133,7 @@ static int scan_records(msg_scan *ms, const uint8_t *p, const uint8_t *end) {
     if (rc != PBW_OK)
       return rc;
     uint32_t pos = find_field(ms->s, &ms->m, o.number, &f);
-    if (pos != PBW_NONE32 && o.wt != wire_of(f.type) && !is_packed_run(&f, o.wt))
+    if (pos != PBW_NONE32 && o.wt != pbw__wire_of(f.type) && !pbw__is_packed_run(&f, o.wt))
       return PBW_E_BADDATA; /* unpack rejects a known field with another wire type */
     o.key = pos != PBW_NONE32 ? pos : (uint64_t)ms->m.n_fields + o.number;
     o.seq = seq;
@@ -273,33 +217,6 @@ static int msg_payload(const msg_scan *ms, const pbw__sfield *f, size_t i, size_
 static int stats_msg(const pbw__schema *s, uint32_t mi, const uint8_t *p, size_t n, unsigned depth,
                      pbw_stats *st);
 
-/* What unlabeled_field_pack would consider zero after unpacking o. */
-static int wire_zero(const pbw__sfield *f, const occ *o) {
-  switch (f->type) {
-  case PROTOBUF_C_TYPE_INT64:
-  case PROTOBUF_C_TYPE_SINT64:
-  case PROTOBUF_C_TYPE_UINT64:
-  case PROTOBUF_C_TYPE_FIXED64:
-  case PROTOBUF_C_TYPE_SFIXED64:
-  case PROTOBUF_C_TYPE_BOOL: return o->v == 0;
-  case PROTOBUF_C_TYPE_DOUBLE: {
-    double d;
-    memcpy(&d, &o->v, sizeof d);
-    return d == 0;
-  }
-  case PROTOBUF_C_TYPE_FLOAT: {
-    uint32_t w = (uint32_t)o->v;
-    float x;
-    memcpy(&x, &w, sizeof x);
-    return x == 0;
-  }
-  case PROTOBUF_C_TYPE_STRING: return o->n == 0 || o->p[0] == 0;
-  case PROTOBUF_C_TYPE_BYTES: return o->n == 0;
-  case PROTOBUF_C_TYPE_MESSAGE: return 0;
-  default: return (uint32_t)o->v == 0;
-  }
-}
-
 /* Strings count up to their first NUL, as strlen does on the tree. */
 static void add_var(const pbw__sfield *f, const uint8_t *p, size_t n, pbw_stats *st) {
   if (f->type == PROTOBUF_C_TYPE_STRING)
@@ -322,10 +239,10 @@ static int stats_repeated(const msg_scan *ms, const pbw__sfield *f, size_t i, si
   uint64_t count = 0, v;
   for (size_t k = i; k < j; k++) {
     const occ *o = &ms->o[k];
-    if (is_packed_run(f, o->wt)) {
+    if (pbw__is_packed_run(f, o->wt)) {
       const uint8_t *p = o->p, *end = o->p + o->n;
       int r;
-      while ((r = packed_next(&p, end, wire_of(f->type), &v)) == 1)
+      while ((r = pbw__packed_next(&p, end, pbw__wire_of(f->type), &v)) == 1)
         count++;
       if (r < 0)
         return PBW_E_BADDATA;
@@ -374,7 +291,8 @@ static int stats_field(msg_scan *ms, const pbw__sfield *f, size_t i, size_t j, u
     free(tmp);
     return rc;
   }
-  if (f->label == PROTOBUF_C_LABEL_NONE && f->oneof == PBW_NONE32 && wire_zero(f, &ms->o[j - 1]))
+  if (f->label == PROTOBUF_C_LABEL_NONE && f->oneof == PBW_NONE32 &&
+      pbw__wire_zeroish(f->type, ms->o[j - 1].v, ms->o[j - 1].p, ms->o[j - 1].n))
     return PBW_OK;
   st->fields++;
   add_var(f, ms->o[j - 1].p, ms->o[j - 1].n, st);
@@ -612,7 +530,7 @@ static int json_values(const msg_scan *ms, const pbw__sfield *f, const occ *o, u
   const uint8_t *p = o->p, *end;
   uint64_t v;
   int r;
-  if (!is_packed_run(f, o->wt)) {
+  if (!pbw__is_packed_run(f, o->wt)) {
     if (!*first)
       jb_put(b, ",", 1);
     *first = 0;
@@ -624,7 +542,7 @@ static int json_values(const msg_scan *ms, const pbw__sfield *f, const occ *o, u
     }
   }
   end = p + o->n; /* a packed run always has its bytes (p is NULL for varints) */
-  while ((r = packed_next(&p, end, wire_of(f->type), &v)) == 1) {
+  while ((r = pbw__packed_next(&p, end, pbw__wire_of(f->type), &v)) == 1) {
     if (!*first)
       jb_put(b, ",", 1);
     *first = 0;

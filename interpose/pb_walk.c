@@ -19,27 +19,27 @@
  *             else XXH3-128 of the content
  * Field numbers are >= 1, so FP_END (0) and FP_UNKNOWN cannot be confused
  * with them, and each number fixes the shape of the value that follows.
+ * The stream is gathered and chunked by the helpers in pb_fpstream.h, where
+ * the reservation sizes (part of the hash) are spelled out; pb_fpbytes.c
+ * shares them to derive the same fingerprint from the bytes pack wrote.
  *
  * Statistics describe what pack writes too (pb_json.c derives the same
  * from encoded bytes): `fields` counts each written singular field, each
  * repeated field with at least one element and each unknown field once;
  * `repeated` counts elements (packed or not, map entries included);
  * `submsgs` counts message values below the root (a NULL slot that pack
- * writes as an empty message included); `var_bytes` sums string lengths
+ * writes as an empty message included); `field_words` sums the presence
+ * words of every message written (that empty message too: the bytes cannot
+ * tell it from a message without fields set); `var_bytes` sums string lengths
  * (up to the first NUL, as strlen) and bytes lengths of written fields,
  * not unknown fields. */
-#include "pb_internal.h"
-
 #include <dlfcn.h>
 #include <stddef.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define FP_BUF 4096   /* stream bytes per one-shot XXH3 call */
-#define FP_DIRECT 512 /* blobs at least this long are hashed in place */
-#define FP_END 0u
-#define FP_UNKNOWN 0xFFFFFFFFu
+#include "pb_fpstream.h" /* the stream's buffer and writers, shared with pb_fpbytes.c */
 
 const char *pbw_strerror(int err) {
   switch (err) {
@@ -65,97 +65,6 @@ const char *pbw__empty_string(void) {
     __atomic_store_n(&cached, p, __ATOMIC_RELAXED);
   }
   return p;
-}
-
-typedef struct {
-  size_t n; /* bytes pending in buf */
-  int hash; /* 0: statistics only, buf contents are dropped */
-  pbw_stats st;
-  uint8_t buf[FP_BUF];
-} walk_ctx;
-
-/* Replace the pending bytes by their digest, which chains them to what
- * follows. Chunk boundaries depend only on the stream, so equal trees
- * still hash equally. */
-static void fp_spill(walk_ctx *c) {
-  if (!c->hash) {
-    c->n = 0;
-    return;
-  }
-  pbw__h128 h = pbw__hash128(c->buf, c->n);
-  memcpy(c->buf, &h, sizeof h);
-  c->n = sizeof h;
-}
-
-/* Room for n <= FP_BUF - 16 bytes at the end of buf. */
-static inline uint8_t *fp_room(walk_ctx *c, size_t n) {
-  if (n > FP_BUF - c->n)
-    fp_spill(c);
-  uint8_t *w = c->buf + c->n;
-  c->n += n;
-  return w;
-}
-
-static inline void fp_u32(walk_ctx *c, uint32_t v) {
-  memcpy(fp_room(c, 4), &v, 4);
-}
-
-static inline void fp_u64(walk_ctx *c, uint64_t v) {
-  memcpy(fp_room(c, 8), &v, 8);
-}
-
-/* memcpy for short runs without a library call: two overlapping moves
- * never read outside [s, s + n). */
-static inline void copy_short(uint8_t *d, const uint8_t *s, size_t n) {
-  if (n >= 16) {
-    memcpy(d, s, 16);
-    memcpy(d + n - 16, s + n - 16, 16);
-  } else if (n >= 8) {
-    memcpy(d, s, 8);
-    memcpy(d + n - 8, s + n - 8, 8);
-  } else if (n >= 4) {
-    memcpy(d, s, 4);
-    memcpy(d + n - 4, s + n - 4, 4);
-  } else if (n > 0) {
-    d[0] = s[0];
-    d[n / 2] = s[n / 2];
-    d[n - 1] = s[n - 1];
-  }
-}
-
-static void fp_blob_slow(walk_ctx *c, const void *p, size_t n) {
-  uint8_t *w;
-  if (n >= FP_DIRECT) {
-    pbw__h128 h = pbw__hash128(p, n);
-    w = fp_room(c, 8 + sizeof h);
-    memcpy(w, &n, 8);
-    memcpy(w + 8, &h, sizeof h);
-    return;
-  }
-  w = fp_room(c, 8 + n);
-  memcpy(w, &n, 8);
-  memcpy(w + 8, p, n);
-}
-
-/* Most strings and bytes are short: copy them inline, no library call. */
-static inline void fp_blob(walk_ctx *c, const void *p, size_t n) {
-  if (!c->hash) {
-    c->n = 0;
-    return;
-  }
-  if (n > 32 || 8 + 32 > FP_BUF - c->n) {
-    fp_blob_slow(c, p, n);
-    return;
-  }
-  uint8_t *w = c->buf + c->n;
-  c->n += 8 + n;
-  memcpy(w, &n, 8);
-  copy_short(w + 8, p, n);
-}
-
-static void fp_digest(walk_ctx *c, uint8_t fp[16]) {
-  pbw__h128 h = pbw__hash128(c->buf, c->n);
-  XXH128_canonicalFromHash((XXH128_canonical_t *)fp, (XXH128_hash_t){h.lo, h.hi});
 }
 
 static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth);
@@ -189,29 +98,43 @@ static int wop_kind(ProtobufCType t) {
 /* Number and value of a written scalar field of shape kind, in one
  * reservation. */
 static inline void walk_scalar(walk_ctx *c, uint32_t id, int kind, const void *p) {
-  uint8_t *w;
   switch (kind) {
-  case WK_S8:
-    w = fp_room(c, 12);
-    memcpy(w + 4, p, 8);
-    break;
-  case WK_BOOL:
-    w = fp_room(c, 8);
-    pbw__st32(w + 4, pbw__ld32(p) != 0); /* pack writes 0 or 1 */
-    break;
-  default:
-    w = fp_room(c, 8);
-    memcpy(w + 4, p, 4);
+  case WK_S8: fp_scalar(c, id, p, 8); break;
+  case WK_BOOL: {
+    uint32_t b = pbw__ld32(p) != 0; /* pack writes 0 or 1 */
+    fp_scalar(c, id, &b, 4);
     break;
   }
-  memcpy(w, &id, 4);
+  default: fp_scalar(c, id, p, 4); break;
+  }
 }
 
-static int walk_value(walk_ctx *c, ProtobufCType t, const void *p, unsigned depth) {
+/* A NULL message in a required or repeated slot: pack writes an empty
+ * message of the field's type, so it counts as one (its presence words
+ * included, as the bytes pack wrote would give). */
+static int walk_null_msg(walk_ctx *c, const ProtobufCFieldDescriptor *f, unsigned depth) {
+  const ProtobufCMessageDescriptor *d = f->descriptor;
+  if (depth > PBW_MAX_DEPTH)
+    return PBW_E_DEPTH;
+  if (depth > c->st.max_depth)
+    c->st.max_depth = depth;
+  if (d != NULL)
+    c->st.field_words += (d->n_fields + 31) / 32;
+  fp_u32(c, FP_END);
+  return PBW_OK;
+}
+
+static int walk_value(walk_ctx *c, const ProtobufCFieldDescriptor *f, const void *p,
+                      unsigned depth) {
+  ProtobufCType t = f->type;
+  const ProtobufCMessage *sub;
   switch (t) {
   case PROTOBUF_C_TYPE_STRING: walk_string(c, pbw__ldptr(p)); return PBW_OK;
   case PROTOBUF_C_TYPE_BYTES: walk_bytes(c, p); return PBW_OK;
-  case PROTOBUF_C_TYPE_MESSAGE: c->st.submsgs++; return walk_msg(c, pbw__ldptr(p), depth + 1);
+  case PROTOBUF_C_TYPE_MESSAGE:
+    c->st.submsgs++;
+    sub = pbw__ldptr(p);
+    return sub ? walk_msg(c, sub, depth + 1) : walk_null_msg(c, f, depth + 1);
   case PROTOBUF_C_TYPE_BOOL: fp_u32(c, pbw__ld32(p) != 0); return PBW_OK;
   default:
     if (pbw__elt_size(t) == 8)
@@ -251,7 +174,7 @@ static int walk_repeated(walk_ctx *c, const ProtobufCFieldDescriptor *f, const c
   default: fp_blob(c, arr, n * esz); return PBW_OK;
   }
   for (size_t i = 0; i < n; i++) {
-    int rc = walk_value(c, f->type, arr + i * esz, depth);
+    int rc = walk_value(c, f, arr + i * esz, depth);
     if (rc != PBW_OK)
       return rc;
   }
@@ -293,7 +216,7 @@ static int walk_fields(walk_ctx *c, const ProtobufCMessageDescriptor *d, const c
       continue;
     }
     fp_u32(c, f->id);
-    if ((rc = walk_value(c, f->type, base + f->offset, depth)) != PBW_OK)
+    if ((rc = walk_value(c, f, base + f->offset, depth)) != PBW_OK)
       return rc;
   }
   return PBW_OK;
@@ -478,10 +401,8 @@ static int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned dept
       walk_string(c, pbw__ldptr(mem));
     } else if (o->kind == WK_BYTES) {
       walk_bytes(c, (const ProtobufCBinaryData *)mem);
-    } else {
-      c->st.submsgs++;
-      if ((rc = walk_msg(c, pbw__ldptr(mem), depth + 1)) != PBW_OK)
-        return rc;
+    } else if ((rc = walk_value(c, o->f, mem, depth)) != PBW_OK) {
+      return rc;
     }
   }
   return PBW_OK;
@@ -491,25 +412,23 @@ static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned dep
                             const wplan *p);
 
 static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth) {
-  return walk_msg_planned(c, m, depth, m ? plan_of(m->descriptor) : NULL);
+  return walk_msg_planned(c, m, depth, plan_of(m->descriptor));
 }
 
-/* walk_msg for m whose plan, or NULL, the caller looked up. A NULL message
- * (a required or repeated slot) is packed as an empty one. */
+/* walk_msg for m (not NULL: see walk_null_msg) whose plan, or NULL, the
+ * caller looked up. */
 static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned depth,
                             const wplan *p) {
+  const ProtobufCMessageDescriptor *d = m->descriptor;
   if (depth > PBW_MAX_DEPTH)
     return PBW_E_DEPTH;
   if (depth > c->st.max_depth)
     c->st.max_depth = depth;
-  if (m != NULL) {
-    const ProtobufCMessageDescriptor *d = m->descriptor;
-    c->st.field_words += (d->n_fields + 31) / 32;
-    int rc = p ? walk_ops(c, p, (const char *)m, depth) : walk_fields(c, d, (const char *)m, depth);
-    if (rc != PBW_OK)
-      return rc;
-    walk_unknown(c, m);
-  }
+  c->st.field_words += (d->n_fields + 31) / 32;
+  int rc = p ? walk_ops(c, p, (const char *)m, depth) : walk_fields(c, d, (const char *)m, depth);
+  if (rc != PBW_OK)
+    return rc;
+  walk_unknown(c, m);
   fp_u32(c, FP_END);
   return PBW_OK;
 }

@@ -50,6 +50,28 @@ typedef struct {
  * deeper than PBW_MAX_DEPTH (fp is then unusable). Does not allocate. */
 int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *st);
 
+/* The same fingerprint and statistics from the bytes pack wrote for the
+ * tree (data, len: an encoded message of the schema's root type; schema:
+ * see pbw_schema_build) instead of the tree itself: for any tree that
+ * packs to these bytes, fp and *st are what pbw_fingerprint_tree gives,
+ * with one exception that needs a hand-built tree (see pb_fpbytes.c): an
+ * unknown field that pack wrote where a known field with the same number
+ * and wire type could have been. PBW_E_DEPTH as pbw_fingerprint_tree (the
+ * statistics then stop where the tree's do); PBW_E_BADSCHEMA,
+ * PBW_E_BADDATA for damaged input, which is never read out of bounds;
+ * PBW_E_NOMEM. Fills *st (when not NULL) in every case. */
+int pbw_fingerprint_packed(const void *schema, size_t schema_len, const uint8_t *data, size_t len,
+                           uint8_t fp[16], pbw_stats *st);
+
+/* The same for many messages of one schema: the schema checked and decoded
+ * once into a plan (one allocation; the schema bytes may go), then each
+ * message costs a pass over its bytes and no allocation. */
+typedef struct pbw_packed_plan pbw_packed_plan; /* incomplete type */
+int pbw_packed_plan_build(const void *schema, size_t schema_len, pbw_packed_plan **out);
+int pbw_fingerprint_packed_plan(const pbw_packed_plan *plan, const uint8_t *data, size_t len,
+                                uint8_t fp[16], pbw_stats *st);
+void pbw_packed_plan_free(pbw_packed_plan *p); /* accepts NULL */
+
 /* Fingerprint of an unpack request: hash of the type's full name and the
  * encoded bytes. */
 void pbw_fingerprint_bytes(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,

@@ -1,21 +1,29 @@
 /* rec_protobuf.c — record hooks for protobuf-c.
  *
  * Each hook times the real call alone, then (outside the timed window)
- * computes the request's fingerprint and features and captures what replay
- * will need: the packed bytes for pack, and a relocatable image of the tree
- * for unpack. Nested calls (libprotobuf-c re-entering its own exported
- * functions for sub-messages) go straight to the real function. */
+ * captures what replay will need and the request's fingerprint and
+ * features, doing on the program's thread only what cannot be done later:
+ *  - unpack saves the request bytes; the writer thread derives the features
+ *    from them, and replay builds the tree image offline;
+ *  - pack and pack_to_buffer save the packed bytes (the response); for a
+ *    type whose schema the writer holds, the writer derives the tree's
+ *    fingerprint and statistics from those bytes (pbw_fingerprint_packed,
+ *    exactly what the walk gives). Only when the bytes are not saved whole
+ *    (no memory), the schema is not known yet (first calls of a type, a
+ *    type the schema builder rejects) or the writer is behind is the tree
+ *    walked here;
+ *  - get_packed_size has no bytes: it walks the tree here.
+ * Nested calls (libprotobuf-c re-entering its own exported functions for
+ * sub-messages) go straight to the real function. */
 #include <protobuf-c/protobuf-c.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pb_walk.h"
+#include "record_internal.h"
 #include "rt.h"
 #include "shim.h"
 #include "trace.h"
-
-/* Why a protobuf call carries no response (st_call.reason). */
-enum { PB_REASON_NONE = 0, PB_REASON_DEPTH = 2, PB_REASON_NOMEM = 3 };
 
 static void put_stats(rt_call *c, const pbw_stats *st, uint64_t encoded) {
   c->nfeat = ST_PBF_NFEAT;
@@ -28,9 +36,10 @@ static void put_stats(rt_call *c, const pbw_stats *st, uint64_t encoded) {
   c->feat[ST_PBF_FIELD_WORDS] = st->field_words;
 }
 
-/* Common part of the three tree-side (serialising) calls. */
+/* Common part of the three tree-side (serialising) calls. packed_saved:
+ * the call's response holds the packed bytes of m, saved whole. */
 static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t0, uint64_t t1,
-                      size_t result) {
+                      size_t result, int packed_saved) {
   pbw_stats st = {0};
   c->api = (uint8_t)api;
   c->start_ns = t0;
@@ -39,6 +48,12 @@ static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t
   c->result = result;
   c->type_key = m->descriptor;
   c->req_len = 0; /* the request is a tree, not bytes */
+  if (packed_saved && rt_defer_fp(m->descriptor)) {
+    c->derive_fp = 1; /* sink.c pack_features */
+    c->nfeat = ST_PBF_NFEAT;
+    c->feat[ST_PBF_ENCODED_SIZE] = result;
+    return;
+  }
   if (pbw_fingerprint_tree(m, c->fp, &st) != PBW_OK) {
     c->flags |= ST_CALL_NO_RESPONSE;
     c->reason = PB_REASON_DEPTH;
@@ -67,9 +82,9 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   size_t r = real(m, out);
   uint64_t t1 = shim_now_ns();
   rt_call c = {.nested = shim_nested - n0};
-  tree_call(&c, ST_API_PB_PACK, m, t0, t1, r);
   c.resp_len = r;
   c.resp = (rt_payload){RT_PAY_COPY, out, r};
+  tree_call(&c, ST_API_PB_PACK, m, t0, t1, r, rt_keep_whole(&c.resp) == 0);
   submit(&c);
   shim_depth--;
   return r;
@@ -89,7 +104,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   size_t r = real(m);
   uint64_t t1 = shim_now_ns();
   rt_call c = {.nested = shim_nested - n0};
-  tree_call(&c, ST_API_PB_SIZE, m, t0, t1, r);
+  tree_call(&c, ST_API_PB_SIZE, m, t0, t1, r, 0);
   submit(&c);
   shim_depth--;
   return r;
@@ -110,16 +125,18 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   size_t r = real(m, buf);
   uint64_t t1 = shim_now_ns();
   rt_call c = {.nested = shim_nested - n0};
-  tree_call(&c, ST_API_PB_PACK_BUF, m, t0, t1, r);
   c.resp_len = r;
   /* The program's buffer may be any sink; pack again, untimed, to capture
    * the bytes rather than slowing the timed call with a tee. */
   SHIM_REAL(real_pack, protobuf_c_message_pack);
   uint8_t *copy = malloc(r ? r : 1);
-  if (copy && real_pack(m, copy) == r) {
+  int saved = copy && real_pack(m, copy) == r;
+  if (saved)
     c.resp = (rt_payload){RT_PAY_OWN, copy, r};
-  } else {
+  else
     free(copy);
+  tree_call(&c, ST_API_PB_PACK_BUF, m, t0, t1, r, saved);
+  if (!saved) {
     c.flags |= ST_CALL_NO_RESPONSE;
     c.reason = PB_REASON_NOMEM;
   }

@@ -17,6 +17,8 @@ typedef struct {
   uint64_t ring_bytes;
   uint64_t start_mono_ns, start_real_ns;
   uint32_t pid; /* process the current state belongs to */
+  int pack_fp_walk; /* STANDIN_PACK_FP=walk: pack hooks never leave the
+                       fingerprint to the writer (for comparison) */
 } rt_config;
 
 extern rt_config rt_cfg;
@@ -47,6 +49,7 @@ typedef struct {
   uint16_t reason;
   uint8_t nfeat, nips, req_kind, resp_kind;
   uint32_t nested;
+  uint8_t derive_fp; /* rt_call.derive_fp: the writer fills fp and features */
   uint64_t start_ns, latency_ns, result;
   uint8_t fp[16];
   const void *type_key;
@@ -54,6 +57,22 @@ typedef struct {
   uint64_t req_saved, resp_saved; /* bytes carried (0 = not saved) */
   const void *req_ptr, *resp_ptr; /* heap payloads (RT_PAY_OWN) */
 } raw_call;
+
+/* Why a protobuf call carries no response (st_call.reason with
+ * ST_CALL_NO_RESPONSE; traces/FORMAT.md). */
+enum {
+  PB_REASON_NONE = 0,
+  PB_REASON_DEPTH = 2, /* nested deeper than PBW_MAX_DEPTH: no fingerprint */
+  PB_REASON_NOMEM = 3, /* the shim could not copy the response */
+  PB_REASON_NOFP = 4   /* the writer could not derive the fingerprint from the
+                          packed bytes (a hand-built tree pack wrote bytes for
+                          that do not read back; see pb_fpbytes.c) */
+};
+
+/* Message types the writer holds a schema for (rt_defer_fp): only the
+ * writer thread adds and forgets them. */
+void rt_schema_ready(const void *type_key);
+void rt_schema_forget_all(void);
 
 /* Writer-thread side (sink.c). */
 int wr_open(const rt_config *cfg);  /* create the file; 0 or -1 (said why) */

@@ -171,6 +171,14 @@ static void load_config(void) {
   const char *nf = getenv("STANDIN_NO_FOLLOW");
   if (nf && *nf == '1')
     drop_self_from_preload();
+  /* Where pack fingerprints are computed: from the saved bytes on the
+   * writer thread (default), or by walking the tree on the calling thread
+   * (walk: what standin did before; the trace is the same either way, which
+   * tests check with it). */
+  const char *pf = getenv("STANDIN_PACK_FP");
+  rt_cfg.pack_fp_walk = pf && !strcmp(pf, "walk");
+  if (pf && *pf && strcmp(pf, "walk") && strcmp(pf, "bytes"))
+    shim_say("STANDIN_PACK_FP=%s is not 'bytes' or 'walk'; using bytes", pf);
 }
 
 int rt_active(st_family fam) {
@@ -521,13 +529,14 @@ static void *reserve_wait(rt_thread *t, uint32_t len) {
   return p;
 }
 
-/* Payloads larger than this move to the heap instead of through the ring. */
-static uint64_t inline_limit(const rt_thread *t) {
-  return t->r.cap / 8;
+/* Payloads larger than this move to the heap instead of through the ring
+ * (every thread's ring has rt_cfg.ring_bytes). */
+static uint64_t inline_limit(void) {
+  return rt_cfg.ring_bytes / 8;
 }
 
-static void stage_payload(const rt_thread *t, rt_payload *p) {
-  if (p->kind == RT_PAY_COPY && p->len > inline_limit(t)) {
+static void stage_payload(rt_payload *p) {
+  if (p->kind == RT_PAY_COPY && p->len > inline_limit()) {
     void *copy = malloc(p->len);
     if (copy) {
       memcpy(copy, p->data, p->len);
@@ -537,6 +546,72 @@ static void stage_payload(const rt_thread *t, rt_payload *p) {
       p->kind = RT_PAY_NONE;
     }
   }
+}
+
+int rt_keep_whole(rt_payload *p) {
+  stage_payload(p);
+  return p->kind == RT_PAY_NONE ? -1 : 0;
+}
+
+/* ---- message types the writer holds a schema for --------------------------
+ *
+ * A hook may leave a pack call's fingerprint to the writer only if the
+ * writer will have the type's schema when it gets to the call: it has once
+ * it wrote the type with one (sink.c write_type), until it forgets its
+ * types. A fixed open-addressing set of descriptor addresses: the writer
+ * stores, program threads load, no lock. Full neighbourhoods just mean
+ * those types are walked on the calling thread. A program thread may see a
+ * type that was just forgotten; the writer then builds the schema again
+ * when the call comes (and flags the call PB_REASON_NOFP if it cannot). */
+#define SCHEMA_SLOTS 1024
+#define SCHEMA_PROBES 8
+static _Atomic(const void *) schema_keys[SCHEMA_SLOTS];
+
+static unsigned schema_slot(const void *key) {
+  return (unsigned)(((uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 54); /* 10 bits */
+}
+
+/* The writer keeps up with the calling thread: its ring is less than half
+ * full. */
+static int writer_keeps_up(void) {
+  const rt_thread *t = self;
+  if (t == NULL)
+    return 0;
+  uint64_t head = atomic_load_explicit(&t->r.head, memory_order_relaxed);
+  uint64_t tail = atomic_load_explicit(&t->r.tail, memory_order_relaxed);
+  return head - tail < t->r.cap / 2;
+}
+
+int rt_defer_fp(const void *key) {
+  unsigned s = schema_slot(key);
+  if (rt_cfg.pack_fp_walk || !writer_keeps_up())
+    return 0;
+  for (unsigned i = 0; i < SCHEMA_PROBES; i++, s = (s + 1) % SCHEMA_SLOTS) {
+    const void *k = atomic_load_explicit(&schema_keys[s], memory_order_relaxed);
+    if (k == key)
+      return key != NULL;
+    if (k == NULL)
+      return 0;
+  }
+  return 0;
+}
+
+void rt_schema_ready(const void *key) {
+  unsigned s = schema_slot(key);
+  for (unsigned i = 0; key && i < SCHEMA_PROBES; i++, s = (s + 1) % SCHEMA_SLOTS) {
+    const void *k = atomic_load_explicit(&schema_keys[s], memory_order_relaxed);
+    if (k == key)
+      return;
+    if (k == NULL) {
+      atomic_store_explicit(&schema_keys[s], key, memory_order_relaxed);
+      return;
+    }
+  }
+}
+
+void rt_schema_forget_all(void) {
+  for (unsigned s = 0; s < SCHEMA_SLOTS; s++)
+    atomic_store_explicit(&schema_keys[s], NULL, memory_order_relaxed);
 }
 
 void rt_submit(const rt_call *cin, void *const *ips, int nips) {
@@ -551,8 +626,8 @@ void rt_submit(const rt_call *cin, void *const *ips, int nips) {
     return;
   }
   rt_call c = *cin;
-  stage_payload(t, &c.req);
-  stage_payload(t, &c.resp);
+  stage_payload(&c.req);
+  stage_payload(&c.resp);
   uint64_t inl = (c.req.kind == RT_PAY_COPY ? c.req.len : 0) +
                  (c.resp.kind == RT_PAY_COPY ? c.resp.len : 0);
   uint32_t len = ring_align(sizeof(raw_call) + (uint64_t)c.nfeat * 8 + (uint64_t)nips * 8 + inl);
@@ -570,6 +645,7 @@ void rt_submit(const rt_call *cin, void *const *ips, int nips) {
   rc->nfeat = c.nfeat;
   rc->nips = (uint8_t)nips;
   rc->nested = c.nested;
+  rc->derive_fp = c.derive_fp;
   rc->req_kind = (uint8_t)c.req.kind;
   rc->resp_kind = (uint8_t)c.resp.kind;
   rc->start_ns = c.start_ns;
@@ -642,6 +718,8 @@ void rt_before_exit(void) {
 
 static void atfork_child(void) {
   atomic_store(&overhead_gone, 0);
+  /* The child's writer learns its types afresh: until it has, calls walk. */
+  rt_schema_forget_all();
   /* The writer thread does not exist here, and every ring but ours holds
    * records of the parent's threads: the child starts a file of its own and
    * never writes the parent's unflushed records. The parent's writer state

@@ -43,6 +43,11 @@ typedef struct {
                                  of rt_submit is standin's own time, counted
                                  so info can show what recording cost */
   rt_payload req, resp;
+  /* protobuf pack calls: fp and the features other than the encoded size
+   * are left to the writer thread, which derives them from the response
+   * (saved whole: see rt_keep_whole) with the type's schema (see
+   * rt_defer_fp) */
+  uint8_t derive_fp;
 } rt_call;
 
 /* Nonzero when calls of this API family are recorded in this process. The
@@ -52,6 +57,21 @@ int rt_active(st_family fam);
 /* Stack above the hook, innermost first; returns the number of frames (at
  * most the configured --stack-depth). */
 int rt_stack(void **ips, int max);
+
+/* Make sure payload p reaches the writer whole: an RT_PAY_COPY payload too
+ * large to travel inline in the ring is copied to the heap now (rt_submit
+ * would do it later). 0 if it will be saved whole; -1 if it cannot be
+ * saved (no memory: p is then RT_PAY_NONE). */
+int rt_keep_whole(rt_payload *p);
+
+/* Nonzero when a call of message type type_key (a protobuf descriptor)
+ * may leave its fingerprint to the writer thread: the writer holds the
+ * type's schema (from soon after the type's first call was written until
+ * descriptors may go away: dlclose, fork), and it keeps up with this
+ * thread (the thread's ring is less than half full; when it is not,
+ * more work for the writer would only make the program wait for ring
+ * space). Cheap, no lock. */
+int rt_defer_fp(const void *type_key);
 
 /* Queue one call. Takes ownership of RT_PAY_OWN payloads in every case. */
 void rt_submit(const rt_call *c, void *const *ips, int nips);

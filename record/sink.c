@@ -36,6 +36,7 @@ typedef struct {
   uint32_t id;
   void *schema; /* for deriving unpack features from request bytes */
   size_t schema_len;
+  pbw_packed_plan *plan; /* the schema decoded for deriving pack fingerprints */
 } type_slot;
 
 static struct {
@@ -51,9 +52,11 @@ static struct {
   uint64_t timer_ns; /* cost of one clock read inside a timed interval */
   uint64_t pass_ns;  /* cost of one nested call passing through a hook */
   uint64_t stored_mode_switches; /* times the writer fell behind */
+  uint64_t fp_derived, fp_underived; /* pack fingerprints from bytes: done, failed */
 } S;
 
 static void free_types(void);
+static void forget_derived(void);
 
 /* ---- file ---------------------------------------------------------------- */
 
@@ -120,6 +123,8 @@ int wr_open(const rt_config *cfg) {
   S.seq = 0;
   S.failed = 0;
   S.nsites = S.ntypes = 0;
+  S.fp_derived = S.fp_underived = 0;
+  forget_derived();
   uint32_t seq;
   /* This runs on the program's thread: a file size limit must not send it
    * SIGXFSZ (the write fails with EFBIG, and we say so). */
@@ -185,6 +190,8 @@ void wr_close(void) {
     note_u64("latency_correction_nested_ns", S.pass_ns);
     note_u64("record_overhead_ns", rt_overhead_ns());
     note_u64("writer_fell_behind", S.stored_mode_switches);
+    note_u64("pack_fp_from_bytes", S.fp_derived);
+    note_u64("pack_fp_not_derived", S.fp_underived);
   }
   int rc = st_writer_close(S.w);
   if (!S.failed)
@@ -347,6 +354,8 @@ static void write_type(type_slot *ts, int api) {
     if (pbw_schema_build(d, &ts->schema, &ts->schema_len) == PBW_OK) {
       t.schema = ts->schema;
       t.schema_len = (uint32_t)ts->schema_len;
+      if (pbw_packed_plan_build(ts->schema, ts->schema_len, &ts->plan) == PBW_OK)
+        rt_schema_ready(d); /* pack hooks may leave fingerprints to us now */
     }
   } else if (t.family == ST_FAMILY_JPEG) {
     t.name = ts->key; /* JPEG hooks pass a static string naming the image class */
@@ -355,8 +364,12 @@ static void write_type(type_slot *ts, int api) {
 }
 
 static void free_types(void) {
-  for (uint32_t i = 0; i < S.type_cap; i++)
+  rt_schema_forget_all();
+  forget_derived();
+  for (uint32_t i = 0; i < S.type_cap; i++) {
     free(S.types[i].schema);
+    pbw_packed_plan_free(S.types[i].plan);
+  }
   free(S.types);
   S.types = NULL;
   S.type_cap = 0;
@@ -389,6 +402,71 @@ static void unpack_features(st_call *c, const type_slot *ts, const void *req, ui
   if (!ts || !ts->schema || !req ||
       pbw_stats_from_bytes(ts->schema, ts->schema_len, req, len, &st) != PBW_OK)
     return;
+  c->nfeat = ST_PBF_NFEAT;
+  c->feat[ST_PBF_FIELDS] = st.fields;
+  c->feat[ST_PBF_SUBMSGS] = st.submsgs;
+  c->feat[ST_PBF_MAX_DEPTH] = st.max_depth;
+  c->feat[ST_PBF_REPEATED] = st.repeated;
+  c->feat[ST_PBF_VAR_BYTES] = st.var_bytes;
+  c->feat[ST_PBF_FIELD_WORDS] = st.field_words;
+}
+
+/* Derivations remembered by response blob: a blob id stands for its bytes
+ * (the trace writer stores identical payloads once, by XXH3-128, as the
+ * format does for every payload), and the result is a function of the
+ * type's schema and the bytes alone, so a program that packs the same
+ * message again costs no second derivation. Emptied with the file and the
+ * types (ids start again). */
+#define DERIVED_SLOTS 256
+static struct {
+  uint64_t blob;
+  uint32_t type;
+  int rc;
+  uint8_t fp[16];
+  pbw_stats st;
+} derived[DERIVED_SLOTS];
+
+static void forget_derived(void) {
+  memset(derived, 0, sizeof derived);
+}
+
+/* Fingerprint and features of a pack request whose hook left them to us
+ * (raw_call.derive_fp): derived from the packed bytes it saved whole, they
+ * are what its walk of the tree would have given, the outcome of a tree
+ * nested too deep included (no fingerprint, statistics up to where the
+ * walk stops). Bytes that do not derive (a hand-built tree whose unknown
+ * fields pack wrote as something else, a type whose schema could not be
+ * rebuilt after dlclose) leave the call without a fingerprint and flagged,
+ * so replay runs it for real. */
+static void pack_features(st_call *c, const type_slot *ts, const void *resp, uint64_t len,
+                          int whole) {
+  pbw_stats st = {0};
+  int rc = PBW_E_BADSCHEMA;
+  unsigned slot = (unsigned)(c->resp_blob * 0x9E3779B97F4A7C15ull >> 56) % DERIVED_SLOTS;
+  if (ts && ts->plan && whole) {
+    if (c->resp_blob && derived[slot].blob == c->resp_blob && derived[slot].type == ts->id) {
+      rc = derived[slot].rc;
+      memcpy(c->fp, derived[slot].fp, sizeof c->fp);
+      st = derived[slot].st;
+    } else {
+      rc = pbw_fingerprint_packed_plan(ts->plan, resp, len, c->fp, &st);
+      if (c->resp_blob) {
+        derived[slot].blob = c->resp_blob;
+        derived[slot].type = ts->id;
+        derived[slot].rc = rc;
+        memcpy(derived[slot].fp, c->fp, sizeof c->fp);
+        derived[slot].st = st;
+      }
+    }
+  }
+  if (rc != PBW_OK) {
+    memset(c->fp, 0, sizeof c->fp);
+    c->flags |= ST_CALL_NO_RESPONSE;
+    c->reason = rc == PBW_E_DEPTH ? PB_REASON_DEPTH : PB_REASON_NOFP;
+  }
+  S.fp_derived += rc == PBW_OK || rc == PBW_E_DEPTH;
+  S.fp_underived += rc != PBW_OK && rc != PBW_E_DEPTH;
+  shim_fp_bind(c->fp, c->api);
   c->nfeat = ST_PBF_NFEAT;
   c->feat[ST_PBF_FIELDS] = st.fields;
   c->feat[ST_PBF_SUBMSGS] = st.submsgs;
@@ -448,6 +526,9 @@ static void write_call(rt_thread *t, const raw_call *rc) {
     c.req_blob = store_blob(req, rc->req_saved);
   if (rc->resp_kind != RT_PAY_NONE)
     c.resp_blob = store_blob(resp, rc->resp_saved);
+  if (rc->derive_fp) /* after the blob: its id may spare the derivation */
+    pack_features(&c, ts, resp, rc->resp_saved,
+                  rc->resp_kind != RT_PAY_NONE && rc->resp_saved == rc->resp_len);
   check(st_writer_add_call(S.w, &c));
   if (rc->req_kind == RT_PAY_OWN)
     free((void *)rc->req_ptr);

@@ -37,6 +37,18 @@ static buf pack(const ProtobufCMessage *m) {
   return b;
 }
 
+/* pack for trees that get_packed_size cannot measure (NULL elements of a
+ * repeated message field, which pack and pack_to_buffer write as empty
+ * messages); at most cap bytes. */
+static buf pack_unsized(const ProtobufCMessage *m, size_t cap) {
+  buf b;
+  b.p = malloc(cap);
+  ck_assert_ptr_nonnull(b.p);
+  b.n = protobuf_c_message_pack(m, b.p);
+  ck_assert_uint_le(b.n, cap);
+  return b;
+}
+
 static void append(buf *b, const void *p, size_t n) {
   b->p = realloc(b->p, b->n + n);
   ck_assert_ptr_nonnull(b->p);
@@ -65,6 +77,7 @@ static void assert_stats_eq(const pbw_stats *a, const pbw_stats *b) {
   ck_assert_uint_eq(a->max_depth, b->max_depth);
   ck_assert_uint_eq(a->repeated, b->repeated);
   ck_assert_uint_eq(a->var_bytes, b->var_bytes);
+  ck_assert_uint_eq(a->field_words, b->field_words);
 }
 
 /* Every fingerprint a test takes is taken twice: with the compiled walk
@@ -1210,6 +1223,39 @@ START_TEST(test_stats_from_bytes_match_tree_stats) {
 }
 END_TEST
 
+/* A NULL message in a required or repeated slot is packed as an empty
+ * message: the tree's statistics must say what the bytes say (presence
+ * words included), and its fingerprint must be that of the empty message. */
+START_TEST(test_stats_null_message_slots_count_as_packed) {
+  Standin__Pbw__Required r = STANDIN__PBW__REQUIRED__INIT;
+  Standin__Pbw__Node n = STANDIN__PBW__NODE__INIT, empty = STANDIN__PBW__NODE__INIT;
+  Standin__Pbw__Node *kids[3] = {NULL, &empty, NULL};
+  uint8_t fa[16], fb[16];
+  pbw_stats sa, sb;
+  n.n_kids = 3;
+  n.kids = kids;
+  r.node = &n;
+  buf b = pack_unsized(&r.base, 256);
+  check_stats_from_bytes(&r.base, b);
+  ck_assert_int_eq(pbw_tree_stats(&r.base, &sa), PBW_OK);
+  ck_assert_uint_eq(sa.field_words, 5); /* Required, Node and its three kids */
+  ck_assert_uint_eq(sa.submsgs, 4);
+  ck_assert_uint_eq(sa.max_depth, 3);
+  fingerprint(&r.base, fa);
+  kids[0] = kids[2] = &empty; /* the same bytes from non-NULL slots */
+  assert_packs_to(&r.base, b);
+  fingerprint(&r.base, fb);
+  ck_assert_int_eq(memcmp(fa, fb, 16), 0);
+  ck_assert_int_eq(pbw_tree_stats(&r.base, &sb), PBW_OK);
+  assert_stats_eq(&sa, &sb);
+  free(b.p);
+  r.node = NULL; /* the required message itself */
+  b = pack(&r.base);
+  check_stats_from_bytes(&r.base, b);
+  free(b.p);
+}
+END_TEST
+
 START_TEST(test_stats_from_bytes_follow_unpack_on_odd_encodings) {
   /* Required with name and tag missing (defaults fill them in), a oneof
    * written twice (the last member wins), a message field written twice
@@ -2231,6 +2277,7 @@ int main(void) {
   tcase_add_test(fp, test_fp_bytes_depends_on_type_and_every_byte);
   tcase_add_test(st, test_stats_of_hand_built_branch);
   tcase_add_test(st, test_stats_from_bytes_match_tree_stats);
+  tcase_add_test(st, test_stats_null_message_slots_count_as_packed);
   tcase_add_test(st, test_stats_from_bytes_follow_unpack_on_odd_encodings);
   tcase_add_test(js, test_json_of_known_branch);
   tcase_add_test(js, test_json_of_every_type_and_unknown_fields);

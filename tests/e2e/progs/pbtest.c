@@ -8,6 +8,13 @@
  *   pbtest exec N         exec `pbtest basic N` (after one call of its own)
  *   pbtest p3 N           proto3 messages
  *   pbtest bad            unpack damaged bytes (the library returns NULL)
+ *   pbtest deep D N       N rounds of size, pack, pack_to_buffer of chains
+ *                         of D and D - 1 nested messages
+ *   pbtest oddunknown N   N rounds of packing a message holding a
+ *                         hand-built unknown field that is a group
+ *   pbtest same N         N rounds of packing the same messages: a Tree,
+ *                         and an empty Leaf and an empty Node (two types,
+ *                         the same 0 bytes)
  *
  * Output is deterministic (independent of thread scheduling), so a replayed
  * run must print exactly what the recorded run printed. */
@@ -18,8 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "pbw_types.pb-c.h"
 #include "sample.pb-c.h"
 #include "sample3.pb-c.h"
 
@@ -400,9 +409,80 @@ static int run_bad(void) {
   return 0;
 }
 
+/* get_packed_size, pack and pack_to_buffer of one message; prints a digest
+ * of the bytes. */
+static void pack_three_ways(const char *what, int i, const ProtobufCMessage *m) {
+  size_t len = protobuf_c_message_get_packed_size(m);
+  uint8_t *buf = malloc(len + 1);
+  size_t got = protobuf_c_message_pack(m, buf);
+  uint8_t scratch[64];
+  ProtobufCBufferSimple sb = PROTOBUF_C_BUFFER_SIMPLE_INIT(scratch);
+  size_t got2 = protobuf_c_message_pack_to_buffer(m, &sb.base);
+  int same = got == len && got2 == len && !memcmp(sb.data, buf, len);
+  printf("%s %d len %zu hash %016llx %s\n", what, i, len, (unsigned long long)fnv(buf, len, 1),
+         same ? "same" : "DIFFERENT");
+  PROTOBUF_C_BUFFER_SIMPLE_CLEAR(&sb);
+  free(buf);
+}
+
+/* Chains of d and d - 1 Nodes: past PBW_MAX_DEPTH (100), standin records
+ * the call without a fingerprint. */
+static int run_deep(int d, int n) {
+  Standin__Pbw__Node *nodes = calloc((size_t)d, sizeof *nodes);
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < 2; k++) {
+      int depth = d - k;
+      for (int j = 0; j < depth; j++) {
+        standin__pbw__node__init(&nodes[j]);
+        nodes[j].has_level = 1;
+        nodes[j].level = (uint32_t)(i + j);
+        nodes[j].child = j + 1 < depth ? &nodes[j + 1] : NULL;
+      }
+      pack_three_ways("deep", depth, &nodes[0].base);
+    }
+  }
+  free(nodes);
+  return 0;
+}
+
+/* A message with an unknown field a program put in by hand, of the group
+ * wire type, which libprotobuf-c writes out but could not read back. */
+static int run_oddunknown(int n) {
+  for (int i = 0; i < n; i++) {
+    Leaf lf = STANDIN__TEST__LEAF__INIT;
+    char name[16];
+    snprintf(name, sizeof name, "odd%d", i % 3);
+    ProtobufCMessageUnknownField u = {100, (ProtobufCWireType)3, 0, NULL};
+    lf.name = name;
+    lf.base.n_unknown_fields = 1;
+    lf.base.unknown_fields = &u;
+    pack_three_ways("oddunknown", i, &lf.base);
+    if (i == 0) { /* a recorder's writer thread has time to see the type */
+      struct timespec ts = {0, 50000000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return 0;
+}
+
+static int run_same(int n) {
+  msg_store *st = calloc(1, sizeof *st);
+  Leaf lf = STANDIN__TEST__LEAF__INIT;
+  Standin__Pbw__Node node = STANDIN__PBW__NODE__INIT;
+  build(st, 7);
+  for (int i = 0; i < n; i++) {
+    pack_three_ways("same-tree", i, &st->tree.base);
+    pack_three_ways("same-leaf", i, &lf.base);
+    pack_three_ways("same-node", i, &node.base);
+  }
+  free(st);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|forkpar|exec|p3|bad [args]\n");
+    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|forkpar|exec|p3|bad|deep|oddunknown|same "
+                    "[args]\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -422,6 +502,12 @@ int main(int argc, char **argv) {
     rc = run_p3(a);
   else if (!strcmp(mode, "bad"))
     rc = run_bad();
+  else if (!strcmp(mode, "deep"))
+    rc = run_deep(a < 2 ? 2 : a, b);
+  else if (!strcmp(mode, "oddunknown"))
+    rc = run_oddunknown(a);
+  else if (!strcmp(mode, "same"))
+    rc = run_same(a);
   else if (!strcmp(mode, "exec")) {
     basic(900, 1);
     fflush(stdout);

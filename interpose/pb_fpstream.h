@@ -1,0 +1,135 @@
+/* pb_fpstream.h — the hashed stream of protobuf fingerprints, shared by the
+ * two sources that produce it: pb_walk.c from a message tree and
+ * pb_fpbytes.c from the bytes pack wrote for it. Not part of the public API.
+ *
+ * The stream itself (what is written, in which order) is documented at the
+ * top of pb_walk.c. Here is how it is hashed, which is part of the
+ * fingerprint too: bytes are gathered into a FP_BUF-byte buffer; a write
+ * that does not fit in what is left of the buffer first replaces the
+ * buffer's content by its XXH3-128 digest (which then opens the next
+ * chunk). So the size of every reservation matters, not only the bytes:
+ * a singular scalar is one reservation of number and value (fp_scalar), a
+ * repeated field's number and count are two (fp_u32, fp_u64), a blob is
+ * one (length and content, or length and digest). Both producers must make
+ * the same reservations in the same order; keeping them here makes that
+ * hard to get wrong. Nothing here allocates. */
+#ifndef STANDIN_PB_FPSTREAM_H
+#define STANDIN_PB_FPSTREAM_H
+
+#include "pb_internal.h"
+
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL /* xxHash is used header-only */
+#endif
+#include <xxhash.h>
+
+#define FP_BUF 4096   /* stream bytes per one-shot XXH3 call */
+#define FP_DIRECT 512 /* blobs at least this long are hashed in place */
+#define FP_END 0u
+#define FP_UNKNOWN 0xFFFFFFFFu
+
+typedef struct {
+  size_t n; /* bytes pending in buf */
+  int hash; /* 0: statistics only, buf contents are dropped */
+  pbw_stats st;
+  uint8_t buf[FP_BUF];
+} walk_ctx;
+
+/* Replace the pending bytes by their digest, which chains them to what
+ * follows. Chunk boundaries depend only on the stream, so equal trees
+ * still hash equally. */
+static __attribute__((unused)) void fp_spill(walk_ctx *c) {
+  if (!c->hash) {
+    c->n = 0;
+    return;
+  }
+  pbw__h128 h = pbw__hash128(c->buf, c->n);
+  memcpy(c->buf, &h, sizeof h);
+  c->n = sizeof h;
+}
+
+/* Room for n <= FP_BUF - 16 bytes at the end of buf. */
+static inline uint8_t *fp_room(walk_ctx *c, size_t n) {
+  if (n > FP_BUF - c->n)
+    fp_spill(c);
+  uint8_t *w = c->buf + c->n;
+  c->n += n;
+  return w;
+}
+
+static inline void fp_u32(walk_ctx *c, uint32_t v) {
+  memcpy(fp_room(c, 4), &v, 4);
+}
+
+static inline void fp_u64(walk_ctx *c, uint64_t v) {
+  memcpy(fp_room(c, 8), &v, 8);
+}
+
+/* Number and value (n = 4 or 8 bytes, in memory order) of a written
+ * singular scalar field, in one reservation. */
+static inline void fp_scalar(walk_ctx *c, uint32_t id, const void *v, size_t n) {
+  uint8_t *w = fp_room(c, 4 + n);
+  memcpy(w, &id, 4);
+  memcpy(w + 4, v, n);
+}
+
+/* memcpy for short runs without a library call: two overlapping moves
+ * never read outside [s, s + n). */
+static inline void copy_short(uint8_t *d, const uint8_t *s, size_t n) {
+  if (n >= 16) {
+    memcpy(d, s, 16);
+    memcpy(d + n - 16, s + n - 16, 16);
+  } else if (n >= 8) {
+    memcpy(d, s, 8);
+    memcpy(d + n - 8, s + n - 8, 8);
+  } else if (n >= 4) {
+    memcpy(d, s, 4);
+    memcpy(d + n - 4, s + n - 4, 4);
+  } else if (n > 0) {
+    d[0] = s[0];
+    d[n / 2] = s[n / 2];
+    d[n - 1] = s[n - 1];
+  }
+}
+
+/* A blob of n >= FP_DIRECT bytes whose XXH3-128 the caller computed. */
+static inline void fp_blob_digest(walk_ctx *c, size_t n, pbw__h128 h) {
+  uint8_t *w = fp_room(c, 8 + sizeof h);
+  memcpy(w, &n, 8);
+  memcpy(w + 8, &h, sizeof h);
+}
+
+static __attribute__((unused)) void fp_blob_slow(walk_ctx *c, const void *p, size_t n) {
+  uint8_t *w;
+  if (n >= FP_DIRECT) {
+    fp_blob_digest(c, n, pbw__hash128(p, n));
+    return;
+  }
+  w = fp_room(c, 8 + n);
+  memcpy(w, &n, 8);
+  if (n > 0) /* p may be NULL then (a NULL string, bytes without data) */
+    memcpy(w + 8, p, n);
+}
+
+/* Most strings and bytes are short: copy them inline, no library call. */
+static inline void fp_blob(walk_ctx *c, const void *p, size_t n) {
+  if (!c->hash) {
+    c->n = 0;
+    return;
+  }
+  if (n > 32 || 8 + 32 > FP_BUF - c->n) {
+    fp_blob_slow(c, p, n);
+    return;
+  }
+  uint8_t *w = c->buf + c->n;
+  c->n += 8 + n;
+  memcpy(w, &n, 8);
+  copy_short(w + 8, p, n);
+}
+
+static __attribute__((unused)) void fp_digest(walk_ctx *c, uint8_t fp[16]) {
+  pbw__h128 h = pbw__hash128(c->buf, c->n);
+  XXH128_canonicalFromHash((XXH128_canonical_t *)fp, (XXH128_hash_t){h.lo, h.hi});
+}
+
+#endif
