@@ -386,8 +386,10 @@ static uint64_t put_blob(blob_set *bs, uint8_t *m, uint64_t *bo, const uint8_t *
 
 static int layout(builder *b, const plan *p, int on_miss, int catch_up, rdb_built *out) {
   for (size_t i = 0; i < b->n; i++)
-    qsort(b->e[i].s, b->e[i].n, sizeof *b->e[i].s, sample_cmp);
-  qsort(b->e, b->n, sizeof *b->e, first_cmp); /* b->slots is stale from here on */
+    if (b->e[i].n > 1)
+      qsort(b->e[i].s, b->e[i].n, sizeof *b->e[i].s, sample_cmp);
+  if (b->n > 1)
+    qsort(b->e, b->n, sizeof *b->e, first_cmp); /* b->slots is stale from here on */
   uint64_t nslots = 16;
   while (nslots < b->n * 2)
     nslots *= 2;
