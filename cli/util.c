@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,21 +232,51 @@ static uint64_t mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* environ with extra_env's NAME=value entries replacing or added to it;
+ * the strings are shared, only the array is allocated. */
+static char **merged_env(char *const extra_env[]) {
+  size_t n = 0, k = 0;
+  while (environ && environ[n])
+    n++;
+  while (extra_env && extra_env[k])
+    k++;
+  char **env = calloc(n + k + 1, sizeof *env);
+  if (!env)
+    return NULL;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    int replaced = 0;
+    for (size_t j = 0; j < k && !replaced; j++) {
+      const char *eq = strchr(extra_env[j], '=');
+      size_t len = eq ? (size_t)(eq - extra_env[j]) + 1 : strlen(extra_env[j]);
+      replaced = strncmp(environ[i], extra_env[j], len) == 0;
+    }
+    if (!replaced)
+      env[m++] = environ[i];
+  }
+  for (size_t j = 0; j < k; j++)
+    env[m++] = extra_env[j];
+  return env;
+}
+
+/* The program is started with posix_spawn (a vfork, not a fork): the
+ * launcher may hold hundreds of MiB (the replay database it just built),
+ * and copying its page tables into a child that execs at once took
+ * milliseconds that the measured wall time then included. */
 int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
   fflush(NULL);
-  uint64_t t0 = mono_ns();
-  pid_t pid = fork();
-  if (pid < 0) {
-    cli_err("cannot start %s: fork: %s", argv[0], strerror(errno));
+  char **env = merged_env(extra_env);
+  if (!env) {
+    cli_err("cannot start %s: out of memory", argv[0]);
     return EXIT_NOEXEC;
   }
-  if (pid == 0) {
-    for (size_t i = 0; extra_env && extra_env[i]; i++)
-      putenv(extra_env[i]);
-    execvp(argv[0], argv);
-    int e = errno;
+  uint64_t t0 = mono_ns();
+  pid_t pid;
+  int e = posix_spawnp(&pid, argv[0], NULL, NULL, argv, env);
+  free(env);
+  if (e != 0) {
     fprintf(stderr, "standin: cannot run %s: %s\n", argv[0], strerror(e));
-    _exit(e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
+    return e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC;
   }
   child_pid = pid;
   struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward}, oi, oq, ot, oh;
