@@ -83,6 +83,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
       rp_miss(e ? RDB_FB_NO_RESPONSE : reason, ST_API_PB_PACK, type_of(m),
               __builtin_return_address(0));
     uint64_t s = rp_now();
+    rp_unhidden(s - t0);
     r = real(m, out);
     rp_software_done(rp_now() - s);
   }
@@ -108,6 +109,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
     if (!e)
       rp_miss(reason, ST_API_PB_SIZE, type_of(m), __builtin_return_address(0));
     uint64_t s = rp_now();
+    rp_unhidden(s - t0);
     r = real(m);
     rp_software_done(rp_now() - s);
   }
@@ -137,6 +139,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
       rp_miss(e ? RDB_FB_NO_RESPONSE : reason, ST_API_PB_PACK_BUF, type_of(m),
               __builtin_return_address(0));
     uint64_t s = rp_now();
+    rp_unhidden(s - t0);
     r = real(m, buf);
     rp_software_done(rp_now() - s);
   }
@@ -225,6 +228,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
       rp_miss(reason, ST_API_PB_UNPACK, d && d->name ? d->name : "?",
               __builtin_return_address(0));
     uint64_t s = rp_now();
+    rp_unhidden(s - t0);
     m = real(d, a, len, data);
     rp_software_done(rp_now() - s);
   }

@@ -47,6 +47,11 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0);
 /* Spin until the deadline and account the call as replayed. */
 void rp_finish(rp_ticket *t);
 
+/* A call that runs the real library (kept in software, or a miss) spent
+ * ns in the harness first (fingerprint, lookup): time no model window
+ * hides, counted as an overrun and owed like one (catch-up). */
+void rp_unhidden(uint64_t ns);
+
 /* The real call ran (kept in software, or a miss) and took ns. */
 void rp_software_done(uint64_t ns);
 
