@@ -25,7 +25,11 @@ typedef struct {
 
 typedef struct ring {
   _Alignas(64) _Atomic uint64_t head; /* bytes ever published (producer) */
+  /* the producer's last look at tail: reading tail itself on every record
+   * would pull its cache line from the writer's core each time */
+  uint64_t tail_seen;
   _Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed (writer) */
+  uint64_t head_seen; /* the consumer's last look at head, likewise */
   _Alignas(64) uint8_t *buf;
   uint64_t cap; /* power of two */
 } ring;
@@ -43,11 +47,20 @@ static inline uint64_t ring_need(const ring *r, uint64_t head, uint32_t len) {
 
 /* Reserve `len` (aligned) bytes. Returns the address to write the record at,
  * or NULL when the ring lacks space now (the caller waits and retries). */
+/* Producer: bytes in use, from its last look at tail unless that says
+ * more than `limit`, in which case it looks again. */
+static inline uint64_t ring_used(ring *r, uint64_t limit) {
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+  if (head - r->tail_seen > limit)
+    r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+  return head - r->tail_seen;
+}
+
 static inline void *ring_reserve(ring *r, uint32_t len) {
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
   uint64_t need = ring_need(r, head, len);
-  if (r->cap - (head - tail) < need)
+  /* space up to tail_seen was released when it was read (acquire) */
+  if (r->cap - ring_used(r, r->cap - need) < need)
     return NULL;
   uint64_t pos = head & (r->cap - 1);
   if (pos + len > r->cap) {
@@ -69,9 +82,11 @@ static inline void ring_publish(ring *r, uint32_t len) {
 static inline ring_hdr *ring_peek(ring *r) {
   for (;;) {
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-    uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-    if (tail == head)
-      return NULL;
+    if (tail == r->head_seen) { /* records up to head_seen were published */
+      r->head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
+      if (tail == r->head_seen)
+        return NULL;
+    }
     ring_hdr *h = (ring_hdr *)(r->buf + (tail & (r->cap - 1)));
     if (h->kind != RING_PAD)
       return h;

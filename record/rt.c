@@ -574,12 +574,10 @@ static unsigned schema_slot(const void *key) {
 /* The writer keeps up with the calling thread: its ring is less than half
  * full. */
 static int writer_keeps_up(void) {
-  const rt_thread *t = self;
+  rt_thread *t = self;
   if (t == NULL)
     return 0;
-  uint64_t head = atomic_load_explicit(&t->r.head, memory_order_relaxed);
-  uint64_t tail = atomic_load_explicit(&t->r.tail, memory_order_relaxed);
-  return head - tail < t->r.cap / 2;
+  return ring_used(&t->r, t->r.cap / 2 - 1) < t->r.cap / 2;
 }
 
 int rt_defer_fp(const void *key) {
@@ -735,6 +733,8 @@ static void atfork_child(void) {
   if (self) {
     atomic_store(&self->r.head, 0);
     atomic_store(&self->r.tail, 0);
+    self->r.tail_seen = 0;
+    self->r.head_seen = 0;
     self->next = NULL;
     self->lost = 0;
     atomic_store(&self->overhead_ns, 0); /* the parent's time is the parent's */
