@@ -52,6 +52,13 @@ int cli_find_program(const char *prog, char *out, size_t cap);
  * status, or 128+signal), and the wall time in *wall_ns. */
 int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
 
+/* Calibrate the TSC against CLOCK_MONOTONIC (20 ms of sleep: a rate good
+ * to about 1e-6), for the shims' clocks: MONOTONIC ns = *mono + ((tsc -
+ * *base) * *mult >> 32). -1 when the CPU does not say its TSC is invariant
+ * (constant rate, running in every C-state): the shims then use
+ * clock_gettime. */
+int cli_tsc_calibrate(uint64_t *base, uint64_t *mono, uint64_t *mult);
+
 /* Subcommands. */
 int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -233,11 +233,16 @@ int cmd_record(int argc, char **argv) {
   const char *old = getenv("LD_PRELOAD");
   char preload[PATH_MAX * 2];
   snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
-  char depth[16];
+  char depth[16], tsc[80] = "";
   snprintf(depth, sizeof depth, "%d", o.depth);
+  uint64_t tb, tm, tk;
+  if (cli_tsc_calibrate(&tb, &tm, &tk) == 0) /* the shim's clock (shim.h) */
+    snprintf(tsc, sizeof tsc, "%llu:%llu:%llu", (unsigned long long)tb, (unsigned long long)tm,
+             (unsigned long long)tk);
   char *env[] = {env_pair("LD_PRELOAD", preload), env_pair("STANDIN_DIR", absdir),
                  env_pair("STANDIN_APIS", o.apis), env_pair("STANDIN_STACK_DEPTH", depth),
-                 env_pair("STANDIN_NO_FOLLOW", o.no_follow ? "1" : "0"), NULL};
+                 env_pair("STANDIN_NO_FOLLOW", o.no_follow ? "1" : "0"),
+                 env_pair("STANDIN_TSC", tsc), NULL};
   write_runinfo(o.dir, argv + first, path, dyn, "running", 0);
   uint64_t wall = 0;
   int rc = cli_run(argv + first, env, &wall);

@@ -315,36 +315,14 @@ static void builder_free(builder *b) {
 
 /* ---- layout -------------------------------------------------------------- */
 
-/* Calibrate the TSC against CLOCK_MONOTONIC for the replay clock, when the
- * CPU says its TSC is invariant (constant rate, runs in every C-state).
- * 20 ms of sleep gives a rate good to about 1e-6. */
+/* The replay clock: the calibrated TSC where it is invariant (cli.h). */
 static void calibrate_tsc(rdb_header *h) {
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[4096];
-  int constant = 0, nonstop = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, "flags", 5)) {
-      constant = strstr(line, " constant_tsc") != NULL;
-      nonstop = strstr(line, " nonstop_tsc") != NULL;
-      break;
-    }
-  if (f)
-    fclose(f);
-  if (!constant || !nonstop)
-    return;
-  struct timespec a, b, nap = {0, 20000000};
-  clock_gettime(CLOCK_MONOTONIC, &a);
-  uint64_t t1 = __builtin_ia32_rdtsc();
-  nanosleep(&nap, NULL);
-  clock_gettime(CLOCK_MONOTONIC, &b);
-  uint64_t t2 = __builtin_ia32_rdtsc();
-  uint64_t ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec -
-                (uint64_t)a.tv_nsec;
-  if (t2 <= t1)
-    return;
-  h->tsc_mult = (uint64_t)(((unsigned __int128)ns << 32) / (t2 - t1));
-  h->tsc_base = t2;
-  h->mono_base = (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec;
+  uint64_t base, mono, mult;
+  if (cli_tsc_calibrate(&base, &mono, &mult) == 0) {
+    h->tsc_base = base;
+    h->mono_base = mono;
+    h->tsc_mult = mult;
+  }
 }
 
 static uint64_t al8(uint64_t x) {

@@ -219,6 +219,36 @@ int cli_find_program(const char *prog, char *out, size_t cap) {
   return -1;
 }
 
+int cli_tsc_calibrate(uint64_t *base, uint64_t *mono, uint64_t *mult) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[4096];
+  int constant = 0, nonstop = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "flags", 5)) {
+      constant = strstr(line, " constant_tsc") != NULL;
+      nonstop = strstr(line, " nonstop_tsc") != NULL;
+      break;
+    }
+  if (f)
+    fclose(f);
+  if (!constant || !nonstop)
+    return -1;
+  struct timespec a, b, nap = {0, 20000000};
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  uint64_t t1 = __builtin_ia32_rdtsc();
+  nanosleep(&nap, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  uint64_t t2 = __builtin_ia32_rdtsc();
+  uint64_t ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec -
+                (uint64_t)a.tv_nsec;
+  if (t2 <= t1)
+    return -1;
+  *mult = (uint64_t)(((unsigned __int128)ns << 32) / (t2 - t1));
+  *base = t2;
+  *mono = (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec;
+  return 0;
+}
+
 static volatile pid_t child_pid;
 
 static void forward(int sig) {

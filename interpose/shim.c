@@ -95,6 +95,20 @@ void *shim_real(const char *name) {
   return p;
 }
 
+uint64_t shim_tsc_base, shim_mono_base, shim_tsc_mult;
+
+int shim_clock_init(const char *spec) {
+  unsigned long long b, m, k;
+  char tail;
+  if (!spec || sscanf(spec, "%llu:%llu:%llu%c", &b, &m, &k, &tail) != 3 || k == 0 ||
+      k > (1ull << 36) || __builtin_ia32_rdtsc() < b)
+    return -1;
+  shim_tsc_base = b;
+  shim_mono_base = m;
+  shim_tsc_mult = k;
+  return 0;
+}
+
 void shim_fp_bind(uint8_t fp[16], int api) {
   XXH128_hash_t h = XXH3_128bits_withSeed(fp, 16, (XXH64_hash_t)api);
   memcpy(fp, &h.low64, 8);

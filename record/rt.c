@@ -156,6 +156,11 @@ static int config_dir(void) {
 }
 
 static void load_config(void) {
+  const char *tsc = getenv("STANDIN_TSC");
+  if (tsc && *tsc && shim_clock_init(tsc) != 0)
+    shim_say("STANDIN_TSC=%s is not a TSC calibration this machine can use; timing with "
+             "clock_gettime",
+             tsc);
   const char *apis = getenv("STANDIN_APIS");
   rt_cfg.apis = parse_apis(apis);
   if (rt_cfg.apis == 0)

@@ -301,7 +301,11 @@ t614_bad_environment_is_reported_and_ignored() {
   grep -q "STANDIN_RING_KB=-5 is not a number" ring.err || fail "$(cat ring.err)"
   grep -q "STANDIN_STACK_DEPTH=lots is not a number" ring.err || fail "$(cat ring.err)"
   expect_eq "calls recorded with defaults" 12 "$(calls ok)"
-  for e in rel file long apis; do
+  mkdir ok2
+  run tsc STANDIN_DIR=$PWD/ok2 STANDIN_TSC=12:x:3
+  grep -q "STANDIN_TSC=12:x:3 is not a TSC calibration" tsc.err || fail "$(cat tsc.err)"
+  expect_eq "calls recorded with clock_gettime" 12 "$(calls ok2)"
+  for e in rel file long apis tsc; do
     expect_eq "$e: lines on stderr" 1 "$(wc -l <$e.err)"
   done
   expect_eq "ring: lines on stderr" 2 "$(wc -l <ring.err)"
