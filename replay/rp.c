@@ -185,6 +185,9 @@ uint64_t rp_now(void) {
 #define SPIN_QUIET_NS 256
 
 /* Returns the time at which the loop saw the deadline pass. */
+static uint64_t tsc_inv;    /* ticks per ns << 32, rounded up (rp_init) */
+static uint64_t spin_quiet; /* SPIN_QUIET_NS in ticks */
+
 static uint64_t spin_until(uint64_t deadline) {
   if (tsc_mult == 0) {
     uint64_t now;
@@ -194,12 +197,12 @@ static uint64_t spin_until(uint64_t deadline) {
   }
   if (deadline <= mono_base)
     return rp_now();
-  /* the tick at which rp_now() first reads >= deadline */
-  unsigned __int128 d = ((unsigned __int128)(deadline - mono_base) << 32) + tsc_mult - 1;
-  uint64_t target = tsc_base + (uint64_t)(d / tsc_mult);
-  uint64_t quiet = (uint64_t)(((unsigned __int128)SPIN_QUIET_NS << 32) / tsc_mult);
+  /* a tick at which rp_now() reads >= deadline, at most ~1 ns after the
+   * first such tick (tsc_inv is rounded up, and one tick added) */
+  uint64_t target =
+      tsc_base + (uint64_t)(((unsigned __int128)(deadline - mono_base) * tsc_inv) >> 32) + 1;
   uint64_t tick = __builtin_ia32_rdtsc();
-  while (tick + quiet < target) {
+  while (tick + spin_quiet < target) {
     __builtin_ia32_pause();
     tick = __builtin_ia32_rdtsc();
   }
@@ -341,6 +344,14 @@ __attribute__((constructor)) static void rp_init(void) {
   tsc_base = hdr->tsc_base;
   mono_base = hdr->mono_base;
   tsc_mult = hdr->tsc_mult;
+  /* spin_until converts deadlines to ticks with a multiply, not a 128-bit
+   * division per call; a rate below 1 tick per 2^32 ns is no TSC */
+  if (tsc_mult > 1) {
+    tsc_inv = (uint64_t)((((unsigned __int128)1 << 64) + tsc_mult - 1) / tsc_mult);
+    spin_quiet = (uint64_t)(((unsigned __int128)SPIN_QUIET_NS * tsc_inv) >> 32);
+  } else {
+    tsc_mult = 0;
+  }
   atomic_fetch_add_explicit(&stats->c[RDB_C_PROCESSES], 1, memory_order_relaxed);
   /* mapping the database (page tables for all of it, up front) is the
    * harness's cost, not the program's: counted apart, like overruns */
