@@ -26,14 +26,8 @@
 #include "trace.h"
 
 static void put_stats(rt_call *c, const pbw_stats *st, uint64_t encoded) {
-  c->nfeat = ST_PBF_NFEAT;
+  c->nfeat = rec_tree_features(c->feat, st);
   c->feat[ST_PBF_ENCODED_SIZE] = encoded;
-  c->feat[ST_PBF_FIELDS] = st->fields;
-  c->feat[ST_PBF_SUBMSGS] = st->submsgs;
-  c->feat[ST_PBF_MAX_DEPTH] = st->max_depth;
-  c->feat[ST_PBF_REPEATED] = st->repeated;
-  c->feat[ST_PBF_VAR_BYTES] = st->var_bytes;
-  c->feat[ST_PBF_FIELD_WORDS] = st->field_words;
 }
 
 /* Common part of the three tree-side (serialising) calls. packed_saved:

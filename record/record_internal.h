@@ -7,7 +7,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "pb_walk.h"
 #include "ring.h"
+#include "trace.h"
 #include "shim.h"
 
 typedef struct {
@@ -111,5 +113,18 @@ void rt_writer_failed(void);
  * async-signal-safe, returns at once when this process records nothing. */
 void rt_signals_install(void);
 void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns);
+
+/* Tree statistics into protobuf feature slots (api.h), for the hook
+ * (rt_call) and the writer (st_call) alike; the encoded size, slot 0, is
+ * set apart. Returns the number of slots used. */
+static inline uint8_t rec_tree_features(uint64_t *feat, const pbw_stats *st) {
+  feat[ST_PBF_FIELDS] = st->fields;
+  feat[ST_PBF_SUBMSGS] = st->submsgs;
+  feat[ST_PBF_MAX_DEPTH] = st->max_depth;
+  feat[ST_PBF_REPEATED] = st->repeated;
+  feat[ST_PBF_VAR_BYTES] = st->var_bytes;
+  feat[ST_PBF_FIELD_WORDS] = st->field_words;
+  return ST_PBF_NFEAT;
+}
 
 #endif

@@ -402,13 +402,7 @@ static void unpack_features(st_call *c, const type_slot *ts, const void *req, ui
   if (!ts || !ts->schema || !req ||
       pbw_stats_from_bytes(ts->schema, ts->schema_len, req, len, &st) != PBW_OK)
     return;
-  c->nfeat = ST_PBF_NFEAT;
-  c->feat[ST_PBF_FIELDS] = st.fields;
-  c->feat[ST_PBF_SUBMSGS] = st.submsgs;
-  c->feat[ST_PBF_MAX_DEPTH] = st.max_depth;
-  c->feat[ST_PBF_REPEATED] = st.repeated;
-  c->feat[ST_PBF_VAR_BYTES] = st.var_bytes;
-  c->feat[ST_PBF_FIELD_WORDS] = st.field_words;
+  c->nfeat = rec_tree_features(c->feat, &st);
 }
 
 /* Derivations remembered by response blob: a blob id stands for its bytes
@@ -467,13 +461,7 @@ static void pack_features(st_call *c, const type_slot *ts, const void *resp, uin
   S.fp_derived += rc == PBW_OK || rc == PBW_E_DEPTH;
   S.fp_underived += rc != PBW_OK && rc != PBW_E_DEPTH;
   shim_fp_bind(c->fp, c->api);
-  c->nfeat = ST_PBF_NFEAT;
-  c->feat[ST_PBF_FIELDS] = st.fields;
-  c->feat[ST_PBF_SUBMSGS] = st.submsgs;
-  c->feat[ST_PBF_MAX_DEPTH] = st.max_depth;
-  c->feat[ST_PBF_REPEATED] = st.repeated;
-  c->feat[ST_PBF_VAR_BYTES] = st.var_bytes;
-  c->feat[ST_PBF_FIELD_WORDS] = st.field_words;
+  c->nfeat = rec_tree_features(c->feat, &st);
 }
 
 /* ---- records ------------------------------------------------------------- */

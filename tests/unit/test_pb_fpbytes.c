@@ -22,6 +22,7 @@
 #include "pbw_types3.pb-c.h"
 #include "sample.pb-c.h"
 #include "sample3.pb-c.h"
+#include "golden_tree.h"
 #include "workloads/protogen/filler.h"
 
 #include <check.h>
@@ -324,29 +325,16 @@ static void check_bytes_like_unpack(const ProtobufCMessageDescriptor *d, buf b) 
 /* The golden tree of test_pb_walk (whose fingerprint is pinned there),
  * now from its bytes. */
 START_TEST(test_packed_golden_value) {
-  Standin__Test__Tree t = STANDIN__TEST__TREE__INIT;
-  Standin__Test__Branch br = STANDIN__TEST__BRANCH__INIT, *brp = &br;
-  Standin__Test__Leaf lf = STANDIN__TEST__LEAF__INIT, *lfp = &lf;
-  t.title = "golden";
-  br.id = -42, br.n_leaves = 1, br.leaves = &lfp;
-  lf.name = "leaf1";
-  int32_t vals[3] = {1, -2, 300};
-  lf.n_values = 3, lf.values = vals, lf.has_weight = 1, lf.weight = 2.25;
-  t.n_branches = 1, t.branches = &brp, t.has_flag = 1, t.flag = 0;
-  t.payload_case = STANDIN__TEST__TREE__PAYLOAD_NUMBER, t.number = 7;
-  uint8_t blob[600];
-  for (int i = 0; i < 600; i++)
-    blob[i] = (uint8_t)(i * 131 + 7);
-  ProtobufCBinaryData chunks[2] = {{600, blob}, {5, blob}};
-  t.n_chunks = 2, t.chunks = chunks;
-  buf b = pack_tree(&t.base);
+  golden_tree g;
+  golden_tree_init(&g);
+  buf b = pack_tree(&g.t.base);
   uint8_t fp[16];
   char hex[33];
   ck_assert_int_eq(fp_bytes(&standin__test__tree__descriptor, b.p, b.n, fp, NULL), PBW_OK);
   for (int i = 0; i < 16; i++)
     snprintf(hex + 2 * i, 3, "%02x", fp[i]);
-  ck_assert_str_eq(hex, "1d56a2e243887fb1ebcbe1a1790f52a7");
-  check_tree(&t.base);
+  ck_assert_str_eq(hex, GOLDEN_TREE_FP);
+  check_tree(&g.t.base);
   free(b.p);
 }
 END_TEST
