@@ -137,6 +137,10 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
            cli_fmt_ns(o, sizeof o, (double)f->overhead_ns),
            run ? 100.0 * (double)f->overhead_ns / (double)run : 0.0);
   }
+  if (f->writer_normal)
+    printf("  the trace writer ran at normal priority (lowering it needs root, CAP_SYS_NICE or\n"
+           "  ulimit -e 20 to raise it again): where the program kept every core busy, latencies\n"
+           "  include time the writer took from it\n");
   if (f->corr_timer_ns || f->corr_nested_ns)
     printf("  latencies corrected by -%llu ns (clock read) and -%llu ns per nested call\n",
            (unsigned long long)f->corr_timer_ns, (unsigned long long)f->corr_nested_ns);

@@ -35,6 +35,7 @@ typedef struct scan_file {
   uint64_t end_mono_ns; /* from the end note, 0 if the writer did not close */
   uint64_t corr_timer_ns, corr_nested_ns; /* latency corrections applied */
   uint64_t overhead_ns; /* standin's own time on the program's threads */
+  int writer_normal;    /* the trace writer could not yield to the program */
   uint64_t last_call_end_ns;
   st_read_status status;
   int end_signal;   /* the writer closed because the program got this signal */

@@ -12,7 +12,8 @@
 # table interface from the accelerator's recording; then (a) replay the CPU
 # recording with that interface and (b) estimate offline (whatif, from the
 # CPU recording and the CPU's native wall time), and compare both with the
-# accelerator's true end-to-end time. Errors are medians over RUNS runs.
+# accelerator's true end-to-end time. Each run records both afresh; errors
+# are medians over RUNS runs.
 #   VALIDATE_RUNS=N (default 5)
 set -euo pipefail
 B=${B:-build}
@@ -47,14 +48,16 @@ case_() {
   local name=$1 api=$2 cpu_env=$3 acc_env=$4
   shift 4
   local cmd=("$@")
-  rm -rf "$T/cpu" "$T/acc"
-  # shellcheck disable=SC2086
-  env $cpu_env "$S" record -o "$T/cpu" -- "${cmd[@]}" >"$T/out.cpu" 2>/dev/null
-  # shellcheck disable=SC2086
-  env $acc_env "$S" record -o "$T/acc" -- "${cmd[@]}" >"$T/out.acc" 2>/dev/null
-  cmp -s "$T/out.cpu" "$T/out.acc" || { echo "$name: CPU and accelerator outputs differ" >&2; exit 1; }
   local truth=() cpu=() rep=() adj=() est=() err_r=() err_a=() err_e=()
   for _ in $(seq "$RUNS"); do
+    # Every run records afresh: a recording is itself one sample of a noisy
+    # machine, and its error is part of the prediction's.
+    rm -rf "$T/cpu" "$T/acc"
+    # shellcheck disable=SC2086
+    env $cpu_env "$S" record -o "$T/cpu" -- "${cmd[@]}" >"$T/out.cpu" 2>/dev/null
+    # shellcheck disable=SC2086
+    env $acc_env "$S" record -o "$T/acc" -- "${cmd[@]}" >"$T/out.acc" 2>/dev/null
+    cmp -s "$T/out.cpu" "$T/out.acc" || { echo "$name: CPU and accelerator outputs differ" >&2; exit 1; }
     # shellcheck disable=SC2086
     truth+=("$(wall $acc_env -- "${cmd[@]}")")
     # shellcheck disable=SC2086

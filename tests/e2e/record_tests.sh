@@ -274,3 +274,41 @@ t018_record_pack_fingerprint_not_derivable_is_flagged() {
   "$STANDIN" replay -t rec --summary s.json -- "$PB" oddunknown 3000 >rep.out
   cmp native.out rep.out
 }
+
+# The trace writer runs at SCHED_IDLE, so that it never takes a core from the
+# program in the middle of a timed call, when the process may raise it back
+# (root, CAP_SYS_NICE or RLIMIT_NICE >= 20); otherwise at normal priority,
+# which the trace records and info reports.
+t019_record_writer_yields_to_the_program() {
+  local can=0
+  if [ "$(id -u)" = 0 ] || [ "$(ulimit -e)" = unlimited ] || [ "$(ulimit -e)" -ge 20 ]; then can=1; fi
+  "$STANDIN" record -o rec -- "$PB" linger 3000 >rec.out &
+  local pid=$! tid="" policy=""
+  for _ in $(seq 300); do
+    for t in /proc/*/task/*; do
+      [ "$(cat "$t/comm" 2>/dev/null)" = standin-writer ] || continue
+      case "$(cat "${t%/task/*}/cmdline" 2>/dev/null | tr '\0' ' ')" in
+      *"$PB linger 3000"*) tid=$t ;;
+      esac
+    done
+    if [ -n "$tid" ]; then
+      policy=$(awk '{print $41}' "$tid/stat" 2>/dev/null)
+      [ "$policy" = 5 ] && break
+    fi
+    sleep 0.01
+  done
+  wait $pid
+  [ -n "$tid" ] || fail "no standin-writer thread seen"
+  "$STANDIN" info rec >info.out
+  if [ $can = 1 ]; then
+    expect_eq "writer policy (5: SCHED_IDLE)" 5 "$policy"
+    grep -q "normal priority" info.out && fail "info says normal priority although the writer yielded"
+  else
+    expect_eq "writer policy (0: SCHED_OTHER)" 0 "$policy"
+    grep -q "normal priority" info.out || fail "info does not say the writer ran at normal priority"
+  fi
+  STANDIN_WRITER_PRIORITY=normal "$STANDIN" record -o rec2 -- "$PB" basic 3 >/dev/null
+  "$STANDIN" info rec2 | grep -q "normal priority" ||
+    fail "STANDIN_WRITER_PRIORITY=normal: info does not say so"
+  true
+}

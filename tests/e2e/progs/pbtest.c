@@ -481,7 +481,7 @@ static int run_same(int n) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|forkpar|exec|p3|bad|deep|oddunknown|same "
+    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|linger "
                     "[args]\n");
     return 2;
   }
@@ -508,6 +508,11 @@ int main(int argc, char **argv) {
     rc = run_oddunknown(a);
   else if (!strcmp(mode, "same"))
     rc = run_same(a);
+  else if (!strcmp(mode, "linger")) { /* one message, then A ms of nothing */
+    basic(0, 1);
+    fflush(stdout);
+    usleep((useconds_t)a * 1000);
+  }
   else if (!strcmp(mode, "exec")) {
     basic(900, 1);
     fflush(stdout);
