@@ -25,6 +25,14 @@
 #include "shim.h"
 #include "trace.h"
 
+/* The features of a call whose statistics the writer derives: the encoded
+ * size now, the rest zero until then (and if it cannot). */
+static void put_size_only(rt_call *c, uint64_t encoded) {
+  memset(c->feat, 0, ST_PBF_NFEAT * sizeof c->feat[0]);
+  c->nfeat = ST_PBF_NFEAT;
+  c->feat[ST_PBF_ENCODED_SIZE] = encoded;
+}
+
 static void put_stats(rt_call *c, const pbw_stats *st, uint64_t encoded) {
   c->nfeat = rec_tree_features(c->feat, st);
   c->feat[ST_PBF_ENCODED_SIZE] = encoded;
@@ -44,8 +52,7 @@ static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t
   c->req_len = 0; /* the request is a tree, not bytes */
   if (packed_saved && rt_defer_fp(m->descriptor)) {
     c->derive_fp = 1; /* sink.c pack_features */
-    c->nfeat = ST_PBF_NFEAT;
-    c->feat[ST_PBF_ENCODED_SIZE] = result;
+    put_size_only(c, result);
     return;
   }
   if (pbw_fingerprint_tree(m, c->fp, &st) != PBW_OK) {
@@ -75,7 +82,9 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   uint64_t t0 = shim_now_ns();
   size_t r = real(m, out);
   uint64_t t1 = shim_now_ns();
-  rt_call c = {.nested = shim_nested - n0};
+  rt_call c;
+  rt_call_init(&c);
+  c.nested = shim_nested - n0;
   c.resp_len = r;
   c.resp = (rt_payload){RT_PAY_COPY, out, r};
   tree_call(&c, ST_API_PB_PACK, m, t0, t1, r, rt_keep_whole(&c.resp) == 0);
@@ -97,7 +106,9 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   uint64_t t0 = shim_now_ns();
   size_t r = real(m);
   uint64_t t1 = shim_now_ns();
-  rt_call c = {.nested = shim_nested - n0};
+  rt_call c;
+  rt_call_init(&c);
+  c.nested = shim_nested - n0;
   tree_call(&c, ST_API_PB_SIZE, m, t0, t1, r, 0);
   submit(&c);
   shim_depth--;
@@ -118,7 +129,9 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   uint64_t t0 = shim_now_ns();
   size_t r = real(m, buf);
   uint64_t t1 = shim_now_ns();
-  rt_call c = {.nested = shim_nested - n0};
+  rt_call c;
+  rt_call_init(&c);
+  c.nested = shim_nested - n0;
   c.resp_len = r;
   /* The program's buffer may be any sink; pack again, untimed, to capture
    * the bytes rather than slowing the timed call with a tee. */
@@ -154,7 +167,9 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   uint64_t t0 = shim_now_ns();
   ProtobufCMessage *m = real(d, a, len, data);
   uint64_t t1 = shim_now_ns();
-  rt_call c = {.nested = shim_nested - n0};
+  rt_call c;
+  rt_call_init(&c);
+  c.nested = shim_nested - n0;
   c.api = ST_API_PB_UNPACK;
   c.start_ns = t0;
   c.latency_ns = t1 - t0;
@@ -169,8 +184,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
    * bytes and the schema, so nothing heavier happens on this thread. */
   if (!m)
     c.flags |= ST_CALL_FAILED;
-  c.nfeat = ST_PBF_NFEAT;
-  c.feat[ST_PBF_ENCODED_SIZE] = len;
+  put_size_only(&c, len);
   c.result = m != NULL;
   submit(&c);
   shim_depth--;

@@ -706,65 +706,64 @@ void rt_schema_forget_all(void) {
     atomic_store_explicit(&schema_keys[s], NULL, memory_order_relaxed);
 }
 
-void rt_submit(const rt_call *cin, void *const *ips, int nips) {
+void rt_submit(rt_call *c, void *const *ips, int nips) {
   if (SHIM_UNLIKELY(atomic_load_explicit(&run_state, memory_order_acquire) != RUN_ACTIVE) &&
       start_writer() != 0) {
-    drop_payloads(cin);
+    drop_payloads(c);
     return;
   }
   rt_thread *t = thread_self();
   if (!t) {
-    drop_payloads(cin);
+    drop_payloads(c);
     return;
   }
-  rt_call c = *cin;
-  stage_payload(&c.req);
-  stage_payload(&c.resp);
-  uint64_t inl = (c.req.kind == RT_PAY_COPY ? c.req.len : 0) +
-                 (c.resp.kind == RT_PAY_COPY ? c.resp.len : 0);
-  uint32_t len = ring_align(sizeof(raw_call) + (uint64_t)c.nfeat * 8 + (uint64_t)nips * 8 + inl);
+  stage_payload(&c->req);
+  stage_payload(&c->resp);
+  uint64_t inl = (c->req.kind == RT_PAY_COPY ? c->req.len : 0) +
+                 (c->resp.kind == RT_PAY_COPY ? c->resp.len : 0);
+  uint32_t len = ring_align(sizeof(raw_call) + (uint64_t)c->nfeat * 8 + (uint64_t)nips * 8 + inl);
   raw_call *rc = reserve_wait(t, len);
   if (!rc) {
     t->lost++;
-    drop_payloads(&c);
+    drop_payloads(c);
     return;
   }
   rc->h.len = len;
   rc->h.kind = RAW_CALL;
-  rc->api = c.api;
-  rc->flags = c.flags;
-  rc->reason = c.reason;
-  rc->nfeat = c.nfeat;
+  rc->api = c->api;
+  rc->flags = c->flags;
+  rc->reason = c->reason;
+  rc->nfeat = c->nfeat;
   rc->nips = (uint8_t)nips;
-  rc->nested = c.nested;
-  rc->derive_fp = c.derive_fp;
-  rc->req_kind = (uint8_t)c.req.kind;
-  rc->resp_kind = (uint8_t)c.resp.kind;
-  rc->start_ns = c.start_ns;
-  rc->latency_ns = c.latency_ns;
-  rc->result = c.result;
-  memcpy(rc->fp, c.fp, 16);
-  rc->type_key = c.type_key;
-  rc->req_len = c.req_len;
-  rc->resp_len = c.resp_len;
-  rc->req_saved = c.req.kind == RT_PAY_NONE ? 0 : c.req.len;
-  rc->resp_saved = c.resp.kind == RT_PAY_NONE ? 0 : c.resp.len;
-  rc->req_ptr = c.req.kind == RT_PAY_OWN ? c.req.data : NULL;
-  rc->resp_ptr = c.resp.kind == RT_PAY_OWN ? c.resp.data : NULL;
+  rc->nested = c->nested;
+  rc->derive_fp = c->derive_fp;
+  rc->req_kind = (uint8_t)c->req.kind;
+  rc->resp_kind = (uint8_t)c->resp.kind;
+  rc->start_ns = c->start_ns;
+  rc->latency_ns = c->latency_ns;
+  rc->result = c->result;
+  memcpy(rc->fp, c->fp, 16);
+  rc->type_key = c->type_key;
+  rc->req_len = c->req_len;
+  rc->resp_len = c->resp_len;
+  rc->req_saved = c->req.kind == RT_PAY_NONE ? 0 : c->req.len;
+  rc->resp_saved = c->resp.kind == RT_PAY_NONE ? 0 : c->resp.len;
+  rc->req_ptr = c->req.kind == RT_PAY_OWN ? c->req.data : NULL;
+  rc->resp_ptr = c->resp.kind == RT_PAY_OWN ? c->resp.data : NULL;
   uint8_t *p = (uint8_t *)(rc + 1);
-  memcpy(p, c.feat, (size_t)c.nfeat * 8);
-  p += (size_t)c.nfeat * 8;
+  memcpy(p, c->feat, (size_t)c->nfeat * 8);
+  p += (size_t)c->nfeat * 8;
   memcpy(p, ips, (size_t)nips * 8);
   p += (size_t)nips * 8;
-  if (c.req.kind == RT_PAY_COPY) {
-    memcpy(p, c.req.data, c.req.len);
-    p += c.req.len;
+  if (c->req.kind == RT_PAY_COPY) {
+    memcpy(p, c->req.data, c->req.len);
+    p += c->req.len;
   }
-  if (c.resp.kind == RT_PAY_COPY)
-    memcpy(p, c.resp.data, c.resp.len);
+  if (c->resp.kind == RT_PAY_COPY)
+    memcpy(p, c->resp.data, c->resp.len);
   ring_publish(&t->r, len);
-  if (c.end_ns) { /* single writer: a relaxed load and store, no lock prefix */
-    uint64_t own = shim_now_ns() - c.end_ns;
+  if (c->end_ns) { /* single writer: a relaxed load and store, no lock prefix */
+    uint64_t own = shim_now_ns() - c->end_ns;
     atomic_store_explicit(&t->overhead_ns,
                           atomic_load_explicit(&t->overhead_ns, memory_order_relaxed) + own,
                           memory_order_relaxed);

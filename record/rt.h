@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "api.h"
 
@@ -36,7 +37,6 @@ typedef struct {
    * naming the request class ("baseline 4:2:0"); NULL: no type */
   const void *type_key;
   uint8_t nfeat;
-  uint64_t feat[ST_MAX_FEAT];
   uint64_t req_len, resp_len; /* sizes, even when not saved */
   uint32_t nested;            /* hook pass-throughs inside the timed call */
   uint64_t end_ns;            /* end of the real call: from here to the end
@@ -48,7 +48,17 @@ typedef struct {
    * (saved whole: see rt_keep_whole) with the type's schema (see
    * rt_defer_fp) */
   uint8_t derive_fp;
+  /* last: rt_call_init leaves it as it is, only feat[0..nfeat) is read */
+  uint64_t feat[ST_MAX_FEAT];
 } rt_call;
+_Static_assert(offsetof(rt_call, feat) + sizeof(uint64_t) * ST_MAX_FEAT == sizeof(rt_call),
+               "rt_call.feat must be the last member");
+
+/* A call with every member zero but the features (the hooks fill those
+ * they declare with nfeat): cheaper than zeroing all of it on every call. */
+static inline void rt_call_init(rt_call *c) {
+  memset(c, 0, offsetof(rt_call, feat));
+}
 
 /* Nonzero when calls of this API family are recorded in this process. The
  * answer is cheap and may change (after exit begins, recording stops). */
@@ -73,8 +83,9 @@ int rt_keep_whole(rt_payload *p);
  * space). Cheap, no lock. */
 int rt_defer_fp(const void *type_key);
 
-/* Queue one call. Takes ownership of RT_PAY_OWN payloads in every case. */
-void rt_submit(const rt_call *c, void *const *ips, int nips);
+/* Queue one call. Takes ownership of RT_PAY_OWN payloads in every case,
+ * and may change *c's payloads (staging them): c is the hook's own. */
+void rt_submit(rt_call *c, void *const *ips, int nips);
 
 /* Hooks for non-offloadable modes etc. may attach a note to the trace. */
 void rt_note(const char *key, const char *value);
