@@ -3,8 +3,9 @@
  * Each hook times the real call alone, then (outside the timed window)
  * captures what replay will need and the request's fingerprint and
  * features, doing on the program's thread only what cannot be done later:
- *  - unpack saves the request bytes; the writer thread derives the features
- *    from them, and replay builds the tree image offline;
+ *  - unpack saves the request bytes; the writer thread derives the
+ *    fingerprint and the features from them, and replay builds the tree
+ *    image offline;
  *  - pack and pack_to_buffer save the packed bytes (the response); for a
  *    type whose schema the writer holds, the writer derives the tree's
  *    fingerprint and statistics from those bytes (pbw_fingerprint_packed,
@@ -177,8 +178,14 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   c.type_key = d;
   c.req_len = len;
   c.req = (rt_payload){RT_PAY_COPY, data, len};
-  pbw_fingerprint_bytes(d, data, len, c.fp);
-  shim_fp_bind(c.fp, ST_API_PB_UNPACK);
+  /* the fingerprint is a hash of the bytes: the writer takes it from the
+   * saved copy (sink.c), unless they cannot be saved */
+  if (rt_keep_whole(&c.req) == 0) {
+    c.derive_fp = 1;
+  } else {
+    pbw_fingerprint_bytes(d, data, len, c.fp);
+    shim_fp_bind(c.fp, ST_API_PB_UNPACK);
+  }
   /* Only the request bytes are saved: features are derived from them by
    * the writer thread, and replay builds the tree image offline from the
    * bytes and the schema, so nothing heavier happens on this thread. */

@@ -46,7 +46,8 @@ typedef struct {
   /* protobuf pack calls: fp and the features other than the encoded size
    * are left to the writer thread, which derives them from the response
    * (saved whole: see rt_keep_whole) with the type's schema (see
-   * rt_defer_fp) */
+   * rt_defer_fp); unpack calls: fp is left to the writer, which hashes the
+   * request bytes (saved whole) */
   uint8_t derive_fp;
   /* last: rt_call_init leaves it as it is, only feat[0..nfeat) is read */
   uint64_t feat[ST_MAX_FEAT];

@@ -514,9 +514,13 @@ static void write_call(rt_thread *t, const raw_call *rc) {
     c.req_blob = store_blob(req, rc->req_saved);
   if (rc->resp_kind != RT_PAY_NONE)
     c.resp_blob = store_blob(resp, rc->resp_saved);
-  if (rc->derive_fp) /* after the blob: its id may spare the derivation */
+  if (rc->derive_fp && c.api == ST_API_PB_UNPACK) { /* the hook saved the bytes whole */
+    pbw_fingerprint_bytes(rc->type_key, req, rc->req_saved, c.fp);
+    shim_fp_bind(c.fp, c.api);
+  } else if (rc->derive_fp) { /* after the blob: its id may spare the derivation */
     pack_features(&c, ts, resp, rc->resp_saved,
                   rc->resp_kind != RT_PAY_NONE && rc->resp_saved == rc->resp_len);
+  }
   check(st_writer_add_call(S.w, &c));
   if (rc->req_kind == RT_PAY_OWN)
     free((void *)rc->req_ptr);
