@@ -113,9 +113,12 @@ row "spin error median / p99 (ns)" "$(json "$T/spin.json" spin_error_p50_ns) / $
 # ---- replay with software vs native, end to end ----------------------------
 # Both times cover fork, exec and wait of the program only: native measured
 # by bash, replay by standin around the same steps (--summary wall_ns).
-rm -rf "$T/e2e"
+# The same program recorded twice: as usual, and with --retime (latencies
+# from a second, timing-only run); both replayed beside native runs.
+rm -rf "$T/e2e" "$T/e2r"
 "$S" record -o "$T/e2e" -- "$PBT" basic "$E2E" >/dev/null 2>&1
-nat=() rep=() adj=()
+"$S" record --retime -o "$T/e2r" -- "$PBT" basic "$E2E" >/dev/null 2>&1
+nat=() rep=() adj=() ret=()
 for _ in $(seq "$REPS"); do
   t0=$EPOCHREALTIME
   "$PBT" basic "$E2E" >/dev/null
@@ -124,6 +127,8 @@ for _ in $(seq "$REPS"); do
   "$S" replay -t "$T/e2e" --summary "$T/e.json" -- "$PBT" basic "$E2E" >/dev/null 2>&1
   rep+=("$(($(json "$T/e.json" wall_ns) / 1000))")
   adj+=("$(($(json "$T/e.json" wall_adjusted_ns) / 1000))")
+  "$S" replay -t "$T/e2r" --summary "$T/r.json" -- "$PBT" basic "$E2E" >/dev/null 2>&1
+  ret+=("$(($(json "$T/r.json" wall_ns) / 1000))")
 done
 mn=$(printf '%s\n' "${nat[@]}" | median)
 mr=$(printf '%s\n' "${rep[@]}" | median)
@@ -131,6 +136,11 @@ row "replay software / native wall, pbtest basic $E2E" \
   "$(awk -v a="$mr" -v b="$mn" 'BEGIN{printf "%.3f", a/b}')" \
   "native $mn us ($(printf '%s\n' "${nat[@]}" | spread)), replay $mr us ($(printf '%s\n' "${rep[@]}" | spread)); overruns $(json "$T/e.json" overruns) of $(json "$T/e.json" calls_replayed) calls" \
   "\`standin replay --summary\` wall_ns vs bash"
+mt=$(printf '%s\n' "${ret[@]}" | median)
+row "replay software / native wall, pbtest basic $E2E, recorded with --retime" \
+  "$(awk -v a="$mt" -v b="$mn" 'BEGIN{printf "%.3f", a/b}')" \
+  "native $mn us, replay $mt us ($(printf '%s\n' "${ret[@]}" | spread))" \
+  "\`standin record --retime\`, then as above"
 ma=$(printf '%s\n' "${adj[@]}" | median)
 row "replay software less unpaid harness time / native wall, pbtest basic $E2E" \
   "$(awk -v a="$ma" -v b="$mn" 'BEGIN{printf "%.3f", a/b}')" \

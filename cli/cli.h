@@ -51,6 +51,8 @@ int cli_find_program(const char *prog, char *out, size_t cap);
  * program runs. Returns the exit code standin should use (the program's
  * status, or 128+signal), and the wall time in *wall_ns. */
 int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
+/* cli_run with stdin, stdout and stderr on /dev/null. */
+int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
 
 /* Calibrate the TSC against CLOCK_MONOTONIC (20 ms of sleep: a rate good
  * to about 1e-6), for the shims' clocks: MONOTONIC ns = *mono + ((tsc -

@@ -104,6 +104,8 @@ static void on_note(scan_file *f, const st_note *n) {
     f->corr_timer_ns = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "latency_correction_nested_ns"))
     f->corr_nested_ns = strtoull(n->value, NULL, 10);
+  else if (!strcmp(n->key, "retimed"))
+    snprintf(f->retimed, sizeof f->retimed, "%s", n->value);
   else if (!strcmp(n->key, "writer_priority"))
     f->writer_normal = !strcmp(n->value, "normal");
   else if (!strcmp(n->key, "record_overhead_ns"))

@@ -2,6 +2,7 @@
  * runtime libraries, listing trace files, running the program. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -293,16 +294,24 @@ static char **merged_env(char *const extra_env[]) {
  * launcher may hold hundreds of MiB (the replay database it just built),
  * and copying its page tables into a child that execs at once took
  * milliseconds that the measured wall time then included. */
-int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
+static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, int quiet) {
   fflush(NULL);
   char **env = merged_env(extra_env);
   if (!env) {
     cli_err("cannot start %s: out of memory", argv[0]);
     return EXIT_NOEXEC;
   }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  }
   uint64_t t0 = mono_ns();
   pid_t pid;
-  int e = posix_spawnp(&pid, argv[0], NULL, NULL, argv, env);
+  int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
+  posix_spawn_file_actions_destroy(&fa);
   free(env);
   if (e != 0) {
     fprintf(stderr, "standin: cannot run %s: %s\n", argv[0], strerror(e));
@@ -332,4 +341,12 @@ int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
     return 128 + sig;
   }
   return 1;
+}
+
+int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
+  return run(argv, extra_env, wall_ns, 0);
+}
+
+int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
+  return run(argv, extra_env, wall_ns, 1);
 }

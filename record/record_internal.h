@@ -21,6 +21,7 @@ typedef struct {
   uint32_t pid; /* process the current state belongs to */
   int pack_fp_walk; /* STANDIN_PACK_FP=walk: pack hooks never leave the
                        fingerprint to the writer (for comparison) */
+  int timing;       /* STANDIN_TIMING=1: the timing-only pass (timing.c) */
 } rt_config;
 
 extern rt_config rt_cfg;
@@ -84,6 +85,8 @@ void wr_set_compress(int on); /* store chunks uncompressed while behind */
 void wr_close(void);
 void wr_forget(void); /* forked child: drop the parent's writer, no I/O */
 void wr_calibrate(void); /* on the writer thread, before the first record */
+/* What wr_calibrate measured: the clock read and a nested pass-through. */
+void wr_calibration(uint64_t *timer_ns, uint64_t *pass_ns);
 void wr_note(const char *key, const char *value);
 void wr_forget_types(void); /* descriptors may be unloaded: start a new table */
 

@@ -184,6 +184,8 @@ static void load_config(void) {
    * tests check with it). */
   const char *pf = getenv("STANDIN_PACK_FP");
   rt_cfg.pack_fp_walk = pf && !strcmp(pf, "walk");
+  const char *tm = getenv("STANDIN_TIMING");
+  rt_cfg.timing = tm && *tm == '1';
   if (pf && *pf && strcmp(pf, "walk") && strcmp(pf, "bytes"))
     shim_say("STANDIN_PACK_FP=%s is not 'bytes' or 'walk'; using bytes", pf);
 }
@@ -191,6 +193,8 @@ static void load_config(void) {
 int rt_active(st_family fam) {
   if (!(rt_cfg.apis & (1u << fam)))
     return 0;
+  if (SHIM_UNLIKELY(rt_cfg.timing)) /* only protobuf calls are retimed */
+    return fam == ST_FAMILY_PROTOBUF;
   return atomic_load_explicit(&run_state, memory_order_relaxed) != RUN_OFF;
 }
 
@@ -795,10 +799,14 @@ void rt_note(const char *key, const char *value) {
 /* ---- process events ------------------------------------------------------ */
 
 void rt_before_exec(void) {
+  if (rt_cfg.timing)
+    rt_timing_write();
   stop_writer(RUN_IDLE);
 }
 
 void rt_before_exit(void) {
+  if (rt_cfg.timing)
+    rt_timing_write();
   /* _exit may come from a signal handler that interrupted start or stop:
    * never wait for the lock there, lose the tail instead. */
   if (pthread_mutex_trylock(&start_lock) != 0)
@@ -809,6 +817,8 @@ void rt_before_exit(void) {
 
 static void atfork_child(void) {
   atomic_store(&overhead_gone, 0);
+  if (rt_cfg.timing)
+    rt_timing_forget();
   /* The child's writer learns its types afresh: until it has, calls walk. */
   rt_schema_forget_all();
   /* The writer thread does not exist here, and every ring but ours holds
@@ -877,5 +887,7 @@ __attribute__((constructor)) static void rt_init(void) {
 }
 
 __attribute__((destructor)) static void rt_fini(void) {
+  if (rt_cfg.timing)
+    rt_timing_write();
   stop_writer(RUN_OFF);
 }

@@ -312,3 +312,47 @@ t019_record_writer_yields_to_the_program() {
     fail "STANDIN_WRITER_PRIORITY=normal: info does not say so"
   true
 }
+
+# --retime runs the program again with a timing-only hook and gives each
+# call that run's latency: everything else in the trace stays as recorded.
+t020_record_retime_replaces_latencies_only() {
+  "$PB" basic 100 >native.out
+  "$STANDIN" record -o rec -- "$PB" basic 100 >/dev/null
+  "$STANDIN" record --retime -o ret -- "$PB" basic 100 >ret.out 2>ret.err
+  cmp native.out ret.out
+  grep -q "400 of 400 protobuf calls retimed" ret.err || fail "retime summary: $(cat ret.err)"
+  [ ! -e ret/.timing ] || fail "the timing run's directory was left behind"
+  # same calls, types, sizes, sites and fingerprints; only pid, time and latency differ
+  "$STANDIN" dump rec | cut -d' ' -f2,4-6,8- >rec.dump
+  "$STANDIN" dump ret | cut -d' ' -f2,4-6,8- >ret.dump
+  cmp rec.dump ret.dump || fail "retime changed more than latencies"
+  [ "$("$STANDIN" dump ret | awk '{print $7}' | sort | uniq | wc -l)" -gt 1 ] ||
+    fail "latencies look constant"
+  "$STANDIN" info ret | grep -q "latencies of 400 of 400 protobuf calls from a timing-only" ||
+    fail "info does not say the trace was retimed"
+  "$STANDIN" replay -t ret --summary s.json -- "$PB" basic 100 >rep.out
+  cmp native.out rep.out
+  expect_eq "fallback" 0 "$(json s.json calls_fallback)"
+  # forked children are paired with the timing run's in start order
+  "$STANDIN" record --retime -o fk -- "$PB" fork 3 5 >/dev/null 2>fk.err
+  grep -q "64 of 64 protobuf calls retimed" fk.err || fail "fork: $(cat fk.err)"
+}
+
+# A process whose calls differ in the second run keeps its recorded latencies,
+# and the user is told.
+t021_record_retime_keeps_what_does_not_match() {
+  echo 20 >n.txt
+  # the second run reads no input: it packs 3 messages instead of 20
+  "$STANDIN" record --retime -o rec -- sh -c 'read n; exec "$0" basic "${n:-3}"' "$PB" \
+    <n.txt >/dev/null 2>err.txt
+  grep -q "none of the 80 protobuf calls could be retimed" err.txt || fail "$(cat err.txt)"
+  grep -q "1 process had no counterpart" err.txt || fail "$(cat err.txt)"
+  expect_eq "calls" 80 "$(calls rec)"
+  "$STANDIN" info rec | grep -q "timing-only" && fail "info claims a retime"
+  # a thread pool hands work to threads differently each run: what cannot
+  # be paired keeps its latency, and the trace replays as before
+  "$STANDIN" record --retime -o pool -- "$PB" pool 4 30 >pool.out 2>pool.err
+  grep -q "retime" pool.err || fail "no retime summary"
+  "$STANDIN" replay -t pool -- "$PB" pool 4 30 >rep.out
+  cmp pool.out rep.out
+}

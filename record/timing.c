@@ -1,0 +1,187 @@
+/* timing.c — the timing-only pass of `standin record --retime`.
+ *
+ * Recording perturbs the calls it measures. Copying each call's payload into
+ * the ring for the writer on the other core leaves the program's next calls
+ * slower than they are without standin: on pbtest's ~1 KB messages the
+ * recorded time in calls was a median 8-22% above what a shim that only
+ * reads the clock measures, and software replay inherits that. Timing alone
+ * measures within 2% of such a shim. So `--retime` runs the program a second
+ * time with STANDIN_TIMING=1: the protobuf hooks then time each outermost
+ * call and keep its latency, its size (to check the runs made the same
+ * calls) and its nested pass-through count (for the correction the writer
+ * applies) in a per-thread array — no payload, no
+ * fingerprint, no call site, no writer thread. At exit, or before exec, the
+ * process writes DIR/PID.timing (PID.N.timing after its Nth exec), which the
+ * CLI matches call by call against the full recording (cli/retime.c).
+ *
+ * File layout (native byte order; the CLI reads it on the same machine):
+ *   "STTIME02", u32 pid, ppid, exec_seq, nthreads, u64 start_mono_ns,
+ *   timer_ns, pass_ns, u32 argv_bytes, argv (NUL-separated), then per
+ *   thread: u32 index, u32 0, u64 n, n x tm_ent. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record_internal.h"
+#include "rt.h"
+
+typedef struct {
+  uint64_t latency_ns; /* raw: clock reads and nested passes not taken off */
+  uint64_t size;       /* unpack: bytes read; the others: what they returned */
+  uint32_t nested;
+  uint8_t api;
+  uint8_t pad[3];
+} tm_ent;
+
+typedef struct tm_thread {
+  uint32_t index;
+  uint64_t n, cap;
+  tm_ent *e;
+  struct tm_thread *next;
+} tm_thread;
+
+static _Atomic(tm_thread *) tm_threads;
+static SHIM_TLS tm_thread *tm_self;
+
+static tm_thread *tm_thread_self(void) {
+  if (SHIM_LIKELY(tm_self != NULL))
+    return tm_self;
+  tm_thread *t = calloc(1, sizeof *t);
+  if (!t)
+    return NULL;
+  if (rt_my_index == UINT32_MAX)
+    rt_my_index = rt_next_thread_index();
+  t->index = rt_my_index;
+  tm_thread *head = atomic_load(&tm_threads);
+  do
+    t->next = head;
+  while (!atomic_compare_exchange_weak(&tm_threads, &head, t));
+  tm_self = t;
+  return t;
+}
+
+void rt_timing_add(int api, uint64_t latency_ns, uint32_t nested, uint64_t size) {
+  tm_thread *t = tm_thread_self();
+  if (!t)
+    return;
+  if (t->n == t->cap) {
+    uint64_t cap = t->cap ? t->cap * 2 : 4096;
+    tm_ent *e = realloc(t->e, cap * sizeof *e);
+    if (!e) { /* a thread whose count is short does not match: nothing wrong is written */
+      t->cap = t->n = UINT64_MAX / 2;
+      return;
+    }
+    t->e = e;
+    t->cap = cap;
+  }
+  if (t->n >= t->cap)
+    return;
+  t->e[t->n++] =
+      (tm_ent){.latency_ns = latency_ns, .size = size, .nested = nested, .api = (uint8_t)api};
+}
+
+static int put(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* DIR/PID.timing, or PID.SEQ.timing for the SEQth exec of this pid (as
+ * sink.c names trace files); -1 with errno on failure. */
+static int open_file(char *path, size_t cap, unsigned *seq_out) {
+  for (unsigned seq = 0; seq < 1000; seq++) {
+    if (seq == 0)
+      snprintf(path, cap, "%s/%d.timing", rt_cfg.dir, (int)getpid());
+    else
+      snprintf(path, cap, "%s/%d.%u.timing", rt_cfg.dir, (int)getpid(), seq);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST) {
+      *seq_out = seq;
+      return fd;
+    }
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+/* Write this process's timings; once per process image. */
+void rt_timing_write(void) {
+  static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+  static uint32_t written_pid;
+  pthread_mutex_lock(&once);
+  if (written_pid == (uint32_t)getpid() || atomic_load(&tm_threads) == NULL) {
+    pthread_mutex_unlock(&once);
+    return;
+  }
+  written_pid = (uint32_t)getpid();
+  uint64_t timer_ns, pass_ns;
+  wr_calibrate();
+  wr_calibration(&timer_ns, &pass_ns);
+  char path[PATH_MAX + 32];
+  unsigned exec_seq = 0;
+  int fd = open_file(path, sizeof path, &exec_seq);
+  if (fd < 0) {
+    shim_say("cannot write %s: %s; this process's calls keep their recorded latencies", path,
+             strerror(errno));
+    pthread_mutex_unlock(&once);
+    return;
+  }
+  char argv[8192];
+  uint32_t alen = 0;
+  int cfd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (cfd >= 0) {
+    ssize_t n = read(cfd, argv, sizeof argv);
+    alen = n > 0 ? (uint32_t)n : 0;
+    close(cfd);
+  }
+  uint32_t nthreads = 0;
+  for (tm_thread *t = atomic_load(&tm_threads); t; t = t->next)
+    nthreads++;
+  uint32_t head[4] = {(uint32_t)getpid(), (uint32_t)getppid(), exec_seq, nthreads};
+  uint64_t head2[3] = {rt_cfg.start_mono_ns, timer_ns, pass_ns};
+  int rc = put(fd, "STTIME02", 8) | put(fd, head, sizeof head) | put(fd, head2, sizeof head2) |
+           put(fd, &alen, 4) | put(fd, argv, alen);
+  for (tm_thread *t = atomic_load(&tm_threads); t && rc == 0; t = t->next) {
+    uint64_t n = t->n <= t->cap ? t->n : 0;
+    uint32_t idx[2] = {t->index, 0};
+    rc = put(fd, idx, sizeof idx) | put(fd, &n, 8) | put(fd, t->e, n * sizeof(tm_ent));
+  }
+  if (close(fd) != 0 || rc != 0) {
+    shim_say("cannot write %s: %s; this process's calls keep their recorded latencies", path,
+             strerror(errno));
+    unlink(path);
+  }
+  pthread_mutex_unlock(&once);
+}
+
+/* A forked child times its own calls only: the parent's belong to the
+ * parent's file. Its own thread goes on with an empty array. */
+void rt_timing_forget(void) {
+  tm_thread *t = atomic_load(&tm_threads);
+  while (t) {
+    tm_thread *next = t->next;
+    if (t != tm_self) {
+      free(t->e);
+      free(t);
+    }
+    t = next;
+  }
+  if (tm_self) {
+    tm_self->n = 0;
+    tm_self->next = NULL;
+  }
+  atomic_store(&tm_threads, tm_self);
+}
