@@ -33,13 +33,18 @@ static const char usage_text[] =
     "      --summary FILE    write the run's statistics as JSON\n"
     "      --on-miss POLICY  a call not in the recording: fallback (run the real\n"
     "                        call, counted; default) or abort (stop the program)\n"
+    "      --unpack-trees HOW  pieces (default): a replayed unpack allocates its tree\n"
+    "                        as libprotobuf-c does, one allocation per message,\n"
+    "                        string, bytes and array, so the program's free_unpacked\n"
+    "                        costs what it does natively; block: one allocation\n"
+    "                        (a cheaper harness, but a cheaper free than native)\n"
     "      --no-catch-up     do not pay harness overruns back from later calls'\n"
     "                        slack (by default a thread whose call overran spins\n"
     "                        that much less in its next calls that have room)\n";
 
 typedef struct {
   const char *dir, *summary, *plan_file;
-  int on_miss, ifaces, no_catch_up;
+  int on_miss, ifaces, no_catch_up, block_trees;
   plan plan;
 } rep_opts;
 
@@ -50,6 +55,7 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
                                      {"on-miss", required_argument, 0, 'M'},
                                      {"plan", required_argument, 0, 'p'},
                                      {"no-catch-up", no_argument, 0, 'C'},
+                                     {"unpack-trees", required_argument, 0, 'U'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
   int c;
@@ -78,6 +84,13 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
       break;
     case 'S': o->summary = optarg; break;
     case 'C': o->no_catch_up = 1; break;
+    case 'U':
+      if (strcmp(optarg, "pieces") && strcmp(optarg, "block")) {
+        cli_err("--unpack-trees: '%s' is not pieces or block", optarg);
+        return -1;
+      }
+      o->block_trees = !strcmp(optarg, "block");
+      break;
     case 'M':
       if (!strcmp(optarg, "fallback"))
         o->on_miss = RDB_MISS_FALLBACK;
@@ -316,7 +329,7 @@ int cmd_replay(int argc, char **argv) {
   }
   const char *shim = cli_runtime_lib("libstandin-replay.so");
   rdb_built b;
-  if (!shim || rdb_build(o.dir, &o.plan, o.on_miss, !o.no_catch_up, &b) != 0) {
+  if (!shim || rdb_build(o.dir, &o.plan, o.on_miss, !o.no_catch_up, !o.block_trees, &b) != 0) {
     plan_free(&o.plan);
     return 1;
   }

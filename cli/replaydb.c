@@ -362,7 +362,8 @@ static uint64_t put_blob(blob_set *bs, uint8_t *m, uint64_t *bo, const uint8_t *
   return at;
 }
 
-static int layout(builder *b, const plan *p, int on_miss, int catch_up, rdb_built *out) {
+static int layout(builder *b, const plan *p, int on_miss, int catch_up, int pieces,
+                  rdb_built *out) {
   for (size_t i = 0; i < b->n; i++)
     if (b->e[i].n > 1)
       qsort(b->e[i].s, b->e[i].n, sizeof *b->e[i].s, sample_cmp);
@@ -415,7 +416,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, rdb_buil
                     .next_off = next_off,
                     .nslots = nslots, .slots_off = slots_off, .naccel = (uint32_t)p->naccel,
                     .accel_off = accel_off, .stats_off = stats_off, .trace_start_ns = b->start_ns,
-                    .ro_off = ro_off};
+                    .ro_off = ro_off, .unpack_pieces = pieces != 0};
   calibrate_tsc(h);
   rdb_accel *acc = (rdb_accel *)(m + accel_off);
   for (int i = 0; i < p->naccel; i++) {
@@ -514,14 +515,15 @@ static int scan_dir(const char *dir, builder *b) {
   return rc;
 }
 
-int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, rdb_built *out) {
+int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, int unpack_pieces,
+              rdb_built *out) {
   builder b = {.plan = p, .out = out};
   memset(out, 0, sizeof *out);
   out->fd = -1;
   int rc = scan_dir(dir, &b);
   if (rc == 0) {
     verify_sizes(&b);
-    rc = layout(&b, p, on_miss, catch_up, out);
+    rc = layout(&b, p, on_miss, catch_up, unpack_pieces, out);
   }
   out->files = b.files;
   out->calls_unusable = b.unusable;

@@ -26,7 +26,8 @@ typedef struct {
 
 /* Read every trace of `dir` and build the database for plan p. Prints why
  * on error and returns -1. */
-int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, rdb_built *out);
+int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, int unpack_pieces,
+              rdb_built *out);
 void rdb_built_free(rdb_built *b);
 
 #endif

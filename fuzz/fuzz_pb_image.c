@@ -2,7 +2,8 @@
  * runs inside the program, on any bytes, against the test programs'
  * descriptors. The image checksum is set right first (the fuzzer would
  * never get it right), so every other check is exercised. On success the
- * tree is freed as the program would: one block. */
+ * tree is freed as the program would: one block. pbw_image_materialise_pieces
+ * runs on the same bytes with an allocator that keeps what it handed out. */
 #include "fuzz_common.h"
 #include "pb_internal.h"
 #include "pb_walk.h"
@@ -12,6 +13,36 @@
 static const ProtobufCMessageDescriptor *const descs[] = {
     &standin__test__tree__descriptor, &standin__test__leaf__descriptor,
     &standin__test3__batch__descriptor, &standin__test3__item__descriptor};
+
+/* Allocations of one pieces build; freed by the harness. */
+static struct {
+  void *p[1 << 16];
+  size_t n;
+  int lost; /* more pieces than that: the build fails with PBW_E_NOMEM */
+} pieces;
+
+static void *piece_alloc(void *ad, size_t size) {
+  (void)ad;
+  if (pieces.n == sizeof pieces.p / sizeof pieces.p[0]) {
+    pieces.lost = 1;
+    return NULL;
+  }
+  void *p = malloc(size ? size : 1);
+  if (p)
+    pieces.p[pieces.n++] = p;
+  return p;
+}
+
+static void piece_free(void *ad, void *p) { /* only on failure: forget it */
+  (void)ad;
+  for (size_t k = 0; k < pieces.n; k++)
+    if (pieces.p[k] == p) {
+      pieces.p[k] = pieces.p[--pieces.n];
+      free(p);
+      return;
+    }
+  abort(); /* freed something it did not allocate */
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   uint8_t *img = malloc(n ? n : 1);
@@ -32,6 +63,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
       free(m);
     else if (m)
       abort(); /* failure must leave nothing allocated */
+    /* piece by piece: every allocation freed here (a damaged image's slots
+     * need not make a tree that free_unpacked could walk) */
+    pieces.n = 0;
+    ProtobufCAllocator a = {piece_alloc, piece_free, &pieces};
+    int rc = pbw_image_materialise_pieces(img, n, descs[i], &a, &m, NULL);
+    if (rc != PBW_OK && (m || pieces.n))
+      abort();
+    for (size_t k = 0; k < pieces.n; k++)
+      free(pieces.p[k]);
+    pieces.lost = 0;
   }
   free(img);
   return 0;

@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   }
   fz_trace_file(d, n, "1.trace");
   rdb_built b;
-  if (rdb_build(fz_tmpdir(), &p, RDB_MISS_FALLBACK, 1, &b) == 0)
+  if (rdb_build(fz_tmpdir(), &p, RDB_MISS_FALLBACK, 1, 1, &b) == 0)
     serve(&b);
   rdb_built_free(&b);
   return 0;

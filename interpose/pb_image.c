@@ -748,38 +748,36 @@ static int build_tree(const img_view *v, const binder *b, ProtobufCAllocator *al
   return PBW_OK;
 }
 
-int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
-                               ProtobufCAllocator *alloc, ProtobufCMessage **out,
-                               pbw_image_memo *memo) {
-  img_view v;
-  binder b;
-  *out = NULL;
+/* Check img for d (or trust the memo) and bind its types: *v and *b ready
+ * for build_tree or build_pieces. */
+static int prepare(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                   pbw_image_memo *memo, img_view *v, binder *b) {
   if (memo != NULL && d != NULL &&
       atomic_load_explicit(&memo->root, memory_order_acquire) == d && memo->img == img &&
       memo->len == len) {
     /* checked before and unchanged since (the caller's promise): the
      * header alone places the parts */
-    if (view_open(&v, img, len) != PBW_OK)
+    if (view_open(v, img, len) != PBW_OK)
       return PBW_E_BADIMAGE;
-    b = (binder){&v, d, memo->tab};
-    return build_tree(&v, &b, alloc, out);
+    *b = (binder){v, d, memo->tab};
+    return PBW_OK;
   }
   /* The checksum finds images damaged at rest; a caller with a memo
    * holds images that cannot change (it built them, and maps them
    * read-only), so it is spared hashing every image once. The structural
    * checks, which keep every write inside the block, always run. */
-  int rc = view_open(&v, img, len);
-  if (rc == PBW_OK && memo == NULL && pbw__ld64(v.img + 8) != pbw__hash64(v.img + 16, len - 16))
+  int rc = view_open(v, img, len);
+  if (rc == PBW_OK && memo == NULL && pbw__ld64(v->img + 8) != pbw__hash64(v->img + 16, len - 16))
     rc = PBW_E_BADIMAGE;
   if (rc == PBW_OK)
-    rc = d != NULL ? bind_types(&b, &v, d) : PBW_E_SCHEMA;
+    rc = d != NULL ? bind_types(b, v, d) : PBW_E_SCHEMA;
   if (rc == PBW_OK)
-    rc = check_fixups(&b);
+    rc = check_fixups(b);
   if (rc != PBW_OK)
     return rc;
-  if (memo != NULL && b.tab != NULL) {
-    uint64_t key = pbw__hash64(v.types, (size_t)v.n_types * IMG_TYPE_REC + v.names_len);
-    const ProtobufCMessageDescriptor *const *tab = publish_tab(d, key, v.n_types, b.tab);
+  if (memo != NULL && b->tab != NULL) {
+    uint64_t key = pbw__hash64(v->types, (size_t)v->n_types * IMG_TYPE_REC + v->names_len);
+    const ProtobufCMessageDescriptor *const *tab = publish_tab(d, key, v->n_types, b->tab);
     if (tab != NULL) {
       memo->img = img;
       memo->len = len;
@@ -787,7 +785,201 @@ int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessa
       atomic_store_explicit(&memo->root, d, memory_order_release);
     }
   }
-  return build_tree(&v, &b, alloc, out);
+  return PBW_OK;
+}
+
+int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                               ProtobufCAllocator *alloc, ProtobufCMessage **out,
+                               pbw_image_memo *memo) {
+  img_view v;
+  binder b;
+  *out = NULL;
+  int rc = prepare(img, len, d, memo, &v, &b);
+  return rc == PBW_OK ? build_tree(&v, &b, alloc, out) : rc;
+}
+
+/* ---- Trees as libprotobuf-c allocates them -------------------------------
+ *
+ * The block holds one piece per allocation unpack made (pbw_image_build
+ * copies each at its own offset, 8-aligned): the root message at 0, and
+ * each sub-message, string, bytes datum, repeated array, unknown-field array
+ * and datum at the offset its one internal pointer names. Allocating each
+ * piece apart gives a tree the real free_unpacked frees piece by piece, at
+ * the cost the program pays natively. A piece runs to the next piece's
+ * start (it keeps its padding). Two pointers naming one offset would mean a
+ * zero-length piece, which the builder never makes from a real tree
+ * (libprotobuf-c leaves empty bytes NULL): such an image is refused. */
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* How an image splits: pieces (start, size) by increasing start, and for
+ * every fix-up the piece its slot lies in, the slot's offset there and, for
+ * an internal pointer, the piece it names (UINT32_MAX otherwise). Built
+ * once per image and kept in its memo when there is one. */
+typedef struct {
+  const uint8_t *img; /* the image it was made for */
+  uint32_t n, n_fix;
+  uint64_t *start, *size;
+  uint32_t *fix_piece, *fix_target;
+  uint64_t *fix_off;
+} split_plan;
+
+static void sort_u64(uint64_t *a, uint32_t n) {
+  for (uint32_t i = 1; i < n; i++) { /* pieces are few, and mostly in order */
+    uint64_t x = a[i];
+    uint32_t j = i;
+    for (; j > 0 && a[j - 1] > x; j--)
+      a[j] = a[j - 1];
+    a[j] = x;
+  }
+}
+
+/* Index of the last start <= off (starts sorted, starts[0] == 0). */
+static uint32_t piece_of(const uint64_t *starts, uint32_t n, uint64_t off) {
+  uint32_t lo = 0, hi = n;
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (starts[mid] <= off)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* One allocation holds the plan and its arrays. */
+static int plan_split(const img_view *v, split_plan **out) {
+  uint32_t n = 1;
+  for (uint32_t j = 0; j < v->n_fix; j++) {
+    uint64_t val = pbw__ld64(v->blk + (size_t)pbw__ld32(v->fix + (size_t)j * 4) * 8);
+    n += val >> FX_SHIFT == FX_INTERNAL;
+  }
+  size_t bytes = sizeof(split_plan) + (size_t)n * 16 + (size_t)v->n_fix * 16;
+  split_plan *sp = malloc(bytes);
+  if (sp == NULL)
+    return PBW_E_NOMEM;
+  sp->img = v->img;
+  sp->n = n;
+  sp->n_fix = v->n_fix;
+  sp->start = (uint64_t *)(sp + 1);
+  sp->size = sp->start + n;
+  sp->fix_off = sp->size + n;
+  sp->fix_piece = (uint32_t *)(sp->fix_off + v->n_fix);
+  sp->fix_target = sp->fix_piece + v->n_fix;
+  sp->start[0] = 0;
+  uint32_t k = 1;
+  for (uint32_t j = 0; j < v->n_fix; j++) {
+    uint64_t val = pbw__ld64(v->blk + (size_t)pbw__ld32(v->fix + (size_t)j * 4) * 8);
+    if (val >> FX_SHIFT == FX_INTERNAL)
+      sp->start[k++] = val & FX_ARG_MASK;
+  }
+  if (n > 64)
+    qsort(sp->start, n, sizeof *sp->start, cmp_u64);
+  else
+    sort_u64(sp->start, n);
+  for (uint32_t i = 0; i < n; i++) {
+    if (i > 0 && sp->start[i] == sp->start[i - 1]) {
+      free(sp);
+      return PBW_E_UNSUPPORTED;
+    }
+    sp->size[i] = (i + 1 < n ? sp->start[i + 1] : v->block_size) - sp->start[i];
+  }
+  for (uint32_t j = 0; j < v->n_fix; j++) {
+    uint64_t off = (uint64_t)pbw__ld32(v->fix + (size_t)j * 4) * 8;
+    uint32_t p = piece_of(sp->start, n, off);
+    uint64_t val = pbw__ld64(v->blk + off);
+    sp->fix_piece[j] = p;
+    sp->fix_off[j] = off;
+    sp->fix_target[j] =
+        val >> FX_SHIFT == FX_INTERNAL ? piece_of(sp->start, n, val & FX_ARG_MASK) : UINT32_MAX;
+  }
+  *out = sp;
+  return PBW_OK;
+}
+
+#define PIECES_ON_STACK 64
+
+static int build_pieces(const img_view *v, const binder *b, const split_plan *sp,
+                        ProtobufCAllocator *alloc, ProtobufCMessage **out) {
+  uint8_t *st_base[PIECES_ON_STACK];
+  uint8_t **base = sp->n > PIECES_ON_STACK ? malloc((size_t)sp->n * sizeof *base) : st_base;
+  if (base == NULL)
+    return PBW_E_NOMEM;
+  int rc = PBW_OK;
+  uint32_t made = 0;
+  for (; made < sp->n; made++) {
+    uint64_t size = sp->size[made];
+    base[made] = alloc ? alloc->alloc(alloc->allocator_data, size) : malloc(size);
+    if (base[made] == NULL) {
+      rc = PBW_E_NOMEM;
+      break;
+    }
+    memcpy(base[made], v->blk + sp->start[made], size);
+  }
+  if (rc == PBW_OK) {
+    for (uint32_t j = 0; j < sp->n_fix; j++) {
+      uint32_t p = sp->fix_piece[j];
+      uint8_t *slot = base[p] + (sp->fix_off[j] - sp->start[p]);
+      const void *target = NULL;
+      if (sp->fix_target[j] != UINT32_MAX)
+        target = base[sp->fix_target[j]];
+      else
+        slot_target(b, pbw__ld64(v->blk + sp->fix_off[j]), v->blk, &target); /* checked */
+      memcpy(slot, &target, sizeof target);
+    }
+    *out = (ProtobufCMessage *)base[0];
+  } else {
+    for (uint32_t i = 0; i < made; i++) {
+      if (alloc)
+        alloc->free(alloc->allocator_data, base[i]);
+      else
+        free(base[i]);
+    }
+  }
+  if (base != st_base)
+    free(base);
+  return rc;
+}
+
+/* Plans that could not be kept in a memo (another thread published one
+ * first) are freed; memo plans live as long as the process. */
+static const split_plan *memo_plan(pbw_image_memo *memo, const img_view *v, int *rc,
+                                   split_plan **own) {
+  const split_plan *sp =
+      memo ? atomic_load_explicit(&memo->pieces, memory_order_acquire) : NULL;
+  *own = NULL;
+  *rc = PBW_OK;
+  if (sp != NULL && sp->img == v->img) /* a memo reused for another image: not ours */
+    return sp;
+  split_plan *mine;
+  if ((*rc = plan_split(v, &mine)) != PBW_OK)
+    return NULL;
+  const void *expect = NULL;
+  if (memo && atomic_load_explicit(&memo->root, memory_order_acquire) != NULL &&
+      atomic_compare_exchange_strong(&memo->pieces, &expect, mine))
+    return mine;
+  *own = mine;
+  return mine;
+}
+
+int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                                 ProtobufCAllocator *alloc, ProtobufCMessage **out,
+                                 pbw_image_memo *memo) {
+  img_view v;
+  binder b;
+  split_plan *own;
+  *out = NULL;
+  int rc = prepare(img, len, d, memo, &v, &b);
+  if (rc != PBW_OK)
+    return rc;
+  const split_plan *sp = memo_plan(memo, &v, &rc, &own);
+  if (sp != NULL)
+    rc = build_pieces(&v, &b, sp, alloc, out);
+  free(own);
+  return rc;
 }
 
 int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDescriptor *d,

@@ -122,11 +122,23 @@ typedef struct {
   const void *img;
   size_t len;
   const ProtobufCMessageDescriptor *const *tab;
+  _Atomic(const void *) pieces; /* how the image splits (pb_image.c), once known */
 } pbw_image_memo;
 
 int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
                                ProtobufCAllocator *alloc, ProtobufCMessage **out,
                                pbw_image_memo *memo);
+
+/* pbw_image_materialise_memo, but allocated as libprotobuf-c's unpack
+ * allocates: one allocation per message, string, bytes datum, repeated
+ * array and unknown field, so that protobuf_c_message_free_unpacked (the
+ * real one) frees the tree, at the cost it has natively, and a program may
+ * free or replace parts itself. PBW_E_UNSUPPORTED for an image that does not
+ * split (it then allocates nothing; pbw_image_materialise_memo still
+ * works). */
+int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                                 ProtobufCAllocator *alloc, ProtobufCMessage **out,
+                                 pbw_image_memo *memo);
 
 /* Full name of the root type recorded in an image, or NULL if invalid.
  * Points into img. */

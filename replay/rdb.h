@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 3
+#define RDB_VERSION 4
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -154,6 +154,10 @@ typedef struct {
    * maps it read-only, so what it checked once stays checked (image
    * memos). */
   uint64_t ro_off;
+  /* 1: replayed unpacks allocate trees as libprotobuf-c does, one
+   * allocation per piece, freed by the real free_unpacked; 0: one block */
+  uint32_t unpack_pieces;
+  uint32_t pad2;
 } rdb_header;
 
 /* Slot of a fingerprint in the table. */

@@ -169,12 +169,24 @@ static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t
   return e;
 }
 
-/* Rebuild the saved tree; NULL with *reason on failure. */
+/* Rebuild the saved tree; NULL with *reason on failure. *owned: it is one
+ * block that our free_unpacked must free; otherwise it was allocated piece
+ * by piece (--unpack-trees pieces) and the real free_unpacked frees it. */
 static ProtobufCMessage *materialise(const rdb_entry *e, const ProtobufCMessageDescriptor *d,
-                                     ProtobufCAllocator *a, int *reason) {
+                                     ProtobufCAllocator *a, int *reason, int *owned) {
   const void *img = rp_ptr(e->resp_off, e->resp_len);
   ProtobufCMessage *m = NULL;
-  int rc = img ? pbw_image_materialise_memo(img, e->resp_len, d, a, &m, rp_memo(e)) : PBW_E_BADIMAGE;
+  int rc = img ? PBW_E_UNSUPPORTED : PBW_E_BADIMAGE;
+  *owned = 0;
+  if (img && rp_unpack_pieces())
+    rc = pbw_image_materialise_pieces(img, e->resp_len, d, a, &m, rp_memo(e));
+  if (rc == PBW_OK)
+    return m;
+  if (rc == PBW_E_UNSUPPORTED) { /* one block, as images that do not split */
+    rc = img ? pbw_image_materialise_memo(img, e->resp_len, d, a, &m, rp_memo(e))
+             : PBW_E_BADIMAGE;
+    *owned = 1;
+  }
   if (rc == PBW_OK && rp_own_add(m) == 0)
     return m;
   if (rc == PBW_OK) { /* cannot track it for free_unpacked: give it up */
@@ -206,16 +218,22 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
     if ((served = rp_begin(&tk, e, t0)) != 0)
       rp_finish(&tk); /* the library refused these bytes when recorded: so do we */
   } else if (e) {
-    m = materialise(e, d, a, &reason);
+    int owned;
+    m = materialise(e, d, a, &reason, &owned);
     rp_ticket tk;
     if (m && (served = rp_begin(&tk, e, t0)) != 0) {
       rp_finish(&tk);
     } else if (m) { /* kept in software: the real call decides */
-      rp_own_take(m);
-      if (a)
-        a->free(a->allocator_data, m);
-      else
-        free(m);
+      if (!owned) {
+        SHIM_REAL(real_free, protobuf_c_message_free_unpacked);
+        real_free(m, a);
+      } else {
+        rp_own_take(m);
+        if (a)
+          a->free(a->allocator_data, m);
+        else
+          free(m);
+      }
       m = NULL;
       e = NULL;
       reason = -1;

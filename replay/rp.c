@@ -242,6 +242,10 @@ pbw_image_memo *rp_memo(const rdb_entry *e) {
   return i < hdr->nentries ? &t[i] : NULL;
 }
 
+int rp_unpack_pieces(void) {
+  return hdr != NULL && hdr->unpack_pieces;
+}
+
 int rp_on(void) {
   return db != NULL;
 }

@@ -64,6 +64,10 @@ void rp_miss(int reason, int api, const char *type, void *caller);
  * must be checked on every use (pb_walk.h, pbw_image_materialise_memo). */
 pbw_image_memo *rp_memo(const rdb_entry *e);
 
+/* Whether replayed unpacks allocate their trees piece by piece, as
+ * libprotobuf-c does (replay --unpack-trees pieces). */
+int rp_unpack_pieces(void);
+
 /* Remember / forget trees the replay built, so free_unpacked knows them. */
 int rp_own_add(const void *p);
 int rp_own_take(const void *p); /* 1 if p was ours (and is now forgotten) */

@@ -435,6 +435,37 @@ static buf chain_bytes(int i) {
 
 /* ---- Images ------------------------------------------------------------------ */
 
+/* An allocator that knows what it handed out: the pieces test checks that
+ * a tree rebuilt piece by piece is exactly what libprotobuf-c allocates and
+ * frees. */
+#define LIVE_MAX 4096
+typedef struct {
+  void *live[LIVE_MAX];
+  size_t n_live, allocs, frees, bad_frees;
+} tracking;
+
+static void *track_alloc(void *ad, size_t size) {
+  tracking *c = ad;
+  void *p = malloc(size ? size : 1);
+  ck_assert_ptr_nonnull(p);
+  ck_assert_uint_lt(c->n_live, LIVE_MAX);
+  c->live[c->n_live++] = p;
+  c->allocs++;
+  return p;
+}
+
+static void track_free(void *ad, void *p) {
+  tracking *c = ad;
+  c->frees++;
+  for (size_t i = 0; i < c->n_live; i++)
+    if (c->live[i] == p) {
+      c->live[i] = c->live[--c->n_live];
+      free(p);
+      return;
+    }
+  c->bad_frees++;
+}
+
 static void check_image_roundtrip(owned *o) {
   uint8_t fp1[16], fp2[16];
   pbw_stats s1, s2;
@@ -446,6 +477,33 @@ static void check_image_roundtrip(owned *o) {
   ck_assert_int_eq(memcmp(fp1, fp2, 16), 0);
   assert_stats_eq(&s1, &s2);
   free(m);
+  /* piece by piece: as many allocations as libprotobuf-c's own unpack
+   * makes, the same message, and its free_unpacked frees every piece */
+  static tracking nat, pcs;
+  memset(&nat, 0, sizeof nat);
+  memset(&pcs, 0, sizeof pcs);
+  ProtobufCAllocator an = {track_alloc, track_free, &nat}, ap = {track_alloc, track_free, &pcs};
+  ProtobufCMessage *n =
+      protobuf_c_message_unpack(o->tree->descriptor, &an, o->bytes.n, o->bytes.p);
+  ck_assert_ptr_nonnull(n);
+  void *img;
+  size_t len;
+  ck_assert_int_eq(pbw_image_build(o->tree, &img, &len), PBW_OK);
+  ProtobufCMessage *p = NULL;
+  ck_assert_int_eq(pbw_image_materialise_pieces(img, len, o->tree->descriptor, &ap, &p, NULL),
+                   PBW_OK);
+  free(img);
+  /* (unpack may also allocate scratch space it frees before returning) */
+  ck_assert_uint_eq(pcs.allocs, nat.n_live);
+  assert_packs_to(p, o->bytes);
+  ck_assert_int_eq(pbw_fingerprint_tree(p, fp2, &s2), PBW_OK);
+  ck_assert_int_eq(memcmp(fp1, fp2, 16), 0);
+  protobuf_c_message_free_unpacked(p, &ap);
+  protobuf_c_message_free_unpacked(n, &an);
+  ck_assert_uint_eq(pcs.bad_frees, 0);
+  ck_assert_uint_eq(pcs.n_live, 0);
+  ck_assert_uint_eq(pcs.frees, pcs.allocs);
+  ck_assert_uint_eq(nat.n_live, 0);
 }
 
 START_TEST(test_image_roundtrip_sample_tree_packs_identically) {

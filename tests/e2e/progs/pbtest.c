@@ -247,6 +247,39 @@ static void one(int i, char *out, size_t cap) {
   free(m);
 }
 
+/* Unpack, then change the tree the way programs do, freeing and replacing
+ * parts with malloc (libprotobuf-c's default allocator) before
+ * free_unpacked: a new title, the last branch dropped, a chunk replaced. */
+static int run_surgery(int n) {
+  for (int i = 0; i < n; i++) {
+    msg_store *m = malloc(sizeof *m);
+    build(m, i);
+    size_t len = standin__test__tree__get_packed_size(&m->tree);
+    uint8_t *buf = malloc(len);
+    standin__test__tree__pack(&m->tree, buf);
+    Tree *t = standin__test__tree__unpack(NULL, len, buf);
+    if (!t)
+      return 1;
+    free(t->title);
+    t->title = strdup("renamed");
+    if (t->n_branches > 0) {
+      standin__test__branch__free_unpacked(t->branches[t->n_branches - 1], NULL);
+      t->n_branches--;
+    }
+    if (t->n_chunks > 0) {
+      free(t->chunks[0].data);
+      t->chunks[0].data = malloc(3);
+      memcpy(t->chunks[0].data, "new", 3);
+      t->chunks[0].len = 3;
+    }
+    printf("surgery %d hash %016llx\n", i, (unsigned long long)tree_hash(t));
+    standin__test__tree__free_unpacked(t, NULL);
+    free(buf);
+    free(m);
+  }
+  return 0;
+}
+
 static void basic(int base, int n) {
   char line[160];
   for (int i = 0; i < n; i++) {
@@ -481,7 +514,7 @@ static int run_same(int n) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|linger "
+    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|linger|surgery "
                     "[args]\n");
     return 2;
   }
@@ -508,6 +541,8 @@ int main(int argc, char **argv) {
     rc = run_oddunknown(a);
   else if (!strcmp(mode, "same"))
     rc = run_same(a);
+  else if (!strcmp(mode, "surgery"))
+    rc = run_surgery(a);
   else if (!strcmp(mode, "linger")) { /* one message, then A ms of nothing */
     basic(0, 1);
     fflush(stdout);
