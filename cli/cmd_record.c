@@ -29,12 +29,12 @@ static const char usage_text[] =
     "      --api LIST       APIs to record: protobuf, jpeg (default both)\n"
     "      --stack-depth N  call-site frames to keep, 0-16 (default 3)\n"
     "      --no-follow      do not record programs that PROGRAM starts with exec\n"
-    "      --retime         run PROGRAM a second time, timing its protobuf calls and\n"
-    "                       nothing else (output and input on /dev/null), and give each\n"
-    "                       call that run's latency: recording makes small calls look\n"
-    "                       8-22% slower. Calls are paired by process, thread and order;\n"
-    "                       a thread whose calls differ between the runs keeps the\n"
-    "                       latencies recorded\n"
+    "      --retime         run PROGRAM a second time, timing its calls and nothing\n"
+    "                       else (no payload copies; input and output on /dev/null),\n"
+    "                       and give each call that run's latency: recording makes\n"
+    "                       small calls look 8-22% slower. Calls are paired by\n"
+    "                       process, thread and order; a thread whose calls differ\n"
+    "                       between the runs keeps the latencies recorded\n"
     "  -f, --force          replace the traces already in DIR\n";
 
 typedef struct {
@@ -275,18 +275,18 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
   retime_stats st;
   if (cli_retime(o->dir, tdir, &st) == 0) {
     char a[32], b[32], c[32], d[32];
-    if (st.pb_calls == 0)
-      fprintf(stderr, "standin: --retime: no protobuf call to retime\n");
+    if (st.calls == 0)
+      fprintf(stderr, "standin: --retime: no call to retime\n");
     else if (st.retimed == 0)
-      fprintf(stderr, "standin: --retime: none of the %s protobuf calls could be retimed\n",
-              cli_fmt_count(b, sizeof b, st.pb_calls));
+      fprintf(stderr, "standin: --retime: none of the %s calls could be retimed\n",
+              cli_fmt_count(b, sizeof b, st.calls));
     else
       fprintf(stderr,
-              "standin: --retime: %s of %s protobuf calls retimed (their time %s -> %s)%s\n",
-              cli_fmt_count(a, sizeof a, st.retimed), cli_fmt_count(b, sizeof b, st.pb_calls),
+              "standin: --retime: %s of %s calls retimed (their time %s -> %s)%s\n",
+              cli_fmt_count(a, sizeof a, st.retimed), cli_fmt_count(b, sizeof b, st.calls),
               cli_fmt_ns(c, sizeof c, (double)st.before_ns),
               cli_fmt_ns(d, sizeof d, (double)st.after_ns),
-              st.retimed < st.pb_calls ? "; the rest keep their recorded latencies" : "");
+              st.retimed < st.calls ? "; the rest keep their recorded latencies" : "");
     if (st.threads_differ || st.unmatched_proc)
       fprintf(stderr,
               "standin: --retime: %u thread%s made different calls in the two runs and %u "

@@ -204,9 +204,10 @@ static tm_file *pair_of(const st_header *h, const st_header *const *all, size_t 
 
 /* ---- one trace ----------------------------------------------------------- */
 
-static int is_pb(uint8_t api) {
+/* The calls the timing run times: every API standin records. */
+static int is_timed(uint8_t api) {
   return api == ST_API_PB_PACK || api == ST_API_PB_SIZE || api == ST_API_PB_PACK_BUF ||
-         api == ST_API_PB_UNPACK;
+         api == ST_API_PB_UNPACK || api == ST_API_JPEG_DECODE || api == ST_API_TJ_DECODE;
 }
 
 typedef struct {
@@ -278,7 +279,7 @@ static int copy_record(st_reader *r, st_writer *w, st_record *rec, uint64_t **ma
 
 /* Rewrite path with the timings of thread states ts[] that match. */
 static int rewrite(const char *path, tm_file *f, th_state *ts, uint32_t nts, uint64_t matched,
-                   uint64_t pb_calls, retime_stats *st) {
+                   uint64_t calls, retime_stats *st) {
   char tmp[PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s.retime", path);
   unlink(tmp);
@@ -292,7 +293,7 @@ static int rewrite(const char *path, tm_file *f, th_state *ts, uint32_t nts, uin
     ts[i].k = 0;
   st_record rec;
   while (e == ST_OK && (e = st_reader_next(r, &rec)) == ST_OK) {
-    if (rec.kind == ST_REC_CALL && is_pb(rec.u.call.api) && rec.u.call.thread < nts) {
+    if (rec.kind == ST_REC_CALL && is_timed(rec.u.call.api) && rec.u.call.thread < nts) {
       th_state *s = &ts[rec.u.call.thread];
       if (s->t && !s->differ) {
         uint64_t ns = corrected(f, &s->t->e[s->k++]);
@@ -305,8 +306,8 @@ static int rewrite(const char *path, tm_file *f, th_state *ts, uint32_t nts, uin
   }
   if (e == ST_E_END) {
     char v[96];
-    snprintf(v, sizeof v, "%llu of %llu protobuf calls", (unsigned long long)matched,
-             (unsigned long long)pb_calls);
+    snprintf(v, sizeof v, "%llu of %llu calls", (unsigned long long)matched,
+             (unsigned long long)calls);
     st_note n = {"retimed", v};
     e = st_writer_add_note(w, &n);
   }
@@ -335,13 +336,13 @@ static int retime_one(const char *path, tm_file *f, retime_stats *st) {
     return -1;
   th_state *ts = NULL;
   uint32_t nts = 0;
-  uint64_t pb = 0;
+  uint64_t calls = 0;
   int e, oom = 0;
   st_record rec;
   while ((e = st_reader_next(r, &rec)) == ST_OK) {
-    if (rec.kind != ST_REC_CALL || !is_pb(rec.u.call.api))
+    if (rec.kind != ST_REC_CALL || !is_timed(rec.u.call.api))
       continue;
-    pb++;
+    calls++;
     th_state *s = state_of(&ts, &nts, rec.u.call.thread, f);
     if (!s) {
       oom = 1;
@@ -358,7 +359,7 @@ static int retime_one(const char *path, tm_file *f, retime_stats *st) {
   st_read_status rs;
   st_reader_status(r, &rs);
   st_reader_close(r);
-  st->pb_calls += pb;
+  st->calls += calls;
   uint64_t matched = 0;
   for (uint32_t i = 0; i < nts; i++) {
     if (!ts[i].t)
@@ -375,7 +376,7 @@ static int retime_one(const char *path, tm_file *f, retime_stats *st) {
     cli_warn("%s is %s: it keeps its recorded latencies", path,
              oom ? "too large to retime" : "not complete");
   else if (matched)
-    rc = rewrite(path, f, ts, nts, matched, pb, st);
+    rc = rewrite(path, f, ts, nts, matched, calls, st);
   free(ts);
   return rc;
 }
@@ -409,13 +410,13 @@ int cli_retime(const char *dir, const char *tdir, retime_stats *st) {
       pair[i]->used = 1;
   }
   for (size_t i = 0; i < td.n; i++) {
-    /* a process left unpaired matters only if it made protobuf calls */
+    /* a process left unpaired matters only if it made calls */
     st_record rec;
-    uint64_t pb = 0;
+    uint64_t nc = 0;
     while (rd[i] && !pair[i] && st_reader_next(rd[i], &rec) == ST_OK)
-      pb += rec.kind == ST_REC_CALL && is_pb(rec.u.call.api);
-    st->pb_calls += pb;
-    st->unmatched_proc += pb > 0;
+      nc += rec.kind == ST_REC_CALL && is_timed(rec.u.call.api);
+    st->calls += nc;
+    st->unmatched_proc += nc > 0;
     st_reader_close(rd[i]);
   }
   for (size_t i = 0; rc == 0 && pair && i < td.n; i++)

@@ -1,10 +1,10 @@
-/* retime.h — replace recorded protobuf latencies by those of a timing-only
+/* retime.h — replace recorded latencies by those of a timing-only
  * second run (`standin record --retime`; the shim side is record/timing.c).
  *
  * Processes are paired by command line and exec number (in start order when
  * several share them); within a process, threads by their stable index; a
  * thread's calls are retimed only when both runs made exactly the same
- * sequence of protobuf calls on it (same APIs and sizes, same count). Everything else
+ * sequence of calls on it (same APIs and sizes, same count). Everything else
  * in a trace is copied as it is. */
 #ifndef STANDIN_CLI_RETIME_H
 #define STANDIN_CLI_RETIME_H
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 typedef struct {
-  uint64_t pb_calls;       /* protobuf calls in the recording */
+  uint64_t calls;          /* calls in the recording */
   uint64_t retimed;        /* of which given the timing run's latency */
   uint64_t before_ns;      /* their recorded latencies, summed */
   uint64_t after_ns;       /* their timing-run latencies, summed */

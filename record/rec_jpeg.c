@@ -27,6 +27,7 @@
 #include "jpeg_obj.h"
 #include "jpeg_req.h"
 #include "jpeg_tj.h"
+#include "record_internal.h"
 #include "rt.h"
 #include "shim.h"
 #include "trace.h"
@@ -93,6 +94,11 @@ static void submit(jpg_obj *o, int failed) {
   if (!x || !x->par.api)
     return; /* never reached jpeg_start_decompress: not an image decode */
   j_decompress_ptr ci = o->cinfo;
+  if (SHIM_UNLIKELY(rt_cfg.timing)) { /* record --retime's second run: the latency only */
+    rt_timing_add(ST_API_JPEG_DECODE, o->busy_ns, 0, ci->output_scanline);
+    x->par.api = 0;
+    return;
+  }
   int complete = x->started && ci->output_scanline >= ci->output_height;
   rt_call c = {0};
   c.api = ST_API_JPEG_DECODE;
@@ -191,7 +197,7 @@ static void started(jpg_obj *o, rec_dec *x) {
   x->out_w = ci->output_width;
   x->out_h = ci->output_height;
   x->row_bytes = jpg_row_bytes(ci);
-  if (!o->passthrough) {
+  if (!o->passthrough && !rt_cfg.timing) { /* the timing run keeps no rows */
     x->pix_len = x->row_bytes * x->out_h;
     x->pix = malloc(x->pix_len ? x->pix_len : 1);
     x->pix_lost = x->pix == NULL;
@@ -534,6 +540,10 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
     c.latency_ns += tj_header.ns;
   }
   tj_header.h = NULL;
+  if (SHIM_UNLIKELY(rt_cfg.timing)) { /* record --retime's second run: the latency only */
+    rt_timing_add(ST_API_TJ_DECODE, c.latency_ns, 0, (uint64_t)(int64_t)t->ret);
+    return;
+  }
   c.result = (uint64_t)(int64_t)t->ret;
   jpg_probe pr;
   jpg_probe_header(t->jpeg, t->size, &pr);

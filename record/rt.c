@@ -193,8 +193,7 @@ static void load_config(void) {
 int rt_active(st_family fam) {
   if (!(rt_cfg.apis & (1u << fam)))
     return 0;
-  if (SHIM_UNLIKELY(rt_cfg.timing)) /* only protobuf calls are retimed */
-    return fam == ST_FAMILY_PROTOBUF;
+
   return atomic_load_explicit(&run_state, memory_order_relaxed) != RUN_OFF;
 }
 

@@ -6,8 +6,9 @@
  * recorded time in calls was a median 8-22% above what a shim that only
  * reads the clock measures, and software replay inherits that. Timing alone
  * measures within 2% of such a shim. So `--retime` runs the program a second
- * time with STANDIN_TIMING=1: the protobuf hooks then time each outermost
- * call and keep its latency, its size (to check the runs made the same
+ * time with STANDIN_TIMING=1: the hooks then time each outermost call (a
+ * JPEG decode: its library calls, summed, with no row copied) and keep its
+ * latency, its size (to check the runs made the same
  * calls) and its nested pass-through count (for the correction the writer
  * applies) in a per-thread array — no payload, no
  * fingerprint, no call site, no writer thread. At exit, or before exec, the

@@ -15,10 +15,14 @@
 # accelerator's true end-to-end time. Each run records both afresh; errors
 # are medians over RUNS runs.
 #   VALIDATE_RUNS=N (default 5)
+#   VALIDATE_RECORD_FLAGS="..." (default --retime; "" for plain recordings)
 set -euo pipefail
 B=${B:-build}
 S="$B/standin"
 RUNS=${VALIDATE_RUNS:-5}
+# --retime: latencies from a second, timing-only run of each recording
+# (where the program's threads make the same calls both times)
+RECORD_FLAGS=${VALIDATE_RECORD_FLAGS---retime}
 OUT=validate/results.md
 T=$(mktemp -d /tmp/standin-validate.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -54,9 +58,9 @@ case_() {
     # machine, and its error is part of the prediction's.
     rm -rf "$T/cpu" "$T/acc"
     # shellcheck disable=SC2086
-    env $cpu_env "$S" record -o "$T/cpu" -- "${cmd[@]}" >"$T/out.cpu" 2>/dev/null
+    env $cpu_env "$S" record $RECORD_FLAGS -o "$T/cpu" -- "${cmd[@]}" >"$T/out.cpu" 2>/dev/null
     # shellcheck disable=SC2086
-    env $acc_env "$S" record -o "$T/acc" -- "${cmd[@]}" >"$T/out.acc" 2>/dev/null
+    env $acc_env "$S" record $RECORD_FLAGS -o "$T/acc" -- "${cmd[@]}" >"$T/out.acc" 2>/dev/null
     cmp -s "$T/out.cpu" "$T/out.acc" || { echo "$name: CPU and accelerator outputs differ" >&2; exit 1; }
     # shellcheck disable=SC2086
     truth+=("$(wall $acc_env -- "${cmd[@]}")")
@@ -93,7 +97,7 @@ case_ "protobuf, rpc, 2 threads" protobuf "STANDIN_VALIDATE=cpu" "LD_PRELOAD=$FA
   "$B/progs/rpc" -n 30000 -t 2 -w 0
 
 {
-  echo "## make validate ($(date -u +%Y-%m-%d), $(nproc) cores, median (min..max) of $RUNS runs)"
+  echo "## make validate ($(date -u +%Y-%m-%d), $(nproc) cores, median (min..max) of $RUNS runs, record ${RECORD_FLAGS:-(plain)})"
   echo
   echo "| ground truth | CPU native (ms) | accelerator, true (ms) | replay wall (ms) | replay error | replay wall less unpaid harness time (ms) | its error | offline estimate (ms) | estimate error | fallback calls |"
   echo "|---|---|---|---|---|---|---|---|---|---|"

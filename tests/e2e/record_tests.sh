@@ -320,7 +320,7 @@ t020_record_retime_replaces_latencies_only() {
   "$STANDIN" record -o rec -- "$PB" basic 100 >/dev/null
   "$STANDIN" record --retime -o ret -- "$PB" basic 100 >ret.out 2>ret.err
   cmp native.out ret.out
-  grep -q "400 of 400 protobuf calls retimed" ret.err || fail "retime summary: $(cat ret.err)"
+  grep -q "400 of 400 calls retimed" ret.err || fail "retime summary: $(cat ret.err)"
   [ ! -e ret/.timing ] || fail "the timing run's directory was left behind"
   # same calls, types, sizes, sites and fingerprints; only pid, time and latency differ
   "$STANDIN" dump rec | cut -d' ' -f2,4-6,8- >rec.dump
@@ -328,14 +328,14 @@ t020_record_retime_replaces_latencies_only() {
   cmp rec.dump ret.dump || fail "retime changed more than latencies"
   [ "$("$STANDIN" dump ret | awk '{print $7}' | sort | uniq | wc -l)" -gt 1 ] ||
     fail "latencies look constant"
-  "$STANDIN" info ret | grep -q "latencies of 400 of 400 protobuf calls from a timing-only" ||
+  "$STANDIN" info ret | grep -q "latencies of 400 of 400 calls from a timing-only" ||
     fail "info does not say the trace was retimed"
   "$STANDIN" replay -t ret --summary s.json -- "$PB" basic 100 >rep.out
   cmp native.out rep.out
   expect_eq "fallback" 0 "$(json s.json calls_fallback)"
   # forked children are paired with the timing run's in start order
   "$STANDIN" record --retime -o fk -- "$PB" fork 3 5 >/dev/null 2>fk.err
-  grep -q "64 of 64 protobuf calls retimed" fk.err || fail "fork: $(cat fk.err)"
+  grep -q "64 of 64 calls retimed" fk.err || fail "fork: $(cat fk.err)"
 }
 
 # A process whose calls differ in the second run keeps its recorded latencies,
@@ -345,7 +345,7 @@ t021_record_retime_keeps_what_does_not_match() {
   # the second run reads no input: it packs 3 messages instead of 20
   "$STANDIN" record --retime -o rec -- sh -c 'read n; exec "$0" basic "${n:-3}"' "$PB" \
     <n.txt >/dev/null 2>err.txt
-  grep -q "none of the 80 protobuf calls could be retimed" err.txt || fail "$(cat err.txt)"
+  grep -q "none of the 80 calls could be retimed" err.txt || fail "$(cat err.txt)"
   grep -q "1 process had no counterpart" err.txt || fail "$(cat err.txt)"
   expect_eq "calls" 80 "$(calls rec)"
   "$STANDIN" info rec | grep -q "timing-only" && fail "info claims a retime"

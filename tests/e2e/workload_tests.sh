@@ -193,3 +193,18 @@ t512_workload_programs_are_valgrind_clean() {
   "${vg[@]}" "$WL/photo-service" -n 6 -t 2 "$c/0064x0064_420_base_q75.jpg" >/dev/null 2>vg4 ||
     fail "photo-service: $(cat vg4)"
 }
+
+# record --retime covers JPEG decodes too: the timing run keeps no rows, and
+# a single-threaded thumbnailer makes the same decodes in the same order.
+t513_workload_thumbnailer_retime() {
+  c=$(quick_corpus)
+  "$WL/thumbnailer" -r 1 "$c" >native.out
+  "$STANDIN" record --retime -o rec -- "$WL/thumbnailer" -r 1 "$c" >rec.out 2>rec.err
+  cmp native.out rec.out
+  n=$(calls rec jpeg.decode)
+  [ "$n" -gt 0 ] || fail "no decode recorded"
+  grep -q "$n of $n calls retimed" rec.err || fail "retime: $(cat rec.err)"
+  "$STANDIN" replay -t rec --summary s.json -- "$WL/thumbnailer" -r 1 "$c" >rep.out
+  cmp native.out rep.out
+  expect_eq "fallback" 0 "$(json s.json calls_fallback)"
+}
