@@ -850,15 +850,17 @@ static uint32_t piece_of(const uint64_t *starts, uint32_t n, uint64_t off) {
   return lo;
 }
 
-/* One allocation holds the plan and its arrays. */
-static int plan_split(const img_view *v, split_plan **out) {
+/* The plan and its arrays in one piece of memory: buf if it has room
+ * (cap bytes), else malloc'd (*heap = 1). */
+static int plan_split(const img_view *v, void *buf, size_t cap, split_plan **out, int *heap) {
   uint32_t n = 1;
   for (uint32_t j = 0; j < v->n_fix; j++) {
     uint64_t val = pbw__ld64(v->blk + (size_t)pbw__ld32(v->fix + (size_t)j * 4) * 8);
     n += val >> FX_SHIFT == FX_INTERNAL;
   }
   size_t bytes = sizeof(split_plan) + (size_t)n * 16 + (size_t)v->n_fix * 16;
-  split_plan *sp = malloc(bytes);
+  *heap = bytes > cap;
+  split_plan *sp = *heap ? malloc(bytes) : buf;
   if (sp == NULL)
     return PBW_E_NOMEM;
   sp->img = v->img;
@@ -882,7 +884,8 @@ static int plan_split(const img_view *v, split_plan **out) {
     sort_u64(sp->start, n);
   for (uint32_t i = 0; i < n; i++) {
     if (i > 0 && sp->start[i] == sp->start[i - 1]) {
-      free(sp);
+      if (*heap)
+        free(sp);
       return PBW_E_UNSUPPORTED;
     }
     sp->size[i] = (i + 1 < n ? sp->start[i + 1] : v->block_size) - sp->start[i];
@@ -944,42 +947,38 @@ static int build_pieces(const img_view *v, const binder *b, const split_plan *sp
   return rc;
 }
 
-/* Plans that could not be kept in a memo (another thread published one
- * first) are freed; memo plans live as long as the process. */
-static const split_plan *memo_plan(pbw_image_memo *memo, const img_view *v, int *rc,
-                                   split_plan **own) {
-  const split_plan *sp =
-      memo ? atomic_load_explicit(&memo->pieces, memory_order_acquire) : NULL;
-  *own = NULL;
-  *rc = PBW_OK;
-  if (sp != NULL && sp->img == v->img) /* a memo reused for another image: not ours */
-    return sp;
-  split_plan *mine;
-  if ((*rc = plan_split(v, &mine)) != PBW_OK)
-    return NULL;
-  const void *expect = NULL;
-  if (memo && atomic_load_explicit(&memo->root, memory_order_acquire) != NULL &&
-      atomic_compare_exchange_strong(&memo->pieces, &expect, mine))
-    return mine;
-  *own = mine;
-  return mine;
-}
-
 int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
                                  ProtobufCAllocator *alloc, ProtobufCMessage **out,
                                  pbw_image_memo *memo) {
   img_view v;
   binder b;
-  split_plan *own;
   *out = NULL;
   int rc = prepare(img, len, d, memo, &v, &b);
   if (rc != PBW_OK)
     return rc;
-  const split_plan *sp = memo_plan(memo, &v, &rc, &own);
-  if (sp != NULL)
-    rc = build_pieces(&v, &b, sp, alloc, out);
-  free(own);
-  return rc;
+  /* a memo's plan, made once and kept for the life of the process (a memo
+   * reused for another image has one that is not ours); else one made now,
+   * on the stack when it fits */
+  const split_plan *sp = memo ? atomic_load_explicit(&memo->pieces, memory_order_acquire) : NULL;
+  if (sp != NULL && sp->img != v.img)
+    sp = NULL;
+  split_plan *mine = NULL;
+  int heap = 0;
+  if (sp == NULL) {
+    _Alignas(16) unsigned char stack[4096];
+    int keep = memo != NULL && atomic_load_explicit(&memo->root, memory_order_acquire) == d;
+    rc = plan_split(&v, keep ? NULL : stack, keep ? 0 : sizeof stack, &mine, &heap);
+    if (rc != PBW_OK)
+      return rc;
+    const void *expect = NULL;
+    if (keep && atomic_compare_exchange_strong(&memo->pieces, &expect, (const void *)mine))
+      heap = 0; /* the memo's now */
+    rc = build_pieces(&v, &b, mine, alloc, out);
+    if (heap)
+      free(mine);
+    return rc;
+  }
+  return build_pieces(&v, &b, sp, alloc, out);
 }
 
 int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
