@@ -292,8 +292,10 @@ t019_record_writer_yields_to_the_program() {
       esac
     done
     if [ -n "$tid" ]; then
-      policy=$(awk '{print $41}' "$tid/stat" 2>/dev/null)
-      [ "$policy" = 5 ] && break
+      p=$(awk '{print $41}' "$tid/stat" 2>/dev/null)
+      [ -n "$p" ] && policy=$p
+      # root: wait until it has yielded; otherwise it never will
+      [ "$policy" = 5 ] || { [ $can = 0 ] && [ -n "$policy" ]; } && break
     fi
     sleep 0.01
   done
