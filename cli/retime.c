@@ -37,10 +37,29 @@ typedef struct {
   const char *argv; /* NUL-separated */
   uint32_t alen;
   tm_thread *th;
+  uint64_t sig; /* of every thread's calls: see sig_thread */
   int used;
 } tm_file;
 
 #define TM_MAGIC "STTIME02"
+
+/* Signatures, to pair processes by what they did: a thread's is a hash of
+ * its calls' APIs and sizes in order; a process's combines its threads'
+ * (index, count, hash) in any order. */
+static uint64_t sig_step(uint64_t h, uint8_t api, uint64_t size) {
+  return (h ^ (size << 8 | api)) * 0x100000001B3ull + 0x9E3779B97F4A7C15ull;
+}
+
+static uint64_t sig_thread(uint32_t index, uint64_t n, uint64_t h) {
+  uint64_t x = (h ^ (n * 0xBF58476D1CE4E5B9ull)) + index * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x * 0xD6E8FEB86659FD93ull;
+}
+
+/* What the timing run recorded as a call's size, from the trace's call. */
+static uint64_t call_size(const st_call *c) {
+  return c->api == ST_API_PB_UNPACK ? c->req_len : c->result;
+}
 
 static int load_timing(tm_file *f, const char *path) {
   memset(f, 0, sizeof *f);
@@ -94,6 +113,11 @@ static int load_timing(tm_file *f, const char *path) {
     memcpy(e, f->buf + off, n * sizeof *e);
     f->th[i] = (tm_thread){idx[0], n, e};
     off += n * sizeof(tm_ent);
+    uint64_t h = 0;
+    for (uint64_t k = 0; k < n; k++)
+      h = sig_step(h, e[k].api, e[k].size);
+    if (n)
+      f->sig += sig_thread(idx[0], n, h);
   }
   if (!ok) {
     for (uint32_t i = 0; f->th && i < f->nthreads; i++)
@@ -161,15 +185,20 @@ static int same_argv(const st_header *h, const tm_file *f) {
   return off == f->alen;
 }
 
-/* The timing file for the trace with header h: among the processes of both
- * runs with its command line and exec number, the one at the same rank in
- * start order. NULL when there is none or the runs differ in how many. */
-static tm_file *pair_of(const st_header *h, const st_header *const *all, size_t nall,
-                        tm_file *tf, size_t ntf) {
+static int same_process(const st_header *h, const tm_file *f) {
+  return !f->used && f->exec_seq == h->exec_seq && same_argv(h, f);
+}
+
+/* For a trace no timing file matched call for call: among the processes of
+ * both runs with its command line and exec number that are still unpaired,
+ * the one at the same rank in pid order (forked children: fork order). */
+static tm_file *pair_by_rank(size_t me, const st_header *const *hd, tm_file *const *pair,
+                             size_t nall, tm_file *tf, size_t ntf) {
+  const st_header *h = hd[me];
   size_t rank = 0, same = 0;
   for (size_t i = 0; i < nall; i++) {
-    const st_header *o = all[i];
-    if (!o || o->exec_seq != h->exec_seq || o->argc != h->argc)
+    const st_header *o = hd[i];
+    if (!o || pair[i] || o->exec_seq != h->exec_seq || o->argc != h->argc)
       continue;
     int eq = 1;
     for (uint32_t k = 0; eq && k < h->argc; k++)
@@ -177,27 +206,21 @@ static tm_file *pair_of(const st_header *h, const st_header *const *all, size_t 
     if (!eq)
       continue;
     same++;
-    rank += o->start_mono_ns < h->start_mono_ns ||
-            (o->start_mono_ns == h->start_mono_ns && o->pid < h->pid);
+    rank += o->pid < h->pid;
   }
-  tm_file *cand[64];
   size_t nc = 0;
   for (size_t i = 0; i < ntf; i++)
-    if (tf[i].exec_seq == h->exec_seq && same_argv(h, &tf[i])) {
-      if (nc == 64)
-        return NULL;
-      cand[nc++] = &tf[i];
-    }
-  if (nc != same || rank >= nc)
+    nc += same_process(h, &tf[i]);
+  if (nc != same)
     return NULL;
-  /* the candidate of that rank in start order */
-  for (size_t i = 0; i < nc; i++) {
+  for (size_t i = 0; i < ntf; i++) {
+    if (!same_process(h, &tf[i]))
+      continue;
     size_t r = 0;
-    for (size_t j = 0; j < nc; j++)
-      r += cand[j]->start_mono_ns < cand[i]->start_mono_ns ||
-           (cand[j]->start_mono_ns == cand[i]->start_mono_ns && cand[j]->pid < cand[i]->pid);
+    for (size_t j = 0; j < ntf; j++)
+      r += same_process(h, &tf[j]) && tf[j].pid < tf[i].pid;
     if (r == rank)
-      return cand[i]->used ? NULL : cand[i];
+      return &tf[i];
   }
   return NULL;
 }
@@ -351,8 +374,7 @@ static int retime_one(const char *path, tm_file *f, retime_stats *st) {
     if (!s->t || s->differ)
       continue;
     const st_call *c = &rec.u.call;
-    uint64_t size = c->api == ST_API_PB_UNPACK ? c->req_len : c->result;
-    if (s->k >= s->t->n || s->t->e[s->k].api != c->api || s->t->e[s->k].size != size)
+    if (s->k >= s->t->n || s->t->e[s->k].api != c->api || s->t->e[s->k].size != call_size(c))
       s->differ = 1;
     s->k++;
   }
@@ -404,25 +426,62 @@ int cli_retime(const char *dir, const char *tdir, retime_stats *st) {
     if (st_reader_open(&rd[i], td.paths[i]) == ST_OK)
       hd[i] = st_reader_header(rd[i]);
   tm_file **pair = calloc(td.n ? td.n : 1, sizeof *pair);
-  for (size_t i = 0; rc == 0 && pair && i < td.n; i++) {
+  uint64_t *sig = calloc(td.n ? td.n : 1, sizeof *sig), *ncalls = calloc(td.n ? td.n : 1, 8);
+  if (!pair || !sig || !ncalls)
+    rc = -1;
+  /* each trace's signature (thread states as in retime_one, hashes here) */
+  for (size_t i = 0; rc == 0 && i < td.n; i++) {
     st->processes++;
-    if (hd[i] && (pair[i] = pair_of(hd[i], hd, td.n, tf, ntf)) != NULL)
-      pair[i]->used = 1;
+    uint64_t *h = NULL, *n = NULL;
+    uint32_t nth = 0;
+    st_record rec;
+    while (rd[i] && st_reader_next(rd[i], &rec) == ST_OK) {
+      const st_call *c = &rec.u.call;
+      if (rec.kind != ST_REC_CALL || !is_timed(c->api))
+        continue;
+      ncalls[i]++;
+      if (c->thread >= nth) {
+        uint32_t m = c->thread + 16;
+        if (c->thread >= (1u << 20) || !(h = realloc(h, m * 8)) || !(n = realloc(n, m * 8))) {
+          ncalls[i] = 0; /* cannot be paired by content; by rank it still can */
+          break;
+        }
+        memset(h + nth, 0, (m - nth) * 8);
+        memset(n + nth, 0, (m - nth) * 8);
+        nth = m;
+      }
+      h[c->thread] = sig_step(h[c->thread], c->api, call_size(c));
+      n[c->thread]++;
+    }
+    for (uint32_t t = 0; t < nth; t++)
+      if (n[t])
+        sig[i] += sig_thread(t, n[t], h[t]);
+    free(h);
+    free(n);
   }
+  /* pair by content first: a timing file whose every thread made exactly
+   * the calls the trace's made; then, for the rest, by rank */
+  for (size_t i = 0; rc == 0 && i < td.n; i++)
+    for (size_t k = 0; hd[i] && ncalls[i] && !pair[i] && k < ntf; k++)
+      if (same_process(hd[i], &tf[k]) && tf[k].sig == sig[i])
+        (pair[i] = &tf[k])->used = 1;
+  for (size_t i = 0; rc == 0 && i < td.n; i++)
+    if (hd[i] && !pair[i] && (pair[i] = pair_by_rank(i, hd, pair, td.n, tf, ntf)) != NULL)
+      pair[i]->used = 1;
   for (size_t i = 0; i < td.n; i++) {
     /* a process left unpaired matters only if it made calls */
-    st_record rec;
-    uint64_t nc = 0;
-    while (rd[i] && !pair[i] && st_reader_next(rd[i], &rec) == ST_OK)
-      nc += rec.kind == ST_REC_CALL && is_timed(rec.u.call.api);
-    st->calls += nc;
-    st->unmatched_proc += nc > 0;
+    if (pair && !pair[i] && ncalls) {
+      st->calls += ncalls[i];
+      st->unmatched_proc += ncalls[i] > 0;
+    }
     st_reader_close(rd[i]);
   }
   for (size_t i = 0; rc == 0 && pair && i < td.n; i++)
     if (pair[i] && retime_one(td.paths[i], pair[i], st) != 0)
       rc = -1;
   free(pair);
+  free(sig);
+  free(ncalls);
   free(hd);
   free(rd);
   cli_tracedir_free(&td);

@@ -1,8 +1,10 @@
 /* retime.h — replace recorded latencies by those of a timing-only
  * second run (`standin record --retime`; the shim side is record/timing.c).
  *
- * Processes are paired by command line and exec number (in start order when
- * several share them); within a process, threads by their stable index; a
+ * Processes are paired by command line and exec number, and among those by
+ * what they did: a timing file whose threads made exactly the trace's calls
+ * (APIs and sizes, in order) first, else the one at the same rank in pid
+ * order. Within a process, threads pair by their stable index, and a
  * thread's calls are retimed only when both runs made exactly the same
  * sequence of calls on it (same APIs and sizes, same count). Everything else
  * in a trace is copied as it is. */

@@ -335,9 +335,12 @@ t020_record_retime_replaces_latencies_only() {
   "$STANDIN" replay -t ret --summary s.json -- "$PB" basic 100 >rep.out
   cmp native.out rep.out
   expect_eq "fallback" 0 "$(json s.json calls_fallback)"
-  # forked children are paired with the timing run's in start order
+  # forked children are paired with the timing run's by what they did
+  # (forkpar: they run at once, so they start in any order), else by pid
   "$STANDIN" record --retime -o fk -- "$PB" fork 3 5 >/dev/null 2>fk.err
   grep -q "64 of 64 calls retimed" fk.err || fail "fork: $(cat fk.err)"
+  "$STANDIN" record --retime -o fp -- "$PB" forkpar 3 20 >/dev/null 2>fp.err
+  grep -q "240 of 240 calls retimed" fp.err || fail "forkpar: $(cat fp.err)"
 }
 
 # A process whose calls differ in the second run keeps its recorded latencies,
