@@ -10,7 +10,7 @@
  * JPEG decode: its library calls, summed, with no row copied) and keep its
  * latency, its size (to check the runs made the same
  * calls) and its nested pass-through count (for the correction the writer
- * applies) in a per-thread array — no payload, no
+ * applies) in per-thread chunks — no payload, no
  * fingerprint, no call site, no writer thread. At exit, or before exec, the
  * process writes DIR/PID.timing (PID.N.timing after its Nth exec), which the
  * CLI matches call by call against the full recording (cli/retime.c).
@@ -39,10 +39,21 @@ typedef struct {
   uint8_t pad[3];
 } tm_ent;
 
+/* Each thread appends to its own list of chunks, which never move: the
+ * thread that writes the file at exit may read them while other threads
+ * still append (it takes what each chunk's count says). */
+#define TM_CHUNK 4096
+typedef struct tm_chunk {
+  _Atomic(struct tm_chunk *) next;
+  _Atomic uint32_t n; /* entries written: the owner stores, the file writer loads */
+  tm_ent e[TM_CHUNK];
+} tm_chunk;
+
 typedef struct tm_thread {
   uint32_t index;
-  uint64_t n, cap;
-  tm_ent *e;
+  _Atomic int lost; /* an allocation failed: its timings are incomplete */
+  _Atomic(tm_chunk *) first;
+  tm_chunk *last; /* the owner's */
   struct tm_thread *next;
 } tm_thread;
 
@@ -68,22 +79,37 @@ static tm_thread *tm_thread_self(void) {
 
 void rt_timing_add(int api, uint64_t latency_ns, uint32_t nested, uint64_t size) {
   tm_thread *t = tm_thread_self();
-  if (!t)
+  if (!t || atomic_load_explicit(&t->lost, memory_order_relaxed))
     return;
-  if (t->n == t->cap) {
-    uint64_t cap = t->cap ? t->cap * 2 : 4096;
-    tm_ent *e = realloc(t->e, cap * sizeof *e);
-    if (!e) { /* a thread whose count is short does not match: nothing wrong is written */
-      t->cap = t->n = UINT64_MAX / 2;
+  tm_chunk *c = t->last;
+  if (c == NULL || atomic_load_explicit(&c->n, memory_order_relaxed) == TM_CHUNK) {
+    tm_chunk *nc = malloc(sizeof *nc);
+    if (!nc) { /* a thread whose count is short does not match: nothing wrong is written */
+      atomic_store(&t->lost, 1);
       return;
     }
-    t->e = e;
-    t->cap = cap;
+    atomic_init(&nc->next, NULL);
+    atomic_init(&nc->n, 0);
+    if (c)
+      atomic_store_explicit(&c->next, nc, memory_order_release);
+    else
+      atomic_store_explicit(&t->first, nc, memory_order_release);
+    t->last = c = nc;
   }
-  if (t->n >= t->cap)
-    return;
-  t->e[t->n++] =
-      (tm_ent){.latency_ns = latency_ns, .size = size, .nested = nested, .api = (uint8_t)api};
+  uint32_t k = atomic_load_explicit(&c->n, memory_order_relaxed);
+  c->e[k] = (tm_ent){.latency_ns = latency_ns, .size = size, .nested = nested, .api = (uint8_t)api};
+  atomic_store_explicit(&c->n, k + 1, memory_order_release);
+}
+
+static void free_chunks(tm_thread *t) {
+  tm_chunk *c = atomic_load(&t->first);
+  while (c) {
+    tm_chunk *next = atomic_load(&c->next);
+    free(c);
+    c = next;
+  }
+  atomic_store(&t->first, NULL);
+  t->last = NULL;
 }
 
 static int put(int fd, const void *p, size_t n) {
@@ -148,17 +174,35 @@ void rt_timing_write(void) {
     alen = n > 0 ? (uint32_t)n : 0;
     close(cfd);
   }
+  /* threads that start now push themselves in front of h0: not in the file */
+  tm_thread *h0 = atomic_load(&tm_threads);
   uint32_t nthreads = 0;
-  for (tm_thread *t = atomic_load(&tm_threads); t; t = t->next)
+  for (tm_thread *t = h0; t; t = t->next)
     nthreads++;
   uint32_t head[4] = {(uint32_t)getpid(), (uint32_t)getppid(), exec_seq, nthreads};
   uint64_t head2[3] = {rt_cfg.start_mono_ns, timer_ns, pass_ns};
   int rc = put(fd, "STTIME02", 8) | put(fd, head, sizeof head) | put(fd, head2, sizeof head2) |
            put(fd, &alen, 4) | put(fd, argv, alen);
-  for (tm_thread *t = atomic_load(&tm_threads); t && rc == 0; t = t->next) {
-    uint64_t n = t->n <= t->cap ? t->n : 0;
+  for (tm_thread *t = h0; t && rc == 0; t = t->next) {
+    /* the count goes before the entries, and is known after them: a thread
+     * that still calls adds entries this loop does not see */
     uint32_t idx[2] = {t->index, 0};
-    rc = put(fd, idx, sizeof idx) | put(fd, &n, 8) | put(fd, t->e, n * sizeof(tm_ent));
+    uint64_t n = 0;
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    rc = at < 0 || put(fd, idx, sizeof idx) || put(fd, &n, 8);
+    for (tm_chunk *c = atomic_load_explicit(&t->first, memory_order_acquire);
+         c && rc == 0 && !atomic_load(&t->lost);
+         c = atomic_load_explicit(&c->next, memory_order_acquire)) {
+      uint32_t k = atomic_load_explicit(&c->n, memory_order_acquire);
+      rc = put(fd, c->e, (size_t)k * sizeof(tm_ent));
+      n += k;
+    }
+    if (rc == 0 && atomic_load(&t->lost)) { /* incomplete: say it made no call */
+      rc = lseek(fd, at + 16, SEEK_SET) < 0 || ftruncate(fd, at + 16) != 0;
+      n = 0;
+    }
+    if (rc == 0)
+      rc = pwrite(fd, &n, 8, at + 8) != 8 || lseek(fd, 0, SEEK_END) < 0;
   }
   if (close(fd) != 0 || rc != 0) {
     shim_say("cannot write %s: %s; this process's calls keep their recorded latencies", path,
@@ -169,19 +213,18 @@ void rt_timing_write(void) {
 }
 
 /* A forked child times its own calls only: the parent's belong to the
- * parent's file. Its own thread goes on with an empty array. */
+ * parent's file. Its own thread goes on with no entries. */
 void rt_timing_forget(void) {
   tm_thread *t = atomic_load(&tm_threads);
   while (t) {
     tm_thread *next = t->next;
-    if (t != tm_self) {
-      free(t->e);
+    free_chunks(t);
+    if (t != tm_self)
       free(t);
-    }
     t = next;
   }
   if (tm_self) {
-    tm_self->n = 0;
+    atomic_store(&tm_self->lost, 0);
     tm_self->next = NULL;
   }
   atomic_store(&tm_threads, tm_self);
