@@ -318,7 +318,7 @@ static int rewrite(const char *path, tm_file *f, th_state *ts, uint32_t nts, uin
   while (e == ST_OK && (e = st_reader_next(r, &rec)) == ST_OK) {
     if (rec.kind == ST_REC_CALL && is_timed(rec.u.call.api) && rec.u.call.thread < nts) {
       th_state *s = &ts[rec.u.call.thread];
-      if (s->t && !s->differ) {
+      if (s->t && !s->differ && s->k < s->t->n) { /* (the first pass saw the same calls) */
         uint64_t ns = corrected(f, &s->t->e[s->k++]);
         before += rec.u.call.latency_ns;
         after += ns;
