@@ -34,7 +34,8 @@ static const char usage_text[] =
     "                       and give each call that run's latency: recording makes\n"
     "                       small calls look 8-22% slower. Calls are paired by\n"
     "                       process, thread and order; a thread whose calls differ\n"
-    "                       between the runs keeps the latencies recorded\n"
+    "                       between the runs keeps the latencies recorded. The\n"
+    "                       program's other effects (files, requests) happen twice\n"
     "  -f, --force          replace the traces already in DIR\n";
 
 typedef struct {

@@ -488,10 +488,14 @@ static void *writer_main(void *arg) {
   (void)arg;
   in_writer = 1;
   prctl(PR_SET_NAME, "standin-writer", 0, 0, 0);
+  /* under writer_work like every round: a fork waits for it, so no child
+   * inherits an allocator lock taken here (the note allocates) */
+  pthread_mutex_lock(&writer_work);
   wr_calibrate();
   atomic_store(&writer_tid, (int)syscall(SYS_gettid));
   writer_yield();
   wr_note("writer_priority", atomic_load(&writer_idle) ? "idle" : "normal");
+  pthread_mutex_unlock(&writer_work);
   uint64_t last_flush = shim_now_ns();
   uint64_t waits_seen = atomic_load(&ring_waits), calm_since = last_flush;
   for (;;) {
