@@ -48,6 +48,10 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t writer_work = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t writer_thread;
 static int writer_running; /* writer_thread exists; under start_lock */
+/* The writer has reached writer_main: the sanitizer runtimes' own thread
+ * start (which allocates, under allocator locks that fork does not take)
+ * is over. */
+static atomic_int writer_entered;
 static _Atomic int writer_stop;
 /* A fatal signal asked the writer to close the file now (signals.c). */
 static _Atomic int close_signal;
@@ -361,6 +365,7 @@ static int start_writer(void) {
       atomic_store(&writer_tid, 0);
       atomic_store(&writer_idle, 0);
       writer_may_yield = may_leave_idle();
+      atomic_store(&writer_entered, 0);
       sigset_t all, old;
       sigfillset(&all);
       pthread_sigmask(SIG_SETMASK, &all, &old); /* signals go to the program's threads */
@@ -487,6 +492,7 @@ static void pace_compression(uint64_t now) {
 static void *writer_main(void *arg) {
   (void)arg;
   in_writer = 1;
+  atomic_store(&writer_entered, 1);
   prctl(PR_SET_NAME, "standin-writer", 0, 0, 0);
   /* under writer_work like every round: a fork waits for it, so no child
    * inherits an allocator lock taken here (the note allocates) */
@@ -862,6 +868,12 @@ static void atfork_child(void) {
 
 static void atfork_prepare(void) {
   pthread_mutex_lock(&start_lock);
+  /* A writer still being born may be inside the C library or a sanitizer
+   * runtime, holding a lock of theirs (ASan's allocator takes one in its
+   * thread start); a child forked then would block on it forever. Its
+   * birth is short and cannot wait for us. */
+  while (writer_running && !atomic_load(&writer_entered))
+    sched_yield();
   writer_boost(); /* it may hold writer_work */
   pthread_mutex_lock(&writer_work); /* the writer finishes its round first */
 }

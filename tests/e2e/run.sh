@@ -31,6 +31,21 @@ expect_eq() { # what expected actual
   [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"
 }
 
+# hung PGID: report the test's processes with their threads' stacks, then
+# kill them all
+E2E_TIMEOUT=${E2E_TIMEOUT:-300}
+hung() {
+  echo "    FAIL: still running after ${E2E_TIMEOUT} s (E2E_TIMEOUT); its processes:"
+  for p in $(pgrep -g "$1"); do
+    echo "    -- pid $p: $(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null)"
+    case "$(cat /proc/$p/comm 2>/dev/null)" in bash | sh | sleep) continue ;; esac
+    if command -v gdb >/dev/null; then
+      timeout 30 gdb -p "$p" -batch -ex "thread apply all bt" 2>/dev/null | grep -E '^(#|Thread)' | cut -c1-220
+    fi
+  done
+  kill -9 -- -"$1"
+}
+
 # every tests/e2e/*_tests.sh defines tNNN_* functions
 for f in "$(dirname "$0")"/*_tests.sh; do
   source "$f"
@@ -43,9 +58,19 @@ for t in $(declare -F | awk '{print $3}' | grep -E '^t[0-9]{3}_' | sort); do
     [ $match = 1 ] || continue
   fi
   mkdir -p "$T/$t"
-  # not inside `if`: set -e must stay in force in the test's subshell
-  (cd "$T/$t" && set -e && "$t") >"$T/$t.log" 2>&1
+  # not inside `if`: set -e must stay in force in the test's subshell.
+  # Each test runs as its own process group, under a watchdog: a hang
+  # becomes a failure with every stuck process's stacks, not a CI timeout.
+  set -m
+  (cd "$T/$t" && set -e && "$t") </dev/null >"$T/$t.log" 2>&1 &
+  tpid=$!
+  (sleep "$E2E_TIMEOUT" && hung "$tpid" >>"$T/$t.log" 2>&1) &
+  wpid=$!
+  set +m
+  { wait "$tpid"; } 2>/dev/null
   rc=$?
+  kill -- -"$wpid" 2>/dev/null
+  wait "$wpid" 2>/dev/null
   if [ $rc -eq 0 ]; then
     PASS=$((PASS + 1))
     echo "  ok   $t"
@@ -53,7 +78,11 @@ for t in $(declare -F | awk '{print $3}' | grep -E '^t[0-9]{3}_' | sort); do
     FAIL=$((FAIL + 1))
     FAILED+=("$t")
     echo "  FAIL $t"
-    sed 's/^/       | /' "$T/$t.log" | tail -25
+    if grep -q "still running after" "$T/$t.log"; then
+      sed -n '/still running after/,$p' "$T/$t.log" | head -400 | sed 's/^/       | /'
+    else
+      sed 's/^/       | /' "$T/$t.log" | tail -25
+    fi
   fi
 done
 echo "e2e: $PASS passed, $FAIL failed"
