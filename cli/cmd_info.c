@@ -142,7 +142,10 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
            "  ulimit -e 20 to raise it again): where the program kept every core busy, latencies\n"
            "  include time the writer took from it\n");
   if (f->retimed[0])
-    printf("  latencies of %s from a timing-only second run (record --retime)\n", f->retimed);
+    printf(strstr(f->retimed, "timing-only") ? "  latencies of %s (record --retime)\n"
+                                              : "  latencies of %s from a timing-only second run "
+                                                "(record --retime)\n",
+           f->retimed);
   if (f->corr_timer_ns || f->corr_nested_ns)
     printf("  latencies corrected by -%llu ns (clock read) and -%llu ns per nested call\n",
            (unsigned long long)f->corr_timer_ns, (unsigned long long)f->corr_nested_ns);

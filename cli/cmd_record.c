@@ -18,7 +18,7 @@
 
 static const char usage_text[] =
     "usage: standin record [-o DIR] [--api protobuf,jpeg] [--stack-depth N] [--no-follow]\n"
-    "                      [--retime] [-f] -- PROGRAM [ARGS...]\n"
+    "                      [--retime[=N]] [-f] -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the record shim preloaded. Every protobuf-c and JPEG decode\n"
     "call runs for real; its request, response, latency, call site and thread are\n"
@@ -29,21 +29,27 @@ static const char usage_text[] =
     "      --api LIST       APIs to record: protobuf, jpeg (default both)\n"
     "      --stack-depth N  call-site frames to keep, 0-16 (default 3)\n"
     "      --no-follow      do not record programs that PROGRAM starts with exec\n"
-    "      --retime         run PROGRAM a second time, timing its calls and nothing\n"
-    "                       else (no payload copies; input and output on /dev/null),\n"
-    "                       and give each call that run's latency: recording makes\n"
-    "                       small calls look 8-22% slower. Calls are paired by\n"
-    "                       process, thread and order; a thread whose calls differ\n"
-    "                       between the runs keeps the latencies recorded. The\n"
-    "                       program's other effects (files, requests) happen twice\n"
+    "      --retime[=N]     run PROGRAM N more times (default 3), timing its calls\n"
+    "                       and nothing else (no payload copies; input and output on\n"
+    "                       /dev/null), and give each call its latency in the run\n"
+    "                       whose time in calls was the median: recording makes\n"
+    "                       small calls look 8-22% slower, and one run is one\n"
+    "                       sample of a noisy machine.\n"
+    "                       Calls are paired by process, thread and order, a thread\n"
+    "                       pool's by API, size and start order; calls that differ\n"
+    "                       keep the latencies recorded. The program's other effects (files, requests)\n"
+    "                       happen N+1 times\n"
     "  -f, --force          replace the traces already in DIR\n";
 
 typedef struct {
   const char *dir;
   const char *apis;
   int depth;
-  int no_follow, force, retime;
+  int no_follow, force;
+  int retime; /* timing-only runs; 0: none */
 } rec_opts;
+
+#define RETIME_DEFAULT_PASSES 3
 
 static int check_apis(const char *list) {
   char *copy = strdup(list), *save = NULL;
@@ -63,7 +69,7 @@ static int parse(int argc, char **argv, rec_opts *o, int *first) {
                                      {"stack-depth", required_argument, 0, 's'},
                                      {"no-follow", no_argument, 0, 'n'},
                                      {"force", no_argument, 0, 'f'},
-                                     {"retime", no_argument, 0, 'r'},
+                                     {"retime", optional_argument, 0, 'r'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
   *o = (rec_opts){.dir = "standin.data", .apis = "protobuf,jpeg", .depth = 3};
@@ -87,7 +93,17 @@ static int parse(int argc, char **argv, rec_opts *o, int *first) {
       break;
     case 'n': o->no_follow = 1; break;
     case 'f': o->force = 1; break;
-    case 'r': o->retime = 1; break;
+    case 'r':
+      o->retime = RETIME_DEFAULT_PASSES;
+      if (optarg) {
+        o->retime = (int)strtol(optarg, &end, 10);
+        if (*end || end == optarg || o->retime < 1 || o->retime > RETIME_MAX_PASSES) {
+          cli_err("--retime: '%s' is not a number of runs from 1 to %d", optarg,
+                  RETIME_MAX_PASSES);
+          return -1;
+        }
+      }
+      break;
     case 'h': fputs(usage_text, stdout); exit(0);
     default: fputs(usage_text, stderr); return -1;
     }
@@ -223,7 +239,8 @@ static void summary(const char *dir) {
   cli_tracedir_free(&td);
 }
 
-/* Remove the files in dir (an interrupted run's timings); -1 if no dir. */
+/* Remove the files in dir (an interrupted run's timings), and the
+ * directories in it one level down; -1 if no dir. */
 static int empty_dir(const char *dir) {
   DIR *d = opendir(dir);
   if (!d)
@@ -233,15 +250,42 @@ static int empty_dir(const char *dir) {
     if (de->d_name[0] != '.') {
       char p[PATH_MAX + 256];
       snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      unlink(p);
+      if (unlink(p) != 0 && errno == EISDIR) {
+        DIR *sub = opendir(p);
+        struct dirent *se;
+        while (sub && (se = readdir(sub)) != NULL)
+          if (se->d_name[0] != '.') {
+            char q[PATH_MAX + 512];
+            snprintf(q, sizeof q, "%s/%s", p, se->d_name);
+            unlink(q);
+          }
+        if (sub)
+          closedir(sub);
+        rmdir(p);
+      }
     }
   closedir(d);
   return 0;
 }
 
-/* The timing-only second run of --retime (record/timing.c), then the
- * rewrite of the traces with its latencies (retime.c). Failures leave the
- * recording as the first run made it, and say so. */
+/* How far the timing runs' own times in the same calls lie from the
+ * median run's, which the traces took. */
+static void pass_spread(char *out, size_t cap, const retime_stats *st) {
+  *out = 0;
+  if (st->passes < 2 || st->common_ns == 0)
+    return;
+  double lo = 0, hi = 0;
+  for (unsigned p = 0; p < st->passes; p++) {
+    double d = 100.0 * ((double)st->pass_ns[p] - (double)st->common_ns) / (double)st->common_ns;
+    lo = p == 0 || d < lo ? d : lo;
+    hi = p == 0 || d > hi ? d : hi;
+  }
+  snprintf(out, cap, "; the %u runs' times ranged %+.1f%%..%+.1f%% around it", st->passes, lo, hi);
+}
+
+/* The timing-only runs of --retime (record/timing.c), then the rewrite of
+ * the traces with the median of their latencies (retime.c). Failures leave
+ * the recording as the first run made it, and say so. */
 static void retime(const rec_opts *o, const char *absdir, char **argv, char **env) {
   char tdir[PATH_MAX + 16];
   snprintf(tdir, sizeof tdir, "%s/.timing", absdir);
@@ -256,26 +300,39 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
   char **env2 = calloc(n + 3, sizeof *env2);
   if (!env2)
     return;
-  for (size_t i = 0; i < n; i++)
-    env2[i] = strncmp(env[i], "STANDIN_DIR=", 12) ? env[i] : NULL;
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (env2[i])
-      env2[k++] = env2[i];
-  char dirpair[PATH_MAX + 32];
-  snprintf(dirpair, sizeof dirpair, "STANDIN_DIR=%s", tdir);
+    if (strncmp(env[i], "STANDIN_DIR=", 12))
+      env2[k++] = env[i];
+  char dirpair[PATH_MAX + 48];
   env2[k++] = dirpair;
   env2[k++] = "STANDIN_TIMING=1";
   env2[k] = NULL;
-  fprintf(stderr, "standin: --retime: running the program again, timing its calls only\n");
-  uint64_t wall;
-  int rc = cli_run_quiet(argv, env2, &wall);
+  static char pdirs[RETIME_MAX_PASSES][PATH_MAX + 32];
+  const char *pdir[RETIME_MAX_PASSES];
+  unsigned done = 0;
+  for (unsigned p = 0; p < (unsigned)o->retime; p++) {
+    snprintf(pdirs[p], sizeof pdirs[p], "%s/%u", tdir, p + 1);
+    if (mkdir(pdirs[p], 0700) != 0) {
+      cli_warn("--retime: cannot create %s: %s", pdirs[p], strerror(errno));
+      break;
+    }
+    snprintf(dirpair, sizeof dirpair, "STANDIN_DIR=%.*s", PATH_MAX + 31, pdirs[p]);
+    if (o->retime == 1)
+      fprintf(stderr, "standin: --retime: running the program again, timing its calls only\n");
+    else
+      fprintf(stderr, "standin: --retime: timing-only run %u of %d\n", p + 1, o->retime);
+    uint64_t wall;
+    int rc = cli_run_quiet(argv, env2, &wall);
+    if (rc != 0)
+      cli_warn("--retime: timing-only run %u exited with status %d", p + 1, rc);
+    pdir[done++] = pdirs[p];
+  }
   free(env2);
-  if (rc != 0)
-    cli_warn("--retime: the timing run exited with status %d", rc);
   retime_stats st;
-  if (cli_retime(o->dir, tdir, &st) == 0) {
-    char a[32], b[32], c[32], d[32];
+  if (done && cli_retime(o->dir, pdir, done, &st) == 0) {
+    char a[32], b[32], c[32], d[32], sp[96];
+    pass_spread(sp, sizeof sp, &st);
     if (st.calls == 0)
       fprintf(stderr, "standin: --retime: no call to retime\n");
     else if (st.retimed == 0)
@@ -283,21 +340,30 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
               cli_fmt_count(b, sizeof b, st.calls));
     else
       fprintf(stderr,
-              "standin: --retime: %s of %s calls retimed (their time %s -> %s)%s\n",
+              "standin: --retime: %s of %s calls retimed (their time %s -> %s%s%s)%s\n",
               cli_fmt_count(a, sizeof a, st.retimed), cli_fmt_count(b, sizeof b, st.calls),
               cli_fmt_ns(c, sizeof c, (double)st.before_ns),
-              cli_fmt_ns(d, sizeof d, (double)st.after_ns),
+              cli_fmt_ns(d, sizeof d, (double)st.after_ns), done > 1 ? ", the median run's" : "", sp,
               st.retimed < st.calls ? "; the rest keep their recorded latencies" : "");
+    if (st.pooled)
+      fprintf(stderr,
+              "standin: --retime: %s of them on threads whose work differed between the runs "
+              "(a pool's): paired by API, size and start order\n",
+              cli_fmt_count(a, sizeof a, st.pooled));
     if (st.threads_differ || st.unmatched_proc)
       fprintf(stderr,
-              "standin: --retime: %u thread%s made different calls in the two runs and %u "
+              "standin: --retime: %u thread%s made different calls in the timing run%s and %u "
               "process%s had no counterpart (a program that is not deterministic cannot be "
               "retimed there)\n",
-              st.threads_differ, st.threads_differ == 1 ? "" : "s", st.unmatched_proc,
-              st.unmatched_proc == 1 ? "" : "es");
+              st.threads_differ, st.threads_differ == 1 ? "" : "s", done > 1 ? "s" : "",
+              st.unmatched_proc, st.unmatched_proc == 1 ? "" : "es");
   }
-  empty_dir(tdir);
-  rmdir(tdir);
+  if (getenv("STANDIN_RETIME_KEEP")) /* for checking the retime against the runs */
+    fprintf(stderr, "standin: --retime: the timing runs' files are kept in %s\n", tdir);
+  else {
+    empty_dir(tdir);
+    rmdir(tdir);
+  }
 }
 
 int cmd_record(int argc, char **argv) {

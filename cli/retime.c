@@ -18,6 +18,7 @@
 typedef struct { /* as record/timing.c writes it */
   uint64_t latency_ns;
   uint64_t size;
+  uint64_t start_ns;
   uint32_t nested;
   uint8_t api;
   uint8_t pad[3];
@@ -41,7 +42,7 @@ typedef struct {
   int used;
 } tm_file;
 
-#define TM_MAGIC "STTIME02"
+#define TM_MAGIC "STTIME03"
 
 /* Signatures, to pair processes by what they did: a thread's is a hash of
  * its calls' APIs and sizes in order; a process's combines its threads'
@@ -264,6 +265,36 @@ static th_state *state_of(th_state **ts, uint32_t *n, uint32_t i, const tm_file 
   return &(*ts)[i];
 }
 
+/* One trace against its counterpart in each timing pass (f[p], NULL where
+ * that pass had none): per pass, the state of every thread. */
+typedef struct {
+  unsigned npass;
+  tm_file *f[RETIME_MAX_PASSES];
+  th_state *ts[RETIME_MAX_PASSES];
+  uint32_t nts[RETIME_MAX_PASSES];
+  /* Calls of the threads that did not match in pass p, in file order, and
+   * their latencies in that pass when pool_pair paired them (else NULL) */
+  uint64_t *pool[RETIME_MAX_PASSES];
+  uint64_t pool_k[RETIME_MAX_PASSES];
+} pass_set;
+
+/* Whether thread i's calls in pass p are exactly the trace's. */
+static int thread_ok(const pass_set *ps, unsigned p, uint32_t i) {
+  return ps->f[p] && i < ps->nts[p] && ps->ts[p][i].t && !ps->ts[p][i].differ;
+}
+
+/* Median of n values (sorted in place); the mean of the middle two for an
+ * even count. */
+static uint64_t median_of(uint64_t *v, unsigned n) {
+  for (unsigned i = 1; i < n; i++)
+    for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      uint64_t t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2 + (v[n / 2 - 1] % 2 + v[n / 2] % 2) / 2;
+}
+
 static int copy_record(st_reader *r, st_writer *w, st_record *rec, uint64_t **map, uint64_t *nmap) {
   switch (rec->kind) {
   case ST_REC_BLOB: {
@@ -300,26 +331,205 @@ static int copy_record(st_reader *r, st_writer *w, st_record *rec, uint64_t **ma
   return ST_E_CORRUPT;
 }
 
-/* Rewrite path with the timings of thread states ts[] that match. */
-static int rewrite(const char *path, tm_file *f, th_state *ts, uint32_t nts, uint64_t matched,
-                   uint64_t calls, retime_stats *st) {
+/* ---- thread pools ---------------------------------------------------------
+ *
+ * A pool hands work to its threads differently in each run, so their calls
+ * do not pair thread by thread. The calls of the threads that did not pair
+ * still pair as a whole when both runs made the same multiset of calls
+ * (API, size): the k-th call of each (API, size), in start order, gets the
+ * k-th one's latency. Calls of equal API and size whose start order differs
+ * between the runs can swap latencies; their sum is unchanged. */
+
+typedef struct {
+  uint64_t start, size, val; /* val: file-order index (trace) or latency (timing) */
+  uint8_t api;
+} pool_ent;
+
+static int pool_cmp(const void *a, const void *b) {
+  const pool_ent *x = a, *y = b;
+  if (x->api != y->api)
+    return x->api < y->api ? -1 : 1;
+  if (x->size != y->size)
+    return x->size < y->size ? -1 : 1;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return x->val < y->val ? -1 : x->val > y->val;
+}
+
+/* Whether thread index i of pass p's timing file paired with the trace's. */
+static int timing_thread_used(const pass_set *ps, unsigned p, uint32_t index) {
+  return thread_ok(ps, p, index);
+}
+
+/* Pair pass p's unpaired calls as a pool (see above): fills ps->pool[p] and
+ * returns how many calls it paired; 0 when the two sides differ. -1 when
+ * memory or the trace fails. */
+static int64_t pool_pair(const char *path, pass_set *ps, unsigned p) {
+  const tm_file *f = ps->f[p];
+  size_t nu = 0;
+  for (uint32_t k = 0; k < f->nthreads; k++)
+    if (!timing_thread_used(ps, p, f->th[k].index))
+      nu += f->th[k].n;
+  if (nu == 0)
+    return 0;
+  pool_ent *u = malloc(nu * sizeof *u), *t = NULL;
+  if (!u)
+    return -1;
+  size_t j = 0;
+  for (uint32_t k = 0; k < f->nthreads; k++)
+    if (!timing_thread_used(ps, p, f->th[k].index))
+      for (uint64_t c = 0; c < f->th[k].n; c++) {
+        const tm_ent *e = &f->th[k].e[c];
+        u[j++] = (pool_ent){e->start_ns, e->size, corrected(f, e), e->api};
+      }
+  /* the trace's calls on threads that did not pair, in file order */
+  st_reader *r;
+  int64_t rc = -1;
+  if (cli_reader_open(&r, path) != 0)
+    goto out;
+  t = malloc(nu * sizeof *t);
+  size_t nt = 0;
+  st_record rec;
+  int e;
+  while (t && (e = st_reader_next(r, &rec)) == ST_OK) {
+    const st_call *c = &rec.u.call;
+    if (rec.kind != ST_REC_CALL || !is_timed(c->api) || thread_ok(ps, p, c->thread))
+      continue;
+    if (nt == nu) { /* more calls than the timing run made */
+      nt++;
+      break;
+    }
+    t[nt] = (pool_ent){c->start_ns, call_size(c), nt, c->api};
+    nt++;
+  }
+  st_reader_close(r);
+  rc = 0;
+  if (!t)
+    rc = -1;
+  if (rc || nt != nu)
+    goto out;
+  qsort(t, nt, sizeof *t, pool_cmp);
+  qsort(u, nu, sizeof *u, pool_cmp);
+  for (j = 0; j < nt; j++)
+    if (t[j].api != u[j].api || t[j].size != u[j].size)
+      goto out; /* not the same calls */
+  ps->pool[p] = malloc(nt * sizeof(uint64_t));
+  if (!ps->pool[p]) {
+    rc = -1;
+    goto out;
+  }
+  for (j = 0; j < nt; j++)
+    ps->pool[p][t[j].val] = u[j].val;
+  rc = (int64_t)nt;
+out:
+  free(t);
+  free(u);
+  return rc;
+}
+
+/* Restart the walk over the trace's calls (gather below). */
+static void gather_reset(pass_set *ps) {
+  for (unsigned p = 0; p < ps->npass; p++)
+    for (uint32_t i = 0; i < ps->nts[p]; i++)
+      ps->ts[p][i].k = 0;
+  memset(ps->pool_k, 0, sizeof ps->pool_k);
+}
+
+/* The next call of thread i, in file order: v[p] its latency in pass p when
+ * has[p]; returns how many passes have one. *paired: some pass paired its
+ * thread thread by thread (not as a pool's). */
+static unsigned gather(pass_set *ps, uint32_t i, uint64_t *v, int *has, int *paired) {
+  unsigned n = 0;
+  *paired = 0;
+  for (unsigned p = 0; p < ps->npass; p++) {
+    th_state *s = thread_ok(ps, p, i) ? &ps->ts[p][i] : NULL;
+    has[p] = 0;
+    if (s && s->k < s->t->n) { /* (the first scan saw the same calls) */
+      v[p] = corrected(ps->f[p], &s->t->e[s->k++]);
+      has[p] = *paired = 1;
+    } else if (!s && ps->pool[p]) {
+      v[p] = ps->pool[p][ps->pool_k[p]++];
+      has[p] = 1;
+    } else if (!s && ps->f[p]) {
+      ps->pool_k[p]++;
+    }
+    n += has[p];
+  }
+  return n;
+}
+
+/* Which run's latencies a trace takes: the run whose time in the calls
+ * every run made is the median (the lower middle one for an even count).
+ * Not a per-call median: the calls' own spread (a page fault, an
+ * interrupt) is part of how long they take, and a per-call median would
+ * drop it, making the time in calls shorter than any run's. A run slowed
+ * or sped up as a whole by the machine is what the choice leaves out.
+ * -1 when no call was in every run. */
+static int pick_run(const char *path, pass_set *ps, uint64_t *sum) {
+  st_reader *r;
+  if (st_reader_open(&r, path) != ST_OK)
+    return -1;
+  gather_reset(ps);
+  uint64_t common = 0;
+  st_record rec;
+  while (st_reader_next(r, &rec) == ST_OK) {
+    if (rec.kind != ST_REC_CALL || !is_timed(rec.u.call.api))
+      continue;
+    uint64_t v[RETIME_MAX_PASSES];
+    int has[RETIME_MAX_PASSES], paired;
+    if (gather(ps, rec.u.call.thread, v, has, &paired) != ps->npass)
+      continue;
+    common++;
+    for (unsigned p = 0; p < ps->npass; p++)
+      sum[p] += v[p];
+  }
+  st_reader_close(r);
+  if (!common)
+    return -1;
+  uint64_t sorted[RETIME_MAX_PASSES];
+  memcpy(sorted, sum, ps->npass * sizeof *sum);
+  (void)median_of(sorted, ps->npass); /* sorts */
+  uint64_t mid = sorted[(ps->npass - 1) / 2];
+  for (unsigned p = 0; p < ps->npass; p++)
+    if (sum[p] == mid)
+      return (int)p;
+  return -1;
+}
+
+/* Rewrite path: each call of a thread that made the same calls in at least
+ * one run gets the latency of the run pick_run chose, or where that run
+ * lacks it, the median of the runs that have it. */
+static int rewrite(const char *path, pass_set *ps, uint64_t calls, retime_stats *st) {
+  uint64_t pass_sum[RETIME_MAX_PASSES] = {0};
+  int pick = ps->npass > 1 ? pick_run(path, ps, pass_sum) : 0;
   char tmp[PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s.retime", path);
   unlink(tmp);
   st_reader *r = NULL;
   st_writer *w = NULL;
-  uint64_t *map = NULL, nmap = 0, before = 0, after = 0;
+  uint64_t *map = NULL, nmap = 0, before = 0, after = 0, matched = 0, pooled = 0;
   int e = st_reader_open(&r, path);
   if (e == ST_OK)
     e = st_writer_open(&w, tmp, st_reader_header(r));
-  for (uint32_t i = 0; i < nts; i++)
-    ts[i].k = 0;
+  gather_reset(ps);
   st_record rec;
   while (e == ST_OK && (e = st_reader_next(r, &rec)) == ST_OK) {
-    if (rec.kind == ST_REC_CALL && is_timed(rec.u.call.api) && rec.u.call.thread < nts) {
-      th_state *s = &ts[rec.u.call.thread];
-      if (s->t && !s->differ && s->k < s->t->n) { /* (the first pass saw the same calls) */
-        uint64_t ns = corrected(f, &s->t->e[s->k++]);
+    if (rec.kind == ST_REC_CALL && is_timed(rec.u.call.api)) {
+      uint64_t v[RETIME_MAX_PASSES], ns;
+      int has[RETIME_MAX_PASSES], paired;
+      unsigned n = gather(ps, rec.u.call.thread, v, has, &paired);
+      if (n) {
+        if (pick >= 0 && has[pick]) {
+          ns = v[pick];
+        } else {
+          unsigned k = 0;
+          for (unsigned p = 0; p < ps->npass; p++)
+            if (has[p])
+              v[k++] = v[p];
+          ns = median_of(v, k);
+        }
+        matched++;
+        pooled += !paired;
         before += rec.u.call.latency_ns;
         after += ns;
         rec.u.call.latency_ns = ns;
@@ -328,9 +538,13 @@ static int rewrite(const char *path, tm_file *f, th_state *ts, uint32_t nts, uin
     e = copy_record(r, w, &rec, &map, &nmap);
   }
   if (e == ST_E_END) {
-    char v[96];
-    snprintf(v, sizeof v, "%llu of %llu calls", (unsigned long long)matched,
-             (unsigned long long)calls);
+    char v[128];
+    if (ps->npass > 1)
+      snprintf(v, sizeof v, "%llu of %llu calls, from the median of %u timing-only runs",
+               (unsigned long long)matched, (unsigned long long)calls, ps->npass);
+    else
+      snprintf(v, sizeof v, "%llu of %llu calls, from a timing-only run",
+               (unsigned long long)matched, (unsigned long long)calls);
     st_note n = {"retimed", v};
     e = st_writer_add_note(w, &n);
   }
@@ -348,87 +562,139 @@ static int rewrite(const char *path, tm_file *f, th_state *ts, uint32_t nts, uin
     return -1;
   }
   st->retimed += matched;
+  st->pooled += pooled;
   st->before_ns += before;
   st->after_ns += after;
+  if (pick >= 0 && ps->npass > 1) {
+    st->common_ns += pass_sum[pick];
+    for (unsigned p = 0; p < ps->npass; p++)
+      st->pass_ns[p] += pass_sum[p];
+  }
   return 0;
 }
 
-static int retime_one(const char *path, tm_file *f, retime_stats *st) {
+static int retime_one(const char *path, pass_set *ps, retime_stats *st) {
   st_reader *r;
   if (cli_reader_open(&r, path) != 0)
     return -1;
-  th_state *ts = NULL;
-  uint32_t nts = 0;
   uint64_t calls = 0;
   int e, oom = 0;
   st_record rec;
+  uint32_t nthreads = 0; /* 1 + the highest thread index with calls */
+  uint8_t *called = NULL; /* [thread]: made calls */
   while ((e = st_reader_next(r, &rec)) == ST_OK) {
     if (rec.kind != ST_REC_CALL || !is_timed(rec.u.call.api))
       continue;
     calls++;
-    th_state *s = state_of(&ts, &nts, rec.u.call.thread, f);
-    if (!s) {
+    const st_call *c = &rec.u.call;
+    if (c->thread >= (1u << 20)) {
       oom = 1;
       break;
     }
-    if (!s->t || s->differ)
-      continue;
-    const st_call *c = &rec.u.call;
-    if (s->k >= s->t->n || s->t->e[s->k].api != c->api || s->t->e[s->k].size != call_size(c))
-      s->differ = 1;
-    s->k++;
+    if (c->thread >= nthreads) {
+      uint8_t *g = realloc(called, c->thread + 1);
+      if (!g) {
+        oom = 1;
+        break;
+      }
+      memset(g + nthreads, 0, c->thread + 1 - nthreads);
+      called = g;
+      nthreads = c->thread + 1;
+    }
+    called[c->thread] = 1;
+    for (unsigned p = 0; p < ps->npass && !oom; p++) {
+      if (!ps->f[p])
+        continue;
+      th_state *s = state_of(&ps->ts[p], &ps->nts[p], c->thread, ps->f[p]);
+      if (!s) {
+        oom = 1;
+        break;
+      }
+      if (!s->t || s->differ)
+        continue;
+      if (s->k >= s->t->n || s->t->e[s->k].api != c->api || s->t->e[s->k].size != call_size(c))
+        s->differ = 1;
+      s->k++;
+    }
+    if (oom)
+      break;
   }
   st_read_status rs;
   st_reader_status(r, &rs);
   st_reader_close(r);
   st->calls += calls;
-  uint64_t matched = 0;
-  for (uint32_t i = 0; i < nts; i++) {
-    if (!ts[i].t)
-      continue;
-    if (!ts[i].differ && ts[i].k != ts[i].t->n)
-      ts[i].differ = 1;
-    if (ts[i].differ)
-      st->threads_differ++;
-    else
-      matched += ts[i].k;
-  }
+  for (unsigned p = 0; p < ps->npass; p++)
+    for (uint32_t i = 0; i < ps->nts[p]; i++) {
+      th_state *s = &ps->ts[p][i];
+      if (s->t && !s->differ && s->k != s->t->n)
+        s->differ = 1;
+    }
   int rc = 0;
-  if (oom || e != ST_E_END || !rs.clean)
+  if (oom || e != ST_E_END || !rs.clean) {
     cli_warn("%s is %s: it keeps its recorded latencies", path,
              oom ? "too large to retime" : "not complete");
-  else if (matched)
-    rc = rewrite(path, f, ts, nts, matched, calls, st);
-  free(ts);
+  } else {
+    /* threads that did not pair in a pass may still pair there as a pool */
+    int pooled_any = 0;
+    for (unsigned p = 0; p < ps->npass && rc == 0; p++) {
+      if (!ps->f[p])
+        continue;
+      int64_t n = pool_pair(path, ps, p);
+      if (n < 0) {
+        cli_warn("%s: out of memory pairing thread pools; some calls keep their recorded "
+                 "latencies",
+                 path);
+        break;
+      }
+      pooled_any |= n > 0;
+    }
+    int any = pooled_any;
+    for (uint32_t i = 0; i < nthreads; i++) {
+      int ok = 0;
+      for (unsigned p = 0; p < ps->npass; p++)
+        ok |= thread_ok(ps, p, i);
+      any |= ok;
+      if (!ok && !pooled_any && called[i])
+        st->threads_differ++;
+    }
+    if (any)
+      rc = rewrite(path, ps, calls, st);
+  }
+  for (unsigned p = 0; p < ps->npass; p++) {
+    free(ps->ts[p]);
+    free(ps->pool[p]);
+  }
+  free(called);
   return rc;
 }
 
-int cli_retime(const char *dir, const char *tdir, retime_stats *st) {
+int cli_retime(const char *dir, const char *const *tdirs, unsigned npass, retime_stats *st) {
   memset(st, 0, sizeof *st);
-  tm_file *tf;
-  size_t ntf;
-  if (load_dir(tdir, &tf, &ntf) != 0) {
-    cli_err("cannot read the timing run's directory %s: %s", tdir, strerror(errno));
+  if (npass < 1 || npass > RETIME_MAX_PASSES)
     return -1;
-  }
-  cli_tracedir td;
-  if (cli_tracedir_open(&td, dir) != 0) {
-    for (size_t i = 0; i < ntf; i++)
-      free_timing(&tf[i]);
-    free(tf);
-    return -1;
-  }
+  st->passes = npass;
+  tm_file *tf[RETIME_MAX_PASSES] = {0};
+  size_t ntf[RETIME_MAX_PASSES] = {0};
+  int rc = 0;
+  for (unsigned p = 0; p < npass && rc == 0; p++)
+    if (load_dir(tdirs[p], &tf[p], &ntf[p]) != 0) {
+      cli_err("cannot read the timing run's directory %s: %s", tdirs[p], strerror(errno));
+      rc = -1;
+    }
+  cli_tracedir td = {0};
+  if (rc == 0 && cli_tracedir_open(&td, dir) != 0)
+    rc = -1;
+  size_t nt = rc == 0 && td.n ? td.n : 1;
   /* headers of every trace, for pairing */
-  st_reader **rd = calloc(td.n ? td.n : 1, sizeof *rd);
-  const st_header **hd = calloc(td.n ? td.n : 1, sizeof *hd);
-  int rc = rd && hd ? 0 : -1;
+  st_reader **rd = calloc(nt, sizeof *rd);
+  const st_header **hd = calloc(nt, sizeof *hd);
+  tm_file **pair = calloc(nt * npass, sizeof *pair); /* pair[p * nt + i] */
+  uint64_t *sig = calloc(nt, sizeof *sig), *ncalls = calloc(nt, 8);
+  if (!rd || !hd || !pair || !sig || !ncalls)
+    rc = -1;
   for (size_t i = 0; rc == 0 && i < td.n; i++)
     if (st_reader_open(&rd[i], td.paths[i]) == ST_OK)
       hd[i] = st_reader_header(rd[i]);
-  tm_file **pair = calloc(td.n ? td.n : 1, sizeof *pair);
-  uint64_t *sig = calloc(td.n ? td.n : 1, sizeof *sig), *ncalls = calloc(td.n ? td.n : 1, 8);
-  if (!pair || !sig || !ncalls)
-    rc = -1;
   /* each trace's signature (thread states as in retime_one, hashes here) */
   for (size_t i = 0; rc == 0 && i < td.n; i++) {
     st->processes++;
@@ -459,34 +725,44 @@ int cli_retime(const char *dir, const char *tdir, retime_stats *st) {
     free(h);
     free(n);
   }
-  /* pair by content first: a timing file whose every thread made exactly
-   * the calls the trace's made; then, for the rest, by rank */
-  for (size_t i = 0; rc == 0 && i < td.n; i++)
-    for (size_t k = 0; hd[i] && ncalls[i] && !pair[i] && k < ntf; k++)
-      if (same_process(hd[i], &tf[k]) && tf[k].sig == sig[i])
-        (pair[i] = &tf[k])->used = 1;
-  for (size_t i = 0; rc == 0 && i < td.n; i++)
-    if (hd[i] && !pair[i] && (pair[i] = pair_by_rank(i, hd, pair, td.n, tf, ntf)) != NULL)
-      pair[i]->used = 1;
-  for (size_t i = 0; i < td.n; i++) {
-    /* a process left unpaired matters only if it made calls */
-    if (pair && !pair[i] && ncalls) {
+  /* in each pass, pair by content first: a timing file whose every thread
+   * made exactly the calls the trace's made; then, for the rest, by rank */
+  for (unsigned p = 0; rc == 0 && p < npass; p++) {
+    tm_file **pp = pair + (size_t)p * nt;
+    for (size_t i = 0; i < td.n; i++)
+      for (size_t k = 0; hd[i] && ncalls[i] && !pp[i] && k < ntf[p]; k++)
+        if (same_process(hd[i], &tf[p][k]) && tf[p][k].sig == sig[i])
+          (pp[i] = &tf[p][k])->used = 1;
+    for (size_t i = 0; i < td.n; i++)
+      if (hd[i] && !pp[i] && (pp[i] = pair_by_rank(i, hd, pp, td.n, tf[p], ntf[p])) != NULL)
+        pp[i]->used = 1;
+  }
+  for (size_t i = 0; rc == 0 && i < td.n; i++) {
+    pass_set ps = {.npass = npass};
+    int any = 0;
+    for (unsigned p = 0; p < npass; p++)
+      any |= (ps.f[p] = pair[(size_t)p * nt + i]) != NULL;
+    if (!any) { /* a process left unpaired matters only if it made calls */
       st->calls += ncalls[i];
       st->unmatched_proc += ncalls[i] > 0;
     }
     st_reader_close(rd[i]);
-  }
-  for (size_t i = 0; rc == 0 && pair && i < td.n; i++)
-    if (pair[i] && retime_one(td.paths[i], pair[i], st) != 0)
+    rd[i] = NULL;
+    if (any && retime_one(td.paths[i], &ps, st) != 0)
       rc = -1;
+  }
+  for (size_t i = 0; rd && i < td.n; i++)
+    st_reader_close(rd[i]);
   free(pair);
   free(sig);
   free(ncalls);
   free(hd);
   free(rd);
   cli_tracedir_free(&td);
-  for (size_t i = 0; i < ntf; i++)
-    free_timing(&tf[i]);
-  free(tf);
+  for (unsigned p = 0; p < npass; p++) {
+    for (size_t i = 0; i < ntf[p]; i++)
+      free_timing(&tf[p][i]);
+    free(tf[p]);
+  }
   return rc;
 }

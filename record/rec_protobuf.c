@@ -84,7 +84,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   size_t r = real(m, out);
   uint64_t t1 = shim_now_ns();
   if (SHIM_UNLIKELY(rt_cfg.timing)) { /* the timing-only pass: nothing else */
-    rt_timing_add(ST_API_PB_PACK, t1 - t0, shim_nested - n0, r);
+    rt_timing_add(ST_API_PB_PACK, t0, t1 - t0, shim_nested - n0, r);
     shim_depth--;
     return r;
   }
@@ -113,7 +113,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   size_t r = real(m);
   uint64_t t1 = shim_now_ns();
   if (SHIM_UNLIKELY(rt_cfg.timing)) { /* the timing-only pass: nothing else */
-    rt_timing_add(ST_API_PB_SIZE, t1 - t0, shim_nested - n0, r);
+    rt_timing_add(ST_API_PB_SIZE, t0, t1 - t0, shim_nested - n0, r);
     shim_depth--;
     return r;
   }
@@ -141,7 +141,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   size_t r = real(m, buf);
   uint64_t t1 = shim_now_ns();
   if (SHIM_UNLIKELY(rt_cfg.timing)) { /* the timing-only pass: nothing else */
-    rt_timing_add(ST_API_PB_PACK_BUF, t1 - t0, shim_nested - n0, r);
+    rt_timing_add(ST_API_PB_PACK_BUF, t0, t1 - t0, shim_nested - n0, r);
     shim_depth--;
     return r;
   }
@@ -184,7 +184,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   ProtobufCMessage *m = real(d, a, len, data);
   uint64_t t1 = shim_now_ns();
   if (SHIM_UNLIKELY(rt_cfg.timing)) { /* the timing-only pass: nothing else */
-    rt_timing_add(ST_API_PB_UNPACK, t1 - t0, shim_nested - n0, len);
+    rt_timing_add(ST_API_PB_UNPACK, t0, t1 - t0, shim_nested - n0, len);
     shim_depth--;
     return m;
   }

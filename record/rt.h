@@ -91,7 +91,8 @@ void rt_submit(rt_call *c, void *const *ips, int nips);
 /* The timing-only pass (`record --retime`, timing.c): one outermost
  * call's raw latency, nested pass-throughs and size (unpack: bytes read;
  * the others: what they returned). */
-void rt_timing_add(int api, uint64_t latency_ns, uint32_t nested, uint64_t size);
+void rt_timing_add(int api, uint64_t start_ns, uint64_t latency_ns, uint32_t nested,
+                   uint64_t size);
 void rt_timing_write(void); /* at exit and before exec */
 void rt_timing_forget(void); /* in a forked child */
 

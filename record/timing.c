@@ -9,14 +9,14 @@
  * time with STANDIN_TIMING=1: the hooks then time each outermost call (a
  * JPEG decode: its library calls, summed, with no row copied) and keep its
  * latency, its size (to check the runs made the same
- * calls) and its nested pass-through count (for the correction the writer
+ * calls), its start (to pair thread pools' calls) and its nested pass-through count (for the correction the writer
  * applies) in per-thread chunks — no payload, no
  * fingerprint, no call site, no writer thread. At exit, or before exec, the
  * process writes DIR/PID.timing (PID.N.timing after its Nth exec), which the
  * CLI matches call by call against the full recording (cli/retime.c).
  *
  * File layout (native byte order; the CLI reads it on the same machine):
- *   "STTIME02", u32 pid, ppid, exec_seq, nthreads, u64 start_mono_ns,
+ *   "STTIME03", u32 pid, ppid, exec_seq, nthreads, u64 start_mono_ns,
  *   timer_ns, pass_ns, u32 argv_bytes, argv (NUL-separated), then per
  *   thread: u32 index, u32 0, u64 n, n x tm_ent. */
 #include <errno.h>
@@ -34,6 +34,7 @@
 typedef struct {
   uint64_t latency_ns; /* raw: clock reads and nested passes not taken off */
   uint64_t size;       /* unpack: bytes read; the others: what they returned */
+  uint64_t start_ns;   /* to pair calls across threads (thread pools) */
   uint32_t nested;
   uint8_t api;
   uint8_t pad[3];
@@ -77,7 +78,8 @@ static tm_thread *tm_thread_self(void) {
   return t;
 }
 
-void rt_timing_add(int api, uint64_t latency_ns, uint32_t nested, uint64_t size) {
+void rt_timing_add(int api, uint64_t start_ns, uint64_t latency_ns, uint32_t nested,
+                   uint64_t size) {
   tm_thread *t = tm_thread_self();
   if (!t || atomic_load_explicit(&t->lost, memory_order_relaxed))
     return;
@@ -97,7 +99,11 @@ void rt_timing_add(int api, uint64_t latency_ns, uint32_t nested, uint64_t size)
     t->last = c = nc;
   }
   uint32_t k = atomic_load_explicit(&c->n, memory_order_relaxed);
-  c->e[k] = (tm_ent){.latency_ns = latency_ns, .size = size, .nested = nested, .api = (uint8_t)api};
+  c->e[k] = (tm_ent){.latency_ns = latency_ns,
+                     .size = size,
+                     .start_ns = start_ns,
+                     .nested = nested,
+                     .api = (uint8_t)api};
   atomic_store_explicit(&c->n, k + 1, memory_order_release);
 }
 
@@ -181,7 +187,7 @@ void rt_timing_write(void) {
     nthreads++;
   uint32_t head[4] = {(uint32_t)getpid(), (uint32_t)getppid(), exec_seq, nthreads};
   uint64_t head2[3] = {rt_cfg.start_mono_ns, timer_ns, pass_ns};
-  int rc = put(fd, "STTIME02", 8) | put(fd, head, sizeof head) | put(fd, head2, sizeof head2) |
+  int rc = put(fd, "STTIME03", 8) | put(fd, head, sizeof head) | put(fd, head2, sizeof head2) |
            put(fd, &alen, 4) | put(fd, argv, alen);
   for (tm_thread *t = h0; t && rc == 0; t = t->next) {
     /* the count goes before the entries, and is known after them: a thread

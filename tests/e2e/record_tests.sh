@@ -330,7 +330,7 @@ t020_record_retime_replaces_latencies_only() {
   cmp rec.dump ret.dump || fail "retime changed more than latencies"
   [ "$("$STANDIN" dump ret | awk '{print $7}' | sort | uniq | wc -l)" -gt 1 ] ||
     fail "latencies look constant"
-  "$STANDIN" info ret | grep -q "latencies of 400 of 400 calls from a timing-only" ||
+  "$STANDIN" info ret | grep -q "latencies of 400 of 400 calls, from the median of 3 timing-only runs" ||
     fail "info does not say the trace was retimed"
   "$STANDIN" replay -t ret --summary s.json -- "$PB" basic 100 >rep.out
   cmp native.out rep.out
@@ -354,10 +354,55 @@ t021_record_retime_keeps_what_does_not_match() {
   grep -q "1 process had no counterpart" err.txt || fail "$(cat err.txt)"
   expect_eq "calls" 80 "$(calls rec)"
   "$STANDIN" info rec | grep -q "timing-only" && fail "info claims a retime"
-  # a thread pool hands work to threads differently each run: what cannot
-  # be paired keeps its latency, and the trace replays as before
-  "$STANDIN" record --retime -o pool -- "$PB" pool 4 30 >pool.out 2>pool.err
-  grep -q "retime" pool.err || fail "no retime summary"
-  "$STANDIN" replay -t pool -- "$PB" pool 4 30 >rep.out
-  cmp pool.out rep.out
+  # a thread pool whose calls differ between the runs (here: the second
+  # run's items are smaller) cannot be paired even as a pool
+  "$STANDIN" record --retime=1 -o pool -- sh -c 'read n; exec "$0" pool 4 "${n:-3}"' "$PB" \
+    <n.txt >/dev/null 2>pool.err
+  grep -q "none of the .* calls could be retimed" pool.err || fail "pool: $(cat pool.err)"
+}
+
+# --retime=N: each call gets its latency in the timing run whose time in
+# calls is the median (checked against the runs' own files); a thread pool's calls are paired as
+# a whole by API, size and start order, and the trace still replays exactly.
+t022_record_retime_median_and_pools() {
+  "$PB" basic 50 >native.out
+  STANDIN_RETIME_KEEP=1 "$STANDIN" record --retime=3 -o r3 -- "$PB" basic 50 >r3.out 2>r3.err
+  cmp native.out r3.out
+  grep -q "200 of 200 calls retimed (their time .* the median run's; the 3 runs' times ranged " r3.err ||
+    fail "summary: $(cat r3.err)"
+  "$STANDIN" dump r3 >r3.dump
+  python3 "$(dirname "$PB")/../../tests/e2e/tools/retime_check.py" r3/.timing r3.dump >chk.txt ||
+    fail "not the median run's: $(cat chk.txt)"
+  grep -q "ok 200 calls, 3 runs" chk.txt || fail "$(cat chk.txt)"
+  STANDIN_RETIME_KEEP=1 "$STANDIN" record --retime=2 -o r2 -- "$PB" basic 50 >/dev/null 2>&1
+  "$STANDIN" dump r2 >r2.dump
+  python3 "$(dirname "$PB")/../../tests/e2e/tools/retime_check.py" r2/.timing r2.dump >chk2.txt ||
+    fail "not the lower middle of 2: $(cat chk2.txt)"
+  "$STANDIN" info r2 | grep -q "from the median of 2 timing-only runs" || fail "info of r2"
+  # a pool: every call retimed, all of them as a pool's
+  "$PB" pool 4 30 >pool.native
+  "$STANDIN" record -o plain -- "$PB" pool 4 30 >/dev/null 2>&1
+  "$STANDIN" record --retime=3 -o pool -- "$PB" pool 4 30 >pool.out 2>pool.err
+  cmp pool.native pool.out
+  n=$(calls pool)
+  grep -q "$n of $n calls retimed" pool.err || fail "pool: $(cat pool.err)"
+  # (a worker that happened to get the same items in a run pairs by itself)
+  grep -q "[1-9][0-9]* of them on threads whose work differed" pool.err || fail "pool: $(cat pool.err)"
+  # the same calls as a plain recording's, whichever threads made them
+  "$STANDIN" dump plain | cut -d' ' -f5,6,8- | sort >plain.dump
+  "$STANDIN" dump pool | cut -d' ' -f5,6,8- | sort >pool.dump
+  cmp plain.dump pool.dump || fail "the pool's calls changed"
+  "$STANDIN" replay -t pool --summary s.json -- "$PB" pool 4 30 >rep.out
+  cmp pool.native rep.out
+  expect_eq "fallback" 0 "$(json s.json calls_fallback)"
+  # bad counts are refused before anything runs
+  for bad in 0 16 x ""; do
+    set +e
+    "$STANDIN" record --retime="$bad" -o bad -- "$PB" basic 1 >/dev/null 2>bad.err
+    rc=$?
+    set -e
+    expect_eq "--retime=$bad status" 2 "$rc"
+    grep -q "'$bad' is not a number of runs from 1 to 15" bad.err || fail "$(cat bad.err)"
+    [ ! -e bad ] || fail "--retime=$bad created the directory"
+  done
 }

@@ -207,4 +207,11 @@ t513_workload_thumbnailer_retime() {
   "$STANDIN" replay -t rec --summary s.json -- "$WL/thumbnailer" -r 1 "$c" >rep.out
   cmp native.out rep.out
   expect_eq "fallback" 0 "$(json s.json calls_fallback)"
+  # two decode threads take files from a queue: paired as a pool
+  "$WL/thumbnailer" -j 2 -r 1 "$c" >native2.out
+  "$STANDIN" record --retime=2 -o rec2 -- "$WL/thumbnailer" -j 2 -r 1 "$c" >rec2.out 2>rec2.err
+  cmp native2.out rec2.out
+  grep -q "$n of $n calls retimed" rec2.err || fail "retime -j 2: $(cat rec2.err)"
+  "$STANDIN" replay -t rec2 -- "$WL/thumbnailer" -j 2 -r 1 "$c" >rep2.out
+  cmp native2.out rep2.out
 }
