@@ -22,7 +22,7 @@ static const char usage_text[] =
     "          thread, seq, start_ns, latency_ns, api, type, site, req_bytes,\n"
     "          resp_bytes, request_size, result, failed, not_offloadable, no_response,\n"
     "          reason, fingerprint, then one column per request feature (protobuf,\n"
-    "          then JPEG: encoded_size ... scale_denom), empty where the API has none.\n"
+    "          then JPEG: encoded_size ... out_cold_permille), empty where the API has none.\n"
     "  json    one object: {\"format\": \"standin-export\", \"version\": 1, \"recording\",\n"
     "          \"calls\": [...the same fields, features as an object...], \"processes\":\n"
     "          [{pid, ppid, exec, argv, start_ns, run_ns, threads, calls, status}]}.\n"

@@ -27,6 +27,7 @@ static const char usage_text[] =
     "                        pb.pack_to_buffer, jpeg.decode, tj.decode. Calls no\n"
     "                        --iface selects run the real library. Default: software.\n"
     "                        Accelerator keys mixed in: engines=N (0 = unlimited),\n"
+    "                        deliver=cache|memory|recorded (where decoded rows land),\n"
     "                        link=none|onchip|pcie, link_rtt_ns=, link_gbps=, ...\n"
     "                        'standin models' lists the models.\n"
     "  -p, --plan FILE       an offload plan: accelerators and rules (docs/PLANS.md)\n"
@@ -247,6 +248,7 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   fprintf(f, "  \"repaid_ns\": %llu,\n  \"debt_ns\": %llu,\n  \"setup_ns\": %llu,\n",
           C(s, RDB_C_REPAID_NS), C(s, RDB_C_DEBT_MAX), C(s, RDB_C_SETUP_NS));
   fprintf(f, "  \"wall_adjusted_ns\": %llu,\n", (unsigned long long)wall_adjusted(s, wall));
+  fprintf(f, "  \"bytes_to_memory\": %llu,\n", C(s, RDB_C_TO_MEMORY_BYTES));
   fprintf(f, "  \"predicted_ns\": %llu,\n  \"recorded_ns\": %llu,\n  \"spin_ns\": %llu,\n",
           C(s, RDB_C_PREDICTED_NS), C(s, RDB_C_RECORDED_NS), C(s, RDB_C_SPIN_NS));
   fprintf(f, "  \"harness_ns\": %llu,\n  \"software_ns\": %llu,\n  \"processes\": %llu,\n",

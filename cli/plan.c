@@ -90,9 +90,19 @@ static int parse_range(const char *s, uint64_t *lo, uint64_t *hi) {
 
 /* ---- accelerators --------------------------------------------------------- */
 
-/* Take an accelerator key (engines=, link=, link_*=) into a; 1 if it was
- * one, 0 if not, -1 on a bad value. */
+/* Take an accelerator key (engines=, deliver=, link=, link_*=) into a; 1 if
+ * it was one, 0 if not, -1 on a bad value. */
 static int accel_key(plan_accel *a, const char *key, const char *v, char *err, size_t cap) {
+  if (!strcmp(key, "deliver")) {
+    static const char *const names[] = {"cache", "memory", "recorded"};
+    for (int i = 0; i < 3; i++)
+      if (!strcmp(v, names[i])) {
+        a->deliver = PLAN_DELIVER_CACHE + i;
+        return 1;
+      }
+    snprintf(err, cap, "deliver=%s: say cache, memory or recorded", v);
+    return -1;
+  }
   if (!strcmp(key, "engines")) {
     char *end;
     long n = strtol(v, &end, 10);
@@ -452,6 +462,16 @@ void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t res
   }
   d->outcome = PLAN_OFFLOAD;
   if_link_cost(&a->link, r->req_len, resp_bytes, &d->link_in_ns, &d->link_out_ns);
+  int cold = 0;
+  switch (a->deliver) {
+  case PLAN_DELIVER_MEMORY: cold = 1000; break;
+  case PLAN_DELIVER_RECORDED:
+    cold = if_model_out_cold(a->model, r);
+    cold = cold >= 0 ? cold : if_recorded_out_cold(r);
+    break;
+  case PLAN_DELIVER_DEFAULT: cold = if_model_out_cold(a->model, r); break;
+  }
+  d->out_cold = (uint16_t)(cold > 0 ? cold : 0);
 }
 
 void plan_evaluate(const plan *p, const standin_request *r, const st_site *site, uint64_t size,
@@ -462,7 +482,7 @@ void plan_evaluate(const plan *p, const standin_request *r, const st_site *site,
 /* ---- variants ------------------------------------------------------------- */
 
 static int is_accel_key(const char *key) {
-  return !strcmp(key, "engines") || !strncmp(key, "link", 4);
+  return !strcmp(key, "engines") || !strcmp(key, "deliver") || !strncmp(key, "link", 4);
 }
 
 /* The model part of an accelerator's spec ("MODEL:k=v,..." without the

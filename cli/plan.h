@@ -22,7 +22,13 @@ typedef struct {
   if_model *model;
   if_link link;
   uint32_t engines; /* 0 = unlimited: no queueing */
+  int deliver;      /* PLAN_DELIVER_* */
 } plan_accel;
+
+/* Where an accelerator leaves its responses (deliver=): as its model's
+ * recording measured it (software, scale, table; the caches for the other
+ * models), in the caches, or in memory as a device's DMA would. */
+enum { PLAN_DELIVER_DEFAULT = 0, PLAN_DELIVER_CACHE, PLAN_DELIVER_MEMORY, PLAN_DELIVER_RECORDED };
 
 typedef struct {
   int keep;           /* 1: keep in software */
@@ -47,8 +53,8 @@ typedef struct {
 int plan_load(plan *p, const char *path);
 
 /* Add "[API=]MODEL[:key=value,...]" as an accelerator with a rule sending
- * that API (or every API) to it. Accelerator keys engines=, link=, link_*
- * are taken out of the model's parameters. Prints why and returns -1 on
+ * that API (or every API) to it. Accelerator keys engines=, deliver=, link=,
+ * link_* are taken out of the model's parameters. Prints why and returns -1 on
  * error. */
 int plan_add_iface(plan *p, const char *spec);
 
@@ -83,6 +89,7 @@ typedef struct {
   uint64_t service_ns;  /* predicted by the model */
   uint64_t link_in_ns;  /* reaching the device, before service */
   uint64_t link_out_ns; /* getting the response back, after service */
+  uint16_t out_cold;    /* per mille of the response's lines delivered to memory */
 } plan_decision;
 
 /* The request a model sees for a recorded call: its API, type, features,

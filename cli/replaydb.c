@@ -266,6 +266,7 @@ static void evaluate(builder *b, scan_file *f, const b_entry *e, const st_call *
   out->service_ns = d.service_ns;
   out->link_in_ns = (uint32_t)(d.link_in_ns > UINT32_MAX ? UINT32_MAX : d.link_in_ns);
   out->link_out_ns = (uint32_t)(d.link_out_ns > UINT32_MAX ? UINT32_MAX : d.link_out_ns);
+  out->out_cold = d.out_cold;
 }
 
 static int on_call(scan_file *f, const st_call *c, void *arg) {

@@ -48,6 +48,10 @@ static inline uint64_t ifb_ns(double v) {
   return v >= IFB_MAX_NS ? (uint64_t)IFB_MAX_NS : (uint64_t)(v + 0.5);
 }
 
+/* Of the response's cache lines, per mille, how many the table's recording
+ * found its implementation leaving outside the caches (placement.h). */
+int ifb_table_out_cold(void *inst, const standin_request *r);
+
 /* The built-in models, in the order `standin models` lists them. */
 extern const standin_iface ifb_software, ifb_scale, ifb_constant, ifb_linear, ifb_table;
 extern const standin_iface ifb_protoacc, ifb_protoacc_lpn, ifb_optimus_prime;

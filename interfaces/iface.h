@@ -28,6 +28,13 @@ int if_model_parse(if_model **m, const char *spec, char *err, size_t errcap);
 int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns);
 const char *if_model_why(void);
 
+/* Where the model's implementation leaves a response: of its cache lines,
+ * per mille, how many outside the caches. software and scale: as recorded
+ * (if_recorded_out_cold); table: as in the table's recording; -1 for the
+ * other models, which say nothing about it. */
+int if_model_out_cold(const if_model *m, const standin_request *r);
+int if_recorded_out_cold(const standin_request *r);
+
 /* "scale:factor=0.25": the model with every parameter it was given. */
 const char *if_model_describe(const if_model *m);
 const char *if_model_name(const if_model *m);

@@ -18,6 +18,7 @@ typedef struct {
   uint8_t fp[16];
   uint64_t *ns;
   uint32_t n, cap;
+  uint64_t cold_sum; /* out_cold_permille of its calls, summed */
 } tab_entry;
 
 typedef struct {
@@ -59,7 +60,7 @@ static tab_entry *find(const table *t, const uint8_t *fp) {
   return NULL;
 }
 
-static int add(table *t, const uint8_t *fp, uint64_t ns) {
+static int add(table *t, const uint8_t *fp, uint64_t ns, uint64_t cold) {
   tab_entry *e = find(t, fp);
   if (!e) {
     if ((t->n + 1) * 2 > t->nslot && grow_slots(t) != 0)
@@ -89,6 +90,7 @@ static int add(table *t, const uint8_t *fp, uint64_t ns) {
     e->cap = cap;
   }
   e->ns[e->n++] = ns;
+  e->cold_sum += cold > 1000 ? 1000 : cold;
   return 0;
 }
 
@@ -102,7 +104,11 @@ static int load_file(table *t, const char *path, char *err, size_t cap) {
   }
   st_record rec;
   while ((rc = st_reader_next(r, &rec)) == ST_OK)
-    if (rec.kind == ST_REC_CALL && add(t, rec.u.call.fp, rec.u.call.latency_ns) != 0) {
+    if (rec.kind == ST_REC_CALL &&
+        add(t, rec.u.call.fp, rec.u.call.latency_ns,
+            st_api_family(rec.u.call.api) == ST_FAMILY_JPEG && rec.u.call.nfeat > ST_JPF_OUT_COLD
+                ? rec.u.call.feat[ST_JPF_OUT_COLD]
+                : 0) != 0) {
       snprintf(err, cap, "model table: out of memory reading %s", path);
       st_reader_close(r);
       return -1;
@@ -184,6 +190,11 @@ static int table_predict(void *inst, const standin_request *r, uint64_t *ns) {
   }
   *ns = e->ns[e->n / 2];
   return STANDIN_SUPPORTED;
+}
+
+int ifb_table_out_cold(void *inst, const standin_request *r) {
+  const tab_entry *e = find(inst, r->fp);
+  return e && e->n ? (int)(e->cold_sum / e->n) : 0;
 }
 
 const standin_iface ifb_table = {

@@ -10,6 +10,7 @@
 
 #include "builtin.h"
 #include "iface.h"
+#include "trace.h"
 
 #define MAX_KV 32
 
@@ -194,6 +195,21 @@ int if_model_parse(if_model **out, const char *spec, char *err, size_t errcap) {
 int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) {
   why_unsupported = NULL;
   return m->iface->predict(m->inst, r, ns) == STANDIN_SUPPORTED ? IF_OK : IF_UNSUPPORTED;
+}
+
+int if_model_out_cold(const if_model *m, const standin_request *r) {
+  if (m->iface == &ifb_table)
+    return ifb_table_out_cold(m->inst, r);
+  if (m->iface == &ifb_software || m->iface == &ifb_scale)
+    return if_recorded_out_cold(r);
+  return -1;
+}
+
+int if_recorded_out_cold(const standin_request *r) {
+  if (st_api_family((uint8_t)r->api) != ST_FAMILY_JPEG)
+    return 0;
+  uint64_t v = ifb_feat(r, ST_JPF_OUT_COLD);
+  return v > 1000 ? 1000 : (int)v;
 }
 
 const char *if_model_describe(const if_model *m) {

@@ -25,6 +25,7 @@
 #include <turbojpeg.h>
 
 #include "jpeg_obj.h"
+#include "placement.h"
 #include "jpeg_req.h"
 #include "jpeg_tj.h"
 #include "record_internal.h"
@@ -49,6 +50,7 @@ typedef struct {
   void *ips[ST_MAX_FRAMES];
   int nips;
   uint64_t own_ns; /* standin's own work between the decode's calls (row copies) */
+  uint64_t cold, probed; /* output lines probed, found outside the caches */
 } rec_dec;
 
 static void free_dec(jpg_obj *o) {
@@ -117,6 +119,7 @@ static void submit(jpg_obj *o, int failed) {
   size_t in_bytes = req ? jpg_request_image_bytes(o, &x->par, req_len) : 0;
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, in_bytes, x->out_w, x->out_h, x->pix_len,
                                   x->par.scale_num, x->par.scale_denom);
+  c.feat[ST_JPF_OUT_COLD] = x->probed ? (x->cold * 1000 + x->probed / 2) / x->probed : 0;
   c.type_key = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   if (failed) {
     c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;
@@ -330,6 +333,10 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
         x->pix_lost = 1;
         break;
       }
+      /* before the copy reads them: where the library left the row */
+      uint32_t probed;
+      x->cold += place_probe(rows[i], x->row_bytes, &probed);
+      x->probed += probed;
       memcpy(x->pix + (size_t)(first + i) * x->row_bytes, rows[i], x->row_bytes);
     }
     x->own_ns += shim_now_ns() - t0;

@@ -87,6 +87,7 @@ enum {
   RDB_C_REPAID_NS, /* overrun paid back from later calls' slack (catch-up) */
   RDB_C_DEBT_MAX,  /* largest unpaid overrun of a thread, creators' included */
   RDB_C_SETUP_NS,  /* time the shim took to map the database, all processes */
+  RDB_C_TO_MEMORY_BYTES, /* response bytes delivered to memory, not the caches */
   RDB_C_SPIN_ERR0, /* + bin: how late the spin loop saw the deadline */
   RDB_NCOUNTERS = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS
 };
@@ -103,7 +104,8 @@ typedef struct {
   uint32_t link_out_ns; /* getting the response back, after service */
   int32_t accel;        /* index into accels, or -1: stays in software */
   uint16_t sw_reason;   /* RDB_SW_* when accel == -1 */
-  uint16_t pad;
+  uint16_t out_cold;    /* per mille of the response's lines to deliver to memory,
+                           not the caches (placement.h) */
 } rdb_sample;
 
 /* RDB_ENTRY_SIZE_OK (pack, get_packed_size, pack_to_buffer): the recorded

@@ -49,6 +49,7 @@
 #include "jpeg_obj.h"
 #include "jpeg_req.h"
 #include "jpeg_tj.h"
+#include "placement.h"
 #include "rp.h"
 #include "shim.h"
 #include "trace.h"
@@ -75,6 +76,8 @@ typedef struct {
   /* served */
   const uint8_t *pix;
   size_t row_bytes;
+  uint32_t out_cold; /* per mille of the rows to deliver to memory */
+  uint32_t cold_acc; /* error diffusion over the rows */
   jpg_ext ext;
   uint32_t next_msg;
   /* real */
@@ -289,6 +292,8 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     return ID_REAL;
   }
   x->state = R_SERVE;
+  x->out_cold = tk.s->out_cold > 1000 ? 1000 : tk.s->out_cold;
+  x->cold_acc = 500;
   put_colormap(o, x);
   if (!x->real_started) { /* what the output pass setup of a real start sets */
     o->cinfo->output_scanline = 0;
@@ -324,8 +329,22 @@ static JDIMENSION serve_rows(jpg_obj *o, rep_dec *x, JSAMPARRAY rows, JDIMENSION
       n = m.row - ci->output_scanline;
   }
   const uint8_t *src = x->pix + (size_t)ci->output_scanline * x->row_bytes;
-  for (JDIMENSION i = 0; i < n; i++)
-    memcpy(rows[i], src + (size_t)i * x->row_bytes, x->row_bytes);
+  uint64_t to_memory = 0;
+  for (JDIMENSION i = 0; i < n; i++) {
+    /* that share of the rows where the implementation left them (placement.h) */
+    x->cold_acc += x->out_cold;
+    if (x->cold_acc >= 1000) {
+      x->cold_acc -= 1000;
+      place_copy_to_memory(rows[i], src + (size_t)i * x->row_bytes, x->row_bytes);
+      to_memory += x->row_bytes;
+    } else {
+      memcpy(rows[i], src + (size_t)i * x->row_bytes, x->row_bytes);
+    }
+  }
+  if (to_memory) {
+    place_fence();
+    rp_to_memory(to_memory);
+  }
   ci->output_scanline += n;
   return n;
 }

@@ -569,6 +569,10 @@ void rp_unhidden(uint64_t ns) {
     l->debt += ns; /* paid back, like any overrun, from later calls' slack */
 }
 
+void rp_to_memory(uint64_t bytes) {
+  ADD(RDB_C_TO_MEMORY_BYTES, bytes);
+}
+
 void rp_software_done(uint64_t ns) {
   ADD(RDB_C_SOFTWARE_NS, ns);
   call_done();

@@ -52,6 +52,9 @@ void rp_finish(rp_ticket *t);
  * hides, counted as an overrun and owed like one (catch-up). */
 void rp_unhidden(uint64_t ns);
 
+/* bytes of a response were delivered to memory (placement.h). */
+void rp_to_memory(uint64_t bytes);
+
 /* The real call ran (kept in software, or a miss) and took ns. */
 void rp_software_done(uint64_t ns);
 

@@ -26,7 +26,7 @@ static const char *const pb_feat[ST_PBF_NFEAT] = {
     "encoded_size", "fields", "submsgs", "max_depth", "repeated", "var_bytes", "field_words"};
 static const char *const jpeg_feat[ST_JPF_NFEAT] = {
     "input_bytes", "width",    "height",    "components", "subsampling", "progressive",
-    "restart",     "out_pixels", "out_bytes", "scale_num",  "scale_denom"};
+    "restart",     "out_pixels", "out_bytes", "scale_num",  "scale_denom", "out_cold_permille"};
 
 const char *st_feature_name(int api, int slot) {
   if (slot < 0)

@@ -52,7 +52,12 @@ enum {
   ST_JPF_OUT_BYTES = 8,    /* decoded bytes returned to the program */
   ST_JPF_SCALE_NUM = 9,
   ST_JPF_SCALE_DENOM = 10,
-  ST_JPF_NFEAT = 11
+  /* of the output's cache lines, per mille, how many the decoder left in
+   * memory rather than in the caches (non-temporal stores; placement.h):
+   * measured at record time, delivered that way by replay. Not a property
+   * of the request, but of the implementation that served it. */
+  ST_JPF_OUT_COLD = 11,
+  ST_JPF_NFEAT = 12
 };
 
 typedef enum {

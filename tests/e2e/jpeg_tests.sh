@@ -382,3 +382,51 @@ PY
   # the comment and the extra APP2 segment are not part of the request
   [ "$(stat -c %s request.jpg)" -lt "$(stat -c %s "$CORPUS/c_base_420.jpg")" ] || fail "not normalised"
 }
+
+# Where the decoder leaves its rows (placement.h): every decode carries the
+# share of its output lines found outside the caches (how large is the
+# machine's and libjpeg-turbo's business, not asserted), and replay delivers
+# exactly that share of the rows to memory: all with deliver=memory, none
+# with deliver=cache, as many bytes as the rows it copied.
+t215_jpeg_output_placement_measured_and_delivered() {
+  corpus
+  set -- $(files c_base_420 s_prog_422_r1 l_base_420)
+  "$JD" "$@" >nat.out
+  "$STANDIN" record -o rec -- "$JD" "$@" >rec.out
+  cmp nat.out rec.out
+  "$STANDIN" export rec --format csv >calls.csv
+  python3 - calls.csv <<'PY' >rows.txt
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 3, rows
+for r in rows:
+    v = int(r["out_cold_permille"])
+    assert 0 <= v <= 1000, r
+print(sum(int(r["out_bytes"]) for r in rows))
+PY
+  total=$(cat rows.txt)
+  for how in memory cache recorded; do
+    "$STANDIN" replay -t rec --iface "jpeg=software:deliver=$how" --summary s-$how.json \
+      -- "$JD" "$@" >rep-$how.out
+    cmp nat.out rep-$how.out
+    expect_eq "$how: replayed" 3 "$(json s-$how.json calls_replayed)"
+  done
+  expect_eq "bytes to memory, deliver=memory" "$total" "$(json s-memory.json bytes_to_memory)"
+  expect_eq "bytes to memory, deliver=cache" 0 "$(json s-cache.json bytes_to_memory)"
+  [ "$(json s-recorded.json bytes_to_memory)" -le "$total" ] || fail "more than the rows"
+  # a model with no recording of its own delivers to the caches unless told
+  "$STANDIN" replay -t rec --iface jpeg=constant:ns=1000 --summary s-c.json -- "$JD" "$@" >/dev/null
+  expect_eq "constant model" 0 "$(json s-c.json bytes_to_memory)"
+  "$STANDIN" replay -t rec --iface jpeg=constant:ns=1000,deliver=memory --summary s-cm.json \
+    -- "$JD" "$@" >/dev/null
+  expect_eq "constant model, deliver=memory" "$total" "$(json s-cm.json bytes_to_memory)"
+  # a table takes the placement its own recording measured
+  "$STANDIN" replay -t rec --iface jpeg=table:trace=rec --summary s-t.json -- "$JD" "$@" >/dev/null
+  expect_eq "table" "$(json s-recorded.json bytes_to_memory)" "$(json s-t.json bytes_to_memory)"
+  set +e
+  "$STANDIN" replay -t rec --iface jpeg=software:deliver=disk -- "$JD" "$@" >/dev/null 2>bad.err
+  rc=$?
+  set -e
+  expect_eq "bad deliver= status" 2 "$rc"
+  grep -q "deliver=disk: say cache, memory or recorded" bad.err || fail "$(cat bad.err)"
+}

@@ -5,6 +5,8 @@
 #include "api.h"
 #include "jpeg_req.h"
 #include "jpeg_scan.h"
+#include "placement.h"
+#include "shim.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -365,6 +367,46 @@ START_TEST(test_response_extension_round_trip_and_damage) {
 }
 END_TEST
 
+/* Delivering to memory copies exactly what memcpy would, at every
+ * alignment of source and destination and every length, and writes
+ * nothing outside the destination. */
+START_TEST(test_copy_to_memory_is_memcpy) {
+  enum { MAX = 300, PAD = 48 };
+  static uint8_t src[MAX + 64], dst[MAX + 64 + 2 * PAD], want[MAX + 64 + 2 * PAD];
+  for (size_t i = 0; i < sizeof src; i++)
+    src[i] = (uint8_t)(i * 131 + 7);
+  for (size_t so = 0; so < 16; so++)
+    for (size_t dof = 0; dof < 16; dof++)
+      for (size_t len = 0; len <= MAX; len += len < 80 ? 1 : 37) {
+        memset(dst, 0xA5, sizeof dst);
+        memset(want, 0xA5, sizeof want);
+        memcpy(want + PAD + dof, src + so, len);
+        place_copy_to_memory(dst + PAD + dof, src + so, len);
+        place_fence();
+        ck_assert_msg(!memcmp(dst, want, sizeof dst), "src+%zu dst+%zu len %zu", so, dof, len);
+      }
+}
+END_TEST
+
+/* The probe reads one line in PLACE_PROBE_STRIDE bytes and counts no more
+ * cold lines than it probed (how many are cold is the machine's timing). */
+START_TEST(test_probe_counts_lines) {
+  static uint8_t buf[4096];
+  uint32_t probed = 99;
+  uint64_t saved = shim_tsc_mult;
+  shim_tsc_mult = 0; /* no calibrated clock: nothing is measured */
+  ck_assert_uint_eq(place_probe(buf, sizeof buf, &probed), 0);
+  ck_assert_uint_eq(probed, 0);
+  shim_tsc_mult = 1ull << 32; /* one tick a ns */
+  for (size_t len = 0; len <= sizeof buf; len += 97) {
+    uint32_t cold = place_probe(buf, len, &probed);
+    ck_assert_uint_eq(probed, (len + PLACE_PROBE_STRIDE - 1) / PLACE_PROBE_STRIDE);
+    ck_assert_uint_le(cold, probed);
+  }
+  shim_tsc_mult = saved;
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("jpeg");
   TCase *scan = tcase_create("scan"), *req = tcase_create("request");
@@ -381,6 +423,8 @@ int main(void) {
   tcase_add_test(req, test_request_header_round_trip);
   tcase_add_test(req, test_fingerprint_depends_on_api_and_every_byte);
   tcase_add_test(req, test_response_extension_round_trip_and_damage);
+  tcase_add_test(req, test_copy_to_memory_is_memcpy);
+  tcase_add_test(req, test_probe_counts_lines);
   suite_add_tcase(s, scan);
   suite_add_tcase(s, req);
   SRunner *r = srunner_create(s);
