@@ -6,6 +6,7 @@
 #include <turbojpeg.h>
 
 #include "jpeg_obj.h"
+#include "placement.h"
 
 /* One private decompressor per thread, to read headers without touching
  * the program's handle (a header read would reset its error state). */
@@ -131,10 +132,35 @@ void jpg_tj_pack(const jpg_tj_layout *L, const jpg_tj_dest *d, uint8_t *out) {
     }
 }
 
-void jpg_tj_unpack(const jpg_tj_layout *L, const uint8_t *in, const jpg_tj_dest *d) {
+uint32_t jpg_tj_out_cold(const jpg_tj_layout *L, const jpg_tj_dest *d) {
+  uint64_t cold = 0, probed = 0;
   for (int i = 0; i < L->nplanes; i++)
     for (int r = 0; r < L->rows[i]; r++) {
-      memcpy(d->plane[i] + (size_t)r * d->stride[i], in, (size_t)L->row_bytes[i]);
+      uint32_t n;
+      cold += place_probe(d->plane[i] + (size_t)r * d->stride[i], (size_t)L->row_bytes[i], &n);
+      probed += n;
+    }
+  return probed ? (uint32_t)((cold * 1000 + probed / 2) / probed) : 0;
+}
+
+uint64_t jpg_tj_unpack_placed(const jpg_tj_layout *L, const uint8_t *in, const jpg_tj_dest *d,
+                              uint32_t out_cold) {
+  uint64_t to_memory = 0;
+  uint32_t acc = 500;
+  for (int i = 0; i < L->nplanes; i++)
+    for (int r = 0; r < L->rows[i]; r++) {
+      uint8_t *row = d->plane[i] + (size_t)r * d->stride[i];
+      acc += out_cold;
+      if (acc >= 1000) {
+        acc -= 1000;
+        place_copy_to_memory(row, in, (size_t)L->row_bytes[i]);
+        to_memory += (uint64_t)L->row_bytes[i];
+      } else {
+        memcpy(row, in, (size_t)L->row_bytes[i]);
+      }
       in += L->row_bytes[i];
     }
+  if (to_memory)
+    place_fence();
+  return to_memory;
 }

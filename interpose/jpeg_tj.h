@@ -46,8 +46,17 @@ void jpg_tj_dest_planes(const jpg_tj_layout *L, unsigned char **planes, const in
 int jpg_tj_dest_yuv(const jpg_tj_layout *L, unsigned char *dst, int width, int pad, int height,
                     jpg_tj_dest *d);
 
-/* Copy the written bytes from the caller's buffers to packed form, or back. */
+/* Copy the written bytes from the caller's buffers to packed form. */
 void jpg_tj_pack(const jpg_tj_layout *L, const jpg_tj_dest *d, uint8_t *out);
-void jpg_tj_unpack(const jpg_tj_layout *L, const uint8_t *in, const jpg_tj_dest *d);
+
+/* Of d's rows, per mille, how many a probe found outside the caches
+ * (placement.h); 0 when nothing could be probed. */
+uint32_t jpg_tj_out_cold(const jpg_tj_layout *L, const jpg_tj_dest *d);
+
+/* Copy packed bytes back into the caller's buffers, writing out_cold per
+ * mille of the rows to memory (non-temporal stores, spread evenly);
+ * returns those rows' bytes. */
+uint64_t jpg_tj_unpack_placed(const jpg_tj_layout *L, const uint8_t *in, const jpg_tj_dest *d,
+                              uint32_t out_cold);
 
 #endif

@@ -573,6 +573,7 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
     c.flags = ST_CALL_NO_RESPONSE;
     c.reason = JPG_NO_NOMEM;
   } else {
+    c.feat[ST_JPF_OUT_COLD] = jpg_tj_out_cold(L, d); /* before the copy reads them */
     jpg_tj_pack(L, d, resp);
     c.resp = (rt_payload){RT_PAY_OWN, resp, L->bytes};
     c.resp_len = L->bytes;

@@ -756,7 +756,9 @@ static int tj_replay(const tj_req *q, tj_real_fn real, tj_dest_fn dest, void *ar
             q->caller);
   }
   if (served && !(e->flags & RDB_ENTRY_FAILED)) {
-    jpg_tj_unpack(&L, resp, &d);
+    uint64_t to_memory = jpg_tj_unpack_placed(&L, resp, &d, tk.s->out_cold > 1000 ? 1000 : tk.s->out_cold);
+    if (to_memory)
+      rp_to_memory(to_memory);
     ret = (int)(int64_t)e->result;
   } else { /* not recorded, failed when recorded, or kept in software */
     uint64_t s = rp_now();

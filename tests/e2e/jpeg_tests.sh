@@ -429,4 +429,16 @@ PY
   set -e
   expect_eq "bad deliver= status" 2 "$rc"
   grep -q "deliver=disk: say cache, memory or recorded" bad.err || fail "$(cat bad.err)"
+  # TurboJPEG: the same, over the caller's buffer
+  "$JT" "$@" >tnat.out
+  "$STANDIN" record -o tj -- "$JT" "$@" >/dev/null
+  "$STANDIN" export tj --format csv >tj.csv
+  ttotal=$(python3 -c 'import csv, sys; r = list(csv.DictReader(open(sys.argv[1]))); assert all(0 <= int(x["out_cold_permille"]) <= 1000 for x in r); print(sum(int(x["out_bytes"]) for x in r))' tj.csv)
+  for how in memory cache; do
+    "$STANDIN" replay -t tj --iface "tj.decode=software:deliver=$how" --summary t-$how.json \
+      -- "$JT" "$@" >trep-$how.out
+    cmp tnat.out trep-$how.out
+  done
+  expect_eq "tj: bytes to memory, deliver=memory" "$ttotal" "$(json t-memory.json bytes_to_memory)"
+  expect_eq "tj: bytes to memory, deliver=cache" 0 "$(json t-cache.json bytes_to_memory)"
 }
