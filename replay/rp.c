@@ -569,6 +569,15 @@ void rp_unhidden(uint64_t ns) {
     l->debt += ns; /* paid back, like any overrun, from later calls' slack */
 }
 
+void rp_late(uint64_t ns, int first) {
+  ADD(RDB_C_HARNESS_NS, ns);
+  ADD(RDB_C_OVERRUNS, first != 0);
+  ADD(RDB_C_OVERRUN_NS, ns);
+  local *l = me;
+  if (l)
+    l->debt += ns;
+}
+
 void rp_to_memory(uint64_t bytes) {
   ADD(RDB_C_TO_MEMORY_BYTES, bytes);
 }

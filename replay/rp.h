@@ -52,6 +52,12 @@ void rp_finish(rp_ticket *t);
  * hides, counted as an overrun and owed like one (catch-up). */
 void rp_unhidden(uint64_t ns);
 
+/* A response served in parts after its deadline (a decode's rows, which
+ * the program takes in later calls) cost ns more: harness time no window
+ * hid, counted in the overrun (as one overrun of the call when first) and
+ * owed like one, so that later calls' slack pays it back. */
+void rp_late(uint64_t ns, int first);
+
 /* bytes of a response were delivered to memory (placement.h). */
 void rp_to_memory(uint64_t bytes);
 

@@ -14,16 +14,19 @@
 # CPU recording and the CPU's native wall time), and compare both with the
 # accelerator's true end-to-end time. Each run records both afresh; errors
 # are medians over RUNS runs.
-#   VALIDATE_RUNS=N (default 5)
-#   VALIDATE_RECORD_FLAGS="..." (default none; e.g. --retime)
+#   VALIDATE_RUNS=N (default 5): recordings
+#   VALIDATE_REPEAT=K (default 3): truth, CPU and replay runs per recording
+#   VALIDATE_RECORD_FLAGS="..." (default --retime; "" for plain recordings)
 set -euo pipefail
 B=${B:-build}
 S="$B/standin"
 RUNS=${VALIDATE_RUNS:-5}
-# Flags for every recording, e.g. --retime (latencies from a second,
-# timing-only run). Plain by default: with --retime the JPEG errors came out
-# further from zero on this machine (see the README).
-RECORD_FLAGS=${VALIDATE_RECORD_FLAGS-}
+REPEAT=${VALIDATE_REPEAT:-3}
+# Flags for every recording. --retime by default: latencies from the median
+# of three timing-only runs, thread pools included. With plain recordings
+# (VALIDATE_RECORD_FLAGS=) the JPEG replay errors came out +4..+15% (1
+# thread) over three runs of 5, against -1..+11% retimed (see the README).
+RECORD_FLAGS=${VALIDATE_RECORD_FLAGS---retime}
 OUT=validate/results.md
 T=$(mktemp -d /tmp/standin-validate.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -63,16 +66,25 @@ case_() {
     # shellcheck disable=SC2086
     env $acc_env "$S" record $RECORD_FLAGS -o "$T/acc" -- "${cmd[@]}" >"$T/out.acc" 2>/dev/null
     cmp -s "$T/out.cpu" "$T/out.acc" || { echo "$name: CPU and accelerator outputs differ" >&2; exit 1; }
-    # shellcheck disable=SC2086
-    truth+=("$(wall $acc_env -- "${cmd[@]}")")
-    # shellcheck disable=SC2086
-    cpu+=("$(wall $cpu_env -- "${cmd[@]}")")
-    # shellcheck disable=SC2086
-    env $cpu_env "$S" replay -t "$T/cpu" --iface "$api=table:trace=$T/acc" --summary "$T/s.json" \
-      -- "${cmd[@]}" >"$T/out.rep" 2>/dev/null
-    cmp -s "$T/out.cpu" "$T/out.rep" || { echo "$name: replayed output differs" >&2; exit 1; }
-    rep+=("$(json "$T/s.json" wall_ns)")
-    adj+=("$(json "$T/s.json" wall_adjusted_ns)")
+    # the truth, the CPU's time and the replay, side by side REPEAT times:
+    # each run's figures are their medians
+    local t1=() c1=() r1=() a1=()
+    for _ in $(seq "$REPEAT"); do
+      # shellcheck disable=SC2086
+      t1+=("$(wall $acc_env -- "${cmd[@]}")")
+      # shellcheck disable=SC2086
+      c1+=("$(wall $cpu_env -- "${cmd[@]}")")
+      # shellcheck disable=SC2086
+      env $cpu_env "$S" replay -t "$T/cpu" --iface "$api=table:trace=$T/acc" --summary "$T/s.json" \
+        -- "${cmd[@]}" >"$T/out.rep" 2>/dev/null
+      cmp -s "$T/out.cpu" "$T/out.rep" || { echo "$name: replayed output differs" >&2; exit 1; }
+      r1+=("$(json "$T/s.json" wall_ns)")
+      a1+=("$(json "$T/s.json" wall_adjusted_ns)")
+    done
+    truth+=("$(printf '%s\n' "${t1[@]}" | median)")
+    cpu+=("$(printf '%s\n' "${c1[@]}" | median)")
+    rep+=("$(printf '%s\n' "${r1[@]}" | median)")
+    adj+=("$(printf '%s\n' "${a1[@]}" | median)")
     est+=("$("$S" whatif "$T/cpu" --iface "$api=table:trace=$T/acc" --native-wall "${cpu[-1]}ns" \
       --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["plans"][0]["estimate_ns"])')")
     err_r+=("$(pct "${rep[-1]}" "${truth[-1]}")")
@@ -98,7 +110,7 @@ case_ "protobuf, rpc, 2 threads" protobuf "STANDIN_VALIDATE=cpu" "LD_PRELOAD=$FA
   "$B/progs/rpc" -n 30000 -t 2 -w 0
 
 {
-  echo "## make validate ($(date -u +%Y-%m-%d), $(nproc) cores, median (min..max) of $RUNS runs, record ${RECORD_FLAGS:-(plain)})"
+  echo "## make validate ($(date -u +%Y-%m-%d), $(nproc) cores, median (min..max) of $RUNS recordings, each measured $REPEAT times, record ${RECORD_FLAGS:-(plain)})"
   echo
   echo "| ground truth | CPU native (ms) | accelerator, true (ms) | replay wall (ms) | replay error | replay wall less unpaid harness time (ms) | its error | offline estimate (ms) | estimate error | fallback calls |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
