@@ -769,6 +769,8 @@ int an_run(an_result *r, const char *dir, const an_opts *o) {
     rc = -1;
   progress_start(&x.prog, o->what, n, total);
   uint64_t before = 0;
+  for (int k = 0; rc == 0 && k < x.np; k++) /* occurrences count from this pass's first */
+    plan_reset(o->plans[k]);
   for (size_t i = 0; rc == 0 && i < n; i++) {
     progress_file(&x.prog, i, before);
     if ((rc = read_file(&x, &files[i], &first, &last)) != 0 && x.failed)

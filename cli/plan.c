@@ -474,6 +474,12 @@ void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t res
   d->out_cold = (uint16_t)(cold > 0 ? cold : 0);
 }
 
+void plan_reset(const plan *p) {
+  for (int i = 0; i < p->naccel; i++)
+    if (p->accel[i].model)
+      if_model_reset(p->accel[i].model);
+}
+
 void plan_evaluate(const plan *p, const standin_request *r, const st_site *site, uint64_t size,
                    uint64_t resp_bytes, plan_decision *d) {
   plan_decide(p, plan_match(p, (int)r->api, r->type, site, size), r, resp_bytes, d);

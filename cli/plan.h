@@ -105,6 +105,10 @@ void plan_request(standin_request *r, const st_call *c, const char *type);
 void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t resp_bytes,
                  plan_decision *d);
 
+/* Before a pass over a recording: models that tell a request's occurrences
+ * apart (table) count them from the first again. */
+void plan_reset(const plan *p);
+
 /* plan_match on (r->api, r->type, site, size), then plan_decide. */
 void plan_evaluate(const plan *p, const standin_request *r, const st_site *site, uint64_t size,
                    uint64_t resp_bytes, plan_decision *d);

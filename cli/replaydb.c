@@ -250,7 +250,9 @@ static void evaluate(builder *b, scan_file *f, const b_entry *e, const st_call *
                             ? &f->sites[c->site].site
                             : NULL;
   uint64_t size = plan_request_size(c);
-  standin_request r = {.api = e->api, .nfeat = e->nfeat, .feat = e->feat, .type = e->type,
+  /* the request's features are the entry's; the call's own are the same
+   * but for what was measured of this call alone (out_cold_permille) */
+  standin_request r = {.api = e->api, .nfeat = c->nfeat, .feat = c->feat, .type = e->type,
                        .recorded_ns = c->latency_ns, .req = e->req,
                        .req_len = e->req ? e->req_len : size, .resp = e->resp,
                        .resp_len = e->resp_len, .fp = e->fp};
@@ -496,6 +498,7 @@ static int scan_dir(const char *dir, builder *b) {
     return -1;
   }
   int rc = 0;
+  plan_reset(b->plan); /* occurrences count from this pass's first */
   for (size_t i = 0; i < td.n && rc == 0; i++) {
     scan_file f;
     if (scan_run(&f, td.paths[i], on_call, b) != 0) {

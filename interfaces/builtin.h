@@ -51,6 +51,8 @@ static inline uint64_t ifb_ns(double v) {
 /* Of the response's cache lines, per mille, how many the table's recording
  * found its implementation leaving outside the caches (placement.h). */
 int ifb_table_out_cold(void *inst, const standin_request *r);
+/* Count occurrences from the first again (a new pass over a recording). */
+void ifb_table_reset(void *inst);
 
 /* The built-in models, in the order `standin models` lists them. */
 extern const standin_iface ifb_software, ifb_scale, ifb_constant, ifb_linear, ifb_table;

@@ -28,6 +28,10 @@ int if_model_parse(if_model **m, const char *spec, char *err, size_t errcap);
 int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns);
 const char *if_model_why(void);
 
+/* A new pass over a recording begins: a model that tells occurrences of a
+ * request apart (table) counts them from the first again. */
+void if_model_reset(if_model *m);
+
 /* Where the model's implementation leaves a response: of its cache lines,
  * per mille, how many outside the caches. software and scale: as recorded
  * (if_recorded_out_cold); table: as in the table's recording; -1 for the

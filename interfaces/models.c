@@ -197,6 +197,11 @@ int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) 
   return m->iface->predict(m->inst, r, ns) == STANDIN_SUPPORTED ? IF_OK : IF_UNSUPPORTED;
 }
 
+void if_model_reset(if_model *m) {
+  if (m->iface == &ifb_table)
+    ifb_table_reset(m->inst);
+}
+
 int if_model_out_cold(const if_model *m, const standin_request *r) {
   if (m->iface == &ifb_table)
     return ifb_table_out_cold(m->inst, r);

@@ -175,8 +175,9 @@ START_TEST(test_link_costs) {
 }
 END_TEST
 
-/* table: the median of the same request's latencies in another recording */
-START_TEST(test_model_table_takes_median_by_fingerprint) {
+/* table: the same request's latencies in another recording, occurrence by
+ * occurrence, then their median; a new pass starts from the first again */
+START_TEST(test_model_table_takes_occurrences_then_median) {
   char dir[] = "/tmp/standin-table-XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
   char path[128], spec[160], cmd[256];
@@ -197,10 +198,21 @@ START_TEST(test_model_table_takes_median_by_fingerprint) {
   uint64_t f[7] = {0}, ns;
   standin_request r = pb_req(STANDIN_API_PB_UNPACK, f);
   r.fp = fp;
-  ck_assert_int_eq(predict(spec, &r, &ns), IF_OK);
-  ck_assert_uint_eq(ns, 200);
+  if_model *m = model(spec);
+  uint64_t want[] = {300, 100, 200, 200, 200};
+  for (int pass = 0; pass < 2; pass++) {
+    for (int k = 0; k < 5; k++) {
+      ck_assert_int_eq(if_model_predict(m, &r, &ns), IF_OK);
+      ck_assert_uint_eq(ns, want[k]);
+    }
+    if_model_reset(m);
+  }
   fp[0] = 8;
-  ck_assert_int_eq(predict(spec, &r, &ns), IF_UNSUPPORTED);
+  ck_assert_int_eq(if_model_predict(m, &r, &ns), IF_UNSUPPORTED);
+  fp[0] = 7; /* a miss does not count as an occurrence */
+  ck_assert_int_eq(if_model_predict(m, &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 300);
+  if_model_free(m);
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   ck_assert_int_eq(system(cmd), 0);
 }
@@ -217,7 +229,7 @@ int main(void) {
   tcase_add_test(tc, test_model_jpeg_core_unsupported);
   tcase_add_test(tc, test_model_spec_errors_name_the_bad_part);
   tcase_add_test(tc, test_link_costs);
-  tcase_add_test(tc, test_model_table_takes_median_by_fingerprint);
+  tcase_add_test(tc, test_model_table_takes_occurrences_then_median);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
