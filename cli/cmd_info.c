@@ -20,6 +20,8 @@ typedef struct {
   int32_t *slot; /* per file: (type id * ST_API_MAX + api) -> row + 1 */
   uint32_t nslot;
   uint64_t file_ns; /* time in calls of the file being scanned */
+  /* its decoded output, and the part of it probed outside the caches */
+  double file_out, file_cold;
 } info_agg;
 
 static info_row *find_row(info_agg *a, int api, const char *type) {
@@ -69,6 +71,12 @@ static info_row *row_of(info_agg *a, scan_file *f, const st_call *c) {
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   info_agg *a = arg;
   a->file_ns += c->latency_ns;
+  if (st_api_family(c->api) == ST_FAMILY_JPEG && c->nfeat > ST_JPF_OUT_COLD) {
+    double out = (double)c->feat[ST_JPF_OUT_BYTES];
+    uint64_t cold = c->feat[ST_JPF_OUT_COLD];
+    a->file_out += out;
+    a->file_cold += out * (double)(cold > 1000 ? 1000 : cold) / 1000.0;
+  }
   info_row *r = row_of(a, f, c);
   if (!r)
     return 0;
@@ -114,7 +122,8 @@ static void print_header(const scan_file *f) {
   printf("\n");
 }
 
-static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_bytes) {
+static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_bytes,
+                          const info_agg *agg) {
   char a[32], b[32], c[32], d[32], e[32], st[256];
   int approx;
   uint64_t run = scan_run_ns(f, &approx);
@@ -146,6 +155,12 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
                                               : "  latencies of %s from a timing-only second run "
                                                 "(record --retime)\n",
            f->retimed);
+  if (agg->file_out > 0 && agg->file_cold >= 0.01 * agg->file_out) { /* below: probe noise */
+    char o[32];
+    printf("  the decoder left %.0f%% of its %s of output outside the caches (non-temporal\n"
+           "  stores): the program's first reads of it miss; replay delivers it alike\n",
+           100.0 * agg->file_cold / agg->file_out, cli_fmt_bytes(o, sizeof o, agg->file_out));
+  }
   if (f->corr_timer_ns || f->corr_nested_ns)
     printf("  latencies corrected by -%llu ns (clock read) and -%llu ns per nested call\n",
            (unsigned long long)f->corr_timer_ns, (unsigned long long)f->corr_nested_ns);
@@ -204,13 +219,14 @@ int cmd_info(int argc, char **argv) {
     free(agg.slot);
     agg.slot = NULL;
     agg.file_ns = 0;
+    agg.file_out = agg.file_cold = 0;
     if (scan_run(&f, td.paths[i], on_call, &agg) != 0) {
       damaged = 1;
       continue;
     }
     struct stat st;
     uint64_t fb = stat(td.paths[i], &st) == 0 ? (uint64_t)st.st_size : 0;
-    print_process(&f, agg.file_ns, fb);
+    print_process(&f, agg.file_ns, fb, &agg);
     total_ns += agg.file_ns;
     total_calls += f.calls;
     total_bytes += fb;

@@ -405,6 +405,19 @@ for r in rows:
 print(sum(int(r["out_bytes"]) for r in rows))
 PY
   total=$(cat rows.txt)
+  # info says what share the decoder left in memory, when it is not noise
+  "$STANDIN" info rec >info.txt
+  python3 - calls.csv info.txt <<'PY'
+import csv, re, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+out = sum(int(r["out_bytes"]) for r in rows)
+cold = sum(int(r["out_bytes"]) * int(r["out_cold_permille"]) / 1000 for r in rows)
+m = re.search(r"the decoder left (\d+)% of its", open(sys.argv[2]).read())
+if cold >= 0.01 * out:
+    assert m and int(m.group(1)) == round(100 * cold / out), (m, cold, out)
+else:
+    assert not m, m
+PY
   for how in memory cache recorded; do
     "$STANDIN" replay -t rec --iface "jpeg=software:deliver=$how" --summary s-$how.json \
       -- "$JD" "$@" >rep-$how.out
