@@ -34,11 +34,11 @@ static const char usage_text[] =
     "                       /dev/null), and give each call its latency in the run\n"
     "                       whose time in calls was the median: recording makes\n"
     "                       small calls look 8-22% slower, and one run is one\n"
-    "                       sample of a noisy machine.\n"
-    "                       Calls are paired by process, thread and order, a thread\n"
-    "                       pool's by API, size and start order; calls that differ\n"
-    "                       keep the latencies recorded. The program's other effects (files, requests)\n"
-    "                       happen N+1 times\n"
+    "                       sample of a noisy machine. Calls are paired by process,\n"
+    "                       thread and order, a thread pool's by API, size and\n"
+    "                       start order; calls that differ keep the latencies\n"
+    "                       recorded. The program's other effects (files,\n"
+    "                       requests) happen N+1 times\n"
     "  -f, --force          replace the traces already in DIR\n";
 
 typedef struct {
