@@ -3,6 +3,10 @@
  *   pbtest basic N        build, pack (3 ways) and unpack N messages
  *   pbtest threads T N    T threads, each doing `basic N` on its own messages
  *   pbtest pool T N       T workers take N messages from a shared queue
+ *   pbtest rotpool T N    T workers, worker t takes the messages i with
+ *                         (i + R) % T == t, R read from standard input (0
+ *                         when it holds none): which thread makes which
+ *                         calls changes with the input, the calls do not
  *   pbtest fork C N       C forked children each do `basic N`, one at a time
  *   pbtest forkpar C N    C forked children each do `basic N`, all at once
  *   pbtest exec N         exec `pbtest basic N` (after one call of its own)
@@ -332,6 +336,33 @@ static void *pool_main(void *p) {
   return NULL;
 }
 
+static int rot_r, rot_t;
+
+static void *rot_main(void *p) {
+  int t = (int)(intptr_t)p;
+  for (int i = 0; i < pool_n; i++)
+    if ((i + rot_r) % rot_t == t)
+      one(i, pool_out[i], 160);
+  return NULL;
+}
+
+static int run_rotpool(int nt, int n) {
+  pthread_t th[64];
+  if (scanf("%d", &rot_r) != 1 || rot_r < 0)
+    rot_r = 0;
+  rot_t = nt < 1 ? 1 : nt > 64 ? 64 : nt;
+  pool_n = n;
+  pool_out = calloc((size_t)n, 160);
+  for (int t = 0; t < rot_t; t++)
+    pthread_create(&th[t], NULL, rot_main, (void *)(intptr_t)t);
+  for (int t = 0; t < rot_t; t++)
+    pthread_join(th[t], NULL);
+  for (int i = 0; i < n; i++)
+    fputs(pool_out[i], stdout);
+  free(pool_out);
+  return 0;
+}
+
 static int run_pool(int nt, int n) {
   pthread_t th[64];
   pool_n = n;
@@ -514,7 +545,7 @@ static int run_same(int n) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: pbtest basic|threads|pool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|linger|surgery "
+    fprintf(stderr, "usage: pbtest basic|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|linger|surgery "
                     "[args]\n");
     return 2;
   }
@@ -527,6 +558,8 @@ int main(int argc, char **argv) {
     rc = run_threads(a, b);
   else if (!strcmp(mode, "pool"))
     rc = run_pool(a, b);
+  else if (!strcmp(mode, "rotpool"))
+    rc = run_rotpool(a, b);
   else if (!strcmp(mode, "fork"))
     rc = run_fork(a, b);
   else if (!strcmp(mode, "forkpar"))
