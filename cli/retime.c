@@ -538,8 +538,19 @@ static int rewrite(const char *path, pass_set *ps, uint64_t calls, retime_stats 
     e = copy_record(r, w, &rec, &map, &nmap);
   }
   if (e == ST_E_END) {
-    char v[128];
-    if (ps->npass > 1)
+    char v[192];
+    if (ps->npass > 1 && pick >= 0 && pass_sum[pick] > 0) {
+      double lo = 0, hi = 0, mid = (double)pass_sum[pick];
+      for (unsigned p = 0; p < ps->npass; p++) {
+        double d = 100.0 * ((double)pass_sum[p] - mid) / mid;
+        lo = d < lo ? d : lo;
+        hi = d > hi ? d : hi;
+      }
+      snprintf(v, sizeof v,
+               "%llu of %llu calls, from the median of %u timing-only runs; their times in "
+               "calls ranged %+.1f%%..%+.1f%% around it",
+               (unsigned long long)matched, (unsigned long long)calls, ps->npass, lo, hi);
+    } else if (ps->npass > 1)
       snprintf(v, sizeof v, "%llu of %llu calls, from the median of %u timing-only runs",
                (unsigned long long)matched, (unsigned long long)calls, ps->npass);
     else

@@ -374,6 +374,8 @@ t022_record_retime_median_and_pools() {
   python3 "$(dirname "$PB")/../../tests/e2e/tools/retime_check.py" r3/.timing r3.dump >chk.txt ||
     fail "not the median run's: $(cat chk.txt)"
   grep -q "ok 200 calls, 3 runs" chk.txt || fail "$(cat chk.txt)"
+  "$STANDIN" info r3 | grep -Eq "from the median of 3 timing-only runs; their times in calls ranged [-+][0-9.]+%\.\.[-+][0-9.]+% around it" ||
+    fail "info: $("$STANDIN" info r3 | grep latencies)"
   STANDIN_RETIME_KEEP=1 "$STANDIN" record --retime=2 -o r2 -- "$PB" basic 50 >/dev/null 2>&1
   "$STANDIN" dump r2 >r2.dump
   python3 "$(dirname "$PB")/../../tests/e2e/tools/retime_check.py" r2/.timing r2.dump >chk2.txt ||
