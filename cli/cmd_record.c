@@ -239,8 +239,8 @@ static void summary(const char *dir) {
   cli_tracedir_free(&td);
 }
 
-/* Remove the files in dir (an interrupted run's timings), and the
- * directories in it one level down; -1 if no dir. */
+/* Remove what dir holds (an interrupted run's timings, one directory per
+ * timing run); -1 if no dir. */
 static int empty_dir(const char *dir) {
   DIR *d = opendir(dir);
   if (!d)
@@ -250,19 +250,8 @@ static int empty_dir(const char *dir) {
     if (de->d_name[0] != '.') {
       char p[PATH_MAX + 256];
       snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      if (unlink(p) != 0 && errno == EISDIR) {
-        DIR *sub = opendir(p);
-        struct dirent *se;
-        while (sub && (se = readdir(sub)) != NULL)
-          if (se->d_name[0] != '.') {
-            char q[PATH_MAX + 512];
-            snprintf(q, sizeof q, "%s/%s", p, se->d_name);
-            unlink(q);
-          }
-        if (sub)
-          closedir(sub);
+      if (unlink(p) != 0 && errno == EISDIR && empty_dir(p) == 0) /* a run's own */
         rmdir(p);
-      }
     }
   closedir(d);
   return 0;
@@ -274,17 +263,13 @@ static void pass_spread(char *out, size_t cap, const retime_stats *st) {
   *out = 0;
   if (st->passes < 2 || st->common_ns == 0)
     return;
-  double lo = 0, hi = 0;
-  for (unsigned p = 0; p < st->passes; p++) {
-    double d = 100.0 * ((double)st->pass_ns[p] - (double)st->common_ns) / (double)st->common_ns;
-    lo = p == 0 || d < lo ? d : lo;
-    hi = p == 0 || d > hi ? d : hi;
-  }
+  double lo, hi;
+  retime_spread(st->pass_ns, st->passes, st->common_ns, &lo, &hi);
   snprintf(out, cap, "; the %u runs' times ranged %+.1f%%..%+.1f%% around it", st->passes, lo, hi);
 }
 
 /* The timing-only runs of --retime (record/timing.c), then the rewrite of
- * the traces with the median of their latencies (retime.c). Failures leave
+ * the traces with the median run's latencies (retime.c). Failures leave
  * the recording as the first run made it, and say so. */
 static void retime(const rec_opts *o, const char *absdir, char **argv, char **env) {
   char tdir[PATH_MAX + 16];

@@ -283,15 +283,20 @@ static int thread_ok(const pass_set *ps, unsigned p, uint32_t i) {
   return ps->f[p] && i < ps->nts[p] && ps->ts[p][i].t && !ps->ts[p][i].differ;
 }
 
-/* Median of n values (sorted in place); the mean of the middle two for an
- * even count. */
-static uint64_t median_of(uint64_t *v, unsigned n) {
+/* Sort a few values (at most RETIME_MAX_PASSES) in place. */
+static void sort_few(uint64_t *v, unsigned n) {
   for (unsigned i = 1; i < n; i++)
     for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
       uint64_t t = v[j];
       v[j] = v[j - 1];
       v[j - 1] = t;
     }
+}
+
+/* Median of n values (sorted in place); the mean of the middle two for an
+ * even count. */
+static uint64_t median_of(uint64_t *v, unsigned n) {
+  sort_few(v, n);
   return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2 + (v[n / 2 - 1] % 2 + v[n / 2] % 2) / 2;
 }
 
@@ -356,19 +361,15 @@ static int pool_cmp(const void *a, const void *b) {
   return x->val < y->val ? -1 : x->val > y->val;
 }
 
-/* Whether thread index i of pass p's timing file paired with the trace's. */
-static int timing_thread_used(const pass_set *ps, unsigned p, uint32_t index) {
-  return thread_ok(ps, p, index);
-}
-
 /* Pair pass p's unpaired calls as a pool (see above): fills ps->pool[p] and
  * returns how many calls it paired; 0 when the two sides differ. -1 when
  * memory or the trace fails. */
 static int64_t pool_pair(const char *path, pass_set *ps, unsigned p) {
   const tm_file *f = ps->f[p];
   size_t nu = 0;
+  /* a timing thread is taken when the trace's thread of its index paired */
   for (uint32_t k = 0; k < f->nthreads; k++)
-    if (!timing_thread_used(ps, p, f->th[k].index))
+    if (!thread_ok(ps, p, f->th[k].index))
       nu += f->th[k].n;
   if (nu == 0)
     return 0;
@@ -377,7 +378,7 @@ static int64_t pool_pair(const char *path, pass_set *ps, unsigned p) {
     return -1;
   size_t j = 0;
   for (uint32_t k = 0; k < f->nthreads; k++)
-    if (!timing_thread_used(ps, p, f->th[k].index))
+    if (!thread_ok(ps, p, f->th[k].index))
       for (uint64_t c = 0; c < f->th[k].n; c++) {
         const tm_ent *e = &f->th[k].e[c];
         u[j++] = (pool_ent){e->start_ns, e->size, corrected(f, e), e->api};
@@ -390,8 +391,7 @@ static int64_t pool_pair(const char *path, pass_set *ps, unsigned p) {
   t = malloc(nu * sizeof *t);
   size_t nt = 0;
   st_record rec;
-  int e;
-  while (t && (e = st_reader_next(r, &rec)) == ST_OK) {
+  while (t && st_reader_next(r, &rec) == ST_OK) {
     const st_call *c = &rec.u.call;
     if (rec.kind != ST_REC_CALL || !is_timed(c->api) || thread_ok(ps, p, c->thread))
       continue;
@@ -425,6 +425,15 @@ out:
   free(t);
   free(u);
   return rc;
+}
+
+void retime_spread(const uint64_t *sum, unsigned n, uint64_t mid, double *lo, double *hi) {
+  *lo = *hi = 0;
+  for (unsigned p = 0; mid && p < n; p++) {
+    double d = 100.0 * ((double)sum[p] - (double)mid) / (double)mid;
+    *lo = d < *lo ? d : *lo;
+    *hi = d > *hi ? d : *hi;
+  }
 }
 
 /* Restart the walk over the trace's calls (gather below). */
@@ -488,7 +497,7 @@ static int pick_run(const char *path, pass_set *ps, uint64_t *sum) {
     return -1;
   uint64_t sorted[RETIME_MAX_PASSES];
   memcpy(sorted, sum, ps->npass * sizeof *sum);
-  (void)median_of(sorted, ps->npass); /* sorts */
+  sort_few(sorted, ps->npass);
   uint64_t mid = sorted[(ps->npass - 1) / 2];
   for (unsigned p = 0; p < ps->npass; p++)
     if (sum[p] == mid)
@@ -540,12 +549,8 @@ static int rewrite(const char *path, pass_set *ps, uint64_t calls, retime_stats 
   if (e == ST_E_END) {
     char v[192];
     if (ps->npass > 1 && pick >= 0 && pass_sum[pick] > 0) {
-      double lo = 0, hi = 0, mid = (double)pass_sum[pick];
-      for (unsigned p = 0; p < ps->npass; p++) {
-        double d = 100.0 * ((double)pass_sum[p] - mid) / mid;
-        lo = d < lo ? d : lo;
-        hi = d > hi ? d : hi;
-      }
+      double lo, hi;
+      retime_spread(pass_sum, ps->npass, pass_sum[pick], &lo, &hi);
       snprintf(v, sizeof v,
                "%llu of %llu calls, from the median of %u timing-only runs; their times in "
                "calls ranged %+.1f%%..%+.1f%% around it",

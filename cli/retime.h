@@ -35,6 +35,10 @@ typedef struct {
   uint64_t pass_ns[RETIME_MAX_PASSES];
 } retime_stats;
 
+/* How far each of n runs' times in calls (sum[]) lie from the one used
+ * (mid), in percent: the lowest and highest. */
+void retime_spread(const uint64_t *sum, unsigned n, uint64_t mid, double *lo, double *hi);
+
 /* Retime the traces in dir from the *.timing files in tdirs[0..npass-1],
  * one directory per timing run (npass from 1 to RETIME_MAX_PASSES). 0 on
  * success (some calls may be left as they were: see st), -1 after printing

@@ -140,7 +140,7 @@ uint32_t jpg_tj_out_cold(const jpg_tj_layout *L, const jpg_tj_dest *d) {
       cold += place_probe(d->plane[i] + (size_t)r * d->stride[i], (size_t)L->row_bytes[i], &n);
       probed += n;
     }
-  return probed ? (uint32_t)((cold * 1000 + probed / 2) / probed) : 0;
+  return place_permille(cold, probed);
 }
 
 uint64_t jpg_tj_unpack_placed(const jpg_tj_layout *L, const uint8_t *in, const jpg_tj_dest *d,
@@ -149,15 +149,8 @@ uint64_t jpg_tj_unpack_placed(const jpg_tj_layout *L, const uint8_t *in, const j
   uint32_t acc = 500;
   for (int i = 0; i < L->nplanes; i++)
     for (int r = 0; r < L->rows[i]; r++) {
-      uint8_t *row = d->plane[i] + (size_t)r * d->stride[i];
-      acc += out_cold;
-      if (acc >= 1000) {
-        acc -= 1000;
-        place_copy_to_memory(row, in, (size_t)L->row_bytes[i]);
-        to_memory += (uint64_t)L->row_bytes[i];
-      } else {
-        memcpy(row, in, (size_t)L->row_bytes[i]);
-      }
+      to_memory += place_copy_share(d->plane[i] + (size_t)r * d->stride[i], in,
+                                    (size_t)L->row_bytes[i], out_cold, &acc);
       in += L->row_bytes[i];
     }
   if (to_memory)

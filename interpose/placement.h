@@ -26,6 +26,17 @@
  * brings it into the caches. */
 uint32_t place_probe(const void *p, size_t len, uint32_t *probed);
 
+/* cold of probed lines, per mille (rounded); 0 when none was probed. */
+static inline uint32_t place_permille(uint64_t cold, uint64_t probed) {
+  return probed ? (uint32_t)((cold * 1000 + probed / 2) / probed) : 0;
+}
+
+/* One row of a response of which out_cold per mille of the rows go to
+ * memory, spread evenly (*acc carries the remainder from row to row; start
+ * it at 500): copies with place_copy_to_memory or memcpy, and returns the
+ * bytes that went to memory. place_fence after the last row. */
+uint64_t place_copy_share(void *dst, const void *src, size_t len, uint32_t out_cold, uint32_t *acc);
+
 /* memcpy whose stores bypass the caches where they can (the 16-byte aligned
  * part of dst). Call place_fence after a series, before the program may
  * read dst from another thread. */

@@ -119,7 +119,7 @@ static void submit(jpg_obj *o, int failed) {
   size_t in_bytes = req ? jpg_request_image_bytes(o, &x->par, req_len) : 0;
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, in_bytes, x->out_w, x->out_h, x->pix_len,
                                   x->par.scale_num, x->par.scale_denom);
-  c.feat[ST_JPF_OUT_COLD] = x->probed ? (x->cold * 1000 + x->probed / 2) / x->probed : 0;
+  c.feat[ST_JPF_OUT_COLD] = place_permille(x->cold, x->probed);
   c.type_key = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   if (failed) {
     c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;

@@ -8,9 +8,9 @@
  * measures within 2% of such a shim. So `--retime` runs the program a second
  * time with STANDIN_TIMING=1: the hooks then time each outermost call (a
  * JPEG decode: its library calls, summed, with no row copied) and keep its
- * latency, its size (to check the runs made the same
- * calls), its start (to pair thread pools' calls) and its nested pass-through count (for the correction the writer
- * applies) in per-thread chunks — no payload, no
+ * latency, its size (to check the runs made the same calls), its start (to
+ * pair thread pools' calls) and its nested pass-through count (for the
+ * correction the writer applies) in per-thread chunks — no payload, no
  * fingerprint, no call site, no writer thread. At exit, or before exec, the
  * process writes DIR/PID.timing (PID.N.timing after its Nth exec), which the
  * CLI matches call by call against the full recording (cli/retime.c).

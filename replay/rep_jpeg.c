@@ -293,7 +293,7 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     return ID_REAL;
   }
   x->state = R_SERVE;
-  x->out_cold = tk.s->out_cold > 1000 ? 1000 : tk.s->out_cold;
+  x->out_cold = tk.s->out_cold;
   x->cold_acc = 500;
   x->late = 0;
   put_colormap(o, x);
@@ -332,17 +332,9 @@ static JDIMENSION serve_rows(jpg_obj *o, rep_dec *x, JSAMPARRAY rows, JDIMENSION
   }
   const uint8_t *src = x->pix + (size_t)ci->output_scanline * x->row_bytes;
   uint64_t to_memory = 0, t0 = rp_now();
-  for (JDIMENSION i = 0; i < n; i++) {
-    /* that share of the rows where the implementation left them (placement.h) */
-    x->cold_acc += x->out_cold;
-    if (x->cold_acc >= 1000) {
-      x->cold_acc -= 1000;
-      place_copy_to_memory(rows[i], src + (size_t)i * x->row_bytes, x->row_bytes);
-      to_memory += x->row_bytes;
-    } else {
-      memcpy(rows[i], src + (size_t)i * x->row_bytes, x->row_bytes);
-    }
-  }
+  for (JDIMENSION i = 0; i < n; i++) /* that share where the implementation left it */
+    to_memory += place_copy_share(rows[i], src + (size_t)i * x->row_bytes, x->row_bytes,
+                                  x->out_cold, &x->cold_acc);
   if (to_memory) {
     place_fence();
     rp_to_memory(to_memory);
@@ -762,7 +754,7 @@ static int tj_replay(const tj_req *q, tj_real_fn real, tj_dest_fn dest, void *ar
             q->caller);
   }
   if (served && !(e->flags & RDB_ENTRY_FAILED)) {
-    uint64_t to_memory = jpg_tj_unpack_placed(&L, resp, &d, tk.s->out_cold > 1000 ? 1000 : tk.s->out_cold);
+    uint64_t to_memory = jpg_tj_unpack_placed(&L, resp, &d, tk.s->out_cold);
     if (to_memory)
       rp_to_memory(to_memory);
     ret = (int)(int64_t)e->result;
