@@ -272,6 +272,16 @@ static void pass_spread(char *out, size_t cap, const retime_stats *st) {
  * the traces with the median run's latencies (retime.c). Failures leave
  * the recording as the first run made it, and say so. */
 static void retime(const rec_opts *o, const char *absdir, char **argv, char **env) {
+  cli_tracedir td;
+  size_t traces = 0;
+  if (cli_tracedir_open(&td, o->dir) == 0) {
+    traces = td.n;
+    cli_tracedir_free(&td);
+  }
+  if (!traces) { /* do not run the program again for nothing */
+    fprintf(stderr, "standin: --retime: no trace to retime; the program was not run again\n");
+    return;
+  }
   char tdir[PATH_MAX + 16];
   snprintf(tdir, sizeof tdir, "%s/.timing", absdir);
   if (empty_dir(tdir) != 0 && mkdir(tdir, 0700) != 0) {

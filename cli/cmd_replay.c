@@ -269,7 +269,9 @@ static int same_base(const char *p, const char *base) {
 /* Replaying another program than the recorded one is allowed (its calls
  * that are not in the recording run the real library), but most likely a
  * mistake: say so before it starts. Interpreters record their own exe, so
- * the script's name in argv counts too. */
+ * the script's name in argv counts too; and the program record started
+ * (run.info) counts, which has no trace of its own when only its children
+ * made calls (a shell script running a decoder). */
 static void warn_other_program(const char *dir, const char *path) {
   cli_tracedir td;
   if (cli_tracedir_open(&td, dir) != 0)
@@ -278,7 +280,9 @@ static void warn_other_program(const char *dir, const char *path) {
   if (!realpath(path, want))
     snprintf(want, sizeof want, "%s", path);
   const char *base = strrchr(want, '/') ? strrchr(want, '/') + 1 : want;
-  int match = 0;
+  const char *started = cli_runinfo_get(dir, "program");
+  char rp[PATH_MAX];
+  int match = started && realpath(started, rp) && !strcmp(rp, want);
   for (size_t i = 0; i < td.n && !match; i++) {
     st_reader *r;
     if (st_reader_open(&r, td.paths[i]) != ST_OK)

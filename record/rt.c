@@ -333,8 +333,12 @@ static void writer_boost(void) {
 /* On the writer thread. */
 static void writer_yield(void) {
   struct sched_param sp = {0};
-  if (!writer_may_yield || atomic_load(&writer_idle) || sched_setscheduler(0, SCHED_IDLE, &sp) != 0)
+  if (!writer_may_yield || atomic_load(&writer_idle))
     return;
+  if (sched_setscheduler(0, SCHED_IDLE, &sp) != 0) {
+    writer_may_yield = 0; /* not allowed: stay at normal priority, and say so */
+    return;
+  }
   atomic_store(&writer_idle, 1);
   /* a thread that asked for the writer's attention just before it yielded
    * saw it not idle and did not raise it: look again */
@@ -500,7 +504,9 @@ static void *writer_main(void *arg) {
   wr_calibrate();
   atomic_store(&writer_tid, (int)syscall(SYS_gettid));
   writer_yield();
-  wr_note("writer_priority", atomic_load(&writer_idle) ? "idle" : "normal");
+  /* what the writer may do, not where it is now: a program that is already
+   * exiting has raised it back (writer_stop) without any lack of privilege */
+  wr_note("writer_priority", writer_may_yield ? "idle" : "normal");
   pthread_mutex_unlock(&writer_work);
   uint64_t last_flush = shim_now_ns();
   uint64_t waits_seen = atomic_load(&ring_waits), calm_since = last_flush;

@@ -351,6 +351,14 @@ t021_record_retime_keeps_what_does_not_match() {
   "$STANDIN" record --retime -o rec -- sh -c 'read n; exec "$0" basic "${n:-3}"' "$PB" \
     <n.txt >/dev/null 2>err.txt
   grep -q "none of the 80 calls could be retimed" err.txt || fail "$(cat err.txt)"
+  # a program that made no call is not run again for nothing
+  set +e
+  "$STANDIN" record --retime=3 -o none -- sh -c 'echo run >>runs.txt; exit 3' 2>none.err
+  rc=$?
+  set -e
+  expect_eq "status" 3 "$rc"
+  expect_eq "runs" 1 "$(wc -l <runs.txt)"
+  grep -q "no trace to retime; the program was not run again" none.err || fail "$(cat none.err)"
   grep -q "1 process had no counterpart" err.txt || fail "$(cat err.txt)"
   expect_eq "calls" 80 "$(calls rec)"
   "$STANDIN" info rec | grep -q "timing-only" && fail "info claims a retime"

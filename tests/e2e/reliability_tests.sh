@@ -367,4 +367,9 @@ t631_replay_of_another_program_is_reported() {
   grep -q "were not in the recording: is it from another program" err || fail "$(cat err)"
   "$STANDIN" replay -t rec -- "$PB" basic 3 >/dev/null 2>err2
   ! grep -q "was recorded from" err2 || fail "$(cat err2)"
+  # a shell that makes no call itself, running the program: the program
+  # record started is the one replayed, not another
+  "$STANDIN" record -o sh -- sh -c '"$0" basic 3' "$PB" >/dev/null 2>&1
+  "$STANDIN" replay -t sh -- sh -c '"$0" basic 3' "$PB" >/dev/null 2>err3
+  ! grep -q "was recorded from" err3 || fail "$(cat err3)"
 }
