@@ -2,6 +2,7 @@
 #include "jpeg_obj.h"
 
 #include "api.h"
+#include "shim_alloc.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -46,7 +47,7 @@ static int buf_room(jpg_buf *b, size_t n) {
   size_t cap = b->cap ? b->cap : 65536;
   while (cap < b->len + n)
     cap *= 2;
-  uint8_t *p = realloc(b->p, cap);
+  uint8_t *p = shim_realloc(b->p, cap);
   if (!p) {
     b->failed = 1;
     return -1;
@@ -75,7 +76,7 @@ int jpg_buf_zero(jpg_buf *b, size_t n) {
 }
 
 void jpg_buf_free(jpg_buf *b) {
-  free(b->p);
+  shim_free(b->p);
   memset(b, 0, sizeof *b);
 }
 
@@ -121,7 +122,7 @@ jpg_obj *jpg_obj_get(j_decompress_ptr cinfo, int create) {
     return atomic_load_explicit(&s->obj, memory_order_acquire);
   if (!create)
     return NULL;
-  jpg_obj *o = calloc(1, sizeof *o);
+  jpg_obj *o = shim_zalloc(sizeof *o);
   if (!o)
     return NULL;
   o->cinfo = cinfo;
@@ -134,7 +135,7 @@ jpg_obj *jpg_obj_get(j_decompress_ptr cinfo, int create) {
       return o;
     }
   }
-  free(o);
+  shim_free(o);
   return NULL;
 }
 
@@ -472,7 +473,7 @@ static void msg_add(jpg_obj *o, const struct jpeg_error_mgr *err, int level, uin
                     int phase, uint64_t pos) {
   if (o->nmsgs == o->msg_cap) {
     size_t cap = o->msg_cap ? o->msg_cap * 2 : 16;
-    jpg_msg *m = realloc(o->msgs, cap * sizeof *m);
+    jpg_msg *m = shim_realloc(o->msgs, cap * sizeof *m);
     if (!m)
       return;
     o->msgs = m;
@@ -598,7 +599,7 @@ void jpg_decode_end(jpg_obj *o) {
   o->ext = NULL;
   jpg_buf_free(&o->cap);
   jpg_buf_free(&o->drained);
-  free(o->msgs);
+  shim_free(o->msgs);
   o->msgs = NULL;
   o->nmsgs = o->msg_cap = o->msg_next = 0;
   o->phase = JPG_IDLE;
@@ -616,7 +617,7 @@ void jpg_obj_forget(j_decompress_ptr cinfo) {
   if (o) {
     jpg_decode_end(o);
     jpg_buf_free(&o->tables);
-    free(o);
+    shim_free(o);
   }
   atomic_store(&s->obj, NULL);
   atomic_store_explicit(&s->key, TOMB, memory_order_release);
@@ -672,7 +673,8 @@ void jpg_enter(jpg_obj *o, void *frame) {
 
 void jpg_leave(jpg_obj *o) {
   if (o) {
-    o->busy_ns += now() - o->t_in;
+    o->t_out = now();
+    o->busy_ns += o->t_out - o->t_in;
     if (o->phase != JPG_IDLE) {
       jpg_sync(o);
       if (o->overlay)
@@ -857,7 +859,7 @@ void jpg_take_params(j_decompress_ptr ci, jpg_params *p, uint8_t **cmap) {
   JPG_REAL(real_calc, jpeg_calc_output_dimensions, JPG_LIBJPEG);
   real_calc(ci);
   size_t colors = (size_t)ci->actual_number_of_colors, comps = (size_t)ci->out_color_components;
-  if (comps > 4 || !(*cmap = malloc(comps * colors)))
+  if (comps > 4 || !(*cmap = shim_alloc(comps * colors)))
     return;
   for (size_t c = 0; c < comps; c++)
     memcpy(*cmap + c * colors, ci->colormap[c], colors);
@@ -908,5 +910,5 @@ void jpg_keep_tables(jpg_obj *o) {
     return;
   if (o->tables.len + n <= (1u << 20)) /* a sane program sends a few hundred bytes */
     jpg_buf_put(&o->tables, t, n);
-  free(t);
+  shim_free(t);
 }

@@ -144,7 +144,7 @@ struct jpg_obj {
   size_t prog_bib;
 
   /* time inside the library for this decode (trace clock) */
-  uint64_t t_first, t_in, busy_ns;
+  uint64_t t_first, t_in, t_out, busy_ns; /* t_out: when the last call left */
 
   void *ext; /* the shim's own per-decode data */
 };

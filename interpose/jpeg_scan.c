@@ -1,5 +1,6 @@
 /* jpeg_scan.c — streaming marker scanner and frame-header probe. */
 #include "jpeg_scan.h"
+#include "shim_alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ static void put(jpg_scan *s, const uint8_t *p, size_t n) {
     size_t cap = s->out_cap ? s->out_cap : s->reserve + 65536;
     while (cap < s->out_len + n + 2)
       cap *= 2;
-    uint8_t *o = realloc(s->out, cap);
+    uint8_t *o = shim_realloc(s->out, cap);
     if (!o) {
       s->oom = 1;
       return;
@@ -196,7 +197,7 @@ int jpg_scan_finish(jpg_scan *s, uint8_t **buf, size_t *len) {
 }
 
 void jpg_scan_free(jpg_scan *s) {
-  free(s->out);
+  shim_free(s->out);
   memset(s, 0, sizeof *s);
 }
 

@@ -132,15 +132,13 @@ void jpg_tj_pack(const jpg_tj_layout *L, const jpg_tj_dest *d, uint8_t *out) {
     }
 }
 
-uint32_t jpg_tj_out_cold(const jpg_tj_layout *L, const jpg_tj_dest *d) {
-  uint64_t cold = 0, probed = 0;
+uint32_t jpg_tj_out_cold(const jpg_tj_layout *L, const jpg_tj_dest *d, uint64_t seed) {
+  place_sampler s;
+  place_sampler_init(&s, seed);
   for (int i = 0; i < L->nplanes; i++)
-    for (int r = 0; r < L->rows[i]; r++) {
-      uint32_t n;
-      cold += place_probe(d->plane[i] + (size_t)r * d->stride[i], (size_t)L->row_bytes[i], &n);
-      probed += n;
-    }
-  return place_permille(cold, probed);
+    for (int r = 0; r < L->rows[i]; r++)
+      place_sample(&s, d->plane[i] + (size_t)r * d->stride[i], (size_t)L->row_bytes[i]);
+  return place_permille(s.cold, s.probed);
 }
 
 uint64_t jpg_tj_unpack_placed(const jpg_tj_layout *L, const uint8_t *in, const jpg_tj_dest *d,

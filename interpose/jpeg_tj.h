@@ -49,9 +49,9 @@ int jpg_tj_dest_yuv(const jpg_tj_layout *L, unsigned char *dst, int width, int p
 /* Copy the written bytes from the caller's buffers to packed form. */
 void jpg_tj_pack(const jpg_tj_layout *L, const jpg_tj_dest *d, uint8_t *out);
 
-/* Of d's rows, per mille, how many a probe found outside the caches
- * (placement.h); 0 when nothing could be probed. */
-uint32_t jpg_tj_out_cold(const jpg_tj_layout *L, const jpg_tj_dest *d);
+/* Of a sample of d's rows (placement.h; seed draws it), per mille, how
+ * much a probe found outside the caches; 0 when nothing could be probed. */
+uint32_t jpg_tj_out_cold(const jpg_tj_layout *L, const jpg_tj_dest *d, uint64_t seed);
 
 /* Copy packed bytes back into the caller's buffers, writing out_cold per
  * mille of the rows to memory (non-temporal stores, spread evenly);

@@ -16,6 +16,32 @@ uint64_t place_copy_share(void *dst, const void *src, size_t len, uint32_t out_c
   return len;
 }
 
+/* A gap in [64, 2 * PLACE_SAMPLE_BYTES - 64], mean PLACE_SAMPLE_BYTES
+ * (xorshift64). */
+static uint64_t next_gap(place_sampler *s) {
+  uint64_t x = s->rng;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  s->rng = x;
+  return 64 + (x >> 32) % (2 * PLACE_SAMPLE_BYTES - 127);
+}
+
+void place_sampler_init(place_sampler *s, uint64_t seed) {
+  *s = (place_sampler){.rng = seed ? seed : 0x9E3779B97F4A7C15ull};
+  s->left = next_gap(s) - 64; /* the first probe anywhere in the first gap */
+}
+
+size_t place_sample_offsets(place_sampler *s, size_t len, size_t *off, size_t max) {
+  size_t n = 0;
+  uint64_t o = s->left;
+  for (; o < len; o += next_gap(s), n++)
+    if (n < max)
+      off[n] = (size_t)o;
+  s->left = o - len;
+  return n;
+}
+
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #include <x86intrin.h>
@@ -53,20 +79,22 @@ static void calibrate(void) {
   __atomic_store_n(&cold_ticks, best + ticks_cold, __ATOMIC_RELAXED);
 }
 
-uint32_t place_probe(const void *p, size_t len, uint32_t *probed) {
-  *probed = 0;
-  if (SHIM_UNLIKELY(!__atomic_load_n(&cold_ticks, __ATOMIC_RELAXED))) {
+void place_sample(place_sampler *s, const void *p, size_t len) {
+  enum { MAX = 64, SPAN = MAX * 64 }; /* gaps >= 64 B: SPAN bytes hold <= MAX */
+  size_t off[MAX];
+  if (SHIM_UNLIKELY(!__atomic_load_n(&cold_ticks, __ATOMIC_RELAXED)))
     calibrate();
-    if (!cold_ticks)
-      return 0;
-  }
   uint64_t limit = __atomic_load_n(&cold_ticks, __ATOMIC_RELAXED);
   const volatile uint8_t *b = p;
-  uint32_t cold = 0, n = 0;
-  for (size_t off = 0; off < len; off += PLACE_PROBE_STRIDE, n++)
-    cold += probe_one(b + off) > limit;
-  *probed = n;
-  return cold;
+  for (size_t done = 0; done < len;) {
+    size_t c = len - done < SPAN ? len - done : SPAN;
+    size_t n = place_sample_offsets(s, c, off, MAX);
+    for (size_t i = 0; limit && i < n; i++)
+      s->cold += probe_one(b + done + off[i]) > limit;
+    if (limit)
+      s->probed += n;
+    done += c;
+  }
 }
 
 void place_copy_to_memory(void *dst, const void *src, size_t len) {
@@ -98,11 +126,10 @@ void place_fence(void) {
 
 #else /* no non-temporal stores or TSC probe here: everything is in the caches */
 
-uint32_t place_probe(const void *p, size_t len, uint32_t *probed) {
+void place_sample(place_sampler *s, const void *p, size_t len) {
+  (void)s;
   (void)p;
   (void)len;
-  *probed = 0;
-  return 0;
 }
 
 void place_copy_to_memory(void *dst, const void *src, size_t len) {

@@ -7,7 +7,7 @@
  * outside the caches with SIMD and none without. The program then pays the
  * misses in its own code, after the call (its downscaling loop took
  * ~1.7x as long), which a replay that copies the saved rows with ordinary
- * stores does not reproduce. Record measures the share (place_probe), and
+ * stores does not reproduce. Record measures the share (place_sample), and
  * replay delivers that share of the rows with non-temporal stores
  * (place_copy_to_memory). */
 #ifndef STANDIN_PLACEMENT_H
@@ -16,15 +16,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Lines probed: one in PLACE_PROBE_STRIDE bytes. */
-#define PLACE_PROBE_STRIDE 256
+/* Record probes a random sample of the output, one byte in
+ * PLACE_SAMPLE_BYTES on average (the line holding it): ~14 lines of a
+ * 160x120 decode. Gaps are drawn at
+ * random, so no period in row length or alignment (rows at %32 = 0 are
+ * the cold ones with libjpeg-turbo's SIMD) can line up with them. Probing
+ * every 256 bytes cost 24 us per decode of a 160x120 image (~7%): each
+ * probe is two serialising TSC reads, and a cold line's miss is not
+ * overlapped with anything. */
+#define PLACE_SAMPLE_BYTES 4096
 
-/* Time one load from each probed line of [p, p+len) and return how many
- * took longer than any cache level answers here (PLACE_COLD_NS above the
- * fastest load seen); *probed says how many lines were probed (0 where the
- * shim has no calibrated TSC: nothing is measured then). Reading a line
- * brings it into the caches. */
-uint32_t place_probe(const void *p, size_t len, uint32_t *probed);
+typedef struct {
+  uint64_t rng;    /* xorshift64 state, never 0 */
+  uint64_t left;   /* bytes before the next probed one */
+  uint64_t cold;   /* probed lines found outside the caches */
+  uint64_t probed; /* lines probed (0 without a calibrated TSC) */
+} place_sampler;
+
+void place_sampler_init(place_sampler *s, uint64_t seed);
+
+/* Where the sample falls in the next len bytes of output: the offsets,
+ * increasing and < len, go to off[] (the first max of them); returns how
+ * many there were. Gaps are at least 64 bytes, so len <= 64 * max always
+ * fits. */
+size_t place_sample_offsets(place_sampler *s, size_t len, size_t *off, size_t max);
+
+/* Probe the sampled lines of the next len bytes of output, at p. Reading
+ * a line brings it into the caches: call before copying it. */
+void place_sample(place_sampler *s, const void *p, size_t len);
 
 /* cold of probed lines, per mille (rounded); 0 when none was probed. */
 static inline uint32_t place_permille(uint64_t cold, uint64_t probed) {

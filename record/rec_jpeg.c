@@ -30,6 +30,7 @@
 #include "jpeg_tj.h"
 #include "record_internal.h"
 #include "rt.h"
+#include "shim_alloc.h"
 #include "shim.h"
 #include "trace.h"
 
@@ -50,15 +51,15 @@ typedef struct {
   void *ips[ST_MAX_FRAMES];
   int nips;
   uint64_t own_ns; /* standin's own work between the decode's calls (row copies) */
-  uint64_t cold, probed; /* output lines probed, found outside the caches */
+  place_sampler cold; /* output lines probed, found outside the caches */
 } rec_dec;
 
 static void free_dec(jpg_obj *o) {
   rec_dec *x = o->ext;
-  free(x->cmap_in);
-  free(x->pix);
-  free(x->cmap_out);
-  free(x);
+  shim_free(x->cmap_in);
+  shim_free(x->pix);
+  shim_free(x->cmap_out);
+  shim_free(x);
 }
 
 /* ---- building the call ------------------------------------------------ */
@@ -81,7 +82,7 @@ static uint8_t *build_request(jpg_obj *o, rec_dec *x, size_t *len, jpg_probe *pr
 static size_t finish_response(jpg_obj *o, rec_dec *x) {
   size_t ext = jpg_ext_len(x->cmap_colors, x->cmap_comps, o->nmsgs);
   if (ext) {
-    uint8_t *p = realloc(x->pix, x->pix_len + ext);
+    uint8_t *p = shim_realloc(x->pix, x->pix_len + ext);
     if (!p)
       return 0;
     x->pix = p;
@@ -119,7 +120,7 @@ static void submit(jpg_obj *o, int failed) {
   size_t in_bytes = req ? jpg_request_image_bytes(o, &x->par, req_len) : 0;
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, in_bytes, x->out_w, x->out_h, x->pix_len,
                                   x->par.scale_num, x->par.scale_denom);
-  c.feat[ST_JPF_OUT_COLD] = place_permille(x->cold, x->probed);
+  c.feat[ST_JPF_OUT_COLD] = place_permille(x->cold.cold, x->cold.probed);
   c.type_key = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   if (failed) {
     c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;
@@ -177,7 +178,7 @@ __attribute__((constructor)) static void rec_jpeg_init(void) {
 /* ---- decode parameters ---------------------------------------------------- */
 
 static void take_params(jpg_obj *o, rec_dec *x) {
-  free(x->cmap_in);
+  shim_free(x->cmap_in);
   jpg_take_params(o->cinfo, &x->par, &x->cmap_in);
 }
 
@@ -188,7 +189,7 @@ static void not_offloadable(jpg_obj *o, int reason) {
   o->reason = (uint16_t)reason;
   rec_dec *x = o->ext;
   if (x) {
-    free(x->pix);
+    shim_free(x->pix);
     x->pix = NULL;
   }
 }
@@ -202,12 +203,12 @@ static void started(jpg_obj *o, rec_dec *x) {
   x->row_bytes = jpg_row_bytes(ci);
   if (!o->passthrough && !rt_cfg.timing) { /* the timing run keeps no rows */
     x->pix_len = x->row_bytes * x->out_h;
-    x->pix = malloc(x->pix_len ? x->pix_len : 1);
+    x->pix = shim_alloc(x->pix_len);
     x->pix_lost = x->pix == NULL;
   }
   if (ci->quantize_colors && ci->colormap && ci->actual_number_of_colors > 0 && !x->cmap_in) {
     uint32_t comps = (uint32_t)ci->out_color_components;
-    x->cmap_out = malloc((size_t)comps * (size_t)ci->actual_number_of_colors);
+    x->cmap_out = shim_alloc((size_t)comps * (size_t)ci->actual_number_of_colors);
     if (x->cmap_out) {
       for (uint32_t c = 0; c < comps; c++)
         memcpy(x->cmap_out + (size_t)c * ci->actual_number_of_colors, ci->colormap[c],
@@ -256,11 +257,12 @@ SHIM_EXPORT int jpeg_read_header(j_decompress_ptr cinfo, boolean require_image) 
   if (o->phase >= JPG_READY)
     end_decode(o); /* the program moved on without finishing */
   if (o->phase == JPG_IDLE) {
-    rec_dec *x = calloc(1, sizeof *x);
+    rec_dec *x = shim_zalloc(sizeof *x);
     if (!x)
       return real(cinfo, require_image);
     jpg_decode_begin(o);
     o->ext = x;
+    place_sampler_init(&x->cold, shim_now_ns() ^ (uintptr_t)x);
     x->nips = rt_stack(x->ips, ST_MAX_FRAMES);
   }
   jpg_enter(o, FRAME);
@@ -327,16 +329,14 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
   JDIMENSION n = real(cinfo, rows, max_lines);
   jpg_leave(o);
   if (x->pix && !o->passthrough) {
-    uint64_t t0 = shim_now_ns();
+    uint64_t t0 = o->t_out;
     for (JDIMENSION i = 0; i < n; i++) {
       if (first + i >= x->out_h || !rows[i]) {
         x->pix_lost = 1;
         break;
       }
       /* before the copy reads them: where the library left the row */
-      uint32_t probed;
-      x->cold += place_probe(rows[i], x->row_bytes, &probed);
-      x->probed += probed;
+      place_sample(&x->cold, rows[i], x->row_bytes);
       memcpy(x->pix + (size_t)(first + i) * x->row_bytes, rows[i], x->row_bytes);
     }
     x->own_ns += shim_now_ns() - t0;
@@ -527,7 +527,7 @@ typedef struct {
 static uint8_t *tj_request(const tj_call *t, size_t *len) {
   size_t hl = jpg_req_header_len(&t->par);
   *len = hl + t->size;
-  uint8_t *b = malloc(*len);
+  uint8_t *b = shim_alloc(*len);
   if (!b)
     return NULL;
   jpg_req_write_header(b, &t->par, NULL);
@@ -565,7 +565,7 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, t->size, L ? (uint32_t)L->out_w : 0,
                                   L ? (uint32_t)L->out_h : 0, L ? L->bytes : 0,
                                   L ? (uint32_t)L->scale_num : 1, L ? (uint32_t)L->scale_denom : 1);
-  uint8_t *resp = t->ret == 0 && L && d && req ? malloc(L->bytes ? L->bytes : 1) : NULL;
+  uint8_t *resp = t->ret == 0 && L && d && req ? shim_alloc(L->bytes) : NULL;
   if (t->ret != 0) {
     c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;
     c.reason = JPG_NO_TJ_ERROR;
@@ -573,7 +573,7 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
     c.flags = ST_CALL_NO_RESPONSE;
     c.reason = JPG_NO_NOMEM;
   } else {
-    c.feat[ST_JPF_OUT_COLD] = jpg_tj_out_cold(L, d); /* before the copy reads them */
+    c.feat[ST_JPF_OUT_COLD] = jpg_tj_out_cold(L, d, c.start_ns ^ (uintptr_t)resp); /* before the copy */
     jpg_tj_pack(L, d, resp);
     c.resp = (rt_payload){RT_PAY_OWN, resp, L->bytes};
     c.resp_len = L->bytes;

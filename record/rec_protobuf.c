@@ -23,6 +23,7 @@
 #include "pb_walk.h"
 #include "record_internal.h"
 #include "rt.h"
+#include "shim_alloc.h"
 #include "shim.h"
 #include "trace.h"
 
@@ -152,12 +153,12 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   /* The program's buffer may be any sink; pack again, untimed, to capture
    * the bytes rather than slowing the timed call with a tee. */
   SHIM_REAL(real_pack, protobuf_c_message_pack);
-  uint8_t *copy = malloc(r ? r : 1);
+  uint8_t *copy = shim_alloc(r);
   int saved = copy && real_pack(m, copy) == r;
   if (saved)
     c.resp = (rt_payload){RT_PAY_OWN, copy, r};
   else
-    free(copy);
+    shim_free(copy);
   tree_call(&c, ST_API_PB_PACK_BUF, m, t0, t1, r, saved);
   if (!saved) {
     c.flags |= ST_CALL_NO_RESPONSE;

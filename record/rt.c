@@ -27,6 +27,7 @@
 #endif
 
 #include "record_internal.h"
+#include "shim_alloc.h"
 #include "ring.h"
 #include "shim.h"
 #include "trace.h"
@@ -616,9 +617,9 @@ int rt_stack(void **ips, int max) {
 
 static void drop_payloads(const rt_call *c) {
   if (c->req.kind == RT_PAY_OWN)
-    free((void *)c->req.data);
+    shim_free((void *)c->req.data);
   if (c->resp.kind == RT_PAY_OWN)
-    free((void *)c->resp.data);
+    shim_free((void *)c->resp.data);
 }
 
 /* Wait for ring space while the writer is running; 0 if it stopped. */
@@ -650,7 +651,7 @@ static uint64_t inline_limit(void) {
 
 static void stage_payload(rt_payload *p) {
   if (p->kind == RT_PAY_COPY && p->len > inline_limit()) {
-    void *copy = malloc(p->len);
+    void *copy = shim_alloc(p->len);
     if (copy) {
       memcpy(copy, p->data, p->len);
       p->data = copy;
@@ -831,6 +832,7 @@ void rt_before_exit(void) {
 }
 
 static void atfork_child(void) {
+  shim_alloc_fork_release();
   atomic_store(&overhead_gone, 0);
   if (rt_cfg.timing)
     rt_timing_forget();
@@ -882,9 +884,11 @@ static void atfork_prepare(void) {
     sched_yield();
   writer_boost(); /* it may hold writer_work */
   pthread_mutex_lock(&writer_work); /* the writer finishes its round first */
+  shim_alloc_fork_prepare();        /* last: the writer frees only inside its round */
 }
 
 static void atfork_parent(void) {
+  shim_alloc_fork_release();
   pthread_mutex_unlock(&writer_work);
   pthread_mutex_unlock(&start_lock);
 }

@@ -18,7 +18,7 @@
 typedef enum {
   RT_PAY_NONE = 0, /* not saved */
   RT_PAY_COPY = 1, /* copy `data` now (the program owns it) */
-  RT_PAY_OWN = 2   /* malloc'd by the hook; the runtime frees it */
+  RT_PAY_OWN = 2   /* from shim_alloc, by the hook; the runtime frees it */
 } rt_pay_kind;
 
 typedef struct {

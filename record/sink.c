@@ -20,6 +20,7 @@
 #include "pb_walk.h"
 #include "record_internal.h"
 #include "rt.h"
+#include "shim_alloc.h"
 #include "trace.h"
 
 #define SITE_SLOTS_MIN 256
@@ -528,9 +529,9 @@ static void write_call(rt_thread *t, const raw_call *rc) {
   }
   check(st_writer_add_call(S.w, &c));
   if (rc->req_kind == RT_PAY_OWN)
-    free((void *)rc->req_ptr);
+    shim_free((void *)rc->req_ptr);
   if (rc->resp_kind == RT_PAY_OWN)
-    free((void *)rc->resp_ptr);
+    shim_free((void *)rc->resp_ptr);
 }
 
 void wr_record(rt_thread *t, const ring_hdr *h) {
@@ -538,9 +539,9 @@ void wr_record(rt_thread *t, const ring_hdr *h) {
     if (h->kind == RAW_CALL) {
       const raw_call *rc = (const raw_call *)h;
       if (rc->req_kind == RT_PAY_OWN)
-        free((void *)rc->req_ptr);
+        shim_free((void *)rc->req_ptr);
       if (rc->resp_kind == RT_PAY_OWN)
-        free((void *)rc->resp_ptr);
+        shim_free((void *)rc->resp_ptr);
     }
     return;
   }

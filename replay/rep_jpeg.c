@@ -51,6 +51,7 @@
 #include "jpeg_tj.h"
 #include "placement.h"
 #include "rp.h"
+#include "shim_alloc.h"
 #include "shim.h"
 #include "trace.h"
 
@@ -91,10 +92,10 @@ typedef struct {
 
 static void free_dec(jpg_obj *o) {
   rep_dec *x = o->ext;
-  free(x->cmap_in);
+  shim_free(x->cmap_in);
   if (x->scan_on)
     jpg_scan_free(&x->scan);
-  free(x);
+  shim_free(x);
 }
 
 /* The decode ends (finish, abort, destroy, error). A miss is reported only
@@ -266,7 +267,7 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
   const char *type = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   int reason = RDB_FB_NOMEM;
   const rdb_entry *e = req ? find(req, len, &reason) : NULL;
-  free(req);
+  shim_free(req);
   uint64_t t0 = o->t_in - o->busy_ns; /* first call, plus the program's gaps */
   rp_ticket tk;
   if (e && (e->flags & RDB_ENTRY_FAILED)) {
@@ -367,7 +368,7 @@ SHIM_EXPORT int jpeg_read_header(j_decompress_ptr cinfo, boolean require_image) 
   if (o->phase >= JPG_READY)
     end_decode(o);
   if (o->phase == JPG_IDLE) {
-    rep_dec *x = calloc(1, sizeof *x);
+    rep_dec *x = shim_zalloc(sizeof *x);
     if (!x)
       return real(cinfo, require_image);
     jpg_decode_begin(o);

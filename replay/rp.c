@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shim_alloc.h"
 #include "shim.h"
 #include "trace.h"
 
@@ -363,6 +364,7 @@ __attribute__((constructor)) static void rp_init(void) {
                             memory_order_relaxed);
   pthread_key_create(&local_key, thread_gone);
   pthread_atfork(NULL, NULL, count_child);
+  pthread_atfork(shim_alloc_fork_prepare, shim_alloc_fork_release, shim_alloc_fork_release);
 }
 
 /* Entries are laid out in the order of their first recorded occurrence

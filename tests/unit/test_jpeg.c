@@ -6,6 +6,7 @@
 #include "jpeg_req.h"
 #include "jpeg_scan.h"
 #include "placement.h"
+#include "shim_alloc.h"
 #include "shim.h"
 
 #include <check.h>
@@ -102,7 +103,7 @@ static stream normalise(const stream *in, size_t piece, size_t *consumed) {
   ck_assert_uint_ge(len, 7);
   stream out = {.n = 0};
   put(&out, buf + 7, len - 7);
-  free(buf);
+  shim_free(buf);
   return out;
 }
 
@@ -388,22 +389,60 @@ START_TEST(test_copy_to_memory_is_memcpy) {
 }
 END_TEST
 
-/* The probe reads one line in PLACE_PROBE_STRIDE bytes and counts no more
- * cold lines than it probed (how many are cold is the machine's timing). */
+/* The probe reads the sampled lines and counts no more cold lines than it
+ * probed (how many are cold is the machine's timing); with no calibrated
+ * clock it measures nothing. */
 START_TEST(test_probe_counts_lines) {
   static uint8_t buf[4096];
-  uint32_t probed = 99;
   uint64_t saved = shim_tsc_mult;
+  place_sampler s, same;
   shim_tsc_mult = 0; /* no calibrated clock: nothing is measured */
-  ck_assert_uint_eq(place_probe(buf, sizeof buf, &probed), 0);
-  ck_assert_uint_eq(probed, 0);
+  place_sampler_init(&s, 7);
+  place_sample(&s, buf, sizeof buf);
+  ck_assert_uint_eq(s.probed, 0);
+  ck_assert_uint_eq(s.cold, 0);
   shim_tsc_mult = 1ull << 32; /* one tick a ns */
+  place_sampler_init(&s, 7);
+  place_sampler_init(&same, 7);
+  size_t off[64], want = 0;
   for (size_t len = 0; len <= sizeof buf; len += 97) {
-    uint32_t cold = place_probe(buf, len, &probed);
-    ck_assert_uint_eq(probed, (len + PLACE_PROBE_STRIDE - 1) / PLACE_PROBE_STRIDE);
-    ck_assert_uint_le(cold, probed);
+    place_sample(&s, buf, len);
+    want += place_sample_offsets(&same, len, off, 64);
+    ck_assert_uint_eq(s.probed, want);
+    ck_assert_uint_le(s.cold, s.probed);
   }
   shim_tsc_mult = saved;
+}
+END_TEST
+
+/* The sample lands on one byte in PLACE_SAMPLE_BYTES, inside the region,
+ * and equally on rows of every phase: libjpeg-turbo leaves rows of one
+ * alignment in memory, so a sample that lined up with a row pattern would
+ * report 0% or 100% where the truth is 50%. */
+START_TEST(test_sample_does_not_line_up_with_rows) {
+  static const size_t row_len[] = {480, 512, 1024, 2048, 4096, 1000, 64};
+  for (size_t k = 0; k < sizeof row_len / sizeof *row_len; k++) {
+    place_sampler s;
+    place_sampler_init(&s, 12345 + k);
+    size_t rows = 8000000 / row_len[k], total = 0, phase[4] = {0};
+    for (size_t r = 0; r < rows; r++) {
+      size_t off[64];
+      size_t n = place_sample_offsets(&s, row_len[k], off, 64);
+      ck_assert_uint_le(n, 64);
+      for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_lt(off[i], row_len[k]);
+        ck_assert(i == 0 || off[i] >= off[i - 1] + 64);
+      }
+      total += n;
+      phase[r % 4] += n;
+    }
+    double want = (double)rows * row_len[k] / PLACE_SAMPLE_BYTES;
+    ck_assert_msg(total > 0.95 * want && total < 1.05 * want, "rows of %zu: %zu probes, want ~%.0f",
+                  row_len[k], total, want);
+    for (int p = 0; p < 4; p++)
+      ck_assert_msg(phase[p] > 0.22 * total && phase[p] < 0.28 * total,
+                    "rows of %zu: %zu of %zu probes on rows %d mod 4", row_len[k], phase[p], total, p);
+  }
 }
 END_TEST
 
@@ -425,6 +464,7 @@ int main(void) {
   tcase_add_test(req, test_response_extension_round_trip_and_damage);
   tcase_add_test(req, test_copy_to_memory_is_memcpy);
   tcase_add_test(req, test_probe_counts_lines);
+  tcase_add_test(req, test_sample_does_not_line_up_with_rows);
   suite_add_tcase(s, scan);
   suite_add_tcase(s, req);
   SRunner *r = srunner_create(s);

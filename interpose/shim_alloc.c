@@ -1,0 +1,190 @@
+/* shim_alloc.c — see shim_alloc.h. */
+#include "shim_alloc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+
+void *shim_alloc(size_t n) {
+  return malloc(n ? n : 1);
+}
+void *shim_zalloc(size_t n) {
+  return calloc(1, n ? n : 1);
+}
+void *shim_realloc(void *p, size_t n) {
+  return realloc(p, n ? n : 1);
+}
+void shim_free(void *p) {
+  free(p);
+}
+void shim_alloc_fork_prepare(void) {}
+void shim_alloc_fork_release(void) {}
+
+#else
+
+#include <stdatomic.h>
+#include <sys/mman.h>
+
+#include "shim.h"
+
+/* Class k holds blocks of 64 << k bytes, the 16-byte header included. */
+#define MIN_SHIFT 6
+#define NCLASS 40
+#define SLAB_BYTES (1u << 20)
+#define SLAB_CLASS_MAX (16 - MIN_SHIFT) /* up to 64 KiB from slabs */
+#define KEEP_BYTES (64ull << 20)        /* free large blocks kept per class */
+#define MAGIC 0x53746e41u               /* "Stn" + 'A' */
+
+typedef struct {
+  uint32_t magic;
+  uint32_t cls;
+  uint64_t pad;
+} hdr;
+
+typedef struct block {
+  struct block *next;
+} block;
+
+static struct {
+  atomic_flag lock;
+  block *free;
+  uint64_t nfree;
+} cls[NCLASS];
+
+static atomic_flag slab_lock;
+static uint8_t *slab_at, *slab_end;
+
+static void lock(atomic_flag *f) {
+  while (atomic_flag_test_and_set_explicit(f, memory_order_acquire))
+    __builtin_ia32_pause();
+}
+
+static void unlock(atomic_flag *f) {
+  atomic_flag_clear_explicit(f, memory_order_release);
+}
+
+static uint64_t class_bytes(unsigned k) {
+  return 64ull << k;
+}
+
+static int class_of(size_t n, unsigned *k) {
+  if (n > (class_bytes(NCLASS - 1) - sizeof(hdr)))
+    return -1;
+  uint64_t total = (uint64_t)n + sizeof(hdr);
+  unsigned c = 0;
+  while (class_bytes(c) < total)
+    c++;
+  *k = c;
+  return 0;
+}
+
+static void *map(uint64_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void *carve(unsigned k) {
+  uint64_t size = class_bytes(k);
+  lock(&slab_lock);
+  if (!slab_at || (uint64_t)(slab_end - slab_at) < size) {
+    /* what is left of the old slab is given up: at most 64 KiB a MiB */
+    uint8_t *s = map(SLAB_BYTES);
+    if (!s) {
+      unlock(&slab_lock);
+      return NULL;
+    }
+    slab_at = s;
+    slab_end = s + SLAB_BYTES;
+  }
+  void *p = slab_at;
+  slab_at += size;
+  unlock(&slab_lock);
+  return p;
+}
+
+void *shim_alloc(size_t n) {
+  unsigned k;
+  if (class_of(n, &k) != 0)
+    return NULL;
+  lock(&cls[k].lock);
+  block *b = cls[k].free;
+  if (b) {
+    cls[k].free = b->next;
+    cls[k].nfree--;
+  }
+  unlock(&cls[k].lock);
+  hdr *h = (hdr *)b;
+  if (!h)
+    h = k <= SLAB_CLASS_MAX ? carve(k) : map(class_bytes(k));
+  if (!h)
+    return NULL;
+  h->magic = MAGIC;
+  h->cls = k;
+  return h + 1;
+}
+
+void *shim_zalloc(size_t n) {
+  void *p = shim_alloc(n);
+  if (p)
+    memset(p, 0, n);
+  return p;
+}
+
+static hdr *header(void *p) {
+  hdr *h = (hdr *)p - 1;
+  if (SHIM_UNLIKELY(h->magic != MAGIC || h->cls >= NCLASS)) {
+    shim_say("internal error: a buffer at %p was not standin's own (shim_alloc); stopping", p);
+    abort();
+  }
+  return h;
+}
+
+void shim_free(void *p) {
+  if (!p)
+    return;
+  hdr *h = header(p);
+  unsigned k = h->cls;
+  h->magic = 0; /* a second free of it is caught */
+  lock(&cls[k].lock);
+  int keep =
+      k <= SLAB_CLASS_MAX || cls[k].nfree == 0 || (cls[k].nfree + 1) * class_bytes(k) <= KEEP_BYTES;
+  if (keep) {
+    block *b = (block *)h;
+    b->next = cls[k].free;
+    cls[k].free = b;
+    cls[k].nfree++;
+  }
+  unlock(&cls[k].lock);
+  if (!keep)
+    munmap(h, class_bytes(k));
+}
+
+void *shim_realloc(void *p, size_t n) {
+  if (!p)
+    return shim_alloc(n);
+  uint64_t room = class_bytes(header(p)->cls) - sizeof(hdr);
+  if (n <= room)
+    return p;
+  void *q = shim_alloc(n);
+  if (!q)
+    return NULL; /* p stays as it was, as with realloc */
+  memcpy(q, p, room);
+  shim_free(p);
+  return q;
+}
+
+void shim_alloc_fork_prepare(void) {
+  lock(&slab_lock);
+  for (unsigned k = 0; k < NCLASS; k++)
+    lock(&cls[k].lock);
+}
+
+void shim_alloc_fork_release(void) {
+  for (unsigned k = 0; k < NCLASS; k++)
+    unlock(&cls[k].lock);
+  unlock(&slab_lock);
+}
+
+#endif
