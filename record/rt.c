@@ -896,6 +896,8 @@ static void atfork_parent(void) {
 __attribute__((constructor)) static void rt_init(void) {
   rt_my_index = 0; /* the thread running constructors is the main thread */
   rt_my_parent = 0;
+  /* the trace writer's buffers stay off the program's heap (shim_alloc.h) */
+  st_set_allocator(&(st_allocator){shim_alloc, shim_realloc, shim_free});
   load_config();
   rt_cfg.pid = (uint32_t)getpid();
   rt_cfg.start_mono_ns = shim_now_ns();

@@ -198,7 +198,7 @@ void wr_close(void) {
   if (!S.failed)
     check(rc);
   S.w = NULL;
-  free(S.sites);
+  shim_free(S.sites);
   S.sites = NULL;
   S.site_cap = 0;
   free_types();
@@ -289,7 +289,7 @@ static void resolve_frame(uint64_t ip, st_frame *f) {
 
 static int grow_sites(void) {
   uint32_t cap = S.site_cap ? S.site_cap * 2 : SITE_SLOTS_MIN;
-  site_slot *ns = calloc(cap, sizeof *ns);
+  site_slot *ns = shim_zalloc(cap * sizeof *ns);
   if (!ns)
     return -1;
   for (uint32_t i = 0; i < S.site_cap; i++) {
@@ -300,7 +300,7 @@ static int grow_sites(void) {
       j = (j + 1) & (cap - 1);
     ns[j] = S.sites[i];
   }
-  free(S.sites);
+  shim_free(S.sites);
   S.sites = ns;
   S.site_cap = cap;
   return 0;
@@ -335,7 +335,7 @@ static uint32_t site_id(const uint64_t *ips, uint32_t nips) {
 
 static int grow_types(void) {
   uint32_t cap = S.type_cap ? S.type_cap * 2 : TYPE_SLOTS_MIN;
-  type_slot *nt = calloc(cap, sizeof *nt);
+  type_slot *nt = shim_zalloc(cap * sizeof *nt);
   if (!nt)
     return -1;
   for (uint32_t i = 0; i < S.type_cap; i++) {
@@ -346,7 +346,7 @@ static int grow_types(void) {
       j = (j + 1) & (cap - 1);
     nt[j] = S.types[i];
   }
-  free(S.types);
+  shim_free(S.types);
   S.types = nt;
   S.type_cap = cap;
   return 0;
@@ -376,7 +376,7 @@ static void free_types(void) {
     free(S.types[i].schema);
     pbw_packed_plan_free(S.types[i].plan);
   }
-  free(S.types);
+  shim_free(S.types);
   S.types = NULL;
   S.type_cap = 0;
 }

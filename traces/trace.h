@@ -161,6 +161,18 @@ typedef struct {
 
 typedef struct st_writer st_writer; /* incomplete type */
 
+/* Where writers take their memory, and libdeflate its compressors: malloc,
+ * realloc and free unless set. A recorder preloaded into a program points
+ * it at a heap of its own, so that the program's heap (block placement,
+ * and glibc's mmap threshold, which freeing a large block raises) stays
+ * as it would be without standin. Set it before any writer is opened. */
+typedef struct {
+  void *(*alloc)(size_t);
+  void *(*realloc)(void *, size_t);
+  void (*free)(void *);
+} st_allocator;
+void st_set_allocator(const st_allocator *a);
+
 /* Create `path` (O_EXCL, mode 0600) and write the header. On error nothing
  * is left open and *w is NULL; an existing file gives ST_E_EXISTS. */
 int st_writer_open(st_writer **w, const char *path, const st_header *h);

@@ -82,13 +82,20 @@ struct st_writer {
 /* ---- Memory ---------------------------------------------------------------- */
 
 /* Grow an array to at least `need` elements, doubling. */
+static st_allocator mem = {malloc, realloc, free};
+
+void st_set_allocator(const st_allocator *a) {
+  mem = a ? *a : (st_allocator){malloc, realloc, free};
+  libdeflate_set_memory_allocator(mem.alloc, mem.free);
+}
+
 static int grow_array(void **p, size_t *cap, size_t need, size_t size) {
   if (need <= *cap)
     return ST_OK;
   size_t n = *cap ? *cap * 2 : 64;
   while (n < need)
     n *= 2;
-  void *q = realloc(*p, n * size);
+  void *q = mem.realloc(*p, n * size);
   if (!q)
     return ST_E_NOMEM;
   *p = q;
@@ -104,7 +111,7 @@ static int grow_bytes(uint8_t **p, size_t *cap, size_t need) {
   size_t n = *cap + *cap / 2;
   if (n < need)
     n = need;
-  uint8_t *q = realloc(*p, n);
+  uint8_t *q = mem.realloc(*p, n);
   if (!q)
     return ST_E_NOMEM;
   *p = q;
@@ -117,12 +124,12 @@ static int grow_bytes(uint8_t **p, size_t *cap, size_t need) {
 static void trim_buffers(st_writer *w) {
   size_t normal = w->chunk_size + CALL_MAX;
   if (w->cap > 2 * normal) {
-    free(w->buf);
-    w->buf = malloc(normal);
+    mem.free(w->buf);
+    w->buf = mem.alloc(normal);
     w->cap = w->buf ? normal : 0;
   }
   if (w->out_cap > 2 * normal) {
-    free(w->out);
+    mem.free(w->out);
     w->out = NULL;
     w->out_cap = 0;
   }
@@ -133,12 +140,12 @@ static void trim_buffers(st_writer *w) {
 static void writer_free(st_writer *w) {
   int saved = errno;
   libdeflate_free_compressor(w->z);
-  free(w->buf);
-  free(w->out);
-  free(w->chunks);
-  free(w->blobs);
-  free(w->tab);
-  free(w);
+  mem.free(w->buf);
+  mem.free(w->out);
+  mem.free(w->chunks);
+  mem.free(w->blobs);
+  mem.free(w->tab);
+  mem.free(w);
   errno = saved;
 }
 
@@ -458,13 +465,11 @@ static int dedup_reserve(st_writer *w) {
    * on the shared zero page, and the probe below reads a slot before it
    * writes it, so each page took a copy-on-write fault whose TLB flush
    * interrupts every core running the program (9% of a recorded rpc run's
-   * samples). Writing first maps each page once, with no flush. (Through
-   * a volatile pointer, or gcc turns malloc + memset back into calloc.) */
-  static void *(*volatile const write_zeros)(void *, int, size_t) = memset;
-  dedup_slot *old = w->tab, *t = malloc(n * sizeof *t);
+   * samples). Writing first maps each page once, with no flush. */
+  dedup_slot *old = w->tab, *t = mem.alloc(n * sizeof *t);
   if (!t)
     return ST_E_NOMEM;
-  write_zeros(t, 0, n * sizeof *t);
+  memset(t, 0, n * sizeof *t);
   size_t old_n = old ? w->tab_mask + 1 : 0;
   w->tab = t;
   w->tab_mask = n - 1;
@@ -474,7 +479,7 @@ static int dedup_reserve(st_writer *w) {
       *dedup_find(w, h, old[i].len) = old[i];
     }
   }
-  free(old);
+  mem.free(old);
   return ST_OK;
 }
 
@@ -571,7 +576,7 @@ static uint8_t *put_header_payload(uint8_t *p, const st_header *h, uint32_t argc
 /* Encode the whole header in one buffer and write it with one write. */
 static int write_header(st_writer *w, const st_header *h) {
   uint32_t argc = h->argc > ST_MAX_ARGS ? ST_MAX_ARGS : h->argc;
-  uint8_t *buf = malloc(header_max(h, argc));
+  uint8_t *buf = mem.alloc(header_max(h, argc));
   if (!buf)
     return ST_E_NOMEM;
   uint8_t *payload = buf + STF_PREAMBLE_LEN;
@@ -586,7 +591,7 @@ static int write_header(st_writer *w, const st_header *h) {
   stf_put_u32(end, stf_crc(payload, plen));
   struct iovec iov = {buf, STF_PREAMBLE_LEN + plen + STF_PAYLOAD_CRC_LEN};
   int e = write_all(w, &iov, 1);
-  free(buf);
+  mem.free(buf);
   return e;
 }
 
@@ -663,14 +668,15 @@ static int write_index_and_trailer(st_writer *w) {
 /* ---- Lifecycle ------------------------------------------------------------ */
 
 static int writer_new(st_writer **out) {
-  st_writer *w = calloc(1, sizeof *w);
+  st_writer *w = mem.alloc(sizeof *w);
   if (!w)
     return ST_E_NOMEM;
+  memset(w, 0, sizeof *w);
   w->fd = -1;
   w->chunk_size = STF_DEFAULT_CHUNK;
   w->compress = 1;
   w->cap = w->chunk_size + CALL_MAX;
-  w->buf = malloc(w->cap);
+  w->buf = mem.alloc(w->cap);
   w->z = libdeflate_alloc_compressor(STF_ZLIB_LEVEL);
   if (!w->buf || !w->z) {
     writer_free(w);
