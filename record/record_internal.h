@@ -19,6 +19,7 @@ typedef struct {
   uint64_t ring_bytes;
   uint64_t start_mono_ns, start_real_ns;
   uint32_t pid; /* process the current state belongs to */
+  int stack_memo;   /* rt_stack may reuse a remembered stack (STANDIN_STACK_MEMO=0: never) */
   int pack_fp_walk; /* STANDIN_PACK_FP=walk: pack hooks never leave the
                        fingerprint to the writer (for comparison) */
   int timing;       /* STANDIN_TIMING=1: the timing-only pass (timing.c) */
@@ -30,6 +31,12 @@ extern rt_config rt_cfg;
  * set by the pthread_create trampoline, UINT32_MAX until known. */
 extern SHIM_TLS uint32_t rt_my_index;
 extern SHIM_TLS uint32_t rt_my_parent;
+
+/* The calling thread's stack is [lo, hi) (no slot outside it is read):
+ * set by the main thread's constructor and each thread's start. Within
+ * STACK_MARGIN of the low end, calls just unwind (guard pages, TLS). */
+#define STACK_MARGIN (64u << 10)
+void rt_stack_bounds(uintptr_t lo, uintptr_t hi);
 
 typedef struct rt_thread {
   ring r;

@@ -189,6 +189,8 @@ static void load_config(void) {
    * tests check with it). */
   const char *pf = getenv("STANDIN_PACK_FP");
   rt_cfg.pack_fp_walk = pf && !strcmp(pf, "walk");
+  const char *sm = getenv("STANDIN_STACK_MEMO");
+  rt_cfg.stack_memo = !(sm && *sm == '0');
   const char *tm = getenv("STANDIN_TIMING");
   rt_cfg.timing = tm && *tm == '1';
   if (pf && *pf && strcmp(pf, "walk") && strcmp(pf, "bytes"))
@@ -594,25 +596,133 @@ void rt_writer_failed(void) {
 
 /* ---- submitting calls ---------------------------------------------------- */
 
-int rt_stack(void **ips, int max) {
+/* ---- call stacks ----------------------------------------------------------
+ *
+ * A full unwind costs ~720 instructions a call (callgrind, 3 frames: most
+ * of what the pack hook adds). Most calls come again from the same stack,
+ * so each thread remembers, per (hook, program call site), where on the
+ * stack the unwind found each return address and what it was. The next
+ * call from that site reads those slots; when every one holds the same
+ * return address, the stack is the one unwound before: unwinding is a
+ * function of the code addresses and the stack pointer, and the slots
+ * are read relative to this function's frame. Any mismatch unwinds again.
+ * (A frame whose size varies, alloca, could in principle leave the old
+ * slot holding the same return address by chance: stale stack memory.)
+ * Slots are read only between our frame and the top of the thread's own
+ * stack (rt_stack_bounds), so a program on a stack of its own (coroutines)
+ * just unwinds every time. */
+
+SHIM_TLS uintptr_t rt_stack_lo, rt_stack_hi;
+
+#define MEMO_FRAMES 8 /* deeper --stack-depth: always unwound */
+#define MEMO_SLOTS 64 /* per thread, direct-mapped */
+#define MEMO_HOOKS 8  /* call sites of rt_stack in the hooks */
+
+typedef struct {
+  uintptr_t hook, ra[MEMO_FRAMES]; /* key: hook, ra[0] */
+  uint32_t off[MEMO_FRAMES];       /* slot of ra[k], above the anchor */
+  uint32_t n;
+} stack_memo;
+
+static SHIM_TLS stack_memo memo[MEMO_SLOTS];
+static SHIM_TLS struct {
+  uintptr_t hook;
+  uint32_t off; /* slot of the program's return address */
+} memo_hook[MEMO_HOOKS];
+
+void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
+  if (lo >= hi)
+    lo = hi;
+  rt_stack_lo = lo;
+  rt_stack_hi = hi;
+}
+
+static unsigned memo_index(uintptr_t hook, uintptr_t ra) {
+  uint64_t h = ((uint64_t)hook ^ ((uint64_t)ra * 0x9E3779B97F4A7C15ull)) >> 29;
+  return (unsigned)(h % MEMO_SLOTS);
+}
+
+/* The remembered stack, or 0 when there is none that still holds. */
+static int memo_find(uintptr_t anchor, uintptr_t hook, void **ips, int max) {
+  if (anchor < rt_stack_lo || anchor >= rt_stack_hi)
+    return 0;
+  unsigned h = (unsigned)(hook >> 4) % MEMO_HOOKS;
+  if (memo_hook[h].hook != hook || anchor + memo_hook[h].off + 8 > rt_stack_hi)
+    return 0;
+  uintptr_t ra0 = *(const uintptr_t *)(anchor + memo_hook[h].off);
+  const stack_memo *m = &memo[memo_index(hook, ra0)];
+  if (m->hook != hook || m->ra[0] != ra0 || (int)m->n < max)
+    return 0;
+  for (int k = 1; k < max; k++)
+    if (anchor + m->off[k] + 8 > rt_stack_hi || *(const uintptr_t *)(anchor + m->off[k]) != m->ra[k])
+      return 0;
+  for (int k = 0; k < max; k++)
+    ips[k] = (void *)m->ra[k];
+  return max;
+}
+
+/* Unwind, and remember where each return address was when every one is
+ * a plain return address on this stack (not a signal frame's). */
+static inline __attribute__((always_inline)) int unwind(uintptr_t anchor, uintptr_t hook,
+                                                       void **ips, int max) {
+  unw_context_t uc;
+  unw_cursor_t cur;
+  if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
+    return 0;
+  stack_memo m = {.hook = hook};
+  int k = 0, keep = max <= MEMO_FRAMES && anchor >= rt_stack_lo && anchor < rt_stack_hi;
+  /* frame 0 is this function (inlined into rt_stack), frame 1 the hook */
+  for (int frame = 1; k < max && unw_step(&cur) > 0; frame++) {
+    unw_word_t ip, sp;
+    if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || unw_get_reg(&cur, UNW_REG_SP, &sp) != 0)
+      break;
+    if (frame == 1) {
+      keep &= ip == hook;
+      continue;
+    }
+    ips[k] = (void *)ip;
+    uintptr_t slot = (uintptr_t)sp - 8; /* where the call put it */
+    if (keep && slot > anchor && slot + 8 <= rt_stack_hi && slot - anchor < UINT32_MAX &&
+        *(const uintptr_t *)slot == (uintptr_t)ip && k < MEMO_FRAMES) {
+      m.ra[k] = (uintptr_t)ip;
+      m.off[k] = (uint32_t)(slot - anchor);
+    } else {
+      keep = 0;
+    }
+    k++;
+  }
+  if (keep && k == max) {
+    m.n = (uint32_t)k;
+    unsigned h = (unsigned)(hook >> 4) % MEMO_HOOKS;
+    memo_hook[h].hook = hook;
+    memo_hook[h].off = m.off[0];
+    memo[memo_index(hook, m.ra[0])] = m;
+  }
+  return k;
+}
+
+__attribute__((noinline)) int rt_stack(void **ips, int max) {
   if (max > rt_cfg.stack_depth)
     max = rt_cfg.stack_depth;
   if (max <= 0)
     return 0;
-  void *buf[ST_MAX_FRAMES + 2];
-  /* frame 0 is inside this function, frame 1 is the hook */
 #ifdef __SANITIZE_THREAD__
   /* libunwind keeps a per-thread cache whose thread-key destructor runs
    * after ThreadSanitizer has torn the thread down, and crashes in TSan's
    * mutex interceptor: under TSan (make check-tsan) glibc unwinds */
+  void *buf[ST_MAX_FRAMES + 2];
+  /* frame 0 is inside this function, frame 1 is the hook */
   int n = backtrace(buf, max + 2);
-#else
-  int n = unw_backtrace(buf, max + 2);
-#endif
   int k = 0;
   for (int i = 2; i < n; i++)
     ips[k++] = buf[i];
   return k;
+#else
+  uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
+  uintptr_t hook = (uintptr_t)__builtin_return_address(0);
+  int n = rt_cfg.stack_memo ? memo_find(anchor, hook, ips, max) : 0;
+  return n ? n : unwind(anchor, hook, ips, max);
+#endif
 }
 
 static void drop_payloads(const rt_call *c) {
@@ -896,6 +1006,15 @@ static void atfork_parent(void) {
 __attribute__((constructor)) static void rt_init(void) {
   rt_my_index = 0; /* the thread running constructors is the main thread */
   rt_my_parent = 0;
+  /* the main thread's stack, for rt_stack: from where the kernel started
+   * it down as far as it may grow (at most 8 MiB; deeper calls unwind) */
+  extern void *__libc_stack_end;
+  struct rlimit rl;
+  uint64_t grow = 8u << 20;
+  if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < grow)
+    grow = rl.rlim_cur;
+  uintptr_t top = (uintptr_t)__libc_stack_end;
+  rt_stack_bounds(top - grow + STACK_MARGIN, top);
   /* the trace writer's buffers stay off the program's heap (shim_alloc.h) */
   st_set_allocator(&(st_allocator){shim_alloc, shim_realloc, shim_free});
   load_config();

@@ -425,3 +425,36 @@ t022_record_retime_median_and_pools() {
     [ ! -e bad ] || fail "--retime=$bad created the directory"
   done
 }
+
+# rt_stack reuses a remembered stack when the return addresses it found
+# are still where they were; the call stacks in the trace must be exactly
+# what unwinding every call gives (STANDIN_STACK_MEMO=0), for one call
+# site reached through two parents, recursion of varying depth and a frame
+# of varying size, at several depths, and on threads.
+t023_record_stack_memo_gives_the_unwound_stacks() {
+  frames() {
+    "$STANDIN" dump "$1" --format json | python3 -c '
+import json, sys
+for l in sys.stdin:
+    c = json.loads(l)
+    print(c["thread"], " ".join(str(f["offset"]) for f in c["frames"]))'
+  }
+  for depth in 1 3 6 12; do
+    "$STANDIN" record -o memo$depth --stack-depth $depth -- "$B/progs/pbtest" stacks 600 >memo$depth.out
+    STANDIN_STACK_MEMO=0 "$STANDIN" record -o unw$depth --stack-depth $depth -- \
+      "$B/progs/pbtest" stacks 600 >unw$depth.out
+    cmp memo$depth.out unw$depth.out
+    frames memo$depth >memo$depth.frames
+    frames unw$depth >unw$depth.frames
+    expect_eq "depth $depth: calls" 600 "$(wc -l <memo$depth.frames)"
+    cmp memo$depth.frames unw$depth.frames ||
+      fail "depth $depth: stacks differ: $(diff memo$depth.frames unw$depth.frames | head -4)"
+  done
+  # the stacks really differ from call to call at depth 6
+  [ "$(sort -u memo6.frames | wc -l)" -ge 6 ] || fail "only $(sort -u memo6.frames | wc -l) stacks"
+  "$STANDIN" record -o th --stack-depth 4 -- "$B/progs/pbtest" threads 4 200 >th.out
+  STANDIN_STACK_MEMO=0 "$STANDIN" record -o thu --stack-depth 4 -- "$B/progs/pbtest" threads 4 200 >thu.out
+  frames th | sort >th.frames
+  frames thu | sort >thu.frames
+  cmp th.frames thu.frames || fail "threads: stacks differ: $(diff th.frames thu.frames | head -4)"
+}

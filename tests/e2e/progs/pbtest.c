@@ -543,9 +543,55 @@ static int run_same(int n) {
   return 0;
 }
 
+/* Packs from one call site reached along different stacks: two parents,
+ * recursion of varying depth, and a frame whose size varies (alloca), so
+ * that where the return addresses sit changes from call to call. */
+static uint64_t stacks_sum;
+__attribute__((noinline)) static void stacks_pack(const ProtobufCMessage *m) {
+  uint8_t buf[512];
+  stacks_sum += protobuf_c_message_pack(m, buf);
+}
+__attribute__((noinline)) static void stacks_deeper(const ProtobufCMessage *m, int d) {
+  if (d > 0)
+    stacks_deeper(m, d - 1);
+  else
+    stacks_pack(m);
+  __asm__ volatile("" ::: "memory"); /* no tail call */
+}
+__attribute__((noinline)) static void stacks_varying(const ProtobufCMessage *m, int i) {
+  volatile char *pad = __builtin_alloca(16 + 16 * (size_t)(i % 5));
+  pad[0] = (char)i;
+  stacks_deeper(m, i % 3);
+  __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void stacks_left(const ProtobufCMessage *m, int i) {
+  stacks_deeper(m, i % 4);
+  __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void stacks_right(const ProtobufCMessage *m, int i) {
+  if (i % 2)
+    stacks_varying(m, i);
+  else
+    stacks_pack(m);
+  __asm__ volatile("" ::: "memory");
+}
+static int run_stacks(int n) {
+  msg_store *st = calloc(1, sizeof *st);
+  build(st, 3);
+  for (int i = 0; i < n; i++) {
+    if (i % 3)
+      stacks_left(&st->tree.base, i);
+    else
+      stacks_right(&st->tree.base, i);
+  }
+  printf("stacks %d %llu\n", n, (unsigned long long)stacks_sum);
+  free(st);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: pbtest basic|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|linger|surgery "
+    fprintf(stderr, "usage: pbtest basic|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|stacks|linger|surgery "
                     "[args]\n");
     return 2;
   }
@@ -572,6 +618,8 @@ int main(int argc, char **argv) {
     rc = run_deep(a < 2 ? 2 : a, b);
   else if (!strcmp(mode, "oddunknown"))
     rc = run_oddunknown(a);
+  else if (!strcmp(mode, "stacks"))
+    rc = run_stacks(a);
   else if (!strcmp(mode, "same"))
     rc = run_same(a);
   else if (!strcmp(mode, "surgery"))
