@@ -615,8 +615,14 @@ void rt_writer_failed(void) {
 SHIM_TLS uintptr_t rt_stack_lo, rt_stack_hi;
 
 #define MEMO_FRAMES 8 /* deeper --stack-depth: always unwound */
-#define MEMO_SLOTS 64 /* per thread, direct-mapped */
-#define MEMO_HOOKS 8  /* call sites of rt_stack in the hooks */
+#define MEMO_SETS 32  /* per thread; each set holds MEMO_WAYS stacks */
+#define MEMO_WAYS 4   /* stacks of one (hook, call site) kept at once */
+#define MEMO_HOOKS 16 /* call sites of rt_stack in the hooks */
+/* Learning where the return addresses are (unw_step) costs more than a
+ * plain unwind (unw_backtrace); a thread learns on a miss only while it has
+ * credit, earned by hits, so a call site reached along more stacks than
+ * the memo holds costs what it did before the memo. */
+#define MEMO_CREDIT 64
 
 typedef struct {
   uintptr_t hook, ra[MEMO_FRAMES]; /* key: hook, ra[0] */
@@ -624,11 +630,13 @@ typedef struct {
   uint32_t n;
 } stack_memo;
 
-static SHIM_TLS stack_memo memo[MEMO_SLOTS];
+static SHIM_TLS stack_memo memo[MEMO_SETS][MEMO_WAYS];
+static SHIM_TLS unsigned memo_next[MEMO_SETS]; /* way to replace next */
 static SHIM_TLS struct {
   uintptr_t hook;
   uint32_t off; /* slot of the program's return address */
 } memo_hook[MEMO_HOOKS];
+static SHIM_TLS int memo_credit = MEMO_CREDIT;
 
 void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
   if (lo >= hi)
@@ -637,41 +645,81 @@ void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
   rt_stack_hi = hi;
 }
 
-static unsigned memo_index(uintptr_t hook, uintptr_t ra) {
+static unsigned memo_set(uintptr_t hook, uintptr_t ra) {
   uint64_t h = ((uint64_t)hook ^ ((uint64_t)ra * 0x9E3779B97F4A7C15ull)) >> 29;
-  return (unsigned)(h % MEMO_SLOTS);
+  return (unsigned)(h % MEMO_SETS);
+}
+
+static int memo_hook_find(uintptr_t hook) {
+  for (int i = 0; i < MEMO_HOOKS && memo_hook[i].hook; i++)
+    if (memo_hook[i].hook == hook)
+      return i;
+  return -1;
 }
 
 /* The remembered stack, or 0 when there is none that still holds. */
 static int memo_find(uintptr_t anchor, uintptr_t hook, void **ips, int max) {
   if (anchor < rt_stack_lo || anchor >= rt_stack_hi)
     return 0;
-  unsigned h = (unsigned)(hook >> 4) % MEMO_HOOKS;
-  if (memo_hook[h].hook != hook || anchor + memo_hook[h].off + 8 > rt_stack_hi)
+  int h = memo_hook_find(hook);
+  if (h < 0 || anchor + memo_hook[h].off + 8 > rt_stack_hi)
     return 0;
   uintptr_t ra0 = *(const uintptr_t *)(anchor + memo_hook[h].off);
-  const stack_memo *m = &memo[memo_index(hook, ra0)];
-  if (m->hook != hook || m->ra[0] != ra0 || (int)m->n < max)
-    return 0;
-  for (int k = 1; k < max; k++)
-    if (anchor + m->off[k] + 8 > rt_stack_hi || *(const uintptr_t *)(anchor + m->off[k]) != m->ra[k])
-      return 0;
-  for (int k = 0; k < max; k++)
-    ips[k] = (void *)m->ra[k];
-  return max;
+  const stack_memo *set = memo[memo_set(hook, ra0)];
+  for (int w = 0; w < MEMO_WAYS; w++) {
+    const stack_memo *m = &set[w];
+    if (m->hook != hook || m->ra[0] != ra0 || (int)m->n < max)
+      continue;
+    int k = 1;
+    while (k < max && anchor + m->off[k] + 8 <= rt_stack_hi &&
+           *(const uintptr_t *)(anchor + m->off[k]) == m->ra[k])
+      k++;
+    if (k < max)
+      continue;
+    for (k = 0; k < max; k++)
+      ips[k] = (void *)m->ra[k];
+    if (memo_credit < MEMO_CREDIT)
+      memo_credit++;
+    return max;
+  }
+  return 0;
+}
+
+static void memo_keep(const stack_memo *m) {
+  int h = memo_hook_find(m->hook);
+  if (h < 0) {
+    for (h = 0; h < MEMO_HOOKS && memo_hook[h].hook; h++)
+      ;
+    if (h == MEMO_HOOKS)
+      return; /* more call sites of rt_stack than there are */
+    memo_hook[h].hook = m->hook;
+  }
+  memo_hook[h].off = m->off[0];
+  unsigned s = memo_set(m->hook, m->ra[0]);
+  memo[s][memo_next[s]] = *m;
+  memo_next[s] = (memo_next[s] + 1) % MEMO_WAYS;
 }
 
 /* Unwind, and remember where each return address was when every one is
  * a plain return address on this stack (not a signal frame's). */
 static inline __attribute__((always_inline)) int unwind(uintptr_t anchor, uintptr_t hook,
                                                        void **ips, int max) {
+  int keep = max <= MEMO_FRAMES && anchor >= rt_stack_lo && anchor < rt_stack_hi &&
+             memo_credit > 0;
+  if (!keep) { /* frame 0 is this function, frame 1 the hook */
+    void *buf[ST_MAX_FRAMES + 2];
+    int n = unw_backtrace(buf, max + 2), k = 0;
+    for (int i = 2; i < n; i++)
+      ips[k++] = buf[i];
+    return k;
+  }
+  memo_credit--;
   unw_context_t uc;
   unw_cursor_t cur;
   if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
     return 0;
   stack_memo m = {.hook = hook};
-  int k = 0, keep = max <= MEMO_FRAMES && anchor >= rt_stack_lo && anchor < rt_stack_hi;
-  /* frame 0 is this function (inlined into rt_stack), frame 1 the hook */
+  int k = 0;
   for (int frame = 1; k < max && unw_step(&cur) > 0; frame++) {
     unw_word_t ip, sp;
     if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || unw_get_reg(&cur, UNW_REG_SP, &sp) != 0)
@@ -683,7 +731,7 @@ static inline __attribute__((always_inline)) int unwind(uintptr_t anchor, uintpt
     ips[k] = (void *)ip;
     uintptr_t slot = (uintptr_t)sp - 8; /* where the call put it */
     if (keep && slot > anchor && slot + 8 <= rt_stack_hi && slot - anchor < UINT32_MAX &&
-        *(const uintptr_t *)slot == (uintptr_t)ip && k < MEMO_FRAMES) {
+        *(const uintptr_t *)slot == (uintptr_t)ip) {
       m.ra[k] = (uintptr_t)ip;
       m.off[k] = (uint32_t)(slot - anchor);
     } else {
@@ -693,10 +741,7 @@ static inline __attribute__((always_inline)) int unwind(uintptr_t anchor, uintpt
   }
   if (keep && k == max) {
     m.n = (uint32_t)k;
-    unsigned h = (unsigned)(hook >> 4) % MEMO_HOOKS;
-    memo_hook[h].hook = hook;
-    memo_hook[h].off = m.off[0];
-    memo[memo_index(hook, m.ra[0])] = m;
+    memo_keep(&m);
   }
   return k;
 }
