@@ -24,6 +24,7 @@ void shim_alloc_fork_release(void) {}
 
 #else
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 
@@ -56,9 +57,15 @@ static struct {
 static atomic_flag slab_lock;
 static uint8_t *slab_at, *slab_end;
 
+/* Held for a few instructions; a holder preempted with more threads than
+ * cores would leave spinners burning their whole time slice, so after a
+ * short spin the waiter yields. */
 static void lock(atomic_flag *f) {
-  while (atomic_flag_test_and_set_explicit(f, memory_order_acquire))
-    __builtin_ia32_pause();
+  for (unsigned spins = 0; atomic_flag_test_and_set_explicit(f, memory_order_acquire); spins++)
+    if (spins < 64)
+      __builtin_ia32_pause();
+    else
+      sched_yield();
 }
 
 static void unlock(atomic_flag *f) {
