@@ -1,0 +1,184 @@
+/* Unit tests for interpose/shim_alloc.c: the shims' own heap. */
+#include "shim_alloc.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Every size class, both sides of each boundary: the block holds what was
+ * asked for, is 16-byte aligned, and keeps what was written while other
+ * blocks come and go. */
+START_TEST(test_blocks_hold_their_bytes) {
+  enum { N = 200 };
+  uint8_t *b[N];
+  size_t len[N];
+  for (int i = 0; i < N; i++) {
+    size_t base = (size_t)1 << (i % 24);
+    len[i] = base + (size_t)(i % 3) - 1; /* just under, at, just over */
+    if (len[i] == 0)
+      len[i] = 1;
+    b[i] = shim_alloc(len[i]);
+    ck_assert_ptr_nonnull(b[i]);
+    ck_assert_uint_eq((uintptr_t)b[i] % 16, 0);
+    memset(b[i], i & 0xff, len[i]);
+  }
+  for (int i = 0; i < N; i += 2) /* free half, allocate again over them */
+    shim_free(b[i]);
+  for (int i = 0; i < N; i += 2) {
+    b[i] = shim_alloc(len[i]);
+    memset(b[i], i & 0xff, len[i]);
+  }
+  for (int i = 0; i < N; i++) {
+    for (size_t k = 0; k < len[i]; k += 1 + len[i] / 64)
+      ck_assert_msg(b[i][k] == (i & 0xff), "block %d (%zu bytes) byte %zu", i, len[i], k);
+    ck_assert(b[i][len[i] - 1] == (i & 0xff));
+    shim_free(b[i]);
+  }
+  shim_free(NULL);
+  ck_assert_ptr_nonnull(shim_alloc(0));
+}
+END_TEST
+
+START_TEST(test_zalloc_zeroes_reused_blocks) {
+  for (size_t n = 1; n <= (1u << 20); n *= 7) {
+    uint8_t *p = shim_alloc(n);
+    memset(p, 0xff, n);
+    shim_free(p);
+    uint8_t *z = shim_zalloc(n);
+    for (size_t k = 0; k < n; k++)
+      ck_assert_msg(z[k] == 0, "%zu bytes: byte %zu is %d", n, k, z[k]);
+    shim_free(z);
+  }
+}
+END_TEST
+
+START_TEST(test_realloc_keeps_the_prefix) {
+  uint8_t *p = shim_realloc(NULL, 10);
+  for (int i = 0; i < 10; i++)
+    p[i] = (uint8_t)i;
+  size_t have = 10;
+  for (size_t n = 11; n < (3u << 20); n = n * 3 + 1) {
+    p = shim_realloc(p, n);
+    ck_assert_ptr_nonnull(p);
+    for (size_t k = 0; k < have; k++)
+      ck_assert_msg(p[k] == (uint8_t)k, "grown to %zu: byte %zu", n, k);
+    for (size_t k = have; k < n; k++)
+      p[k] = (uint8_t)k;
+    have = n;
+  }
+  uint8_t *q = shim_realloc(p, 5);
+  ck_assert_ptr_nonnull(q);
+  for (int k = 0; k < 5; k++)
+    ck_assert_uint_eq(q[k], (uint8_t)k);
+  shim_free(q);
+}
+END_TEST
+
+/* Program threads allocate, the writer frees: blocks cross threads all
+ * the time. Each block carries its owner and sequence; a block handed out
+ * twice, or freed while in use, shows as a wrong pattern. */
+enum { PRODUCERS = 4, PER_THREAD = 20000, QUEUE = 1024 };
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint64_t *q[QUEUE];
+  unsigned head, tail, done;
+  int bad;
+} xq = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}, 0, 0, 0, 0};
+
+static void *producer(void *arg) {
+  uint64_t id = (uint64_t)(uintptr_t)arg;
+  for (uint64_t i = 0; i < PER_THREAD; i++) {
+    size_t words = 2 + (size_t)((i * 2654435761u + id) % 700);
+    uint64_t *b = shim_alloc(words * 8);
+    b[0] = words;
+    for (size_t k = 1; k < words; k++)
+      b[k] = id << 48 | i << 16 | k;
+    pthread_mutex_lock(&xq.mu);
+    while (xq.head - xq.tail == QUEUE)
+      pthread_cond_wait(&xq.cv, &xq.mu);
+    xq.q[xq.head++ % QUEUE] = b;
+    pthread_cond_broadcast(&xq.cv);
+    pthread_mutex_unlock(&xq.mu);
+  }
+  pthread_mutex_lock(&xq.mu);
+  xq.done++;
+  pthread_cond_broadcast(&xq.cv);
+  pthread_mutex_unlock(&xq.mu);
+  return NULL;
+}
+
+static void *consumer(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&xq.mu);
+    while (xq.head == xq.tail && xq.done < PRODUCERS)
+      pthread_cond_wait(&xq.cv, &xq.mu);
+    if (xq.head == xq.tail) {
+      pthread_mutex_unlock(&xq.mu);
+      return NULL;
+    }
+    uint64_t *b = xq.q[xq.tail++ % QUEUE];
+    pthread_cond_broadcast(&xq.cv);
+    pthread_mutex_unlock(&xq.mu);
+    uint64_t tag = b[1] & ~(uint64_t)0xffff;
+    for (size_t k = 1; k < b[0]; k++)
+      if (b[k] != (tag | k))
+        xq.bad++;
+    shim_free(b);
+  }
+}
+
+START_TEST(test_threads_allocate_and_another_frees) {
+  pthread_t p[PRODUCERS], c;
+  pthread_create(&c, NULL, consumer, NULL);
+  for (int i = 0; i < PRODUCERS; i++)
+    pthread_create(&p[i], NULL, producer, (void *)(uintptr_t)(i + 1));
+  for (int i = 0; i < PRODUCERS; i++)
+    pthread_join(p[i], NULL);
+  pthread_join(c, NULL);
+  ck_assert_int_eq(xq.bad, 0);
+}
+END_TEST
+
+/* With the locks taken around fork, as the shims do, the child allocates
+ * and frees freely. */
+START_TEST(test_child_of_fork_allocates) {
+  void *keep = shim_alloc(100);
+  shim_alloc_fork_prepare();
+  pid_t pid = fork();
+  shim_alloc_fork_release();
+  if (pid == 0) {
+    for (int i = 0; i < 1000; i++)
+      shim_free(shim_alloc((size_t)i * 37));
+    shim_free(keep);
+    _exit(0);
+  }
+  int st = 0;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  shim_free(keep);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("shim_alloc");
+  TCase *tc = tcase_create("heap");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_blocks_hold_their_bytes);
+  tcase_add_test(tc, test_zalloc_zeroes_reused_blocks);
+  tcase_add_test(tc, test_realloc_keeps_the_prefix);
+  tcase_add_test(tc, test_threads_allocate_and_another_frees);
+  tcase_add_test(tc, test_child_of_fork_allocates);
+  suite_add_tcase(s, tc);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
