@@ -25,10 +25,10 @@ SAN_TSAN_MAKE := B=build-tsan CFLAGS="-O1 -g" CC="gcc -fsanitize=thread"
 SAN_ASAN_ENV := STANDIN_SANITIZER=asan \
 	ASAN_OPTIONS=verify_asan_link_order=0:detect_odr_violation=0:detect_leaks=0:exitcode=86:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=86
-# TSan slows the writer ~20x (27 us a record in t603's close): with the
-# default 4 MiB rings, four threads' backlog took more than the 2 s a dying
-# program waits for its trace in 2-7 of 60 runs; 1 MiB rings keep it within.
-SAN_TSAN_ENV := STANDIN_SANITIZER=tsan STANDIN_RING_KB=1024 \
+# TSan slows the writer ~20x (27 us a record in t603's close): with 4 MiB
+# rings, four threads' backlog took more than the 2 s a dying program waits
+# for its trace in 2-7 of 60 runs; the default 1 MiB keeps it within (0/40).
+SAN_TSAN_ENV := STANDIN_SANITIZER=tsan \
 	TSAN_OPTIONS=halt_on_error=1:exitcode=86:report_signal_unsafe=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0
 # Threads, thread pools, a fatal signal and exit while threads call, shared
 # accelerator timelines. Not forks: TSan cannot follow a process that forks
