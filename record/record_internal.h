@@ -44,6 +44,7 @@ typedef struct rt_thread {
   char name[17];
   _Atomic int dead; /* thread exited; the writer frees the ring once empty */
   int announced;    /* writer wrote its ST_REC_THREAD */
+  int populated;    /* writer mapped the whole ring (rt.c populate_ring) */
   uint64_t lost;    /* calls dropped because recording had stopped */
   _Atomic uint64_t overhead_ns; /* standin's own time on this thread (owner writes) */
   struct rt_thread *next;
