@@ -21,6 +21,9 @@ void shim_free(void *p) {
 }
 void shim_alloc_fork_prepare(void) {}
 void shim_alloc_fork_release(void) {}
+unsigned long long shim_alloc_kept_bytes(void) {
+  return 0;
+}
 
 #else
 
@@ -36,6 +39,9 @@ void shim_alloc_fork_release(void) {}
 #define SLAB_BYTES (1u << 20)
 #define SLAB_CLASS_MAX (16 - MIN_SHIFT) /* up to 64 KiB from slabs */
 #define KEEP_BYTES (64ull << 20)        /* free large blocks kept per class */
+/* and in all; but one block of each class up to KEEP_BYTES is always kept
+ * (under 128 MiB more), and larger blocks never are */
+#define KEEP_TOTAL (256ull << 20)
 #define MAGIC 0x53746e41u               /* "Stn" + 'A' */
 
 typedef struct {
@@ -55,6 +61,7 @@ static struct {
 } cls[NCLASS];
 
 static atomic_flag slab_lock;
+static _Atomic uint64_t kept_large; /* bytes in free large blocks */
 static uint8_t *slab_at, *slab_end;
 
 /* Held for a few instructions; a holder preempted with more threads than
@@ -120,6 +127,8 @@ void *shim_alloc(size_t n) {
   if (b) {
     cls[k].free = b->next;
     cls[k].nfree--;
+    if (k > SLAB_CLASS_MAX)
+      atomic_fetch_sub_explicit(&kept_large, class_bytes(k), memory_order_relaxed);
   }
   unlock(&cls[k].lock);
   hdr *h = (hdr *)b;
@@ -155,8 +164,14 @@ void shim_free(void *p) {
   unsigned k = h->cls;
   h->magic = 0; /* a second free of it is caught */
   lock(&cls[k].lock);
-  int keep =
-      k <= SLAB_CLASS_MAX || cls[k].nfree == 0 || (cls[k].nfree + 1) * class_bytes(k) <= KEEP_BYTES;
+  uint64_t size = class_bytes(k);
+  int keep = k <= SLAB_CLASS_MAX ||
+             (size <= KEEP_BYTES &&
+              (cls[k].nfree == 0 ||
+               ((cls[k].nfree + 1) * size <= KEEP_BYTES &&
+                atomic_load_explicit(&kept_large, memory_order_relaxed) + size <= KEEP_TOTAL)));
+  if (keep && k > SLAB_CLASS_MAX)
+    atomic_fetch_add_explicit(&kept_large, size, memory_order_relaxed);
   if (keep) {
     block *b = (block *)h;
     b->next = cls[k].free;
@@ -180,6 +195,10 @@ void *shim_realloc(void *p, size_t n) {
   memcpy(q, p, room);
   shim_free(p);
   return q;
+}
+
+unsigned long long shim_alloc_kept_bytes(void) {
+  return atomic_load(&kept_large);
 }
 
 void shim_alloc_fork_prepare(void) {

@@ -27,6 +27,12 @@ void *shim_zalloc(size_t n); /* zeroed */
 void *shim_realloc(void *p, size_t n);
 void shim_free(void *p);
 
+/* Bytes held in free large blocks, kept for reuse: at most 64 MiB a size
+ * class and 256 MiB in all, except that one block of each class up to
+ * 64 MiB is always kept (under 128 MiB more); larger ones never are. For
+ * tests. */
+unsigned long long shim_alloc_kept_bytes(void);
+
 /* fork: take every lock before (last, after the writer is parked), and
  * release them after, in the parent and in the child. */
 void shim_alloc_fork_prepare(void);

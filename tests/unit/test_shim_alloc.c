@@ -78,6 +78,33 @@ START_TEST(test_realloc_keeps_the_prefix) {
 }
 END_TEST
 
+/* Freed large blocks are kept for reuse, within bounds: 64 MiB of blocks
+ * of each large class from 128 KiB to 64 MiB (mapped, barely touched),
+ * 640 MiB in all, freed at once, leave at most 256 MiB kept plus one
+ * block of each class; a 128 MiB block is never kept. */
+START_TEST(test_large_blocks_kept_within_bounds) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return; /* shim_alloc is the sanitizer's malloc there: nothing is kept */
+#endif
+  static void *b[1024];
+  unsigned long long before = shim_alloc_kept_bytes();
+  int n = 0;
+  for (int bits = 17; bits <= 26; bits++)
+    for (int i = 0; i < (1 << (26 - bits)); i++)
+      ck_assert_ptr_nonnull(b[n++] = shim_alloc(((size_t)1 << bits) - 16));
+  void *huge = shim_alloc((size_t)100 << 20);
+  for (int i = 0; i < n; i++)
+    shim_free(b[i]);
+  shim_free(huge);
+  unsigned long long kept = shim_alloc_kept_bytes() - before;
+  ck_assert_msg(kept <= (256ull + 128) << 20, "kept %llu MiB", kept >> 20);
+  ck_assert_msg(kept >= 64ull << 20, "kept only %llu MiB", kept >> 20);
+  void *again = shim_alloc((1 << 20) - 16); /* from what was kept */
+  ck_assert_uint_lt(shim_alloc_kept_bytes(), before + kept);
+  shim_free(again);
+}
+END_TEST
+
 /* Program threads allocate, the writer frees: blocks cross threads all
  * the time. Each block carries its owner and sequence; a block handed out
  * twice, or freed while in use, shows as a wrong pattern. */
@@ -173,6 +200,7 @@ int main(void) {
   tcase_add_test(tc, test_blocks_hold_their_bytes);
   tcase_add_test(tc, test_zalloc_zeroes_reused_blocks);
   tcase_add_test(tc, test_realloc_keeps_the_prefix);
+  tcase_add_test(tc, test_large_blocks_kept_within_bounds);
   tcase_add_test(tc, test_threads_allocate_and_another_frees);
   tcase_add_test(tc, test_child_of_fork_allocates);
   suite_add_tcase(s, tc);
