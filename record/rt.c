@@ -741,8 +741,8 @@ static void memo_keep(const stack_memo *m) {
  * a plain return address on this stack (not a signal frame's). */
 static inline __attribute__((always_inline)) int unwind(uintptr_t anchor, uintptr_t hook,
                                                        void **ips, int max) {
-  int keep = max <= MEMO_FRAMES && anchor >= rt_stack_lo && anchor < rt_stack_hi &&
-             memo_credit > 0;
+  int keep = rt_cfg.stack_memo && max <= MEMO_FRAMES && anchor >= rt_stack_lo &&
+             anchor < rt_stack_hi && memo_credit > 0;
   if (!keep) { /* frame 0 is this function, frame 1 the hook */
     void *buf[ST_MAX_FRAMES + 2];
     int n = unw_backtrace(buf, max + 2), k = 0;
@@ -802,7 +802,7 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
 #else
   uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
   uintptr_t hook = (uintptr_t)__builtin_return_address(0);
-  int n = rt_cfg.stack_memo ? memo_find(anchor, hook, ips, max) : 0;
+  int n = rt_cfg.stack_memo ? memo_find(anchor, hook, ips, max) : 0; /* 0: plain unwind */
   return n ? n : unwind(anchor, hook, ips, max);
 #endif
 }
