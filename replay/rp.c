@@ -49,7 +49,7 @@ static SHIM_TLS uint64_t inherited_debt; /* set by tramp_main */
 static local *local_self(void) {
   if (SHIM_LIKELY(me != NULL))
     return me;
-  local *l = calloc(1, sizeof *l);
+  local *l = shim_zalloc(sizeof *l); /* not from the program's heap */
   if (!l)
     return NULL;
   l->debt = inherited_debt;
@@ -127,7 +127,7 @@ struct tramp {
 
 static void *tramp_main(void *p) {
   struct tramp t = *(struct tramp *)p;
-  free(p);
+  shim_free(p);
   inherited_debt = t.debt;
   return t.fn(t.arg);
 }
@@ -136,13 +136,13 @@ SHIM_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *
                                void *arg) {
   SHIM_REAL(real, pthread_create);
   uint64_t debt = me ? me->debt : inherited_debt;
-  struct tramp *t = debt && db ? malloc(sizeof *t) : NULL;
+  struct tramp *t = debt && db ? shim_alloc(sizeof *t) : NULL;
   if (!t)
     return real(th, attr, fn, arg);
   *t = (struct tramp){fn, arg, debt};
   int rc = real(th, attr, tramp_main, t);
   if (rc != 0)
-    free(t);
+    shim_free(t);
   return rc;
 }
 
