@@ -146,6 +146,15 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
            cli_fmt_ns(o, sizeof o, (double)f->overhead_ns),
            run ? 100.0 * (double)f->overhead_ns / (double)run : 0.0);
   }
+  if (f->ring_waits) {
+    char w[32], r[32], rb[32];
+    printf("  the program's threads waited %s time%s for ring space (%s in all): the writer\n"
+           "  fell behind; latencies are unaffected, wall time is not. STANDIN_RING_KB gives each\n"
+           "  thread a larger ring (this run: %s)\n",
+           cli_fmt_count(w, sizeof w, f->ring_waits), f->ring_waits == 1 ? "" : "s",
+           cli_fmt_ns(r, sizeof r, (double)f->ring_wait_ns),
+           cli_fmt_bytes(rb, sizeof rb, (double)f->ring_bytes));
+  }
   if (f->writer_normal)
     printf("  the trace writer ran at normal priority (lowering it needs root, CAP_SYS_NICE or\n"
            "  ulimit -e 20 to raise it again): where the program kept every core busy, latencies\n"

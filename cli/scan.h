@@ -36,6 +36,7 @@ typedef struct scan_file {
   uint64_t corr_timer_ns, corr_nested_ns; /* latency corrections applied */
   uint64_t overhead_ns; /* standin's own time on the program's threads */
   int writer_normal;    /* the trace writer could not yield to the program */
+  uint64_t ring_waits, ring_wait_ns, ring_bytes; /* threads waited for ring space */
   char retimed[192];    /* "N of M calls, ..." (record --retime), or "" */
   uint64_t last_call_end_ns;
   st_read_status status;

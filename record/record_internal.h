@@ -100,6 +100,9 @@ void wr_forget_types(void); /* descriptors may be unloaded: start a new table */
 
 /* Standin's own time on the program's threads so far (writer thread). */
 uint64_t rt_overhead_ns(void);
+/* Times a program thread found its ring full, and (*ns) how long the
+ * threads waited for space in all. */
+uint64_t rt_ring_waits(uint64_t *ns);
 
 /* Index for a thread not created through pthread_create. */
 uint32_t rt_next_thread_index(void);

@@ -261,6 +261,12 @@ static _Atomic uint64_t overhead_gone; /* of threads whose ring was freed */
 /* Times a program thread found its ring full: the writer reads it to stop
  * compressing while it is behind (see pace_compression). */
 static _Atomic uint64_t ring_waits;
+static _Atomic uint64_t ring_wait_ns; /* how long they waited, in all */
+
+uint64_t rt_ring_waits(uint64_t *ns) {
+  *ns = atomic_load_explicit(&ring_wait_ns, memory_order_relaxed);
+  return atomic_load_explicit(&ring_waits, memory_order_relaxed);
+}
 
 static void thread_free(rt_thread *t) {
   atomic_fetch_add(&overhead_gone, atomic_load_explicit(&t->overhead_ns, memory_order_relaxed));
@@ -818,13 +824,15 @@ static void drop_payloads(const rt_call *c) {
 static void *reserve_wait(rt_thread *t, uint32_t len) {
   void *p;
   unsigned spins = 0;
+  uint64_t t0 = 0;
   while ((p = ring_reserve(&t->r, len)) == NULL) {
     if (spins == 0) {
       atomic_fetch_add_explicit(&ring_waits, 1, memory_order_relaxed);
+      t0 = shim_now_ns();
       writer_boost();
     }
     if (atomic_load(&run_state) != RUN_ACTIVE)
-      return NULL;
+      break;
     if (++spins < 64) {
       sched_yield();
     } else {
@@ -832,6 +840,8 @@ static void *reserve_wait(rt_thread *t, uint32_t len) {
       nanosleep(&ts, NULL);
     }
   }
+  if (spins)
+    atomic_fetch_add_explicit(&ring_wait_ns, shim_now_ns() - t0, memory_order_relaxed);
   return p;
 }
 

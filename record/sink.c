@@ -191,6 +191,10 @@ void wr_close(void) {
     note_u64("latency_correction_nested_ns", S.pass_ns);
     note_u64("record_overhead_ns", rt_overhead_ns());
     note_u64("writer_fell_behind", S.stored_mode_switches);
+    uint64_t wait_ns, waits = rt_ring_waits(&wait_ns);
+    note_u64("ring_waits", waits);
+    note_u64("ring_wait_ns", wait_ns);
+    note_u64("ring_bytes", rt_cfg.ring_bytes);
     note_u64("pack_fp_from_bytes", S.fp_derived);
     note_u64("pack_fp_not_derived", S.fp_underived);
   }

@@ -458,3 +458,17 @@ for l in sys.stdin:
   frames thu | sort >thu.frames
   cmp th.frames thu.frames || fail "threads: stacks differ: $(diff th.frames thu.frames | head -4)"
 }
+
+# When the writer falls behind, the program's threads wait for ring space;
+# info says how often and for how long, and no call is lost. A 64 KiB ring
+# (the smallest) holds ~60 packs of 1 KiB: a loop of 20,000 fills it.
+t024_record_info_reports_waits_for_ring_space() {
+  STANDIN_RING_KB=64 "$STANDIN" record -o small -- "$B/progs/pbbench" pack 1024 20000 >/dev/null
+  "$STANDIN" info small >small.info
+  grep -q "waited [0-9,]* times* for ring space" small.info || fail "no wait reported: $(head -8 small.info)"
+  grep -q "this run: 64.0 KiB" small.info || fail "ring size not reported: $(grep -A2 'ring space' small.info)"
+  expect_eq "calls" 20102 "$(calls small)" # 100 warm-up packs and a size
+  "$STANDIN" record -o few -- "$PB" basic 20 >/dev/null
+  "$STANDIN" info few | grep -q "ring space" && fail "waits reported for 80 calls"
+  true
+}
