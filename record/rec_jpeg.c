@@ -51,7 +51,7 @@ typedef struct {
   void *ips[ST_MAX_FRAMES];
   int nips;
   uint64_t own_ns; /* standin's own work between the decode's calls (row copies) */
-  place_sampler cold; /* output lines probed, found outside the caches */
+  place_sampler placement; /* output lines probed, found outside the caches */
 } rec_dec;
 
 static void free_dec(jpg_obj *o) {
@@ -120,7 +120,7 @@ static void submit(jpg_obj *o, int failed) {
   size_t in_bytes = req ? jpg_request_image_bytes(o, &x->par, req_len) : 0;
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, in_bytes, x->out_w, x->out_h, x->pix_len,
                                   x->par.scale_num, x->par.scale_denom);
-  c.feat[ST_JPF_OUT_COLD] = place_permille(x->cold.cold, x->cold.probed);
+  c.feat[ST_JPF_OUT_COLD] = place_permille(x->placement.cold, x->placement.probed);
   c.type_key = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   if (failed) {
     c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;
@@ -262,7 +262,7 @@ SHIM_EXPORT int jpeg_read_header(j_decompress_ptr cinfo, boolean require_image) 
       return real(cinfo, require_image);
     jpg_decode_begin(o);
     o->ext = x;
-    place_sampler_init(&x->cold, shim_now_ns() ^ (uintptr_t)x);
+    place_sampler_init(&x->placement, shim_now_ns() ^ (uintptr_t)x);
     x->nips = rt_stack(x->ips, ST_MAX_FRAMES);
   }
   jpg_enter(o, FRAME);
@@ -336,7 +336,7 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
         break;
       }
       /* before the copy reads them: where the library left the row */
-      place_sample(&x->cold, rows[i], x->row_bytes);
+      place_sample(&x->placement, rows[i], x->row_bytes);
       memcpy(x->pix + (size_t)(first + i) * x->row_bytes, rows[i], x->row_bytes);
     }
     x->own_ns += shim_now_ns() - t0;

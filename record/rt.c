@@ -35,6 +35,7 @@
 /* Writer pacing: poll the rings this often when idle, and write a partial
  * chunk at least this often so that a killed program loses little. */
 #define WRITER_IDLE_NS 500000ull
+#define FLUSH_EVERY_NS 100000000ull
 /* Bytes of a new ring mapped when it is made, on the program's thread;
  * the writer maps the rest (MADV_POPULATE_WRITE) once the thread has
  * published half of that, so a process that makes a call or two does not
@@ -42,7 +43,6 @@
  * recording added to a djpeg of a 64x64 image), and a busy thread does not
  * fault its ring in page by page. */
 #define RING_POPULATE (64u << 10)
-#define FLUSH_EVERY_NS 100000000ull
 
 enum { RUN_IDLE = 0, RUN_ACTIVE = 1, RUN_OFF = 2 };
 
@@ -440,7 +440,6 @@ static void stop_writer(int next) {
   pthread_mutex_unlock(&start_lock);
 }
 
-/* Process every record of one ring; returns how many. */
 /* On the writer: map the rest of a ring whose thread has started to use
  * it. Without MADV_POPULATE_WRITE (Linux < 5.14) its pages fault in as
  * the thread first writes them. */
@@ -454,6 +453,7 @@ static void populate_ring(rt_thread *t) {
 #endif
 }
 
+/* Process every record of one ring; returns how many. */
 static size_t drain_ring(rt_thread *t) {
   size_t n = 0;
   populate_ring(t);
@@ -655,7 +655,34 @@ void rt_writer_failed(void) {
  * stack (rt_stack_bounds), so a program on a stack of its own (coroutines)
  * just unwinds every time. */
 
-SHIM_TLS uintptr_t rt_stack_lo, rt_stack_hi;
+static SHIM_TLS uintptr_t rt_stack_lo, rt_stack_hi;
+
+void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
+  if (lo >= hi)
+    lo = hi;
+  rt_stack_lo = lo;
+  rt_stack_hi = hi;
+}
+
+/* The stack above the hook without the memo: libunwind's unw_backtrace,
+ * or glibc's backtrace under TSan (libunwind keeps a per-thread cache whose
+ * thread-key destructor runs after ThreadSanitizer has torn the thread
+ * down, and crashes in TSan's mutex interceptor). Inlined into rt_stack:
+ * frame 0 is rt_stack, frame 1 the hook. */
+static inline __attribute__((always_inline)) int plain_unwind(void **ips, int max) {
+  void *buf[ST_MAX_FRAMES + 2];
+#ifdef __SANITIZE_THREAD__
+  int n = backtrace(buf, max + 2);
+#else
+  int n = unw_backtrace(buf, max + 2);
+#endif
+  int k = 0;
+  for (int i = 2; i < n; i++)
+    ips[k++] = buf[i];
+  return k;
+}
+
+#ifndef __SANITIZE_THREAD__ /* TSan: plain_unwind, no memo */
 
 #define MEMO_FRAMES 8 /* deeper --stack-depth: always unwound */
 #define MEMO_SETS 32  /* per thread; each set holds MEMO_WAYS stacks */
@@ -680,13 +707,6 @@ static SHIM_TLS struct {
   uint32_t off; /* slot of the program's return address */
 } memo_hook[MEMO_HOOKS];
 static SHIM_TLS int memo_credit = MEMO_CREDIT;
-
-void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
-  if (lo >= hi)
-    lo = hi;
-  rt_stack_lo = lo;
-  rt_stack_hi = hi;
-}
 
 static unsigned memo_set(uintptr_t hook, uintptr_t ra) {
   uint64_t h = ((uint64_t)hook ^ ((uint64_t)ra * 0x9E3779B97F4A7C15ull)) >> 29;
@@ -749,13 +769,8 @@ static inline __attribute__((always_inline)) int unwind(uintptr_t anchor, uintpt
                                                        void **ips, int max) {
   int keep = rt_cfg.stack_memo && max <= MEMO_FRAMES && anchor >= rt_stack_lo &&
              anchor < rt_stack_hi && memo_credit > 0;
-  if (!keep) { /* frame 0 is this function, frame 1 the hook */
-    void *buf[ST_MAX_FRAMES + 2];
-    int n = unw_backtrace(buf, max + 2), k = 0;
-    for (int i = 2; i < n; i++)
-      ips[k++] = buf[i];
-    return k;
-  }
+  if (!keep)
+    return plain_unwind(ips, max);
   memo_credit--;
   unw_context_t uc;
   unw_cursor_t cur;
@@ -789,22 +804,15 @@ static inline __attribute__((always_inline)) int unwind(uintptr_t anchor, uintpt
   return k;
 }
 
+#endif
+
 __attribute__((noinline)) int rt_stack(void **ips, int max) {
   if (max > rt_cfg.stack_depth)
     max = rt_cfg.stack_depth;
   if (max <= 0)
     return 0;
 #ifdef __SANITIZE_THREAD__
-  /* libunwind keeps a per-thread cache whose thread-key destructor runs
-   * after ThreadSanitizer has torn the thread down, and crashes in TSan's
-   * mutex interceptor: under TSan (make check-tsan) glibc unwinds */
-  void *buf[ST_MAX_FRAMES + 2];
-  /* frame 0 is inside this function, frame 1 is the hook */
-  int n = backtrace(buf, max + 2);
-  int k = 0;
-  for (int i = 2; i < n; i++)
-    ips[k++] = buf[i];
-  return k;
+  return plain_unwind(ips, max);
 #else
   uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
   uintptr_t hook = (uintptr_t)__builtin_return_address(0);
