@@ -240,7 +240,9 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   fprintf(f, "  \"calls_software\": %llu,\n  \"software_reasons\": {", C(s, RDB_C_SOFTWARE));
   for (int i = 0; i < RDB_SW_NREASONS; i++)
     fprintf(f, "%s\"%s\": %llu", i ? ", " : "", sw_names[i], C(s, RDB_C_SW0 + i));
-  fprintf(f, "},\n  \"calls_fallback\": %llu,\n  \"fallback_reasons\": {", C(s, RDB_C_FALLBACK));
+  /* calls of types the plan keeps whole: run at once, not looked up (rdb.h) */
+  fprintf(f, "},\n  \"calls_software_direct\": %llu", C(s, RDB_C_DIRECT));
+  fprintf(f, ",\n  \"calls_fallback\": %llu,\n  \"fallback_reasons\": {", C(s, RDB_C_FALLBACK));
   for (int i = 0; i < RDB_FB_NREASONS; i++)
     fprintf(f, "%s\"%s\": %llu", i ? ", " : "", fb_names[i], C(s, RDB_C_FB0 + i));
   fprintf(f, "},\n  \"reused_samples\": %llu,\n  \"overruns\": %llu,\n  \"overrun_ns\": %llu,\n",

@@ -38,6 +38,7 @@ typedef struct {
   char *type;
   b_sample *s;
   uint32_t n, cap;
+  int direct; /* its type and API are kept whole in software (rdb_class) */
 } b_entry;
 
 /* Descriptors rebuilt from a recorded schema, keyed by the schema's hash
@@ -332,12 +333,75 @@ static uint64_t al8(uint64_t x) {
   return (x + 7) & ~7ull;
 }
 
+/* ---- types kept whole in software (rdb_class) ---------------------------- */
+
+typedef struct {
+  const char *name; /* an entry's type string */
+  uint64_t hash;
+  uint32_t kept, mixed; /* bit per API: every call kept / some call not */
+} b_class;
+
+static int is_protobuf_api(int api) {
+  return api == ST_API_PB_PACK || api == ST_API_PB_SIZE || api == ST_API_PB_PACK_BUF ||
+         api == ST_API_PB_UNPACK;
+}
+
+/* Find the (API, type) pairs whose every recorded call the plan keeps in
+ * software, not because a model refused it: the shim runs those calls
+ * straight away. Marks their entries `direct`. Returns the number of
+ * classes with a kept API in *out (malloc'd), or -1 out of memory. */
+static long find_classes(builder *b, b_class **out) {
+  size_t cap = 16;
+  while (cap < b->n * 2)
+    cap *= 2;
+  b_class *t = calloc(cap, sizeof *t);
+  size_t *at = calloc(b->n ? b->n : 1, sizeof *at); /* entry -> its class's slot */
+  if (!t || !at) {
+    free(t);
+    free(at);
+    return -1;
+  }
+  for (size_t i = 0; i < b->n; i++) {
+    b_entry *e = &b->e[i];
+    if (!is_protobuf_api(e->api))
+      continue;
+    uint64_t h = rdb_name_hash(e->type);
+    size_t j = h & (cap - 1);
+    while (t[j].name && (t[j].hash != h || strcmp(t[j].name, e->type) != 0))
+      j = (j + 1) & (cap - 1);
+    if (!t[j].name)
+      t[j] = (b_class){.name = e->type, .hash = h};
+    at[i] = j;
+    int all_kept = 1;
+    for (uint32_t k = 0; k < e->n && all_kept; k++)
+      all_kept = e->s[k].s.accel < 0 && e->s[k].s.sw_reason == RDB_SW_NOT_SELECTED;
+    t[j].kept |= (uint32_t)all_kept << e->api;
+    t[j].mixed |= (uint32_t)!all_kept << e->api;
+  }
+  for (size_t i = 0; i < b->n; i++) {
+    b_entry *e = &b->e[i];
+    if (is_protobuf_api(e->api))
+      e->direct = (t[at[i]].kept & ~t[at[i]].mixed) >> e->api & 1;
+  }
+  free(at);
+  size_t m = 0;
+  for (size_t j = 0; j < cap; j++) {
+    t[j].kept &= ~t[j].mixed;
+    if (t[j].name && t[j].kept)
+      t[m++] = t[j];
+  }
+  *out = t;
+  return (long)m;
+}
+
 /* Entries in the order of their first recorded occurrence: a program that
  * replays its requests in about the recorded order then reads the entries,
  * their samples and their responses front to back, which the shim predicts
  * and prefetches (rp.c). */
 static int first_cmp(const void *x, const void *y) {
   const b_entry *a = x, *b = y;
+  if (a->direct != b->direct) /* never looked up: out of the predictions' way */
+    return a->direct - b->direct;
   uint64_t ta = a->n ? a->s[0].start_ns : UINT64_MAX, tb = b->n ? b->s[0].start_ns : UINT64_MAX;
   return ta < tb ? -1 : ta > tb;
 }
@@ -370,6 +434,14 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   for (size_t i = 0; i < b->n; i++)
     if (b->e[i].n > 1)
       qsort(b->e[i].s, b->e[i].n, sizeof *b->e[i].s, sample_cmp);
+  /* under --on-miss abort every call is looked up, so that none can miss
+   * unnoticed */
+  b_class *cls = NULL;
+  long ncls = on_miss == RDB_MISS_ABORT ? 0 : find_classes(b, &cls);
+  if (ncls < 0) {
+    cli_err("out of memory building the replay database");
+    return -1;
+  }
   if (b->n > 1)
     qsort(b->e, b->n, sizeof *b->e, first_cmp); /* b->slots is stale from here on */
   uint64_t nslots = 16;
@@ -378,8 +450,17 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   uint64_t nsamples = 0, blob_bytes = 0;
   for (size_t i = 0; i < b->n; i++) {
     nsamples += b->e[i].n;
+    if (b->e[i].direct) { /* never looked up: its bytes are not needed */
+      free(b->e[i].req);
+      free(b->e[i].resp);
+      b->e[i].req = b->e[i].resp = NULL;
+      b->e[i].req_len = b->e[i].resp_len = 0;
+      b->e[i].flags |= RDB_ENTRY_NO_RESPONSE;
+    }
     blob_bytes += al8(b->e[i].req_len) + al8(b->e[i].resp_len) + al8(strlen(b->e[i].type) + 1);
   }
+  for (long i = 0; i < ncls; i++)
+    blob_bytes += al8(strlen(cls[i].name) + 1);
   uint64_t off = al8(sizeof(rdb_header));
   uint64_t stats_off = off;
   off = al8(off + sizeof(rdb_stats));
@@ -395,6 +476,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   off = al8(off + nslots * 4);
   uint64_t samples_off = off;
   off = al8(off + nsamples * sizeof(rdb_sample));
+  uint64_t classes_off = off;
+  off = al8(off + (uint64_t)ncls * sizeof(rdb_class));
   uint64_t blobs_off = off;
   uint64_t size = off + blob_bytes + 8;
 
@@ -404,12 +487,14 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
             strerror(errno));
     if (fd >= 0)
       close(fd);
+    free(cls);
     return -1;
   }
   uint8_t *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) {
     cli_err("cannot map the replay database: %s", strerror(errno));
     close(fd);
+    free(cls);
     return -1;
   }
   rdb_header *h = (rdb_header *)m;
@@ -419,7 +504,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
                     .next_off = next_off,
                     .nslots = nslots, .slots_off = slots_off, .naccel = (uint32_t)p->naccel,
                     .accel_off = accel_off, .stats_off = stats_off, .trace_start_ns = b->start_ns,
-                    .ro_off = ro_off, .unpack_pieces = pieces != 0};
+                    .ro_off = ro_off, .unpack_pieces = pieces != 0,
+                    .nclasses = (uint64_t)ncls, .classes_off = classes_off};
   calibrate_tsc(h);
   rdb_accel *acc = (rdb_accel *)(m + accel_off);
   for (int i = 0; i < p->naccel; i++) {
@@ -442,9 +528,17 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     free(bs.len);
     munmap(m, size);
     close(fd);
+    free(cls);
     cli_err("out of memory building the replay database");
     return -1;
   }
+  rdb_class *dc = (rdb_class *)(m + classes_off);
+  for (long i = 0; i < ncls; i++) {
+    dc[i] = (rdb_class){.name_hash = cls[i].hash, .name_off = bo, .kept = cls[i].kept};
+    memcpy(m + bo, cls[i].name, strlen(cls[i].name) + 1);
+    bo += al8(strlen(cls[i].name) + 1);
+  }
+  free(cls);
   for (size_t i = 0; i < b->n; i++) {
     b_entry *e = &b->e[i];
     rdb_entry *d = &ents[i];

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 4
+#define RDB_VERSION 5
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -88,6 +88,7 @@ enum {
   RDB_C_DEBT_MAX,  /* largest unpaid overrun of a thread, creators' included */
   RDB_C_SETUP_NS,  /* time the shim took to map the database, all processes */
   RDB_C_TO_MEMORY_BYTES, /* response bytes delivered to memory, not the caches */
+  RDB_C_DIRECT,    /* kept in software without a lookup (rdb_class), untimed */
   RDB_C_SPIN_ERR0, /* + bin: how late the spin loop saw the deadline */
   RDB_NCOUNTERS = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS
 };
@@ -160,7 +161,31 @@ typedef struct {
    * allocation per piece, freed by the real free_unpacked; 0: one block */
   uint32_t unpack_pieces;
   uint32_t pad2;
+  uint64_t nclasses, classes_off; /* rdb_class[], read-only part */
 } rdb_header;
+
+/* A message type some of whose APIs the plan keeps whole in software:
+ * every recorded call of that API and type stays in software for the
+ * reason RDB_SW_NOT_SELECTED. Such calls run the real library straight
+ * away, without a fingerprint or a lookup (which cost about what a small
+ * call costs, and would be an overrun on every one of them): there is no
+ * response to choose, so nothing can be answered wrongly. Not built under
+ * --on-miss abort, where every call must be looked up. */
+typedef struct {
+  uint64_t name_hash; /* rdb_name_hash of the type's full name */
+  uint64_t name_off;  /* NUL-terminated full name */
+  uint32_t kept;      /* bit (1 << api): that API's calls of this type */
+  uint32_t pad;
+} rdb_class;
+
+/* Hash of a type name for rdb_class (FNV-1a: names are short and hashed
+ * once per thread and type). */
+static inline uint64_t rdb_name_hash(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s; s++)
+    h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+  return h;
+}
 
 /* Slot of a fingerprint in the table. */
 static inline uint64_t rdb_hash(const uint8_t fp[16]) {

@@ -15,6 +15,40 @@
 #include "shim.h"
 #include "trace.h"
 
+/* Whether the plan keeps d's calls of `api` whole in software
+ * (rp_kept_apis): they then run the real library at once, uncounted by the
+ * harness. Remembered per thread for the last few types. */
+#define KEPT_CACHE 8
+static SHIM_TLS struct {
+  const ProtobufCMessageDescriptor *d;
+  uint32_t apis;
+} kept_cache[KEPT_CACHE];
+
+static inline int kept(const ProtobufCMessageDescriptor *d, int api) {
+  if (SHIM_LIKELY(!rp_has_kept()) || d == NULL)
+    return 0;
+  unsigned k = (unsigned)((uintptr_t)d >> 6) % KEPT_CACHE;
+  if (kept_cache[k].d != d) {
+    kept_cache[k].apis = rp_kept_apis(d->name);
+    kept_cache[k].d = d;
+  }
+  return kept_cache[k].apis >> api & 1;
+}
+
+static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *m) {
+  return m ? m->descriptor : NULL;
+}
+
+/* Run `call` (the real library) as a call kept without a lookup: nested
+ * calls pass through, as in the harness's own software path. */
+#define DIRECT(r, call)                                                                            \
+  do {                                                                                             \
+    shim_depth++;                                                                                  \
+    r = call;                                                                                      \
+    shim_depth--;                                                                                  \
+    rp_direct();                                                                                   \
+  } while (0)
+
 /* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
 static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *reason) {
   uint8_t fp[16];
@@ -66,6 +100,11 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   SHIM_REAL(real, protobuf_c_message_pack);
   if (shim_depth || !rp_on())
     return real(m, out);
+  if (kept(desc_of(m), ST_API_PB_PACK)) {
+    size_t r;
+    DIRECT(r, real(m, out));
+    return r;
+  }
   uint64_t t0 = rp_now();
   rp_prefetch();
   shim_depth++;
@@ -95,6 +134,11 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   SHIM_REAL(real, protobuf_c_message_get_packed_size);
   if (shim_depth || !rp_on())
     return real(m);
+  if (kept(desc_of(m), ST_API_PB_SIZE)) {
+    size_t r;
+    DIRECT(r, real(m));
+    return r;
+  }
   uint64_t t0 = rp_now();
   rp_prefetch();
   shim_depth++;
@@ -122,6 +166,11 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   SHIM_REAL(real, protobuf_c_message_pack_to_buffer);
   if (shim_depth || !rp_on())
     return real(m, buf);
+  if (kept(desc_of(m), ST_API_PB_PACK_BUF)) {
+    size_t r;
+    DIRECT(r, real(m, buf));
+    return r;
+  }
   uint64_t t0 = rp_now();
   rp_prefetch();
   shim_depth++;
@@ -206,6 +255,11 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   SHIM_REAL(real, protobuf_c_message_unpack);
   if (shim_depth || !rp_on())
     return real(d, a, len, data);
+  if (kept(d, ST_API_PB_UNPACK)) {
+    ProtobufCMessage *r;
+    DIRECT(r, real(d, a, len, data));
+    return r;
+  }
   uint64_t t0 = rp_now();
   rp_prefetch();
   shim_depth++;

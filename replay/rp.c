@@ -274,7 +274,11 @@ static int validate(void) {
     return -1;
   if (!rp_ptr(hdr->next_off, hdr->nentries * sizeof(uint64_t)))
     return -1;
-  if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off | hdr->next_off) & 7)
+  if (hdr->nclasses > db_size / sizeof(rdb_class) ||
+      !rp_ptr(hdr->classes_off, hdr->nclasses * sizeof(rdb_class)))
+    return -1;
+  if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off | hdr->next_off |
+       hdr->classes_off) & 7)
     return -1;
   /* the writable part (header, stats, timelines, occurrence counters) lies
    * before it, the tables the hot path reads after it */
@@ -282,7 +286,8 @@ static int validate(void) {
       hdr->next_off + hdr->nentries * sizeof(uint64_t) > hdr->ro_off ||
       hdr->stats_off + sizeof(rdb_stats) > hdr->ro_off ||
       hdr->accel_off + hdr->naccel * sizeof(rdb_accel) > hdr->ro_off ||
-      hdr->slots_off < hdr->ro_off || hdr->entries_off < hdr->ro_off)
+      hdr->slots_off < hdr->ro_off || hdr->entries_off < hdr->ro_off ||
+      (hdr->nclasses && hdr->classes_off < hdr->ro_off))
     return -1;
   return 0;
 }
@@ -414,6 +419,34 @@ const rdb_entry *rp_lookup(const uint8_t fp[16]) {
       return found(ents, s - 1);
   }
   return NULL;
+}
+
+int rp_has_kept(void) {
+  return db != NULL && hdr->nclasses != 0;
+}
+
+uint32_t rp_kept_apis(const char *name) {
+  if (!db || !name || hdr->nclasses == 0)
+    return 0;
+  const rdb_class *c = (const rdb_class *)(db + hdr->classes_off);
+  uint64_t h = rdb_name_hash(name);
+  size_t len = strlen(name);
+  for (uint64_t i = 0; i < hdr->nclasses; i++) {
+    if (c[i].name_hash != h)
+      continue;
+    const char *n = rp_ptr(c[i].name_off, len + 1);
+    if (n && memcmp(n, name, len + 1) == 0)
+      return c[i].kept;
+  }
+  return 0;
+}
+
+void rp_direct(void) {
+  ADD(RDB_C_INTERCEPTED, 1);
+  ADD(RDB_C_SOFTWARE, 1);
+  ADD(RDB_C_SW0 + RDB_SW_NOT_SELECTED, 1);
+  ADD(RDB_C_DIRECT, 1);
+  call_done();
 }
 
 static void lock_accel(rdb_accel *a) {

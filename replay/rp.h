@@ -77,6 +77,19 @@ pbw_image_memo *rp_memo(const rdb_entry *e);
  * libprotobuf-c does (replay --unpack-trees pieces). */
 int rp_unpack_pieces(void);
 
+/* Nonzero when the plan keeps some message type's calls of some API whole
+ * in software (rdb_class). */
+int rp_has_kept(void);
+
+/* Bit (1 << api) for each API whose calls of message type `name` (full
+ * name) the plan keeps whole in software: such calls run the real library
+ * at once, without a lookup. Not cheap (scans the class table): callers
+ * remember the answer per type. */
+uint32_t rp_kept_apis(const char *name);
+
+/* Count one call that ran the real library without a lookup (not timed). */
+void rp_direct(void);
+
 /* Remember / forget trees the replay built, so free_unpacked knows them. */
 int rp_own_add(const void *p);
 int rp_own_take(const void *p); /* 1 if p was ours (and is now forgotten) */

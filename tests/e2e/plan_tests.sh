@@ -21,6 +21,8 @@ EOF
   cmp rec.out rep.out
   expect_eq "replayed" 36 "$(json s.json calls_replayed)"
   expect_eq "software" 12 "$(json s.json calls_software)"
+  # keep api=pb.size keeps every size call of the type: run without a lookup
+  expect_eq "software, not looked up" 12 "$(json s.json calls_software_direct)"
   expect_eq "de requests" 12 "$(accel s.json de requests)"
   expect_eq "de service" 12000 "$(accel s.json de service_ns)"
   expect_eq "ser requests" 24 "$(accel s.json ser requests)"
@@ -164,4 +166,42 @@ t310_jpeg_lpn_counts_coefficients() {
   expect_eq "lpn service" 80000 "$(accel s.json jpeg-lpn service_ns)"
   "$STANDIN" whatif rec --iface jpeg=jpeg-lpn --format json >w.json
   python3 -c 'import json; p = json.load(open("w.json"))["plans"][0]; assert p["offloaded"] == 1 and p["predicted_ns"] == 80000, p'
+}
+
+t311_types_kept_whole_run_without_a_lookup() {
+  "$STANDIN" record -o rec -- "$PB" basic 12 >rec.out
+  # nothing of protobuf offloaded: every call runs the real library at once
+  "$STANDIN" replay -t rec --iface jpeg=software --summary s.json -- "$PB" basic 12 >rep.out
+  cmp rec.out rep.out
+  expect_eq "direct, jpeg plan" 48 "$(json s.json calls_software_direct)"
+  expect_eq "software, jpeg plan" 48 "$(json s.json calls_software)"
+  expect_eq "overruns, jpeg plan" 0 "$(json s.json overruns)"
+  # everything offloaded: nothing direct
+  "$STANDIN" replay -t rec --iface constant:ns=0 --summary s.json -- "$PB" basic 12 >rep.out
+  cmp rec.out rep.out
+  expect_eq "direct, all offloaded" 0 "$(json s.json calls_software_direct)"
+  # pack split by size: some pack calls offloaded, so no pack call skips the
+  # lookup (the k-th occurrence decides); size, pack_to_buffer, unpack do
+  mid=$(awk '{print $4}' rec.out | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  printf 'accel a constant:ns=0\noffload api=pb.pack size=0-%s to a\n' "$mid" >split.plan
+  "$STANDIN" replay -t rec --plan split.plan --summary s.json -- "$PB" basic 12 >rep.out
+  cmp rec.out rep.out
+  replayed=$(json s.json calls_replayed)
+  [ "$replayed" -ge 1 ] && [ "$replayed" -lt 12 ] || fail "split plan replayed $replayed pack calls"
+  expect_eq "direct, split plan" 36 "$(json s.json calls_software_direct)"
+  expect_eq "software, split plan" $((48 - replayed)) "$(json s.json calls_software)"
+  # requests the recording never saw, of a type kept whole: real calls, no miss
+  "$PB" basic 20 >native20.out
+  "$STANDIN" replay -t rec --iface jpeg=software --summary s.json -- "$PB" basic 20 >rep20.out
+  cmp native20.out rep20.out
+  expect_eq "direct, longer run" 80 "$(json s.json calls_software_direct)"
+  expect_eq "fallback, longer run" 0 "$(json s.json calls_fallback)"
+  # --on-miss abort looks every call up, so the 13th message still stops it
+  set +e
+  "$STANDIN" replay -t rec --iface jpeg=software --on-miss abort --summary s.json \
+    -- "$PB" basic 20 >/dev/null 2>err
+  rc=$?
+  set -e
+  expect_eq "abort exit" 125 "$rc"
+  grep -q "replay miss in pb.size for standin.test.Tree" err || fail "abort: $(cat err)"
 }

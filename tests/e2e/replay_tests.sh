@@ -167,14 +167,22 @@ PY
 # and a later replayed call with room pays it back.
 t116_replay_lookup_of_software_calls_is_owed() {
   "$STANDIN" record -o rec -- "$PB" basic 40 >rec.out
-  # pack, size and pack_to_buffer stay in software; unpack has 1 ms of room
+  # pack, size and pack_to_buffer stay in software; unpack has 1 ms of room.
+  # Kept whole, those APIs run without a lookup: nothing is owed
   "$STANDIN" replay -t rec --iface pb.unpack=constant:ns=1000000 --summary s.json \
     -- "$PB" basic 40 >rep.out
+  cmp rec.out rep.out
+  expect_eq "direct" 120 "$(json s.json calls_software_direct)"
+  expect_eq "overruns without lookups" 0 "$(json s.json overruns)"
+  # --on-miss abort looks every call up; the lookups are owed
+  "$STANDIN" replay -t rec --iface pb.unpack=constant:ns=1000000 --on-miss abort \
+    --summary s.json -- "$PB" basic 40 >rep.out
   cmp rec.out rep.out
   python3 - <<'PY'
 import json
 s = json.load(open("s.json"))
 assert s["calls_software"] == 120 and s["calls_replayed"] == 40, s
+assert s["calls_software_direct"] == 0, s
 assert s["overruns"] >= 120, s            # every software call's lookup
 assert s["harness_ns"] >= s["overrun_ns"] > 0, s
 assert s["repaid_ns"] + s["debt_ns"] == s["overrun_ns"], s
