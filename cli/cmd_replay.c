@@ -253,8 +253,10 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   fprintf(f, "  \"bytes_to_memory\": %llu,\n", C(s, RDB_C_TO_MEMORY_BYTES));
   fprintf(f, "  \"predicted_ns\": %llu,\n  \"recorded_ns\": %llu,\n  \"spin_ns\": %llu,\n",
           C(s, RDB_C_PREDICTED_NS), C(s, RDB_C_RECORDED_NS), C(s, RDB_C_SPIN_NS));
-  fprintf(f, "  \"harness_ns\": %llu,\n  \"software_ns\": %llu,\n  \"processes\": %llu,\n",
-          C(s, RDB_C_HARNESS_NS), C(s, RDB_C_SOFTWARE_NS), C(s, RDB_C_PROCESSES));
+  fprintf(f, "  \"harness_ns\": %llu,\n  \"harness_outside_ns\": %llu,\n", C(s, RDB_C_HARNESS_NS),
+          C(s, RDB_C_OUTSIDE_NS));
+  fprintf(f, "  \"software_ns\": %llu,\n  \"processes\": %llu,\n", C(s, RDB_C_SOFTWARE_NS),
+          C(s, RDB_C_PROCESSES));
   fprintf(f, "  \"spin_error_p50_ns\": %llu,\n  \"spin_error_p99_ns\": %llu,\n",
           (unsigned long long)spin_pct(s, 0.5), (unsigned long long)spin_pct(s, 0.99));
   write_accels(f, b, p, wall);

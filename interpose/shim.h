@@ -63,6 +63,24 @@ static inline uint64_t shim_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Smallest per-iteration time (shim_now_ns) of `iters` runs of body, over
+ * 5 batches: the minimum is the cost without interference from the rest of
+ * the machine. Calibrates the clock read (record and replay) and the
+ * hooks' own cost (record). */
+#define SHIM_MIN_PER_ITER(iters, body)                                                             \
+  ({                                                                                               \
+    uint64_t best_ = UINT64_MAX;                                                                   \
+    for (int b_ = 0; b_ < 5; b_++) {                                                               \
+      uint64_t t0_ = shim_now_ns();                                                                \
+      for (int i_ = 0; i_ < (iters); i_++) {                                                       \
+        body;                                                                                      \
+      }                                                                                            \
+      uint64_t d_ = (shim_now_ns() - t0_) / (uint64_t)(iters);                                     \
+      best_ = d_ < best_ ? d_ : best_;                                                             \
+    }                                                                                              \
+    best_;                                                                                         \
+  })
+
 /* Use the TSC calibration "TSC_BASE:MONO_BASE:MULT" (decimal; MONOTONIC
  * ns = MONO_BASE + ((tsc - TSC_BASE) * MULT >> 32)), as the launcher puts
  * it in STANDIN_TSC. Returns -1, keeping clock_gettime, if spec is not

@@ -217,22 +217,6 @@ void wr_forget(void) {
 
 /* ---- latency correction -------------------------------------------------- */
 
-/* Smallest per-iteration time of `iters` runs of body, over 5 batches: the
- * minimum is the cost without interference from the rest of the machine. */
-#define MIN_PER_ITER(iters, body)                                                                  \
-  ({                                                                                               \
-    uint64_t best_ = UINT64_MAX;                                                                   \
-    for (int b_ = 0; b_ < 5; b_++) {                                                               \
-      uint64_t t0_ = shim_now_ns();                                                                \
-      for (int i_ = 0; i_ < (iters); i_++) {                                                       \
-        body;                                                                                      \
-      }                                                                                            \
-      uint64_t d_ = (shim_now_ns() - t0_) / (uint64_t)(iters);                                     \
-      best_ = d_ < best_ ? d_ : best_;                                                             \
-    }                                                                                              \
-    best_;                                                                                         \
-  })
-
 static const ProtobufCMessageDescriptor calib_desc = {
     .magic = PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
     .name = "standin.calibration",
@@ -245,16 +229,16 @@ static const ProtobufCMessageDescriptor calib_desc = {
  * does not reproduce costs the program never pays without standin. */
 void wr_calibrate(void) {
   uint64_t t = 0;
-  S.timer_ns = MIN_PER_ITER(500, t += shim_now_ns());
+  S.timer_ns = SHIM_MIN_PER_ITER(500, t += shim_now_ns());
   __typeof__(&protobuf_c_message_get_packed_size) real =
       (__typeof__(real))shim_real_opt("protobuf_c_message_get_packed_size");
   S.pass_ns = 0;
   if (real && (rt_cfg.apis & (1u << ST_FAMILY_PROTOBUF))) {
     ProtobufCMessage m = {.descriptor = &calib_desc};
     volatile size_t sink = 0;
-    uint64_t direct = MIN_PER_ITER(500, sink += real(&m));
+    uint64_t direct = SHIM_MIN_PER_ITER(500, sink += real(&m));
     shim_depth++; /* our own exported hook, as libprotobuf-c reaches it */
-    uint64_t hooked = MIN_PER_ITER(500, sink += protobuf_c_message_get_packed_size(&m));
+    uint64_t hooked = SHIM_MIN_PER_ITER(500, sink += protobuf_c_message_get_packed_size(&m));
     shim_depth--;
     S.pass_ns = hooked > direct ? hooked - direct : 0;
     (void)sink;

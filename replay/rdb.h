@@ -89,6 +89,8 @@ enum {
   RDB_C_SETUP_NS,  /* time the shim took to map the database, all processes */
   RDB_C_TO_MEMORY_BYTES, /* response bytes delivered to memory, not the caches */
   RDB_C_DIRECT,    /* kept in software without a lookup (rdb_class), untimed */
+  RDB_C_OUTSIDE_NS, /* harness ns per call no window measures (rp.c), largest
+                       of the processes' calibrations */
   RDB_C_SPIN_ERR0, /* + bin: how late the spin loop saw the deadline */
   RDB_NCOUNTERS = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS
 };

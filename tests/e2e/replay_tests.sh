@@ -156,6 +156,8 @@ for s in (on, off):
     assert s["overruns"] > 0, s
     assert s["repaid_ns"] + s["debt_ns"] == s["overrun_ns"], s
     assert s["setup_ns"] > 0, s
+    # the clock read no window sees, calibrated at start and owed per call
+    assert 0 < s["harness_outside_ns"] < 10000, s
     assert s["wall_adjusted_ns"] == s["wall_ns"] - s["debt_ns"] - s["setup_ns"], s
 assert on["repaid_ns"] > 0, on
 assert off["repaid_ns"] == 0, off
