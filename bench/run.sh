@@ -13,9 +13,9 @@ OUT=bench/results.md
 T=$(mktemp -d /tmp/standin-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
-  REPS=3 N=20000 NBIG=2000 NLT=300 E2E=2000
+  REPS=3 N=20000 NBIG=2000 NLT=300 E2E=2000 NJPEG=50
 else
-  REPS=7 N=100000 NBIG=10000 NLT=2000 E2E=20000
+  REPS=7 N=100000 NBIG=10000 NLT=2000 E2E=20000 NJPEG=200
 fi
 have() { command -v "$1" >/dev/null 2>&1; }
 

@@ -6,33 +6,26 @@ CORPUS="$B/corpus-quick"
 workloads/corpus/make_corpus.sh "$CORPUS" --quick >/dev/null
 TH="$B/progs/thumbnailer"
 
-# wall time of a command in ns
-wall_ns() {
-  local t0=$EPOCHREALTIME
-  "$@" >/dev/null 2>&1
-  local t1=$EPOCHREALTIME
-  awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", (b-a)*1e9}'
-}
-
 # ---- JPEG: added time per decode, three image sizes ------------------------
-# Wall time of many decodes of one image, recorded vs native, per decode
-# (standin's start-up is spread over the passes).
+# jpegbench decodes one image from memory in a loop timed by the program
+# itself (standin's start-up and final flush are outside it), natively and
+# recorded, alternately.
+JB="$B/progs/jpegbench"
 for f in 0160x0120_444_base_q90 0333x0251_420_base_q70 0640x0480_420_base_q85; do
   img="$CORPUS/$f.jpg"
   [ -f "$img" ] || continue
-  passes=300
   nat=() rec=()
   for _ in $(seq "$REPS"); do
-    nat+=("$(wall_ns "$TH" -j 1 -r $passes "$img")")
+    nat+=("$("$JB" "$img" "$NJPEG" 2>/dev/null | per_call)")
     rm -rf "$T/j"
-    rec+=("$(wall_ns "$S" record -o "$T/j" -- "$TH" -j 1 -r $passes "$img")")
+    rec+=("$("$S" record -o "$T/j" -- "$JB" "$img" "$NJPEG" 2>/dev/null | per_call)")
   done
   mn=$(printf '%s\n' "${nat[@]}" | median)
   mr=$(printf '%s\n' "${rec[@]}" | median)
   row "record jpeg decode ${f%%_*}: ns added per decode" \
-    "$(awk -v a="$mr" -v b="$mn" -v n=$passes 'BEGIN{printf "%+.0f", (a-b)/n}')" \
-    "native $(awk -v a="$mn" -v n=$passes 'BEGIN{printf "%.0f", a/n}') ns per decode (whole program / passes)" \
-    "\`standin record -- thumbnailer -r $passes $f.jpg\`, wall"
+    "$(awk -v a="$mr" -v b="$mn" 'BEGIN{printf "%+.0f", a-b}') (record $(printf '%s\n' "${rec[@]}" | spread))" \
+    "native $mn ($(printf '%s\n' "${nat[@]}" | spread)) ns per decode" \
+    "\`standin record -- jpegbench $f.jpg $NJPEG\`"
 done
 
 # ---- record: end-to-end slowdown on each bundled workload -----------------
