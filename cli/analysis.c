@@ -659,6 +659,7 @@ static int read_file(ctx *x, const tfile *tf, uint64_t *first, uint64_t *last) {
   set_thread_runs(x, groups_before, run);
   x->r->processes++;
   x->r->run_ns += run;
+  x->r->rec_overhead_ns += f.overhead_ns;
   x->r->run_approx |= approx;
   if (*last > f.h.start_mono_ns && *first)
     x->r->overlap = 1;

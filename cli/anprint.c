@@ -131,6 +131,20 @@ void anp_notes_text(FILE *f, const an_result *r) {
                "itself (replay shares them), so queueing may be underestimated\n");
   if (r->run_approx)
     fprintf(f, "note: a process was not closed (killed?): its run ends at its last call\n");
+  /* recording slowed the run the estimates start from: say by how much.
+   * Outside the processes' runs: standin's start-up and final flush. */
+  uint64_t outside = r->wall_recorded == 1 && r->wall_ns > r->span_ns ? r->wall_ns - r->span_ns : 0;
+  if (r->nplans && r->wall_recorded != 2 && r->wall_ns &&
+      (r->rec_overhead_ns + outside) * 50 >= r->wall_ns) {
+    char a[32], b[32], c[32];
+    fprintf(f,
+            "note: the %s the estimates start from includes standin's own time: %s on the "
+            "program's threads and %s outside the program's run (start-up, final flush); time "
+            "the program natively and give it with --native-wall\n",
+            cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
+            cli_fmt_ns(b, sizeof b, (double)r->rec_overhead_ns),
+            cli_fmt_ns(c, sizeof c, (double)outside));
+  }
   if (r->nplans && r->other_host[0])
     fprintf(f,
             "note: recorded on %s, not this machine: the estimate assumes %u CPUs; give the "
@@ -151,11 +165,11 @@ void anp_recording_json(FILE *f, const an_result *r, const char *dir) {
           ", \"processes\": %llu, \"threads\": %llu, \"calls\": %llu, \"call_ns\": %llu, "
           "\"run_ns\": %llu, \"run_approx\": %s, \"wall_ns\": %llu, \"wall_source\": \"%s\", "
           "\"late_calls\": %llu, \"processes_overlap\": %s, \"damaged\": %s, \"cpus\": %u, "
-          "\"span_ns\": %llu, \"thread_span_ns\": %llu",
+          "\"span_ns\": %llu, \"thread_span_ns\": %llu, \"record_overhead_ns\": %llu",
           U(r->processes), U(r->chains), U(r->calls), U(r->call_ns), U(r->run_ns),
           r->run_approx ? "true" : "false", U(r->wall_ns), r->wall_recorded == 2 ? "native-wall" : r->wall_recorded ? "run.info" : "trace",
           U(r->late), r->overlap ? "true" : "false", r->damaged ? "true" : "false", r->cpus,
-          U(r->span_ns), U(r->thread_span_ns));
+          U(r->span_ns), U(r->thread_span_ns), U(r->rec_overhead_ns));
 }
 
 static void sw_json(FILE *f, const uint64_t *sw) {

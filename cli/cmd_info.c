@@ -170,9 +170,13 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
            "  stores): the program's first reads of it miss; replay delivers it alike\n",
            100.0 * agg->file_cold / agg->file_out, cli_fmt_bytes(o, sizeof o, agg->file_out));
   }
-  if (f->corr_timer_ns || f->corr_nested_ns)
+  if (f->corr_timer_ns && f->corr_nested_ns)
     printf("  latencies corrected by -%llu ns (clock read) and -%llu ns per nested call\n",
            (unsigned long long)f->corr_timer_ns, (unsigned long long)f->corr_nested_ns);
+  else if (f->corr_timer_ns || f->corr_nested_ns)
+    printf("  latencies corrected by -%llu ns %s\n",
+           (unsigned long long)(f->corr_timer_ns ? f->corr_timer_ns : f->corr_nested_ns),
+           f->corr_timer_ns ? "(clock read)" : "per nested call");
 }
 
 static void print_rows(info_agg *a, uint64_t total_ns) {

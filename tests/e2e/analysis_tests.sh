@@ -329,7 +329,15 @@ p = w["plans"][0]
 assert w["wall_ns"] == 50000000 and w["wall_source"] == "native-wall", w
 # single thread: native wall minus what the plan saves
 assert p["estimate_ns"] == 50000000 - p["saving_sum_ns"], p
+# what recording cost the program is reported (from the trace's notes)
+assert w["record_overhead_ns"] > 0, w
 PY
+  # with the program's own time given, no note about recording's share
+  "$STANDIN" whatif rec --iface constant:ns=0 --native-wall 50ms >w.txt
+  grep -q "includes standin's own time" w.txt && fail "note with --native-wall: $(cat w.txt)"
+  # without it, a 30-call run is mostly standin's start-up and final flush
+  "$STANDIN" whatif rec --iface constant:ns=0 >w.txt
+  grep -q "includes standin's own time: .* on the program's threads" w.txt || fail "$(cat w.txt)"
   set +e
   "$STANDIN" whatif rec --iface constant --native-wall 12parsecs 2>err
   rc=$?

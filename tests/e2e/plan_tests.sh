@@ -161,6 +161,9 @@ t310_jpeg_lpn_counts_coefficients() {
   { printf 'P5 64 64 255\n'; head -c 4096 /dev/zero | tr '\0' '\200'; } >grey.pgm
   cjpeg -grayscale -baseline grey.pgm >grey.jpg
   "$STANDIN" record -o rec -- djpeg -pnm -outfile out.pgm grey.jpg
+  # no protobuf here: no nested-call correction to print
+  "$STANDIN" info rec >info.txt
+  grep -q -- "-0 ns" info.txt && fail "info prints a correction of 0: $(grep corrected info.txt)"
   "$STANDIN" replay -t rec --iface jpeg=jpeg-lpn --summary s.json -- djpeg -pnm -outfile out2.pgm grey.jpg
   cmp out.pgm out2.pgm
   expect_eq "lpn service" 80000 "$(accel s.json jpeg-lpn service_ns)"
