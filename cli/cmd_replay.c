@@ -141,6 +141,12 @@ static uint64_t wall_adjusted(const rdb_stats *s, uint64_t wall) {
   return h < wall ? wall - h : 0;
 }
 
+/* Mean harness time of api's calls whose harness time is counted. */
+static double per_call(const rdb_stats *s, int api) {
+  unsigned long long n = C(s, RDB_API(api, RDB_API_CALLS));
+  return n ? (double)C(s, RDB_API(api, RDB_API_HARNESS_NS)) / (double)n : 0;
+}
+
 static void print_line(const rdb_stats *s, uint64_t wall) {
   char a[32], b[32], c[32], d[32], e[32], g[32];
   fprintf(stderr,
@@ -157,6 +163,23 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
     fprintf(stderr, ", %s less the harness's setup and unpaid time",
             cli_fmt_ns(g, sizeof g, (double)wall_adjusted(s, wall)));
   fputc('\n', stderr);
+  /* where the harness could not hide: the API with the most overrun time */
+  int top = -1;
+  for (int api = 0; api < RDB_API_SLOTS; api++)
+    if (C(s, RDB_API(api, RDB_API_OVERRUN_NS)) &&
+        (top < 0 || C(s, RDB_API(api, RDB_API_OVERRUN_NS)) > C(s, RDB_API(top, RDB_API_OVERRUN_NS))))
+      top = api;
+  if (top >= 0 && C(s, RDB_C_OVERRUN_NS) * 100 >= wall) { /* 1% of the run or more */
+    char h[32];
+    unsigned long long n = C(s, RDB_API(top, RDB_API_OVERRUNS));
+    fprintf(stderr,
+            "standin: replay: most overrun time in %s: %llu overrun%s, %s (%.0f%% of it); its "
+            "harness took %s a call (--summary: by_api)\n",
+            st_api_name(top), n, n == 1 ? "" : "s",
+            cli_fmt_ns(h, sizeof h, (double)C(s, RDB_API(top, RDB_API_OVERRUN_NS))),
+            100.0 * (double)C(s, RDB_API(top, RDB_API_OVERRUN_NS)) / (double)C(s, RDB_C_OVERRUN_NS),
+            cli_fmt_ns(g, sizeof g, per_call(s, top)));
+  }
   if (C(s, RDB_C_FALLBACK)) {
     fprintf(stderr, "standin: replay: fallback reasons:");
     for (int i = 0; i < RDB_FB_NREASONS; i++)
@@ -257,6 +280,19 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
           C(s, RDB_C_OUTSIDE_NS));
   fprintf(f, "  \"software_ns\": %llu,\n  \"processes\": %llu,\n", C(s, RDB_C_SOFTWARE_NS),
           C(s, RDB_C_PROCESSES));
+  fprintf(f, "  \"by_api\": {");
+  for (int api = 0, first = 1; api < RDB_API_SLOTS; api++) {
+    if (!C(s, RDB_API(api, RDB_API_CALLS)) && !C(s, RDB_API(api, RDB_API_HARNESS_NS)))
+      continue;
+    fprintf(f,
+            "%s\n    \"%s\": {\"calls\": %llu, \"harness_ns\": %llu, \"overruns\": %llu, "
+            "\"overrun_ns\": %llu}",
+            first ? "" : ",", st_api_name(api), C(s, RDB_API(api, RDB_API_CALLS)),
+            C(s, RDB_API(api, RDB_API_HARNESS_NS)), C(s, RDB_API(api, RDB_API_OVERRUNS)),
+            C(s, RDB_API(api, RDB_API_OVERRUN_NS)));
+    first = 0;
+  }
+  fprintf(f, "},\n");
   fprintf(f, "  \"spin_error_p50_ns\": %llu,\n  \"spin_error_p99_ns\": %llu,\n",
           (unsigned long long)spin_pct(s, 0.5), (unsigned long long)spin_pct(s, 0.99));
   write_accels(f, b, p, wall);

@@ -66,6 +66,13 @@ typedef struct {
   rdb_accel_stats st;
 } rdb_accel;
 
+/* Per API: where the harness could not hide (rdb_stats.c[RDB_API(...)]).
+ * CALLS: calls whose harness time is counted (served, or looked up before
+ * running in software). */
+enum { RDB_API_CALLS, RDB_API_OVERRUNS, RDB_API_OVERRUN_NS, RDB_API_HARNESS_NS, RDB_API_N };
+#define RDB_API_SLOTS 32 /* st_api codes are below ST_API_MAX */
+#define RDB_API(api, k) (RDB_C_API0 + ((unsigned)(api) % RDB_API_SLOTS) * RDB_API_N + (k))
+
 /* Run-wide counters (rdb_stats.c[]). Threads count locally and add their
  * counts here in batches, at thread and process exit, exec and _exit. */
 enum {
@@ -92,7 +99,8 @@ enum {
   RDB_C_OUTSIDE_NS, /* harness ns per call no window measures (rp.c), largest
                        of the processes' calibrations */
   RDB_C_SPIN_ERR0, /* + bin: how late the spin loop saw the deadline */
-  RDB_NCOUNTERS = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS
+  RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
+  RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N
 };
 
 typedef struct {

@@ -342,7 +342,7 @@ static JDIMENSION serve_rows(jpg_obj *o, rep_dec *x, JSAMPARRAY rows, JDIMENSION
   }
   /* The real library's later calls are part of the recorded latency, which
    * replay spent at once: their copies are harness time past the deadline. */
-  rp_late(rp_now() - t0, !x->late);
+  rp_late(rp_now() - t0, !x->late, ST_API_JPEG_DECODE);
   x->late = 1;
   ci->output_scanline += n;
   return n;

@@ -122,7 +122,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
       rp_miss(e ? RDB_FB_NO_RESPONSE : reason, ST_API_PB_PACK, type_of(m),
               __builtin_return_address(0));
     uint64_t s = rp_now();
-    rp_unhidden(s - t0);
+    rp_unhidden(s - t0, ST_API_PB_PACK);
     r = real(m, out);
     rp_software_done(rp_now() - s);
   }
@@ -153,7 +153,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
     if (!e)
       rp_miss(reason, ST_API_PB_SIZE, type_of(m), __builtin_return_address(0));
     uint64_t s = rp_now();
-    rp_unhidden(s - t0);
+    rp_unhidden(s - t0, ST_API_PB_SIZE);
     r = real(m);
     rp_software_done(rp_now() - s);
   }
@@ -188,7 +188,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
       rp_miss(e ? RDB_FB_NO_RESPONSE : reason, ST_API_PB_PACK_BUF, type_of(m),
               __builtin_return_address(0));
     uint64_t s = rp_now();
-    rp_unhidden(s - t0);
+    rp_unhidden(s - t0, ST_API_PB_PACK_BUF);
     r = real(m, buf);
     rp_software_done(rp_now() - s);
   }
@@ -300,7 +300,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
       rp_miss(reason, ST_API_PB_UNPACK, d && d->name ? d->name : "?",
               __builtin_return_address(0));
     uint64_t s = rp_now();
-    rp_unhidden(s - t0);
+    rp_unhidden(s - t0, ST_API_PB_UNPACK);
     m = real(d, a, len, data);
     rp_software_done(rp_now() - s);
   }

@@ -578,8 +578,11 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
 
 void rp_finish(rp_ticket *t) {
   uint64_t now = rp_now();
+  unsigned api = t->e->api;
   ADD(RDB_C_REPLAYED, 1);
   ADD(RDB_C_HARNESS_NS, now - t->t0);
+  ADD(RDB_API(api, RDB_API_CALLS), 1);
+  ADD(RDB_API(api, RDB_API_HARNESS_NS), now - t->t0);
   /* With catch-up the deadline was moved earlier by what the thread owed
    * (rp_begin); without, shift is 0 and the debt only grows. Either way
    * overrun (this call's own) + what it owed = repaid + what it owes now. */
@@ -595,6 +598,8 @@ void rp_finish(rp_ticket *t) {
   if (over) {
     ADD(RDB_C_OVERRUNS, 1);
     ADD(RDB_C_OVERRUN_NS, over);
+    ADD(RDB_API(api, RDB_API_OVERRUNS), 1);
+    ADD(RDB_API(api, RDB_API_OVERRUN_NS), over);
   }
   if (now >= t->deadline) {
     call_done();
@@ -610,20 +615,27 @@ void rp_finish(rp_ticket *t) {
   call_done();
 }
 
-void rp_unhidden(uint64_t ns) {
+void rp_unhidden(uint64_t ns, int api) {
   ns += outside_ns;
   ADD(RDB_C_HARNESS_NS, ns);
   ADD(RDB_C_OVERRUNS, 1);
   ADD(RDB_C_OVERRUN_NS, ns);
+  ADD(RDB_API(api, RDB_API_CALLS), 1);
+  ADD(RDB_API(api, RDB_API_HARNESS_NS), ns);
+  ADD(RDB_API(api, RDB_API_OVERRUNS), 1);
+  ADD(RDB_API(api, RDB_API_OVERRUN_NS), ns);
   local *l = me;
   if (l)
     l->debt += ns; /* paid back, like any overrun, from later calls' slack */
 }
 
-void rp_late(uint64_t ns, int first) {
+void rp_late(uint64_t ns, int first, int api) {
   ADD(RDB_C_HARNESS_NS, ns);
   ADD(RDB_C_OVERRUNS, first != 0);
   ADD(RDB_C_OVERRUN_NS, ns);
+  ADD(RDB_API(api, RDB_API_HARNESS_NS), ns);
+  ADD(RDB_API(api, RDB_API_OVERRUNS), first != 0);
+  ADD(RDB_API(api, RDB_API_OVERRUN_NS), ns);
   local *l = me;
   if (l)
     l->debt += ns;

@@ -50,13 +50,13 @@ void rp_finish(rp_ticket *t);
 /* A call that runs the real library (kept in software, or a miss) spent
  * ns in the harness first (fingerprint, lookup): time no model window
  * hides, counted as an overrun and owed like one (catch-up). */
-void rp_unhidden(uint64_t ns);
+void rp_unhidden(uint64_t ns, int api);
 
 /* A response served in parts after its deadline (a decode's rows, which
  * the program takes in later calls) cost ns more: harness time no window
  * hid, counted in the overrun (as one overrun of the call when first) and
  * owed like one, so that later calls' slack pays it back. */
-void rp_late(uint64_t ns, int first);
+void rp_late(uint64_t ns, int first, int api);
 
 /* bytes of a response were delivered to memory (placement.h). */
 void rp_to_memory(uint64_t bytes);

@@ -158,6 +158,12 @@ for s in (on, off):
     assert s["setup_ns"] > 0, s
     # the clock read no window sees, calibrated at start and owed per call
     assert 0 < s["harness_outside_ns"] < 10000, s
+    # per API: the parts add up, and every size call (0 ns) overran
+    by = s["by_api"]
+    assert sum(a["overrun_ns"] for a in by.values()) == s["overrun_ns"], s
+    assert sum(a["overruns"] for a in by.values()) == s["overruns"], s
+    assert sum(a["harness_ns"] for a in by.values()) == s["harness_ns"], s
+    assert by["pb.size"]["calls"] == 40 and by["pb.size"]["overruns"] == 40, by
     assert s["wall_adjusted_ns"] == s["wall_ns"] - s["debt_ns"] - s["setup_ns"], s
 assert on["repaid_ns"] > 0, on
 assert off["repaid_ns"] == 0, off
