@@ -125,6 +125,11 @@ typedef struct {
   _Atomic(const void *) pieces; /* how the image splits (pb_image.c), once known */
 } pbw_image_memo;
 
+/* The process's images were built by pbw_image_build and cannot change
+ * (the replay shim maps them read-only): skip their checksums even without
+ * a memo. The structural checks still run on every image. Off by default. */
+void pbw_image_trust(int on);
+
 int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
                                ProtobufCAllocator *alloc, ProtobufCMessage **out,
                                pbw_image_memo *memo);

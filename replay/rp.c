@@ -359,6 +359,8 @@ __attribute__((constructor)) static void rp_init(void) {
    * nothing writes this part, so protect it from stray writes too */
   ro_sealed = hdr->ro_off == db_size ||
               mprotect((void *)(db + hdr->ro_off), db_size - hdr->ro_off, PROT_READ) == 0;
+  /* the launcher built every image in this run, and none can change now */
+  pbw_image_trust(ro_sealed);
   stats = (rdb_stats *)(db + hdr->stats_off);
   accels = (rdb_accel *)(db + hdr->accel_off);
   tsc_base = hdr->tsc_base;
