@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bypass.h"
 #include "pb_walk.h"
 #include "record_internal.h"
 #include "rt.h"
@@ -217,4 +218,13 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   submit(&c);
   shim_depth--;
   return m;
+}
+
+int rt_pb_bypassed;
+
+/* libprotobuf-c's calls to itself (every sub-message) skip the hooks: they
+ * are never recorded, and passing through a hook inside a timed call costs
+ * the call time natively spent elsewhere (bypass.c). */
+__attribute__((constructor)) static void rec_protobuf_init(void) {
+  rt_pb_bypassed = shim_bypass_protobuf();
 }

@@ -100,6 +100,10 @@ void wr_forget_types(void); /* descriptors may be unloaded: start a new table */
 
 /* Standin's own time on the program's threads so far (writer thread). */
 uint64_t rt_overhead_ns(void);
+
+/* GOT slots through which libprotobuf-c called itself, pointed past our
+ * hooks at start (bypass.h). */
+extern int rt_pb_bypassed;
 /* Times a program thread found its ring full, and (*ns) how long the
  * threads waited for space in all. */
 uint64_t rt_ring_waits(uint64_t *ns);
