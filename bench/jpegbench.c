@@ -87,7 +87,8 @@ int main(int argc, char **argv) {
     sink += decode(jpg, len, &row, &cap);
   }
   uint64_t t1 = now_ns();
-  printf("checksum %llu\nns_per_call %.1f\n", (unsigned long long)sink, (double)(t1 - t0) / (double)n);
+  printf("checksum %llu\nns_per_call %.1f\n", (unsigned long long)sink,
+         (double)(t1 - t0) / (double)n);
   free(row);
   free(jpg);
   return 0;
