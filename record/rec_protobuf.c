@@ -16,7 +16,9 @@
  *  - get_packed_size has no bytes: it walks the tree here.
  * Nested calls (libprotobuf-c re-entering its own exported functions for
  * sub-messages) go straight to the real function. */
+#include <dlfcn.h>
 #include <protobuf-c/protobuf-c.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +130,22 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   return r;
 }
 
+/* protobuf_c_buffer_simple_append as the program sees it (the address
+ * PROTOBUF_C_BUFFER_SIMPLE_INIT stores), or NULL. */
+static void (*simple_append(void))(ProtobufCBuffer *, size_t, const uint8_t *) {
+  static void (*cached)(ProtobufCBuffer *, size_t, const uint8_t *);
+  static int looked;
+  if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+    void *p = dlsym(RTLD_DEFAULT, "protobuf_c_buffer_simple_append");
+    __atomic_store_n(&cached, (void (*)(ProtobufCBuffer *, size_t, const uint8_t *))p,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+  }
+  return __atomic_load_n(&cached, __ATOMIC_RELAXED);
+}
+
+_Atomic uint64_t rt_pb_buf_read_back;
+
 SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
                                                      ProtobufCBuffer *buf) {
   SHIM_REAL(real, protobuf_c_message_pack_to_buffer);
@@ -138,6 +156,10 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   if (!rt_active(ST_FAMILY_PROTOBUF))
     return real(m, buf);
   shim_depth++;
+  /* a ProtobufCBufferSimple (the common sink) keeps what was appended */
+  ProtobufCBufferSimple *sb = buf && buf->append == simple_append() ? (ProtobufCBufferSimple *)buf
+                                                                    : NULL;
+  size_t before = sb ? sb->len : 0;
   uint32_t n0 = shim_nested;
   uint64_t t0 = shim_now_ns();
   size_t r = real(m, buf);
@@ -151,11 +173,19 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   rt_call_init(&c);
   c.nested = shim_nested - n0;
   c.resp_len = r;
-  /* The program's buffer may be any sink; pack again, untimed, to capture
-   * the bytes rather than slowing the timed call with a tee. */
-  SHIM_REAL(real_pack, protobuf_c_message_pack);
+  /* The bytes appended: read back from a simple buffer; any other sink is
+   * packed again, untimed, rather than slowing the timed call with a tee
+   * (a second pack cost the program's thread as much as the call). */
   uint8_t *copy = shim_alloc(r);
-  int saved = copy && real_pack(m, copy) == r;
+  int saved = 0;
+  if (copy && sb && sb->len == before + r && sb->data) {
+    memcpy(copy, sb->data + before, r);
+    saved = 1;
+    atomic_fetch_add_explicit(&rt_pb_buf_read_back, 1, memory_order_relaxed);
+  } else if (copy) {
+    SHIM_REAL(real_pack, protobuf_c_message_pack);
+    saved = real_pack(m, copy) == r;
+  }
   if (saved)
     c.resp = (rt_payload){RT_PAY_OWN, copy, r};
   else

@@ -104,6 +104,10 @@ uint64_t rt_overhead_ns(void);
 /* GOT slots through which libprotobuf-c called itself, pointed past our
  * hooks at start (bypass.h). */
 extern int rt_pb_bypassed;
+
+/* pack_to_buffer calls whose bytes were read back from the program's
+ * ProtobufCBufferSimple instead of packed again. */
+extern _Atomic uint64_t rt_pb_buf_read_back;
 /* Times a program thread found its ring full, and (*ns) how long the
  * threads waited for space in all. */
 uint64_t rt_ring_waits(uint64_t *ns);

@@ -190,6 +190,7 @@ void wr_close(void) {
     note_u64("latency_correction_timer_ns", S.timer_ns);
     note_u64("latency_correction_nested_ns", S.pass_ns);
     note_u64("pb_own_calls_bypassed", (uint64_t)rt_pb_bypassed);
+    note_u64("pack_to_buffer_read_back", atomic_load(&rt_pb_buf_read_back));
     note_u64("record_overhead_ns", rt_overhead_ns());
     note_u64("writer_fell_behind", S.stored_mode_switches);
     uint64_t wait_ns, waits = rt_ring_waits(&wait_ns);
