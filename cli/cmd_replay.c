@@ -148,11 +148,14 @@ static double per_call(const rdb_stats *s, int api) {
 }
 
 static void print_line(const rdb_stats *s, uint64_t wall) {
-  char a[32], b[32], c[32], d[32], e[32], g[32];
+  char a[32], b[32], c[32], d[32], e[32], g[32], direct[32];
+  snprintf(direct, sizeof direct, "%llu", C(s, RDB_C_DIRECT));
   fprintf(stderr,
-          "standin: replay: %llu calls, %llu replayed, %llu kept in software, %llu fallback; "
-          "predicted %s (recorded %s); %llu overruns (%s",
-          C(s, RDB_C_INTERCEPTED), C(s, RDB_C_REPLAYED), C(s, RDB_C_SOFTWARE), C(s, RDB_C_FALLBACK),
+          "standin: replay: %llu calls, %llu replayed, %llu kept in software%s%s%s, %llu "
+          "fallback; predicted %s (recorded %s); %llu overruns (%s",
+          C(s, RDB_C_INTERCEPTED), C(s, RDB_C_REPLAYED), C(s, RDB_C_SOFTWARE),
+          C(s, RDB_C_DIRECT) ? " (" : "", C(s, RDB_C_DIRECT) ? direct : "",
+          C(s, RDB_C_DIRECT) ? " without a lookup)" : "", C(s, RDB_C_FALLBACK),
           cli_fmt_ns(a, sizeof a, (double)C(s, RDB_C_PREDICTED_NS)),
           cli_fmt_ns(b, sizeof b, (double)C(s, RDB_C_RECORDED_NS)), C(s, RDB_C_OVERRUNS),
           cli_fmt_ns(c, sizeof c, (double)C(s, RDB_C_OVERRUN_NS)));

@@ -174,9 +174,10 @@ t310_jpeg_lpn_counts_coefficients() {
 t311_types_kept_whole_run_without_a_lookup() {
   "$STANDIN" record -o rec -- "$PB" basic 12 >rec.out
   # nothing of protobuf offloaded: every call runs the real library at once
-  "$STANDIN" replay -t rec --iface jpeg=software --summary s.json -- "$PB" basic 12 >rep.out
+  "$STANDIN" replay -t rec --iface jpeg=software --summary s.json -- "$PB" basic 12 >rep.out 2>err
   cmp rec.out rep.out
   expect_eq "direct, jpeg plan" 48 "$(json s.json calls_software_direct)"
+  grep -q "48 kept in software (48 without a lookup)" err || fail "summary: $(cat err)"
   expect_eq "software, jpeg plan" 48 "$(json s.json calls_software)"
   expect_eq "overruns, jpeg plan" 0 "$(json s.json overruns)"
   # everything offloaded: nothing direct
