@@ -98,8 +98,11 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg) {
     if (p->p_type == PT_DYNAMIC)
       dyn = (const Elf64_Dyn *)(base + p->p_vaddr);
     else if (p->p_type == PT_GNU_RELRO) {
-      ro_lo = (uintptr_t)(base + p->p_vaddr);
-      ro_hi = ro_lo + p->p_memsz;
+      /* the pages ld.so made read-only: it rounds both ends down, so a
+       * partial last page stays writable (and must stay so) */
+      uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+      ro_lo = (uintptr_t)(base + p->p_vaddr) & ~(page - 1);
+      ro_hi = (uintptr_t)(base + p->p_vaddr + p->p_memsz) & ~(page - 1);
     }
   }
   if (!dyn)
