@@ -378,18 +378,16 @@ static long find_classes(builder *b, b_class **out) {
     t[j].kept |= (uint32_t)all_kept << e->api;
     t[j].mixed |= (uint32_t)!all_kept << e->api;
   }
-  for (size_t i = 0; i < b->n; i++) {
-    b_entry *e = &b->e[i];
-    if (is_protobuf_api(e->api))
-      e->direct = (t[at[i]].kept & ~t[at[i]].mixed) >> e->api & 1;
-  }
+  for (size_t j = 0; j < cap; j++)
+    t[j].kept &= ~t[j].mixed;
+  for (size_t i = 0; i < b->n; i++)
+    if (is_protobuf_api(b->e[i].api))
+      b->e[i].direct = t[at[i]].kept >> b->e[i].api & 1;
   free(at);
   size_t m = 0;
-  for (size_t j = 0; j < cap; j++) {
-    t[j].kept &= ~t[j].mixed;
+  for (size_t j = 0; j < cap; j++)
     if (t[j].name && t[j].kept)
       t[m++] = t[j];
-  }
   *out = t;
   return (long)m;
 }

@@ -131,18 +131,8 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
 }
 
 /* protobuf_c_buffer_simple_append as the program sees it (the address
- * PROTOBUF_C_BUFFER_SIMPLE_INIT stores), or NULL. */
-static void (*simple_append(void))(ProtobufCBuffer *, size_t, const uint8_t *) {
-  static void (*cached)(ProtobufCBuffer *, size_t, const uint8_t *);
-  static int looked;
-  if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
-    void *p = dlsym(RTLD_DEFAULT, "protobuf_c_buffer_simple_append");
-    __atomic_store_n(&cached, (void (*)(ProtobufCBuffer *, size_t, const uint8_t *))p,
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
-  }
-  return __atomic_load_n(&cached, __ATOMIC_RELAXED);
-}
+ * PROTOBUF_C_BUFFER_SIMPLE_INIT stores), or NULL; set at start. */
+static void (*simple_append)(ProtobufCBuffer *, size_t, const uint8_t *);
 
 _Atomic uint64_t rt_pb_buf_read_back;
 
@@ -157,8 +147,8 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
     return real(m, buf);
   shim_depth++;
   /* a ProtobufCBufferSimple (the common sink) keeps what was appended */
-  ProtobufCBufferSimple *sb = buf && buf->append == simple_append() ? (ProtobufCBufferSimple *)buf
-                                                                    : NULL;
+  ProtobufCBufferSimple *sb =
+      simple_append && buf && buf->append == simple_append ? (ProtobufCBufferSimple *)buf : NULL;
   size_t before = sb ? sb->len : 0;
   uint32_t n0 = shim_nested;
   uint64_t t0 = shim_now_ns();
@@ -173,23 +163,24 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   rt_call_init(&c);
   c.nested = shim_nested - n0;
   c.resp_len = r;
-  /* The bytes appended: read back from a simple buffer; any other sink is
-   * packed again, untimed, rather than slowing the timed call with a tee
-   * (a second pack cost the program's thread as much as the call). */
-  uint8_t *copy = shim_alloc(r);
+  /* The bytes appended: taken from a simple buffer as pack's are from its
+   * output; any other sink is packed again, untimed, rather than slowing
+   * the timed call with a tee (a second pack cost the program's thread as
+   * much as the call). */
   int saved = 0;
-  if (copy && sb && sb->len == before + r && sb->data) {
-    memcpy(copy, sb->data + before, r);
-    saved = 1;
+  if (sb && sb->len == before + r && sb->data) {
+    c.resp = (rt_payload){RT_PAY_COPY, sb->data + before, r};
+    saved = rt_keep_whole(&c.resp) == 0;
     atomic_fetch_add_explicit(&rt_pb_buf_read_back, 1, memory_order_relaxed);
-  } else if (copy) {
+  } else {
     SHIM_REAL(real_pack, protobuf_c_message_pack);
-    saved = real_pack(m, copy) == r;
+    uint8_t *copy = shim_alloc(r);
+    saved = copy && real_pack(m, copy) == r;
+    if (saved)
+      c.resp = (rt_payload){RT_PAY_OWN, copy, r};
+    else
+      shim_free(copy);
   }
-  if (saved)
-    c.resp = (rt_payload){RT_PAY_OWN, copy, r};
-  else
-    shim_free(copy);
   tree_call(&c, ST_API_PB_PACK_BUF, m, t0, t1, r, saved);
   if (!saved) {
     c.flags |= ST_CALL_NO_RESPONSE;
@@ -257,4 +248,6 @@ int rt_pb_bypassed;
  * the call time natively spent elsewhere (bypass.c). */
 __attribute__((constructor)) static void rec_protobuf_init(void) {
   rt_pb_bypassed = shim_bypass_protobuf();
+  simple_append = (void (*)(ProtobufCBuffer *, size_t, const uint8_t *))dlsym(
+      RTLD_DEFAULT, "protobuf_c_buffer_simple_append");
 }

@@ -582,7 +582,6 @@ void rp_finish(rp_ticket *t) {
   uint64_t now = rp_now();
   unsigned api = t->e->api;
   ADD(RDB_C_REPLAYED, 1);
-  ADD(RDB_C_HARNESS_NS, now - t->t0);
   ADD(RDB_API(api, RDB_API_CALLS), 1);
   ADD(RDB_API(api, RDB_API_HARNESS_NS), now - t->t0);
   /* With catch-up the deadline was moved earlier by what the thread owed
@@ -598,8 +597,6 @@ void rp_finish(rp_ticket *t) {
       ADD(RDB_C_REPAID_NS, t->debt + over - owed);
   }
   if (over) {
-    ADD(RDB_C_OVERRUNS, 1);
-    ADD(RDB_C_OVERRUN_NS, over);
     ADD(RDB_API(api, RDB_API_OVERRUNS), 1);
     ADD(RDB_API(api, RDB_API_OVERRUN_NS), over);
   }
@@ -619,9 +616,6 @@ void rp_finish(rp_ticket *t) {
 
 void rp_unhidden(uint64_t ns, int api) {
   ns += outside_ns;
-  ADD(RDB_C_HARNESS_NS, ns);
-  ADD(RDB_C_OVERRUNS, 1);
-  ADD(RDB_C_OVERRUN_NS, ns);
   ADD(RDB_API(api, RDB_API_CALLS), 1);
   ADD(RDB_API(api, RDB_API_HARNESS_NS), ns);
   ADD(RDB_API(api, RDB_API_OVERRUNS), 1);
@@ -632,9 +626,6 @@ void rp_unhidden(uint64_t ns, int api) {
 }
 
 void rp_late(uint64_t ns, int first, int api) {
-  ADD(RDB_C_HARNESS_NS, ns);
-  ADD(RDB_C_OVERRUNS, first != 0);
-  ADD(RDB_C_OVERRUN_NS, ns);
   ADD(RDB_API(api, RDB_API_HARNESS_NS), ns);
   ADD(RDB_API(api, RDB_API_OVERRUNS), first != 0);
   ADD(RDB_API(api, RDB_API_OVERRUN_NS), ns);
