@@ -18,7 +18,8 @@
 
 static const char usage_text[] =
     "usage: standin record [-o DIR] [--api protobuf,jpeg] [--stack-depth N] [--no-follow]\n"
-    "                      [--retime[=N]] [-f] -- PROGRAM [ARGS...]\n"
+    "                      [--retime[=N]] [--retime-run fastest|median] [-f]\n"
+    "                      -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the record shim preloaded. Every protobuf-c and JPEG decode\n"
     "call runs for real; its request, response, latency, call site and thread are\n"
@@ -32,13 +33,17 @@ static const char usage_text[] =
     "      --retime[=N]     run PROGRAM N more times (default 3), timing its calls\n"
     "                       and nothing else (no payload copies; input and output on\n"
     "                       /dev/null), and give each call its latency in the run\n"
-    "                       whose time in calls was the median: recording makes\n"
-    "                       small calls look 8-22% slower, and one run is one\n"
-    "                       sample of a noisy machine. Calls are paired by process,\n"
+    "                       whose time in calls was the lowest: recording makes\n"
+    "                       small calls look 8-22% slower, and a noisy machine\n"
+    "                       (another tenant, a busy sibling core) only ever adds\n"
+    "                       time to a run. Calls are paired by process,\n"
     "                       thread and order, a thread pool's by API, size and\n"
     "                       start order; calls that differ keep the latencies\n"
     "                       recorded. The program's other effects (files,\n"
     "                       requests) happen N+1 times\n"
+    "      --retime-run fastest|median\n"
+    "                       which timing run gives the latencies (default fastest;\n"
+    "                       median: the run in the middle by time in calls)\n"
     "  -f, --force          replace the traces already in DIR\n";
 
 typedef struct {
@@ -46,7 +51,8 @@ typedef struct {
   const char *apis;
   int depth;
   int no_follow, force;
-  int retime; /* timing-only runs; 0: none */
+  int retime;      /* timing-only runs; 0: none */
+  int retime_pick; /* RETIME_FASTEST or RETIME_MEDIAN */
 } rec_opts;
 
 #define RETIME_DEFAULT_PASSES 3
@@ -70,9 +76,11 @@ static int parse(int argc, char **argv, rec_opts *o, int *first) {
                                      {"no-follow", no_argument, 0, 'n'},
                                      {"force", no_argument, 0, 'f'},
                                      {"retime", optional_argument, 0, 'r'},
+                                     {"retime-run", required_argument, 0, 'R'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
   *o = (rec_opts){.dir = "standin.data", .apis = "protobuf,jpeg", .depth = 3};
+  int pick_given = 0;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "+o:fh", lo, NULL)) != -1) {
@@ -104,9 +112,24 @@ static int parse(int argc, char **argv, rec_opts *o, int *first) {
         }
       }
       break;
+    case 'R':
+      if (!strcmp(optarg, "fastest")) {
+        o->retime_pick = RETIME_FASTEST;
+      } else if (!strcmp(optarg, "median")) {
+        o->retime_pick = RETIME_MEDIAN;
+      } else {
+        cli_err("--retime-run: '%s' is neither 'fastest' nor 'median'", optarg);
+        return -1;
+      }
+      pick_given = 1;
+      break;
     case 'h': fputs(usage_text, stdout); exit(0);
     default: fputs(usage_text, stderr); return -1;
     }
+  }
+  if (pick_given && !o->retime) {
+    cli_err("--retime-run chooses among --retime's runs: give --retime too");
+    return -1;
   }
   if (optind >= argc) {
     cli_err("record: no program given");
@@ -258,7 +281,7 @@ static int empty_dir(const char *dir) {
 }
 
 /* How far the timing runs' own times in the same calls lie from the
- * median run's, which the traces took. */
+ * chosen run's, which the traces took. */
 static void pass_spread(char *out, size_t cap, const retime_stats *st) {
   *out = 0;
   if (st->passes < 2 || st->common_ns == 0)
@@ -269,7 +292,7 @@ static void pass_spread(char *out, size_t cap, const retime_stats *st) {
 }
 
 /* The timing-only runs of --retime (record/timing.c), then the rewrite of
- * the traces with the median run's latencies (retime.c). Failures leave
+ * the traces with the chosen run's latencies (retime.c). Failures leave
  * the recording as the first run made it, and say so. */
 static void retime(const rec_opts *o, const char *absdir, char **argv, char **env) {
   cli_tracedir td;
@@ -325,8 +348,9 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
   }
   free(env2);
   retime_stats st;
-  if (done && cli_retime(o->dir, pdir, done, &st) == 0) {
-    char a[32], b[32], c[32], d[32], sp[96];
+  if (done && cli_retime(o->dir, pdir, done, o->retime_pick, &st) == 0) {
+    char a[32], b[32], c[32], d[32], sp[96], which[32];
+    snprintf(which, sizeof which, ", the %s run's", retime_pick_name(o->retime_pick));
     pass_spread(sp, sizeof sp, &st);
     if (st.calls == 0)
       fprintf(stderr, "standin: --retime: no call to retime\n");
@@ -338,7 +362,7 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
               "standin: --retime: %s of %s calls retimed (their time %s -> %s%s%s)%s\n",
               cli_fmt_count(a, sizeof a, st.retimed), cli_fmt_count(b, sizeof b, st.calls),
               cli_fmt_ns(c, sizeof c, (double)st.before_ns),
-              cli_fmt_ns(d, sizeof d, (double)st.after_ns), done > 1 ? ", the median run's" : "", sp,
+              cli_fmt_ns(d, sizeof d, (double)st.after_ns), done > 1 ? which : "", sp,
               st.retimed < st.calls ? "; the rest keep their recorded latencies" : "");
     if (st.pooled)
       fprintf(stderr,

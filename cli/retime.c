@@ -269,6 +269,7 @@ static th_state *state_of(th_state **ts, uint32_t *n, uint32_t i, const tm_file 
  * that pass had none): per pass, the state of every thread. */
 typedef struct {
   unsigned npass;
+  int pick; /* RETIME_FASTEST or RETIME_MEDIAN */
   tm_file *f[RETIME_MAX_PASSES];
   th_state *ts[RETIME_MAX_PASSES];
   uint32_t nts[RETIME_MAX_PASSES];
@@ -468,12 +469,14 @@ static unsigned gather(pass_set *ps, uint32_t i, uint64_t *v, int *has, int *pai
 }
 
 /* Which run's latencies a trace takes: the run whose time in the calls
- * every run made is the median (the lower middle one for an even count).
- * Not a per-call median: the calls' own spread (a page fault, an
- * interrupt) is part of how long they take, and a per-call median would
- * drop it, making the time in calls shorter than any run's. A run slowed
- * or sped up as a whole by the machine is what the choice leaves out.
- * -1 when no call was in every run. */
+ * every run made is the lowest (RETIME_FASTEST) or the median, the lower
+ * middle one for an even count (RETIME_MEDIAN).
+ * Not a per-call minimum or median: the calls' own spread (a page fault, an
+ * interrupt) is part of how long they take, and a per-call statistic
+ * would drop it, making the time in calls shorter than any run's. A run
+ * slowed as a whole by the machine (another tenant, a busy sibling core)
+ * is what the choice leaves out: such noise only ever adds time, which is
+ * why the fastest run is the default. -1 when no call was in every run. */
 static int pick_run(const char *path, pass_set *ps, uint64_t *sum) {
   st_reader *r;
   if (st_reader_open(&r, path) != ST_OK)
@@ -498,7 +501,7 @@ static int pick_run(const char *path, pass_set *ps, uint64_t *sum) {
   uint64_t sorted[RETIME_MAX_PASSES];
   memcpy(sorted, sum, ps->npass * sizeof *sum);
   sort_few(sorted, ps->npass);
-  uint64_t mid = sorted[(ps->npass - 1) / 2];
+  uint64_t mid = ps->pick == RETIME_FASTEST ? sorted[0] : sorted[(ps->npass - 1) / 2];
   for (unsigned p = 0; p < ps->npass; p++)
     if (sum[p] == mid)
       return (int)p;
@@ -552,12 +555,14 @@ static int rewrite(const char *path, pass_set *ps, uint64_t calls, retime_stats 
       double lo, hi;
       retime_spread(pass_sum, ps->npass, pass_sum[pick], &lo, &hi);
       snprintf(v, sizeof v,
-               "%llu of %llu calls, from the median of %u timing-only runs; their times in "
+               "%llu of %llu calls, from the %s of %u timing-only runs; their times in "
                "calls ranged %+.1f%%..%+.1f%% around it",
-               (unsigned long long)matched, (unsigned long long)calls, ps->npass, lo, hi);
+               (unsigned long long)matched, (unsigned long long)calls, retime_pick_name(ps->pick),
+               ps->npass, lo, hi);
     } else if (ps->npass > 1)
-      snprintf(v, sizeof v, "%llu of %llu calls, from the median of %u timing-only runs",
-               (unsigned long long)matched, (unsigned long long)calls, ps->npass);
+      snprintf(v, sizeof v, "%llu of %llu calls, from the %s of %u timing-only runs",
+               (unsigned long long)matched, (unsigned long long)calls, retime_pick_name(ps->pick),
+               ps->npass);
     else
       snprintf(v, sizeof v, "%llu of %llu calls, from a timing-only run",
                (unsigned long long)matched, (unsigned long long)calls);
@@ -684,7 +689,12 @@ static int retime_one(const char *path, pass_set *ps, retime_stats *st) {
   return rc;
 }
 
-int cli_retime(const char *dir, const char *const *tdirs, unsigned npass, retime_stats *st) {
+const char *retime_pick_name(int pick) {
+  return pick == RETIME_FASTEST ? "fastest" : "median";
+}
+
+int cli_retime(const char *dir, const char *const *tdirs, unsigned npass, int pick,
+               retime_stats *st) {
   memset(st, 0, sizeof *st);
   if (npass < 1 || npass > RETIME_MAX_PASSES)
     return -1;
@@ -754,7 +764,7 @@ int cli_retime(const char *dir, const char *const *tdirs, unsigned npass, retime
         pp[i]->used = 1;
   }
   for (size_t i = 0; rc == 0 && i < td.n; i++) {
-    pass_set ps = {.npass = npass};
+    pass_set ps = {.npass = npass, .pick = pick};
     int any = 0;
     for (unsigned p = 0; p < npass; p++)
       any |= (ps.f[p] = pair[(size_t)p * nt + i]) != NULL;

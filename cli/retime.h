@@ -1,6 +1,7 @@
 /* retime.h — replace recorded latencies by those of timing-only runs
  * (`standin record --retime[=N]`; the shim side is record/timing.c): each
- * call gets the median of its latencies over the N runs.
+ * call gets its latency in one of the N runs, the fastest or the median
+ * one by time in calls (pick_run in retime.c).
  *
  * Processes are paired by command line and exec number, and among those by
  * what they did: a timing file whose threads made exactly the trace's calls
@@ -10,14 +11,19 @@
  * sequence of calls on it (same APIs and sizes, same count); the calls of
  * threads that do not pair are paired as a pool (see pool_pair in
  * retime.c). This is done
- * for each timing run on its own; a call gets the median over the runs in
- * which its thread matched. Everything else in a trace is copied as it is. */
+ * for each timing run on its own; a call gets its latency in the chosen
+ * run, or where its thread did not match there, the median over the runs
+ * in which it matched. Everything else in a trace is copied as it is. */
 #ifndef STANDIN_CLI_RETIME_H
 #define STANDIN_CLI_RETIME_H
 
 #include <stdint.h>
 
 #define RETIME_MAX_PASSES 15
+
+/* Which timing run's latencies the calls take (--retime-run). */
+enum { RETIME_FASTEST, RETIME_MEDIAN };
+const char *retime_pick_name(int pick);
 
 typedef struct {
   unsigned passes;         /* timing runs */
@@ -29,8 +35,8 @@ typedef struct {
   unsigned processes;      /* trace files */
   unsigned unmatched_proc; /* trace files with no timing file to pair */
   unsigned threads_differ; /* threads whose calls differ in every timing run */
-  /* Over the calls matched in every timing run: the sum of their medians,
-   * and each run's own sum (how much the runs disagree) */
+  /* Over the calls matched in every timing run: their sum in the chosen
+   * run, and each run's own sum (how much the runs disagree) */
   uint64_t common_ns;
   uint64_t pass_ns[RETIME_MAX_PASSES];
 } retime_stats;
@@ -40,9 +46,11 @@ typedef struct {
 void retime_spread(const uint64_t *sum, unsigned n, uint64_t mid, double *lo, double *hi);
 
 /* Retime the traces in dir from the *.timing files in tdirs[0..npass-1],
- * one directory per timing run (npass from 1 to RETIME_MAX_PASSES). 0 on
+ * one directory per timing run (npass from 1 to RETIME_MAX_PASSES), with
+ * the latencies of the run pick chooses. 0 on
  * success (some calls may be left as they were: see st), -1 after printing
  * why a trace could not be rewritten (it is then left as it was). */
-int cli_retime(const char *dir, const char *const *tdirs, unsigned npass, retime_stats *st);
+int cli_retime(const char *dir, const char *const *tdirs, unsigned npass, int pick,
+               retime_stats *st);
 
 #endif

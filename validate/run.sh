@@ -22,7 +22,7 @@ B=${B:-build}
 S="$B/standin"
 RUNS=${VALIDATE_RUNS:-5}
 REPEAT=${VALIDATE_REPEAT:-3}
-# Flags for every recording. --retime by default: latencies from the median
+# Flags for every recording. --retime by default: latencies from the fastest
 # of three timing-only runs, thread pools included. With plain recordings
 # (VALIDATE_RECORD_FLAGS=) the JPEG replay errors came out +4..+15% (1
 # thread) over three runs of 5, against -1..+11% retimed (see the README).

@@ -330,7 +330,7 @@ t020_record_retime_replaces_latencies_only() {
   cmp rec.dump ret.dump || fail "retime changed more than latencies"
   [ "$("$STANDIN" dump ret | awk '{print $7}' | sort | uniq | wc -l)" -gt 1 ] ||
     fail "latencies look constant"
-  "$STANDIN" info ret | grep -q "latencies of 400 of 400 calls, from the median of 3 timing-only runs" ||
+  "$STANDIN" info ret | grep -q "latencies of 400 of 400 calls, from the fastest of 3 timing-only runs" ||
     fail "info does not say the trace was retimed"
   "$STANDIN" replay -t ret --summary s.json -- "$PB" basic 100 >rep.out
   cmp native.out rep.out
@@ -370,25 +370,43 @@ t021_record_retime_keeps_what_does_not_match() {
 }
 
 # --retime=N: each call gets its latency in the timing run whose time in
-# calls is the median (checked against the runs' own files); a thread pool's calls are paired as
-# a whole by API, size and start order, and the trace still replays exactly.
+# calls is the lowest, or with --retime-run median the median (checked
+# against the runs' own files); a thread pool's calls are paired as a whole
+# by API, size and start order, and the trace still replays exactly.
 t022_record_retime_median_and_pools() {
   "$PB" basic 50 >native.out
+  local chk
+  chk="$(dirname "$PB")/../../tests/e2e/tools/retime_check.py"
   STANDIN_RETIME_KEEP=1 "$STANDIN" record --retime=3 -o r3 -- "$PB" basic 50 >r3.out 2>r3.err
   cmp native.out r3.out
-  grep -q "200 of 200 calls retimed (their time .* the median run's; the 3 runs' times ranged " r3.err ||
+  grep -q "200 of 200 calls retimed (their time .* the fastest run's; the 3 runs' times ranged +0.0%\.\." r3.err ||
     fail "summary: $(cat r3.err)"
   "$STANDIN" dump r3 >r3.dump
-  python3 "$(dirname "$PB")/../../tests/e2e/tools/retime_check.py" r3/.timing r3.dump >chk.txt ||
-    fail "not the median run's: $(cat chk.txt)"
+  python3 "$chk" r3/.timing r3.dump fastest >chk.txt || fail "not the fastest run's: $(cat chk.txt)"
   grep -q "ok 200 calls, 3 runs" chk.txt || fail "$(cat chk.txt)"
-  "$STANDIN" info r3 | grep -Eq "from the median of 3 timing-only runs; their times in calls ranged [-+][0-9.]+%\.\.[-+][0-9.]+% around it" ||
+  "$STANDIN" info r3 | grep -Eq "from the fastest of 3 timing-only runs; their times in calls ranged \+0\.0%\.\.[-+][0-9.]+% around it" ||
     fail "info: $("$STANDIN" info r3 | grep latencies)"
-  STANDIN_RETIME_KEEP=1 "$STANDIN" record --retime=2 -o r2 -- "$PB" basic 50 >/dev/null 2>&1
+  STANDIN_RETIME_KEEP=1 "$STANDIN" record --retime=3 --retime-run median -o m3 -- "$PB" basic 50 >m3.out 2>m3.err
+  cmp native.out m3.out
+  grep -q "200 of 200 calls retimed (their time .* the median run's; the 3 runs' times ranged " m3.err ||
+    fail "summary: $(cat m3.err)"
+  "$STANDIN" dump m3 >m3.dump
+  python3 "$chk" m3/.timing m3.dump median >chkm.txt || fail "not the median run's: $(cat chkm.txt)"
+  "$STANDIN" info m3 | grep -q "from the median of 3 timing-only runs" || fail "info of m3"
+  STANDIN_RETIME_KEEP=1 "$STANDIN" record --retime=2 --retime-run=median -o r2 -- "$PB" basic 50 >/dev/null 2>&1
   "$STANDIN" dump r2 >r2.dump
-  python3 "$(dirname "$PB")/../../tests/e2e/tools/retime_check.py" r2/.timing r2.dump >chk2.txt ||
-    fail "not the lower middle of 2: $(cat chk2.txt)"
+  python3 "$chk" r2/.timing r2.dump median >chk2.txt || fail "not the lower middle of 2: $(cat chk2.txt)"
   "$STANDIN" info r2 | grep -q "from the median of 2 timing-only runs" || fail "info of r2"
+  # the choice is refused when it is not a run's or there are no runs
+  set +e
+  "$STANDIN" record --retime --retime-run slowest -o bad -- "$PB" basic 1 >/dev/null 2>bad.err
+  expect_eq "bad pick status" 2 "$?"
+  "$STANDIN" record --retime-run median -o bad -- "$PB" basic 1 >/dev/null 2>bad2.err
+  expect_eq "pick without runs status" 2 "$?"
+  set -e
+  grep -q "'slowest' is neither 'fastest' nor 'median'" bad.err || fail "$(cat bad.err)"
+  grep -q "give --retime too" bad2.err || fail "$(cat bad2.err)"
+  [ ! -e bad ] || fail "a refused recording left bad/"
   # a pool: every call retimed. rotpool's workers take other messages in
   # the timing runs (which read no input) than in the recording, so no
   # thread pairs by itself and all 120 calls pair as a pool's

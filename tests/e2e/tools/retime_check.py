@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Check a `record --retime=N` trace against the timing runs' own files
 (kept with STANDIN_RETIME_KEEP=1): every call of a one-process program gets
-its latency in the run whose time in calls is the median of the runs' (the
-lower middle one for an even count), after the clock-read and nested
-corrections each run's file states.
+its latency in the run whose time in calls is the lowest (PICK fastest, the
+default) or the median of the runs' (PICK median: the lower middle one for
+an even count), after the clock-read and nested corrections each run's file
+states.
 
-  retime_check.py TIMING_DIR DUMP_FILE   (DUMP_FILE: `standin dump` output)
+  retime_check.py TIMING_DIR DUMP_FILE [fastest|median]
+  (DUMP_FILE: `standin dump` output)
 Exits 0 and prints "ok N calls, R runs, run K" when every latency is that
 run's."""
 import glob
@@ -35,6 +37,7 @@ def load(path):
 
 def main():
     tdir, dump = sys.argv[1], sys.argv[2]
+    mode = sys.argv[3] if len(sys.argv) > 3 else "fastest"
     runs = []
     for d in sorted(os.listdir(tdir)):
         files = glob.glob(os.path.join(tdir, d, "*.timing"))
@@ -46,7 +49,8 @@ def main():
         f = line.split()
         calls.setdefault(int(f[3][1:]), []).append(int(f[6].rstrip("ns")))
     sums = [sum(sum(r[t][: len(lats)]) for t, lats in calls.items()) for r in runs]
-    pick = sorted(range(len(runs)), key=lambda p: (sums[p], p))[(len(runs) - 1) // 2]
+    order = sorted(range(len(runs)), key=lambda p: (sums[p], p))
+    pick = order[0] if mode == "fastest" else order[(len(runs) - 1) // 2]
     n = 0
     for t, lats in calls.items():
         for k, got in enumerate(lats):
