@@ -152,13 +152,14 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
   char a[32], b[32], c[32], d[32], e[32], g[32], direct[32];
   snprintf(direct, sizeof direct, "%llu", C(s, RDB_C_DIRECT));
   fprintf(stderr,
-          "standin: replay: %llu calls, %llu replayed, %llu kept in software%s%s%s, %llu "
-          "fallback; predicted %s (recorded %s); %llu overruns (%s",
-          C(s, RDB_C_INTERCEPTED), C(s, RDB_C_REPLAYED), C(s, RDB_C_SOFTWARE),
+          "standin: replay: %llu call%s, %llu replayed, %llu kept in software%s%s%s, %llu "
+          "fallback; predicted %s (recorded %s); %llu overrun%s (%s",
+          C(s, RDB_C_INTERCEPTED), C(s, RDB_C_INTERCEPTED) == 1 ? "" : "s", C(s, RDB_C_REPLAYED), C(s, RDB_C_SOFTWARE),
           C(s, RDB_C_DIRECT) ? " (" : "", C(s, RDB_C_DIRECT) ? direct : "",
           C(s, RDB_C_DIRECT) ? " without a lookup)" : "", C(s, RDB_C_FALLBACK),
           cli_fmt_ns(a, sizeof a, (double)C(s, RDB_C_PREDICTED_NS)),
           cli_fmt_ns(b, sizeof b, (double)C(s, RDB_C_RECORDED_NS)), T(s, RDB_API_OVERRUNS),
+          T(s, RDB_API_OVERRUNS) == 1 ? "" : "s",
           cli_fmt_ns(c, sizeof c, (double)T(s, RDB_API_OVERRUN_NS)));
   if (C(s, RDB_C_REPAID_NS))
     fprintf(stderr, ", %s paid back", cli_fmt_ns(e, sizeof e, (double)C(s, RDB_C_REPAID_NS)));
