@@ -149,18 +149,18 @@ static double per_call(const rdb_stats *s, int api) {
 }
 
 static void print_line(const rdb_stats *s, uint64_t wall) {
-  char a[32], b[32], c[32], d[32], e[32], g[32], direct[32];
-  snprintf(direct, sizeof direct, "%llu", C(s, RDB_C_DIRECT));
+  char a[32], b[32], c[32], d[32], e[32], g[32], direct[48] = "";
+  unsigned long long calls = C(s, RDB_C_INTERCEPTED), over = T(s, RDB_API_OVERRUNS);
+  unsigned long long over_ns = T(s, RDB_API_OVERRUN_NS);
+  if (C(s, RDB_C_DIRECT))
+    snprintf(direct, sizeof direct, " (%llu without a lookup)", C(s, RDB_C_DIRECT));
   fprintf(stderr,
-          "standin: replay: %llu call%s, %llu replayed, %llu kept in software%s%s%s, %llu "
+          "standin: replay: %llu call%s, %llu replayed, %llu kept in software%s, %llu "
           "fallback; predicted %s (recorded %s); %llu overrun%s (%s",
-          C(s, RDB_C_INTERCEPTED), C(s, RDB_C_INTERCEPTED) == 1 ? "" : "s", C(s, RDB_C_REPLAYED), C(s, RDB_C_SOFTWARE),
-          C(s, RDB_C_DIRECT) ? " (" : "", C(s, RDB_C_DIRECT) ? direct : "",
-          C(s, RDB_C_DIRECT) ? " without a lookup)" : "", C(s, RDB_C_FALLBACK),
-          cli_fmt_ns(a, sizeof a, (double)C(s, RDB_C_PREDICTED_NS)),
-          cli_fmt_ns(b, sizeof b, (double)C(s, RDB_C_RECORDED_NS)), T(s, RDB_API_OVERRUNS),
-          T(s, RDB_API_OVERRUNS) == 1 ? "" : "s",
-          cli_fmt_ns(c, sizeof c, (double)T(s, RDB_API_OVERRUN_NS)));
+          calls, calls == 1 ? "" : "s", C(s, RDB_C_REPLAYED), C(s, RDB_C_SOFTWARE), direct,
+          C(s, RDB_C_FALLBACK), cli_fmt_ns(a, sizeof a, (double)C(s, RDB_C_PREDICTED_NS)),
+          cli_fmt_ns(b, sizeof b, (double)C(s, RDB_C_RECORDED_NS)), over, over == 1 ? "" : "s",
+          cli_fmt_ns(c, sizeof c, (double)over_ns));
   if (C(s, RDB_C_REPAID_NS))
     fprintf(stderr, ", %s paid back", cli_fmt_ns(e, sizeof e, (double)C(s, RDB_C_REPAID_NS)));
   fprintf(stderr, "); wall %s", cli_fmt_ns(d, sizeof d, (double)wall));
@@ -174,7 +174,7 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
     if (C(s, RDB_API(api, RDB_API_OVERRUN_NS)) &&
         (top < 0 || C(s, RDB_API(api, RDB_API_OVERRUN_NS)) > C(s, RDB_API(top, RDB_API_OVERRUN_NS))))
       top = api;
-  if (top >= 0 && T(s, RDB_API_OVERRUN_NS) * 100 >= wall) { /* 1% of the run or more */
+  if (top >= 0 && over_ns * 100 >= wall) { /* 1% of the run or more */
     char h[32];
     unsigned long long n = C(s, RDB_API(top, RDB_API_OVERRUNS));
     fprintf(stderr,
@@ -182,7 +182,7 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
             "harness took %s a call (--summary: by_api)\n",
             st_api_name(top), n, n == 1 ? "" : "s",
             cli_fmt_ns(h, sizeof h, (double)C(s, RDB_API(top, RDB_API_OVERRUN_NS))),
-            100.0 * (double)C(s, RDB_API(top, RDB_API_OVERRUN_NS)) / (double)T(s, RDB_API_OVERRUN_NS),
+            100.0 * (double)C(s, RDB_API(top, RDB_API_OVERRUN_NS)) / (double)over_ns,
             cli_fmt_ns(g, sizeof g, per_call(s, top)));
   }
   if (C(s, RDB_C_FALLBACK)) {

@@ -501,9 +501,9 @@ static int pick_run(const char *path, pass_set *ps, uint64_t *sum) {
   uint64_t sorted[RETIME_MAX_PASSES];
   memcpy(sorted, sum, ps->npass * sizeof *sum);
   sort_few(sorted, ps->npass);
-  uint64_t mid = ps->pick == RETIME_FASTEST ? sorted[0] : sorted[(ps->npass - 1) / 2];
+  uint64_t want = ps->pick == RETIME_FASTEST ? sorted[0] : sorted[(ps->npass - 1) / 2];
   for (unsigned p = 0; p < ps->npass; p++)
-    if (sum[p] == mid)
+    if (sum[p] == want)
       return (int)p;
   return -1;
 }
