@@ -146,6 +146,12 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
            cli_fmt_ns(o, sizeof o, (double)f->overhead_ns),
            run ? 100.0 * (double)f->overhead_ns / (double)run : 0.0);
   }
+  if (f->writer_cpu_ns) {
+    char o[32], pc[32];
+    printf("  the trace writer thread used %s of CPU (%s a call)\n",
+           cli_fmt_ns(o, sizeof o, (double)f->writer_cpu_ns),
+           cli_fmt_ns(pc, sizeof pc, f->calls ? (double)f->writer_cpu_ns / (double)f->calls : 0.0));
+  }
   if (f->ring_waits) {
     char w[32], r[32], rb[32];
     printf("  the program's threads waited %s time%s for ring space (%s in all): the writer\n"

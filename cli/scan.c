@@ -110,6 +110,8 @@ static void on_note(scan_file *f, const st_note *n) {
     f->writer_normal = !strcmp(n->value, "normal");
   else if (!strcmp(n->key, "record_overhead_ns"))
     f->overhead_ns = strtoull(n->value, NULL, 10);
+  else if (!strcmp(n->key, "writer_cpu_ns"))
+    f->writer_cpu_ns = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "ring_waits"))
     f->ring_waits = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "ring_wait_ns"))

@@ -35,6 +35,7 @@ typedef struct scan_file {
   uint64_t end_mono_ns; /* from the end note, 0 if the writer did not close */
   uint64_t corr_timer_ns, corr_nested_ns; /* latency corrections applied */
   uint64_t overhead_ns; /* standin's own time on the program's threads */
+  uint64_t writer_cpu_ns; /* CPU time of the trace writer thread (0: not noted) */
   int writer_normal;    /* the trace writer could not yield to the program */
   uint64_t ring_waits, ring_wait_ns, ring_bytes; /* threads waited for ring space */
   char retimed[192];    /* "N of M calls, ..." (record --retime), or "" */

@@ -93,6 +93,16 @@ static int cmp_occ(const void *a, const void *b) {
   return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/* Records come in their order (seq increasing), so they are sorted
+ * already when their keys never decrease: what a serialiser writes, fields
+ * in number order. A sort of sorted input still costs n log n compares. */
+static int occ_sorted(const occ *o, size_t n) {
+  for (size_t i = 1; i < n; i++)
+    if (o[i].key < o[i - 1].key)
+      return 0;
+  return 1;
+}
+
 static int push_occ(msg_scan *ms, const occ *o, size_t *cap) {
   if (ms->n == *cap) {
     size_t c = *cap ? 2 * *cap : 16;
@@ -153,7 +163,7 @@ static int scan_open(msg_scan *ms, const pbw__schema *s, uint32_t mi, const uint
   ms->s = s;
   pbw__schema_msg(s, mi, &ms->m);
   int rc = scan_records(ms, p, p + n);
-  if (rc == PBW_OK && ms->n > 1)
+  if (rc == PBW_OK && !occ_sorted(ms->o, ms->n))
     qsort(ms->o, ms->n, sizeof *ms->o, cmp_occ);
   if (rc == PBW_OK)
     rc = find_winners(ms);
@@ -313,8 +323,12 @@ static int stats_msg(const pbw__schema *s, uint32_t mi, const uint8_t *p, size_t
     return rc;
   st->field_words += (ms.m.n_fields + 31) / 32;
   for (uint32_t pos = 0; rc == PBW_OK && pos < ms.m.n_fields; pos++) {
-    pbw__schema_field(s, ms.m.first_field + pos, &f);
     scan_field(&ms, pos, &i, &j);
+    /* most fields of a big schema are absent: decode only those present
+     * and the required (whose defaults unpack fills in) */
+    if (i == j && pbw__schema_field_label(s, ms.m.first_field + pos) != PROTOBUF_C_LABEL_REQUIRED)
+      continue;
+    pbw__schema_field(s, ms.m.first_field + pos, &f);
     rc = stats_field(&ms, &f, i, j, depth, st);
   }
   while (rc == PBW_OK && scan_unknown(&ms, &i, &j))
@@ -333,6 +347,36 @@ int pbw_stats_from_bytes(const void *schema, size_t schema_len, const uint8_t *d
   if (data == NULL && len > 0)
     return PBW_E_BADDATA;
   return stats_msg(&s, 0, data ? data : (const uint8_t *)"", len, 1, st);
+}
+
+struct pbw_stats_plan {
+  pbw__schema s; /* points into the caller's schema bytes */
+};
+
+int pbw_stats_plan_build(const void *schema, size_t schema_len, pbw_stats_plan **out) {
+  *out = NULL;
+  pbw_stats_plan *p = malloc(sizeof *p);
+  if (p == NULL)
+    return PBW_E_NOMEM;
+  int rc = pbw__schema_open(&p->s, schema, schema_len);
+  if (rc != PBW_OK) {
+    free(p);
+    return rc;
+  }
+  *out = p;
+  return PBW_OK;
+}
+
+int pbw_stats_from_bytes_plan(const pbw_stats_plan *p, const uint8_t *data, size_t len,
+                              pbw_stats *st) {
+  memset(st, 0, sizeof *st);
+  if (data == NULL && len > 0)
+    return PBW_E_BADDATA;
+  return stats_msg(&p->s, 0, data ? data : (const uint8_t *)"", len, 1, st);
+}
+
+void pbw_stats_plan_free(pbw_stats_plan *p) {
+  free(p);
 }
 
 /* ---- JSON text --------------------------------------------------------------- */

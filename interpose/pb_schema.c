@@ -442,6 +442,10 @@ void pbw__schema_field(const pbw__schema *s, uint32_t i, pbw__sfield *f) {
   f->def_len = le32(r + 36);
 }
 
+uint8_t pbw__schema_field_label(const pbw__schema *s, uint32_t i) {
+  return s->fields[(size_t)i * SCH_FIELD + 8];
+}
+
 void pbw__schema_enum(const pbw__schema *s, uint32_t i, pbw__senum *e) {
   const uint8_t *r = s->enums + (size_t)i * SCH_ENUM;
   e->name = le32(r);

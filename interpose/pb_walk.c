@@ -485,10 +485,22 @@ static uint64_t name_hash(const ProtobufCMessageDescriptor *d) {
 }
 
 /* One pass over the data; the type name is mixed in afterwards. */
-void pbw_fingerprint_bytes(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
-                           uint8_t fp[16]) {
-  pbw__h128 h = pbw__hash128(data, len);
-  uint64_t mix[4] = {name_hash(d), h.lo, h.hi, len};
+void pbw_fingerprint_hashed(const ProtobufCMessageDescriptor *d, const uint64_t h[2], size_t len,
+                            uint8_t fp[16]) {
+  uint64_t mix[4] = {name_hash(d), h[0], h[1], len};
   XXH128_hash_t r = XXH3_128bits(mix, sizeof mix);
   XXH128_canonicalFromHash((XXH128_canonical_t *)fp, r);
+}
+
+void pbw_hash_bytes(const void *data, size_t len, uint64_t h[2]) {
+  pbw__h128 r = pbw__hash128(data, len);
+  h[0] = r.lo;
+  h[1] = r.hi;
+}
+
+void pbw_fingerprint_bytes(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
+                           uint8_t fp[16]) {
+  uint64_t h[2];
+  pbw_hash_bytes(data, len, h);
+  pbw_fingerprint_hashed(d, h, len, fp);
 }

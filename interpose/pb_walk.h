@@ -77,6 +77,13 @@ void pbw_packed_plan_free(pbw_packed_plan *p); /* accepts NULL */
 void pbw_fingerprint_bytes(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
                            uint8_t fp[16]);
 
+/* XXH3-128 of the bytes (h[0] low, h[1] high; AVX2 where the CPU has it,
+ * same result), and the unpack fingerprint from it: together, exactly
+ * pbw_fingerprint_bytes, for a caller that hashes the bytes anyway. */
+void pbw_hash_bytes(const void *data, size_t len, uint64_t h[2]);
+void pbw_fingerprint_hashed(const ProtobufCMessageDescriptor *d, const uint64_t h[2], size_t len,
+                            uint8_t fp[16]);
+
 /* Statistics of a tree without hashing. */
 int pbw_tree_stats(const ProtobufCMessage *m, pbw_stats *st);
 
@@ -181,6 +188,15 @@ int pbw_decode_json(const void *schema, size_t schema_len, const uint8_t *data, 
  * offline tools. */
 int pbw_stats_from_bytes(const void *schema, size_t schema_len, const uint8_t *data, size_t len,
                          pbw_stats *st);
+
+/* The same for many messages of one schema: the schema is checked (and its
+ * checksum computed) once, by pbw_stats_plan_build; the plan points into
+ * the schema bytes, which must outlive it. */
+typedef struct pbw_stats_plan pbw_stats_plan; /* incomplete type */
+int pbw_stats_plan_build(const void *schema, size_t schema_len, pbw_stats_plan **out);
+int pbw_stats_from_bytes_plan(const pbw_stats_plan *p, const uint8_t *data, size_t len,
+                              pbw_stats *st);
+void pbw_stats_plan_free(pbw_stats_plan *p); /* accepts NULL */
 
 /* ---- Descriptors rebuilt from a schema -------------------------------------
  *

@@ -100,6 +100,8 @@ void wr_forget_types(void); /* descriptors may be unloaded: start a new table */
 
 /* Standin's own time on the program's threads so far (writer thread). */
 uint64_t rt_overhead_ns(void);
+/* CPU time the trace writer thread has used so far (0 if unknown). */
+uint64_t rt_writer_cpu_ns(void);
 
 /* GOT slots through which libprotobuf-c called itself, pointed past our
  * hooks at start (bypass.h). */

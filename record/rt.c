@@ -281,6 +281,15 @@ uint64_t rt_overhead_ns(void) {
   return sum;
 }
 
+uint64_t rt_writer_cpu_ns(void) {
+  clockid_t id;
+  struct timespec ts;
+  if (!writer_running || pthread_getcpuclockid(writer_thread, &id) != 0 ||
+      clock_gettime(id, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* Ring of the calling thread, registered on first use. */
 static rt_thread *thread_self(void) {
   if (SHIM_LIKELY(self != NULL))

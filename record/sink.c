@@ -38,6 +38,7 @@ typedef struct {
   void *schema; /* for deriving unpack features from request bytes */
   size_t schema_len;
   pbw_packed_plan *plan; /* the schema decoded for deriving pack fingerprints */
+  pbw_stats_plan *stats; /* the schema checked once for unpack features */
 } type_slot;
 
 static struct {
@@ -192,6 +193,7 @@ void wr_close(void) {
     note_u64("pb_own_calls_bypassed", (uint64_t)rt_pb_bypassed);
     note_u64("pack_to_buffer_read_back", atomic_load(&rt_pb_buf_read_back));
     note_u64("record_overhead_ns", rt_overhead_ns());
+    note_u64("writer_cpu_ns", rt_writer_cpu_ns());
     note_u64("writer_fell_behind", S.stored_mode_switches);
     uint64_t wait_ns, waits = rt_ring_waits(&wait_ns);
     note_u64("ring_waits", waits);
@@ -352,6 +354,7 @@ static void write_type(type_slot *ts, int api) {
       t.schema_len = (uint32_t)ts->schema_len;
       if (pbw_packed_plan_build(ts->schema, ts->schema_len, &ts->plan) == PBW_OK)
         rt_schema_ready(d); /* pack hooks may leave fingerprints to us now */
+      (void)pbw_stats_plan_build(ts->schema, ts->schema_len, &ts->stats);
     }
   } else if (t.family == ST_FAMILY_JPEG) {
     t.name = ts->key; /* JPEG hooks pass a static string naming the image class */
@@ -365,6 +368,7 @@ static void free_types(void) {
   for (uint32_t i = 0; i < S.type_cap; i++) {
     free(S.types[i].schema);
     pbw_packed_plan_free(S.types[i].plan);
+    pbw_stats_plan_free(S.types[i].stats);
   }
   shim_free(S.types);
   S.types = NULL;
@@ -395,8 +399,7 @@ static type_slot *type_of(int api, const void *key) {
 /* Features of an unpack request, from its bytes (the hook saved no tree). */
 static void unpack_features(st_call *c, const type_slot *ts, const void *req, uint64_t len) {
   pbw_stats st;
-  if (!ts || !ts->schema || !req ||
-      pbw_stats_from_bytes(ts->schema, ts->schema_len, req, len, &st) != PBW_OK)
+  if (!ts || !ts->stats || !req || pbw_stats_from_bytes_plan(ts->stats, req, len, &st) != PBW_OK)
     return;
   c->nfeat = rec_tree_features(c->feat, &st);
 }
@@ -468,11 +471,29 @@ static void announce_thread(rt_thread *t) {
   t->announced = 1;
 }
 
-static uint64_t store_blob(const void *data, uint64_t len) {
+/* A payload of a call: its bytes and, once hashed, their XXH3-128. */
+typedef struct {
+  const void *data;
+  uint64_t len;
+  uint64_t h[2];
+  int has; /* carried in the record (not RT_PAY_NONE) */
+} payload;
+
+/* Hash a payload and start loading its dedup slot: the probe, a likely
+ * cache miss on a table of every payload so far, then overlaps the rest of
+ * the call's work. The hash is the fingerprint's too (unpack). */
+static void payload_hash(payload *pl) {
+  if (!pl->has)
+    return;
+  pbw_hash_bytes(pl->data, (size_t)pl->len, pl->h);
+  st_writer_prefetch_blob(S.w, pl->h);
+}
+
+static uint64_t store_blob(const payload *pl) {
   uint64_t id = 0;
-  if (len == 0 && data == NULL)
+  if (!pl->has || (pl->len == 0 && pl->data == NULL))
     return 0;
-  check(st_writer_add_blob(S.w, data, len, &id));
+  check(st_writer_add_blob_hashed(S.w, pl->data, pl->len, pl->h, &id));
   return id;
 }
 
@@ -501,17 +522,19 @@ static void write_call(rt_thread *t, const raw_call *rc) {
   if (rc->req_kind == RT_PAY_COPY)
     p += rc->req_saved;
   const void *resp = rc->resp_kind == RT_PAY_OWN ? rc->resp_ptr : p;
+  payload rq = {req, rc->req_saved, {0, 0}, rc->req_kind != RT_PAY_NONE};
+  payload rs = {resp, rc->resp_saved, {0, 0}, rc->resp_kind != RT_PAY_NONE};
+  payload_hash(&rq);
+  payload_hash(&rs);
   c.site = site_id(ips, nips);
   type_slot *ts = type_of(c.api, rc->type_key);
   c.type = ts ? ts->id : 0;
-  if (c.api == ST_API_PB_UNPACK && rc->req_kind != RT_PAY_NONE)
+  if (c.api == ST_API_PB_UNPACK && rq.has)
     unpack_features(&c, ts, req, rc->req_saved);
-  if (rc->req_kind != RT_PAY_NONE)
-    c.req_blob = store_blob(req, rc->req_saved);
-  if (rc->resp_kind != RT_PAY_NONE)
-    c.resp_blob = store_blob(resp, rc->resp_saved);
+  c.req_blob = store_blob(&rq);
+  c.resp_blob = store_blob(&rs);
   if (rc->derive_fp && c.api == ST_API_PB_UNPACK) { /* the hook saved the bytes whole */
-    pbw_fingerprint_bytes(rc->type_key, req, rc->req_saved, c.fp);
+    pbw_fingerprint_hashed(rc->type_key, rq.h, (size_t)rc->req_saved, c.fp);
     shim_fp_bind(c.fp, c.api);
   } else if (rc->derive_fp) { /* after the blob: its id may spare the derivation */
     pack_features(&c, ts, resp, rc->resp_saved,

@@ -191,6 +191,17 @@ int st_writer_add_note(st_writer *w, const st_note *n);
  * written. Ids start at 1. Blobs larger than 1 GiB give ST_E_TOOBIG. */
 int st_writer_add_blob(st_writer *w, const void *data, uint64_t len, uint64_t *id);
 
+/* The same with the caller's XXH3-128 of the bytes (hash[0] the low half,
+ * hash[1] the high half: XXH3_128bits with the default secret and seed 0),
+ * for a caller that needs the hash itself and would otherwise have the
+ * bytes hashed twice. A wrong hash makes wrong blobs share ids. */
+int st_writer_add_blob_hashed(st_writer *w, const void *data, uint64_t len,
+                              const uint64_t hash[2], uint64_t *id);
+
+/* Start loading the dedup slot of a blob with this hash, so that a later
+ * st_writer_add_blob_hashed finds it in the cache. Only a hint. */
+void st_writer_prefetch_blob(const st_writer *w, const uint64_t hash[2]);
+
 /* Uncompressed bytes per chunk before it is written (default 1 MiB). */
 void st_writer_set_chunk_size(st_writer *w, size_t bytes);
 

@@ -509,11 +509,26 @@ static int store_blob(st_writer *w, const void *data, uint64_t len, size_t *star
 int st_writer_add_blob(st_writer *w, const void *data, uint64_t len, uint64_t *id) {
   if (!w || !id || (!data && len))
     return ST_E_ARG;
+  if (len > STF_MAX_BLOB) /* before the bytes are read */
+    return ST_E_TOOBIG;
+  XXH128_hash_t h = XXH3_128bits(data, (size_t)len);
+  return st_writer_add_blob_hashed(w, data, len, (const uint64_t[2]){h.low64, h.high64}, id);
+}
+
+void st_writer_prefetch_blob(const st_writer *w, const uint64_t hash[2]) {
+  if (w && w->tab)
+    __builtin_prefetch(&w->tab[(size_t)hash[0] & w->tab_mask]);
+}
+
+int st_writer_add_blob_hashed(st_writer *w, const void *data, uint64_t len,
+                              const uint64_t hash[2], uint64_t *id) {
+  if (!w || !id || !hash || (!data && len))
+    return ST_E_ARG;
   if (len > STF_MAX_BLOB)
     return ST_E_TOOBIG;
   if (w->err)
     return w->err;
-  XXH128_hash_t h = XXH3_128bits(data, (size_t)len);
+  XXH128_hash_t h = {.low64 = hash[0], .high64 = hash[1]};
   int e = dedup_reserve(w);
   if (!e)
     e = grow_array((void **)&w->blobs, &w->blobs_cap, w->nblobs + 1, sizeof *w->blobs);

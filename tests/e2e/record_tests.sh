@@ -486,6 +486,10 @@ t024_record_info_reports_waits_for_ring_space() {
   grep -q "waited [0-9,]* times* for ring space" small.info || fail "no wait reported: $(head -8 small.info)"
   grep -q "this run: 64.0 KiB" small.info || fail "ring size not reported: $(grep -A2 'ring space' small.info)"
   expect_eq "calls" 20102 "$(calls small)" # 100 warm-up packs and a size
+  # and what the writer thread itself cost: a CPU time above zero
+  grep -Eq "trace writer thread used [0-9.]+ [mun]?s of CPU \([0-9.]+ [mun]?s a call\)" small.info ||
+    fail "writer CPU not reported: $(head -10 small.info)"
+  grep -q "trace writer thread used 0 " small.info && fail "writer CPU reported as zero"
   "$STANDIN" record -o few -- "$PB" basic 20 >/dev/null
   "$STANDIN" info few | grep -q "ring space" && fail "waits reported for 80 calls"
   true

@@ -1171,6 +1171,29 @@ START_TEST(test_fp_bytes_depends_on_type_and_every_byte) {
 }
 END_TEST
 
+/* The trace writer hashes an unpack's bytes once, for its blob and its
+ * fingerprint: pbw_hash_bytes must be XXH3-128 exactly (the blob dedup
+ * hash) on both sides of the AVX2 threshold, and the fingerprint from it
+ * pbw_fingerprint_bytes exactly. */
+START_TEST(test_fp_from_hash_is_fp_bytes) {
+  static uint8_t data[5000];
+  for (size_t i = 0; i < sizeof data; i++)
+    data[i] = (uint8_t)(i * 7 + i / 251);
+  static const size_t lens[] = {0, 1, 16, 129, 240, 241, 1000, 4999};
+  for (unsigned i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    uint64_t h[2];
+    uint8_t a[16], b[16];
+    pbw_hash_bytes(data, lens[i], h);
+    XXH128_hash_t x = XXH3_128bits(data, lens[i]);
+    ck_assert_uint_eq(h[0], x.low64);
+    ck_assert_uint_eq(h[1], x.high64);
+    pbw_fingerprint_bytes(&standin__test__leaf__descriptor, data, lens[i], a);
+    pbw_fingerprint_hashed(&standin__test__leaf__descriptor, h, lens[i], b);
+    ck_assert_int_eq(memcmp(a, b, 16), 0);
+  }
+}
+END_TEST
+
 /* ---- Statistics -------------------------------------------------------------------- */
 
 /* Branch{id, leaves=[{name "ab", values [1,-2,3]}, {blob "xyz"}],
@@ -1234,6 +1257,15 @@ static void check_stats_from_bytes(const ProtobufCMessage *tree, buf bytes) {
   ck_assert_int_eq(pbw_tree_stats(tree, &a), PBW_OK);
   ck_assert_int_eq(pbw_stats_from_bytes(schema, slen, bytes.p, bytes.n, &b), PBW_OK);
   assert_stats_eq(&a, &b);
+  /* the writer's path: the schema checked once, then each message */
+  pbw_stats_plan *plan;
+  ck_assert_int_eq(pbw_stats_plan_build(schema, slen, &plan), PBW_OK);
+  for (int k = 0; k < 2; k++) {
+    memset(&b, 0xa5, sizeof b);
+    ck_assert_int_eq(pbw_stats_from_bytes_plan(plan, bytes.p, bytes.n, &b), PBW_OK);
+    assert_stats_eq(&a, &b);
+  }
+  pbw_stats_plan_free(plan);
   free(schema);
 }
 
@@ -2321,6 +2353,7 @@ int main(void) {
   tcase_add_test(fp, test_fp_follows_what_pack_writes);
   tcase_add_test(fp, test_fp_depth_limit);
   tcase_add_test(fp, test_fp_bytes_depends_on_type_and_every_byte);
+  tcase_add_test(fp, test_fp_from_hash_is_fp_bytes);
   tcase_add_test(st, test_stats_of_hand_built_branch);
   tcase_add_test(st, test_stats_from_bytes_match_tree_stats);
   tcase_add_test(st, test_stats_null_message_slots_count_as_packed);

@@ -6,6 +6,8 @@
  * and still return every record that precedes the damage. format.h is used
  * to find chunk boundaries and to craft damaged files. */
 #include <check.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -558,12 +560,21 @@ START_TEST(test_trace_blob_dedup) {
   ck_assert_uint_eq(id5, 4);
   ck_assert_int_eq(st_writer_add_blob(w, "", 0, &id5), ST_OK);
   ck_assert_uint_eq(id5, 4);
+  /* the caller's hash: XXH3-128 of b finds b's blob, so the two kinds of
+   * call share one table */
+  XXH128_hash_t xb = XXH3_128bits(b, sizeof b);
+  const uint64_t hb[2] = {xb.low64, xb.high64};
+  uint64_t id6;
+  st_writer_prefetch_blob(w, hb);
+  ck_assert_int_eq(st_writer_add_blob_hashed(w, b, sizeof b, hb, &id6), ST_OK);
+  ck_assert_uint_eq(id6, id2);
+  ck_assert_int_eq(st_writer_add_blob_hashed(w, b, sizeof b, NULL, &id6), ST_E_ARG);
   st_writer_stats s;
   st_writer_get_stats(w, &s);
   ck_assert_uint_eq(s.blobs, 4);
-  ck_assert_uint_eq(s.blobs_deduped, 2);
+  ck_assert_uint_eq(s.blobs_deduped, 3);
   ck_assert_uint_eq(s.blob_bytes, 2999);
-  ck_assert_uint_eq(s.blob_bytes_saved, 1000);
+  ck_assert_uint_eq(s.blob_bytes_saved, 2000);
   ck_assert_int_eq(st_writer_close(w), ST_OK);
 
   st_reader *r;
