@@ -206,6 +206,8 @@ void pbw__schema_field(const pbw__schema *s, uint32_t i, pbw__sfield *f);
 /* Only the label of field i (a ProtobufCLabel): all a field without
  * records needs. */
 uint8_t pbw__schema_field_label(const pbw__schema *s, uint32_t i);
+/* Only the number of field i. */
+uint32_t pbw__schema_field_number(const pbw__schema *s, uint32_t i);
 void pbw__schema_enum(const pbw__schema *s, uint32_t i, pbw__senum *e);
 void pbw__schema_value_rec(const pbw__schema *s, uint32_t i, pbw__svalue *v);
 /* Value i of the schema's value table: its name (NULL if it has none) and

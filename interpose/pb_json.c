@@ -26,6 +26,7 @@ typedef struct {
   const uint8_t *p; /* length-delimited payload */
   size_t n;
   uint32_t seq, number, wt;
+  uint32_t oneof; /* the field's oneof group, PBW_NONE32 if none or unknown */
 } occ;
 
 typedef struct {
@@ -69,21 +70,39 @@ static int read_record(const uint8_t **p, const uint8_t *end, occ *o) {
 
 /* ---- Scanning a message ---------------------------------------------------- */
 
-/* Position of field `number` in message m, or PBW_NONE32. */
+/* Position of field `number` in message m, or PBW_NONE32; *f is filled
+ * when found. `hint`, the position of the last field found, and the one
+ * after it are tried first: a serialiser writes fields in number order, so
+ * a record is mostly of the same (repeated) field or of the next one. The
+ * search compares numbers only and decodes the one field it finds. */
 static uint32_t find_field(const pbw__schema *s, const pbw__smsg *m, uint32_t number,
-                           pbw__sfield *f) {
-  uint32_t lo = 0, hi = m->n_fields;
-  while (lo < hi) {
+                           uint32_t hint, pbw__sfield *f) {
+  uint32_t lo = 0, hi = m->n_fields, at = PBW_NONE32;
+  for (uint32_t k = hint; k < hint + 2 && k < m->n_fields; k++) {
+    uint32_t x = pbw__schema_field_number(s, m->first_field + k);
+    if (x == number) {
+      at = k;
+      break;
+    }
+    if (x > number) { /* before the hint: search below it */
+      hi = k;
+      break;
+    }
+    lo = k + 1;
+  }
+  while (at == PBW_NONE32 && lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    pbw__schema_field(s, m->first_field + mid, f);
-    if (f->number == number)
-      return mid;
-    if (f->number < number)
+    uint32_t x = pbw__schema_field_number(s, m->first_field + mid);
+    if (x == number)
+      at = mid;
+    else if (x < number)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return PBW_NONE32;
+  if (at != PBW_NONE32)
+    pbw__schema_field(s, m->first_field + at, f);
+  return at;
 }
 
 static int cmp_occ(const void *a, const void *b) {
@@ -118,7 +137,6 @@ static int push_occ(msg_scan *ms, const occ *o, size_t *cap) {
 
 /* Which record of each oneof survives: the one that arrived last. */
 static int find_winners(msg_scan *ms) {
-  pbw__sfield f;
   if (ms->m.n_oneofs == 0)
     return PBW_OK;
   ms->win = malloc(ms->m.n_oneofs * sizeof *ms->win);
@@ -126,8 +144,7 @@ static int find_winners(msg_scan *ms) {
     return PBW_E_NOMEM;
   memset(ms->win, 0xff, ms->m.n_oneofs * sizeof *ms->win);
   for (size_t i = 0; i < ms->n && ms->o[i].key < ms->m.n_fields; i++) {
-    pbw__schema_field(ms->s, ms->m.first_field + (uint32_t)ms->o[i].key, &f);
-    uint32_t *w = f.oneof != PBW_NONE32 ? &ms->win[f.oneof] : NULL;
+    uint32_t *w = ms->o[i].oneof != PBW_NONE32 ? &ms->win[ms->o[i].oneof] : NULL;
     if (w != NULL && (*w == PBW_NONE32 || ms->o[i].seq > *w))
       *w = ms->o[i].seq;
   }
@@ -137,15 +154,19 @@ static int find_winners(msg_scan *ms) {
 static int scan_records(msg_scan *ms, const uint8_t *p, const uint8_t *end) {
   size_t cap = 0;
   pbw__sfield f;
+  uint32_t hint = 0;
   for (uint32_t seq = 0; p < end; seq++) {
     occ o = {0};
     int rc = read_record(&p, end, &o);
     if (rc != PBW_OK)
       return rc;
-    uint32_t pos = find_field(ms->s, &ms->m, o.number, &f);
+    uint32_t pos = find_field(ms->s, &ms->m, o.number, hint, &f);
+    if (pos != PBW_NONE32)
+      hint = pos; /* the next record: this field again (repeated) or a later one */
     if (pos != PBW_NONE32 && o.wt != pbw__wire_of(f.type) && !pbw__is_packed_run(&f, o.wt))
       return PBW_E_BADDATA; /* unpack rejects a known field with another wire type */
     o.key = pos != PBW_NONE32 ? pos : (uint64_t)ms->m.n_fields + o.number;
+    o.oneof = pos != PBW_NONE32 ? f.oneof : PBW_NONE32;
     o.seq = seq;
     if ((rc = push_occ(ms, &o, &cap)) != PBW_OK)
       return rc;

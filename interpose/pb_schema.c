@@ -446,6 +446,10 @@ uint8_t pbw__schema_field_label(const pbw__schema *s, uint32_t i) {
   return s->fields[(size_t)i * SCH_FIELD + 8];
 }
 
+uint32_t pbw__schema_field_number(const pbw__schema *s, uint32_t i) {
+  return le32(s->fields + (size_t)i * SCH_FIELD + 4);
+}
+
 void pbw__schema_enum(const pbw__schema *s, uint32_t i, pbw__senum *e) {
   const uint8_t *r = s->enums + (size_t)i * SCH_ENUM;
   e->name = le32(r);

@@ -396,13 +396,6 @@ static type_slot *type_of(int api, const void *key) {
   return &S.types[j];
 }
 
-/* Features of an unpack request, from its bytes (the hook saved no tree). */
-static void unpack_features(st_call *c, const type_slot *ts, const void *req, uint64_t len) {
-  pbw_stats st;
-  if (!ts || !ts->stats || !req || pbw_stats_from_bytes_plan(ts->stats, req, len, &st) != PBW_OK)
-    return;
-  c->nfeat = rec_tree_features(c->feat, &st);
-}
 
 /* Derivations remembered by response blob: a blob id stands for its bytes
  * (the trace writer stores identical payloads once, by XXH3-128, as the
@@ -411,9 +404,11 @@ static void unpack_features(st_call *c, const type_slot *ts, const void *req, ui
  * message again costs no second derivation. Emptied with the file and the
  * types (ids start again). */
 #define DERIVED_SLOTS 256
+enum { DERIVED_PACK = 1, DERIVED_UNPACK = 2 }; /* what was derived from the bytes */
 static struct {
   uint64_t blob;
   uint32_t type;
+  uint8_t kind;
   int rc;
   uint8_t fp[16];
   pbw_stats st;
@@ -421,6 +416,40 @@ static struct {
 
 static void forget_derived(void) {
   memset(derived, 0, sizeof derived);
+}
+
+static unsigned derived_slot(uint64_t blob) {
+  return (unsigned)(blob * 0x9E3779B97F4A7C15ull >> 56) % DERIVED_SLOTS;
+}
+
+static int derived_hit(unsigned slot, uint64_t blob, const type_slot *ts, uint8_t kind) {
+  return blob && derived[slot].blob == blob && derived[slot].type == ts->id &&
+         derived[slot].kind == kind;
+}
+
+/* Features of an unpack request, from its bytes (the hook saved no tree),
+ * remembered by request blob like a pack's. */
+static void unpack_features(st_call *c, const type_slot *ts, const void *req, uint64_t len) {
+  pbw_stats st;
+  int rc;
+  if (!ts || !ts->stats || !req)
+    return;
+  unsigned slot = derived_slot(c->req_blob);
+  if (derived_hit(slot, c->req_blob, ts, DERIVED_UNPACK)) {
+    rc = derived[slot].rc;
+    st = derived[slot].st;
+  } else {
+    rc = pbw_stats_from_bytes_plan(ts->stats, req, len, &st);
+    if (c->req_blob) {
+      derived[slot].blob = c->req_blob;
+      derived[slot].type = ts->id;
+      derived[slot].kind = DERIVED_UNPACK;
+      derived[slot].rc = rc;
+      derived[slot].st = st;
+    }
+  }
+  if (rc == PBW_OK)
+    c->nfeat = rec_tree_features(c->feat, &st);
 }
 
 /* Fingerprint and features of a pack request whose hook left them to us
@@ -435,9 +464,9 @@ static void pack_features(st_call *c, const type_slot *ts, const void *resp, uin
                           int whole) {
   pbw_stats st = {0};
   int rc = PBW_E_BADSCHEMA;
-  unsigned slot = (unsigned)(c->resp_blob * 0x9E3779B97F4A7C15ull >> 56) % DERIVED_SLOTS;
+  unsigned slot = derived_slot(c->resp_blob);
   if (ts && ts->plan && whole) {
-    if (c->resp_blob && derived[slot].blob == c->resp_blob && derived[slot].type == ts->id) {
+    if (derived_hit(slot, c->resp_blob, ts, DERIVED_PACK)) {
       rc = derived[slot].rc;
       memcpy(c->fp, derived[slot].fp, sizeof c->fp);
       st = derived[slot].st;
@@ -446,6 +475,7 @@ static void pack_features(st_call *c, const type_slot *ts, const void *resp, uin
       if (c->resp_blob) {
         derived[slot].blob = c->resp_blob;
         derived[slot].type = ts->id;
+        derived[slot].kind = DERIVED_PACK;
         derived[slot].rc = rc;
         memcpy(derived[slot].fp, c->fp, sizeof c->fp);
         derived[slot].st = st;
@@ -529,10 +559,10 @@ static void write_call(rt_thread *t, const raw_call *rc) {
   c.site = site_id(ips, nips);
   type_slot *ts = type_of(c.api, rc->type_key);
   c.type = ts ? ts->id : 0;
-  if (c.api == ST_API_PB_UNPACK && rq.has)
-    unpack_features(&c, ts, req, rc->req_saved);
   c.req_blob = store_blob(&rq);
   c.resp_blob = store_blob(&rs);
+  if (c.api == ST_API_PB_UNPACK && rq.has) /* after the blob: its id may spare the work */
+    unpack_features(&c, ts, req, rc->req_saved);
   if (rc->derive_fp && c.api == ST_API_PB_UNPACK) { /* the hook saved the bytes whole */
     pbw_fingerprint_hashed(rc->type_key, rq.h, (size_t)rc->req_saved, c.fp);
     shim_fp_bind(c.fp, c.api);

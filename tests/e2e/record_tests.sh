@@ -260,6 +260,48 @@ LIST
   grep -q '"reason": 2' bytes4.calls || fail "no call flagged too deep"
 }
 
+# Unpack features are derived by the writer from the request bytes, and
+# remembered by request blob (identical bytes are stored once): every
+# unpack of the same bytes carries what the walk of that message gives
+# (pbbench packs it once, walked, then unpacks it 500 times), and every
+# unpack agrees with the pack of the same message, over distinct messages
+# (pbtest basic) and many types, empty messages of several types included
+# (protogen: one blob, several types).
+t027_record_unpack_features_from_bytes_equal_the_walk() {
+  STANDIN_PACK_FP=walk "$STANDIN" record -o un -- "$B/progs/pbbench" unpack 300 500 >/dev/null
+  "$STANDIN" dump un --format json | python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+walked = [r["features"] for r in rows if r["api"] == "pb.pack"]
+unpacks = [r["features"] for r in rows if r["api"] == "pb.unpack"]
+assert len(walked) == 1 and len(unpacks) == 600, (len(walked), len(unpacks))
+assert walked[0]["fields"] > 0 and walked[0]["submsgs"] > 0, walked[0]
+bad = [u for u in unpacks if u != walked[0]]
+assert not bad, ("unpack features differ from the walk", walked[0], bad[:2])
+' || fail "unpack features"
+  "$STANDIN" record -o basic -- "$PB" basic 200 >/dev/null
+  "$STANDIN" record -o gen -- "$B/progs/protogen" -n 40 -m all >/dev/null
+  for d in basic gen; do
+  "$STANDIN" dump $d --format json | python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+# each pack_to_buffer and unpack of one message in pbtest basic share bytes:
+# their features must agree, message by message
+packs = {}
+for r in rows:
+    if r["api"] in ("pb.pack", "pb.pack_to_buffer"):
+        packs.setdefault((r["type"], r["features"]["encoded_size"]), []).append(r["features"])
+n = 0
+for r in rows:
+    if r["api"] == "pb.unpack":
+        cands = packs.get((r["type"], r["features"]["encoded_size"]), [])
+        assert r["features"] in cands, ("no pack of", r["type"], "has these features", r["features"])
+        n += 1
+assert n >= 40, n
+' || fail "unpack features ($d)"
+  done
+}
+
 # A hand-built unknown field whose bytes do not read back (a group) is the
 # one thing the writer cannot derive: the call is kept, flagged and without
 # a fingerprint, so replay runs it for real; the program's output is the
