@@ -29,13 +29,21 @@ typedef struct {
   uint32_t oneof; /* the field's oneof group, PBW_NONE32 if none or unknown */
 } occ;
 
+/* Records and oneof winners of most messages fit in the scan itself: no
+ * allocation per message (the trace writer scans every unpack request). */
+#define SCAN_INLINE_OCC 8
+#define SCAN_INLINE_WIN 4
+
 typedef struct {
   const pbw__schema *s;
   pbw__smsg m;
-  occ *o;
+  occ *o;        /* inl, or the heap once more records came */
   size_t n;      /* occurrences */
+  size_t cap;    /* room at o */
   size_t cur;    /* first occurrence not yet handed out */
   uint32_t *win; /* per oneof group: seq of the record that survives */
+  occ inl[SCAN_INLINE_OCC];
+  uint32_t win_inl[SCAN_INLINE_WIN];
 } msg_scan;
 
 /* ---- Wire format (primitives in pb_internal.h) ------------------------------ */
@@ -75,8 +83,8 @@ static int read_record(const uint8_t **p, const uint8_t *end, occ *o) {
  * after it are tried first: a serialiser writes fields in number order, so
  * a record is mostly of the same (repeated) field or of the next one. The
  * search compares numbers only and decodes the one field it finds. */
-static uint32_t find_field(const pbw__schema *s, const pbw__smsg *m, uint32_t number,
-                           uint32_t hint, pbw__sfield *f) {
+static uint32_t find_field(const pbw__schema *s, const pbw__smsg *m, uint32_t number, uint32_t hint,
+                           pbw__sfield *f) {
   uint32_t lo = 0, hi = m->n_fields, at = PBW_NONE32;
   for (uint32_t k = hint; k < hint + 2 && k < m->n_fields; k++) {
     uint32_t x = pbw__schema_field_number(s, m->first_field + k);
@@ -122,14 +130,16 @@ static int occ_sorted(const occ *o, size_t n) {
   return 1;
 }
 
-static int push_occ(msg_scan *ms, const occ *o, size_t *cap) {
-  if (ms->n == *cap) {
-    size_t c = *cap ? 2 * *cap : 16;
-    occ *g = realloc(ms->o, c * sizeof *g);
+static int push_occ(msg_scan *ms, const occ *o) {
+  if (ms->n == ms->cap) {
+    size_t c = 2 * ms->cap;
+    occ *g = ms->o == ms->inl ? malloc(c * sizeof *g) : realloc(ms->o, c * sizeof *g);
     if (g == NULL)
       return PBW_E_NOMEM;
+    if (ms->o == ms->inl)
+      memcpy(g, ms->inl, sizeof ms->inl);
     ms->o = g;
-    *cap = c;
+    ms->cap = c;
   }
   ms->o[ms->n++] = *o;
   return PBW_OK;
@@ -139,7 +149,8 @@ static int push_occ(msg_scan *ms, const occ *o, size_t *cap) {
 static int find_winners(msg_scan *ms) {
   if (ms->m.n_oneofs == 0)
     return PBW_OK;
-  ms->win = malloc(ms->m.n_oneofs * sizeof *ms->win);
+  ms->win = ms->m.n_oneofs <= SCAN_INLINE_WIN ? ms->win_inl
+                                              : malloc(ms->m.n_oneofs * sizeof *ms->win);
   if (ms->win == NULL)
     return PBW_E_NOMEM;
   memset(ms->win, 0xff, ms->m.n_oneofs * sizeof *ms->win);
@@ -152,7 +163,6 @@ static int find_winners(msg_scan *ms) {
 }
 
 static int scan_records(msg_scan *ms, const uint8_t *p, const uint8_t *end) {
-  size_t cap = 0;
   pbw__sfield f;
   uint32_t hint = 0;
   for (uint32_t seq = 0; p < end; seq++) {
@@ -168,19 +178,24 @@ static int scan_records(msg_scan *ms, const uint8_t *p, const uint8_t *end) {
     o.key = pos != PBW_NONE32 ? pos : (uint64_t)ms->m.n_fields + o.number;
     o.oneof = pos != PBW_NONE32 ? f.oneof : PBW_NONE32;
     o.seq = seq;
-    if ((rc = push_occ(ms, &o, &cap)) != PBW_OK)
+    if ((rc = push_occ(ms, &o)) != PBW_OK)
       return rc;
   }
   return PBW_OK;
 }
 
 static void scan_close(msg_scan *ms) {
-  free(ms->o);
-  free(ms->win);
+  if (ms->o != ms->inl)
+    free(ms->o);
+  if (ms->win != ms->win_inl)
+    free(ms->win);
 }
 
 static int scan_open(msg_scan *ms, const pbw__schema *s, uint32_t mi, const uint8_t *p, size_t n) {
-  memset(ms, 0, sizeof *ms);
+  ms->o = ms->inl; /* the inline arrays are not cleared: only [0, n) is read */
+  ms->n = ms->cur = 0;
+  ms->cap = SCAN_INLINE_OCC;
+  ms->win = NULL;
   ms->s = s;
   pbw__schema_msg(s, mi, &ms->m);
   int rc = scan_records(ms, p, p + n);
