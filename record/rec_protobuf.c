@@ -43,10 +43,54 @@ static void put_stats(rt_call *c, const pbw_stats *st, uint64_t encoded) {
   c->feat[ST_PBF_ENCODED_SIZE] = encoded;
 }
 
+/* get_packed_size then pack (or pack_to_buffer) of the same message is
+ * how protobuf-c programs serialise, and the two calls fingerprint the
+ * same tree. A get_packed_size may leave its fingerprint and features to
+ * the pack that follows it on this thread with nothing queued between
+ * (the writer copies them over, sink.c), saving a walk of the tree here.
+ * It does so only from a call site whose last PAIR_CREDIT sizes were so
+ * followed: a size that nothing pairs with is written without a
+ * fingerprint (replay then runs it for real), and its site starts again. */
+#define PAIR_CREDIT 8
+#define PAIR_SITES 64
+static SHIM_TLS struct {
+  const void *site;
+  uint8_t credit;
+} pair_sites[PAIR_SITES];
+static SHIM_TLS struct {
+  const ProtobufCMessage *m; /* the size just queued, or NULL */
+  size_t size;               /* what it returned */
+  uint64_t at;               /* rt_submitted() after it */
+  unsigned slot;             /* its pair_sites slot */
+  int deferred;              /* it left its fingerprint to the pack */
+} pending;
+
+static unsigned pair_slot(const void *site) {
+  return (unsigned)(((uintptr_t)site * 0x9E3779B97F4A7C15ull) >> 58) % PAIR_SITES;
+}
+
+/* After a hook's real call: whether this call (api on m, which returned
+ * r) pairs with the size just queued: a pack of the same message, of the
+ * size it said, with nothing queued between. The size's site learns either
+ * way (a program that sizes a message, then fills it in, then packs it
+ * never pairs). */
+static int pairs_with_pending(int api, const ProtobufCMessage *m, size_t r) {
+  if (SHIM_LIKELY(pending.m == NULL))
+    return 0;
+  int pairs = (api == ST_API_PB_PACK || api == ST_API_PB_PACK_BUF) && pending.m == m &&
+              pending.size == r && pending.at == rt_submitted();
+  uint8_t *cr = &pair_sites[pending.slot].credit;
+  *cr = pairs ? (uint8_t)(*cr < PAIR_CREDIT ? *cr + 1 : PAIR_CREDIT) : 0;
+  pending.m = NULL;
+  return pairs && pending.deferred;
+}
+
 /* Common part of the three tree-side (serialising) calls. packed_saved:
- * the call's response holds the packed bytes of m, saved whole. */
+ * the call's response holds the packed bytes of m, saved whole. paired: a
+ * pack whose size left it its fingerprint (derived from these bytes on the
+ * writer whenever it can be: the writer holds the type's schema). */
 static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t0, uint64_t t1,
-                      size_t result, int packed_saved) {
+                      size_t result, int packed_saved, int paired) {
   pbw_stats st = {0};
   c->api = (uint8_t)api;
   c->start_ns = t0;
@@ -55,8 +99,9 @@ static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t
   c->result = result;
   c->type_key = m->descriptor;
   c->req_len = 0; /* the request is a tree, not bytes */
-  if (packed_saved && rt_defer_fp(m->descriptor)) {
-    c->derive_fp = 1; /* sink.c pack_features */
+  c->pairs_size = (uint8_t)paired;
+  if (packed_saved && (paired ? rt_schema_known(m->descriptor) : rt_defer_fp(m->descriptor))) {
+    c->derive_fp = RT_DERIVE_SELF; /* sink.c pack_features */
     put_size_only(c, result);
     return;
   }
@@ -97,7 +142,8 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   c.nested = shim_nested - n0;
   c.resp_len = r;
   c.resp = (rt_payload){RT_PAY_COPY, out, r};
-  tree_call(&c, ST_API_PB_PACK, m, t0, t1, r, rt_keep_whole(&c.resp) == 0);
+  int paired = pairs_with_pending(ST_API_PB_PACK, m, r);
+  tree_call(&c, ST_API_PB_PACK, m, t0, t1, r, rt_keep_whole(&c.resp) == 0, paired);
   submit(&c);
   shim_depth--;
   return r;
@@ -121,11 +167,40 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
     shim_depth--;
     return r;
   }
+  pairs_with_pending(ST_API_PB_SIZE, m, r);
   rt_call c;
   rt_call_init(&c);
   c.nested = shim_nested - n0;
-  tree_call(&c, ST_API_PB_SIZE, m, t0, t1, r, 0);
+  const void *site = __builtin_return_address(0);
+  unsigned slot = pair_slot(site);
+  if (pair_sites[slot].site != site) {
+    pair_sites[slot].site = site;
+    pair_sites[slot].credit = 0;
+  }
+  /* unknown fields a program put in by hand are what may not read back
+   * from the packed bytes (pack_features): such a tree walks here. Deeper
+   * in the tree they are caught late: the writer, behind the program,
+   * stops the type's deferral once a size found no usable pack. */
+  int defer = pair_sites[slot].credit >= PAIR_CREDIT && m->n_unknown_fields == 0 &&
+              rt_size_may_pair(m->descriptor);
+  if (defer) { /* the fingerprint comes with the pack that follows */
+    c.api = ST_API_PB_SIZE;
+    c.start_ns = t0;
+    c.latency_ns = t1 - t0;
+    c.end_ns = t1;
+    c.result = r;
+    c.type_key = m->descriptor;
+    c.derive_fp = RT_DERIVE_FROM_NEXT;
+    put_size_only(&c, r);
+  } else {
+    tree_call(&c, ST_API_PB_SIZE, m, t0, t1, r, 0, 0);
+  }
   submit(&c);
+  pending.m = m;
+  pending.size = r;
+  pending.at = rt_submitted();
+  pending.slot = slot;
+  pending.deferred = defer;
   shim_depth--;
   return r;
 }
@@ -159,6 +234,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
     shim_depth--;
     return r;
   }
+  int paired = pairs_with_pending(ST_API_PB_PACK_BUF, m, r);
   rt_call c;
   rt_call_init(&c);
   c.nested = shim_nested - n0;
@@ -181,7 +257,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
     else
       shim_free(copy);
   }
-  tree_call(&c, ST_API_PB_PACK_BUF, m, t0, t1, r, saved);
+  tree_call(&c, ST_API_PB_PACK_BUF, m, t0, t1, r, saved, paired);
   if (!saved) {
     c.flags |= ST_CALL_NO_RESPONSE;
     c.reason = PB_REASON_NOMEM;
@@ -211,6 +287,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
     shim_depth--;
     return m;
   }
+  pairs_with_pending(ST_API_PB_UNPACK, NULL, 0);
   rt_call c;
   rt_call_init(&c);
   c.nested = shim_nested - n0;
@@ -224,7 +301,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   /* the fingerprint is a hash of the bytes: the writer takes it from the
    * saved copy (sink.c), unless they cannot be saved */
   if (rt_keep_whole(&c.req) == 0) {
-    c.derive_fp = 1;
+    c.derive_fp = RT_DERIVE_SELF;
   } else {
     pbw_fingerprint_bytes(d, data, len, c.fp);
     shim_fp_bind(c.fp, ST_API_PB_UNPACK);

@@ -48,6 +48,10 @@ typedef struct rt_thread {
   uint64_t lost;    /* calls dropped because recording had stopped */
   _Atomic uint64_t overhead_ns; /* standin's own time on this thread (owner writes) */
   struct rt_thread *next;
+  /* writer only: a get_packed_size whose fingerprint comes from the next
+   * record (RT_DERIVE_FROM_NEXT), kept until that record (sink.c) */
+  int has_held;
+  uint64_t held[64]; /* its raw_call, features and stack */
 } rt_thread;
 
 enum { RAW_CALL = 1, RAW_NOTE = 2 };
@@ -60,7 +64,8 @@ typedef struct {
   uint16_t reason;
   uint8_t nfeat, nips, req_kind, resp_kind;
   uint32_t nested;
-  uint8_t derive_fp; /* rt_call.derive_fp: the writer fills fp and features */
+  uint8_t derive_fp;  /* rt_call.derive_fp: the writer fills fp and features */
+  uint8_t pairs_size; /* rt_call.pairs_size */
   uint64_t start_ns, latency_ns, result;
   uint8_t fp[16];
   const void *type_key;
@@ -84,6 +89,12 @@ enum {
  * writer thread adds and forgets them. */
 void rt_schema_ready(const void *type_key);
 void rt_schema_forget_all(void);
+/* Writer: a size of this type found no pack to pair with. */
+void rt_size_walk(const void *type_key);
+
+/* Writer: write t's held get_packed_size, if any, with no fingerprint
+ * (nothing pairs with it: the thread ended, or the file is closing). */
+void wr_flush_held(rt_thread *t);
 
 /* Writer-thread side (sink.c). */
 int wr_open(const rt_config *cfg);  /* create the file; 0 or -1 (said why) */

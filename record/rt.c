@@ -507,6 +507,13 @@ static size_t drain_ring(rt_thread *t) {
   return n;
 }
 
+/* Before the file closes or the types go: sizes still waiting for a pack
+ * are written without one. */
+static void flush_held_all(void) {
+  for (rt_thread *t = atomic_load(&threads); t; t = t->next)
+    wr_flush_held(t);
+}
+
 /* Drain all rings once; free the rings of threads that exited. */
 static size_t drain_all(void) {
   size_t n = 0;
@@ -516,6 +523,7 @@ static size_t drain_all(void) {
     n += drain_ring(t);
     rt_thread *next = t->next;
     if (atomic_load_explicit(&t->dead, memory_order_acquire) && ring_empty(&t->r)) {
+      wr_flush_held(t); /* nothing more will come from it */
       /* Only the writer unlinks; the head may be replaced by a concurrent
        * push, in which case the node is unlinked on a later round. */
       if (prev) {
@@ -547,6 +555,7 @@ static void close_for_signal(int sig) {
   wr_set_compress(0);
   for (int pass = 0; pass < 8 && drain_all() > 0; pass++)
     ;
+  flush_held_all();
   char v[16];
   snprintf(v, sizeof v, "%d", sig);
   wr_note("ended_by_signal", v);
@@ -605,6 +614,7 @@ static void *writer_main(void *arg) {
     if (req != atomic_load(&unload_done)) {
       for (int pass = 0; pass < 8 && drain_all() > 0; pass++)
         ;
+      flush_held_all(); /* their types are about to go */
       wr_forget_types();
       atomic_store(&unload_done, req);
     }
@@ -637,6 +647,7 @@ static void *writer_main(void *arg) {
     if (n == 0)
       writer_nap();
   }
+  flush_held_all();
   wr_close();
   pthread_mutex_unlock(&writer_work);
   return NULL;
@@ -947,36 +958,70 @@ static int writer_keeps_up(void) {
   return ring_used(&t->r, t->r.cap / 2 - 1) < t->r.cap / 2;
 }
 
-int rt_defer_fp(const void *key) {
+/* Types whose get_packed_size calls did not find a pack to pair with
+ * (written without a fingerprint): their sizes walk the tree again. The
+ * writer adds, program threads look, forgotten with the schemas. */
+static _Atomic(const void *) size_walk_keys[SCHEMA_SLOTS];
+
+static int key_in(_Atomic(const void *) *set, const void *key) {
   unsigned s = schema_slot(key);
-  if (rt_cfg.pack_fp_walk || !writer_keeps_up())
-    return 0;
-  for (unsigned i = 0; i < SCHEMA_PROBES; i++, s = (s + 1) % SCHEMA_SLOTS) {
-    const void *k = atomic_load_explicit(&schema_keys[s], memory_order_relaxed);
+  for (unsigned i = 0; key && i < SCHEMA_PROBES; i++, s = (s + 1) % SCHEMA_SLOTS) {
+    const void *k = atomic_load_explicit(&set[s], memory_order_relaxed);
     if (k == key)
-      return key != NULL;
+      return 1;
     if (k == NULL)
       return 0;
   }
   return 0;
 }
 
-void rt_schema_ready(const void *key) {
+/* Only the writer adds: no lost update between two adders. */
+static void key_add(_Atomic(const void *) *set, const void *key) {
   unsigned s = schema_slot(key);
   for (unsigned i = 0; key && i < SCHEMA_PROBES; i++, s = (s + 1) % SCHEMA_SLOTS) {
-    const void *k = atomic_load_explicit(&schema_keys[s], memory_order_relaxed);
+    const void *k = atomic_load_explicit(&set[s], memory_order_relaxed);
     if (k == key)
       return;
     if (k == NULL) {
-      atomic_store_explicit(&schema_keys[s], key, memory_order_relaxed);
+      atomic_store_explicit(&set[s], key, memory_order_relaxed);
       return;
     }
   }
 }
 
+void rt_size_walk(const void *key) {
+  key_add(size_walk_keys, key);
+}
+
+int rt_size_may_pair(const void *key) {
+  return !key_in(size_walk_keys, key) && rt_defer_fp(key);
+}
+
+int rt_schema_known(const void *key) {
+  return key_in(schema_keys, key);
+}
+
+int rt_defer_fp(const void *key) {
+  if (rt_cfg.pack_fp_walk || !writer_keeps_up())
+    return 0;
+  return rt_schema_known(key);
+}
+
+static SHIM_TLS uint64_t submitted;
+
+uint64_t rt_submitted(void) {
+  return submitted;
+}
+
+void rt_schema_ready(const void *key) {
+  key_add(schema_keys, key);
+}
+
 void rt_schema_forget_all(void) {
-  for (unsigned s = 0; s < SCHEMA_SLOTS; s++)
+  for (unsigned s = 0; s < SCHEMA_SLOTS; s++) {
     atomic_store_explicit(&schema_keys[s], NULL, memory_order_relaxed);
+    atomic_store_explicit(&size_walk_keys[s], NULL, memory_order_relaxed);
+  }
 }
 
 void rt_submit(rt_call *c, void *const *ips, int nips) {
@@ -990,6 +1035,7 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
     drop_payloads(c);
     return;
   }
+  submitted++;
   stage_payload(&c->req);
   stage_payload(&c->resp);
   uint64_t inl = (c->req.kind == RT_PAY_COPY ? c->req.len : 0) +
@@ -1010,6 +1056,7 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
   rc->nips = (uint8_t)nips;
   rc->nested = c->nested;
   rc->derive_fp = c->derive_fp;
+  rc->pairs_size = c->pairs_size;
   rc->req_kind = (uint8_t)c->req.kind;
   rc->resp_kind = (uint8_t)c->resp.kind;
   rc->start_ns = c->start_ns;
@@ -1050,6 +1097,7 @@ void rt_note(const char *key, const char *value) {
   rt_thread *t = thread_self();
   if (!t)
     return;
+  submitted++;
   size_t kl = strnlen(key, 255), vl = strnlen(value, 4000);
   uint32_t len = ring_align(sizeof(ring_hdr) + 2 + kl + vl + 2);
   uint8_t *p = reserve_wait(t, len);
@@ -1111,6 +1159,7 @@ static void atfork_child(void) {
     self->r.head_seen = 0;
     self->next = NULL;
     self->lost = 0;
+    self->has_held = 0; /* the parent's call */
     atomic_store(&self->overhead_ns, 0); /* the parent's time is the parent's */
     self->announced = 0;
     self->populated = 0; /* its pages are the parent's until written: copy them now */

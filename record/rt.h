@@ -48,12 +48,22 @@ typedef struct {
    * (saved whole: see rt_keep_whole) with the type's schema (see
    * rt_defer_fp); unpack calls: fp is left to the writer, which hashes the
    * request bytes (saved whole) */
-  uint8_t derive_fp;
+  uint8_t derive_fp; /* RT_DERIVE_* */
+  /* a pack or pack_to_buffer of the message whose get_packed_size this
+   * thread submitted just before (RT_DERIVE_FROM_NEXT): the writer gives
+   * that call this one's fingerprint and features */
+  uint8_t pairs_size;
   /* last: rt_call_init leaves it as it is, only feat[0..nfeat) is read */
   uint64_t feat[ST_MAX_FEAT];
 } rt_call;
 _Static_assert(offsetof(rt_call, feat) + sizeof(uint64_t) * ST_MAX_FEAT == sizeof(rt_call),
                "rt_call.feat must be the last member");
+
+enum {
+  RT_DERIVE_NONE = 0,
+  RT_DERIVE_SELF = 1,     /* from this call's own saved bytes */
+  RT_DERIVE_FROM_NEXT = 2 /* get_packed_size: from the pack that pairs with it */
+};
 
 /* A call with every member zero but the features (the hooks fill those
  * they declare with nfeat): cheaper than zeroing all of it on every call. */
@@ -83,6 +93,19 @@ int rt_keep_whole(rt_payload *p);
  * more work for the writer would only make the program wait for ring
  * space). Cheap, no lock. */
 int rt_defer_fp(const void *type_key);
+
+/* Nonzero when the writer holds type_key's schema (rt_defer_fp without
+ * the question of keeping up). */
+int rt_schema_known(const void *type_key);
+
+/* Nonzero when a get_packed_size of type_key may leave its fingerprint
+ * to the pack that follows it (rt_defer_fp, and no size of the type has
+ * failed to pair: rt_size_walk). */
+int rt_size_may_pair(const void *type_key);
+
+/* Records this thread has queued so far (calls and notes): two calls are
+ * adjacent in the trace when nothing was queued between them. */
+uint64_t rt_submitted(void);
 
 /* Queue one call. Takes ownership of RT_PAY_OWN payloads in every case,
  * and may change *c's payloads (staging them): c is the hook's own. */

@@ -55,6 +55,7 @@ static struct {
   uint64_t pass_ns;  /* cost of one nested call passing through a hook */
   uint64_t stored_mode_switches; /* times the writer fell behind */
   uint64_t fp_derived, fp_underived; /* pack fingerprints from bytes: done, failed */
+  uint64_t size_fp_paired, size_fp_unpaired; /* held sizes: given their pack's, or not */
 } S;
 
 static void free_types(void);
@@ -201,6 +202,8 @@ void wr_close(void) {
     note_u64("ring_bytes", rt_cfg.ring_bytes);
     note_u64("pack_fp_from_bytes", S.fp_derived);
     note_u64("pack_fp_not_derived", S.fp_underived);
+    note_u64("size_fp_from_pack", S.size_fp_paired);
+    note_u64("size_fp_unpaired", S.size_fp_unpaired);
   }
   int rc = st_writer_close(S.w);
   if (!S.failed)
@@ -460,8 +463,8 @@ static void unpack_features(st_call *c, const type_slot *ts, const void *req, ui
  * fields pack wrote as something else, a type whose schema could not be
  * rebuilt after dlclose) leave the call without a fingerprint and flagged,
  * so replay runs it for real. */
-static void pack_features(st_call *c, const type_slot *ts, const void *resp, uint64_t len,
-                          int whole) {
+static int pack_features(st_call *c, const type_slot *ts, const void *resp, uint64_t len,
+                         int whole, uint8_t tree_fp[16]) {
   pbw_stats st = {0};
   int rc = PBW_E_BADSCHEMA;
   unsigned slot = derived_slot(c->resp_blob);
@@ -489,8 +492,10 @@ static void pack_features(st_call *c, const type_slot *ts, const void *resp, uin
   }
   S.fp_derived += rc == PBW_OK || rc == PBW_E_DEPTH;
   S.fp_underived += rc != PBW_OK && rc != PBW_E_DEPTH;
+  memcpy(tree_fp, c->fp, 16);
   shim_fp_bind(c->fp, c->api);
   c->nfeat = rec_tree_features(c->feat, &st);
+  return rc;
 }
 
 /* ---- records ------------------------------------------------------------- */
@@ -527,14 +532,52 @@ static uint64_t store_blob(const payload *pl) {
   return id;
 }
 
-static void write_call(rt_thread *t, const raw_call *rc) {
+/* What the pack that follows a held get_packed_size (RT_DERIVE_FROM_NEXT)
+ * gave it: rc PBW_OK (fp, the tree's before binding to an API, and the
+ * pack's features), PBW_E_DEPTH (too deep: no fingerprint, the features up
+ * to where the walk stops, as a walk of the size's tree gives), anything
+ * else when nothing paired with it (written without a fingerprint, so
+ * replay runs it for real). */
+typedef struct {
+  int rc;
+  uint8_t fp[16];
+  const st_call *pack;
+} size_pair;
+
+static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair);
+
+static void hold_size(rt_thread *t, const raw_call *rc) {
+  size_t n = sizeof *rc + ((size_t)rc->nfeat + rc->nips) * 8;
+  _Static_assert(sizeof(raw_call) + (ST_MAX_FEAT + ST_MAX_FRAMES) * 8 <=
+                     sizeof ((rt_thread *)0)->held,
+                 "rt_thread.held holds a get_packed_size record");
+  wr_flush_held(t); /* a size after a size: nothing paired with the first */
+  memcpy(t->held, rc, n);
+  t->has_held = 1;
+}
+
+void wr_flush_held(rt_thread *t) {
+  if (!t->has_held)
+    return;
+  t->has_held = 0;
+  if (S.failed || !S.w)
+    return;
+  size_pair none = {.rc = PBW_E_BADDATA};
+  write_call(t, (const raw_call *)t->held, &none);
+}
+
+static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair) {
+  if (rc->derive_fp == RT_DERIVE_FROM_NEXT && !pair && rc->nfeat <= ST_MAX_FEAT &&
+      rc->nips <= ST_MAX_FRAMES && rc->req_kind == RT_PAY_NONE && rc->resp_kind == RT_PAY_NONE) {
+    hold_size(t, rc);
+    return;
+  }
   const uint8_t *p = (const uint8_t *)(rc + 1);
   st_call c = {0};
   c.api = rc->api;
   c.flags = rc->flags;
   c.reason = rc->reason;
   c.thread = t->index;
-  c.seq = S.seq++;
   c.start_ns = rc->start_ns;
   c.latency_ns = corrected(rc);
   c.result = rc->result;
@@ -563,13 +606,46 @@ static void write_call(rt_thread *t, const raw_call *rc) {
   c.resp_blob = store_blob(&rs);
   if (c.api == ST_API_PB_UNPACK && rq.has) /* after the blob: its id may spare the work */
     unpack_features(&c, ts, req, rc->req_saved);
-  if (rc->derive_fp && c.api == ST_API_PB_UNPACK) { /* the hook saved the bytes whole */
+  int pack_rc = PBW_E_BADDATA;
+  uint8_t tree_fp[16] = {0};
+  if (pair) { /* a held get_packed_size: what its pack gave */
+    if (pair->rc == PBW_OK) {
+      memcpy(c.fp, pair->fp, 16);
+    } else { /* bound like any call without a fingerprint (pack_features) */
+      memset(c.fp, 0, 16);
+      c.flags |= ST_CALL_NO_RESPONSE;
+      c.reason = pair->rc == PBW_E_DEPTH ? PB_REASON_DEPTH : PB_REASON_NOFP;
+    }
+    shim_fp_bind(c.fp, c.api);
+    if (pair->rc != PBW_OK && pair->rc != PBW_E_DEPTH)
+      rt_size_walk(rc->type_key); /* this type's sizes walk from now on */
+    if (pair->pack && (pair->rc == PBW_OK || pair->rc == PBW_E_DEPTH)) {
+      c.nfeat = pair->pack->nfeat;
+      memcpy(c.feat, pair->pack->feat, sizeof c.feat);
+    }
+    S.size_fp_paired += pair->rc == PBW_OK || pair->rc == PBW_E_DEPTH;
+    S.size_fp_unpaired += pair->rc != PBW_OK && pair->rc != PBW_E_DEPTH;
+  } else if (rc->derive_fp && c.api == ST_API_PB_UNPACK) { /* the bytes were saved whole */
     pbw_fingerprint_hashed(rc->type_key, rq.h, (size_t)rc->req_saved, c.fp);
     shim_fp_bind(c.fp, c.api);
   } else if (rc->derive_fp) { /* after the blob: its id may spare the derivation */
-    pack_features(&c, ts, resp, rc->resp_saved,
-                  rc->resp_kind != RT_PAY_NONE && rc->resp_saved == rc->resp_len);
+    pack_rc = pack_features(&c, ts, resp, rc->resp_saved,
+                            rc->resp_kind != RT_PAY_NONE && rc->resp_saved == rc->resp_len,
+                            tree_fp);
   }
+  if (t->has_held) { /* this record decides the held size's fingerprint; it goes first */
+    const raw_call *h = (const raw_call *)t->held;
+    size_pair sp = {.rc = PBW_E_BADDATA};
+    if (rc->pairs_size && rc->derive_fp == RT_DERIVE_SELF && rc->type_key == h->type_key &&
+        rc->resp_len == h->result && (pack_rc == PBW_OK || pack_rc == PBW_E_DEPTH)) {
+      sp.rc = pack_rc;
+      memcpy(sp.fp, tree_fp, 16);
+      sp.pack = &c;
+    }
+    t->has_held = 0;
+    write_call(t, h, &sp);
+  }
+  c.seq = S.seq++;
   check(st_writer_add_call(S.w, &c));
   if (rc->req_kind == RT_PAY_OWN)
     shim_free((void *)rc->req_ptr);
@@ -591,8 +667,9 @@ void wr_record(rt_thread *t, const ring_hdr *h) {
   if (!t->announced)
     announce_thread(t);
   if (h->kind == RAW_CALL) {
-    write_call(t, (const raw_call *)h);
+    write_call(t, (const raw_call *)h, NULL);
   } else if (h->kind == RAW_NOTE) {
+    wr_flush_held(t);
     const char *k = (const char *)(h + 1);
     st_note n = {k, k + strlen(k) + 1};
     check(st_writer_add_note(S.w, &n));

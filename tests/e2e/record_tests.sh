@@ -227,12 +227,14 @@ print("\n".join(sorted(rows)))'
 # thread gives (STANDIN_PACK_FP=walk), for nested, proto3, threaded and
 # randomly generated messages, for trees nested too deep to fingerprint, and
 # for the same bytes packed again (the writer remembers derivations by
-# response blob), from one type or from two.
+# response blob), from one type or from two; and so must get_packed_size
+# calls that took the fingerprint of the pack that followed them.
 # (The first calls of a type are walked until the writer has its schema,
 # and calls are walked while the writer is behind.)
 t017_record_pack_fingerprints_from_bytes_equal_the_walk() {
   i=0
   derived=0
+  sized=0
   while read -r prog args; do
     i=$((i + 1))
     STANDIN_PACK_FP=walk "$STANDIN" record -o walk$i -- "$B/progs/$prog" $args >walk$i.out
@@ -245,6 +247,10 @@ t017_record_pack_fingerprints_from_bytes_equal_the_walk() {
     expect_eq "$prog $args: derived with walk" 0 "$(note walk$i pack_fp_from_bytes)"
     derived=$((derived + $(note bytes$i pack_fp_from_bytes)))
     expect_eq "$prog $args: not derived" 0 "$(note bytes$i pack_fp_not_derived)"
+    # get_packed_size then pack: the size takes the pack's fingerprint
+    sized=$((sized + $(note bytes$i size_fp_from_pack)))
+    expect_eq "$prog $args: sizes with no pack" 0 "$(note bytes$i size_fp_unpaired)"
+    expect_eq "$prog $args: sizes paired with walk" 0 "$(note walk$i size_fp_from_pack)"
   done <<LIST
 pbtest basic 300
 pbtest p3 3000
@@ -252,10 +258,12 @@ pbtest threads 3 200
 pbtest deep 101 300
 pbtest same 1000
 protogen -n 60 -m all
+rpc -n 400 -t 1
 LIST
   # how many calls the writer derived depends on when it runs (a short
   # threaded run may end before it has seen a type): most, over all runs
   [ "$derived" -gt 1000 ] || fail "only $derived fingerprints were derived from bytes"
+  [ "$sized" -gt 500 ] || fail "only $sized sizes took their pack's fingerprint"
   # too deep: no fingerprint, flagged, from bytes as from the walk
   grep -q '"reason": 2' bytes4.calls || fail "no call flagged too deep"
 }
@@ -302,6 +310,34 @@ assert n >= 40, n
   done
 }
 
+# A get_packed_size whose call site has been followed by a pack of the
+# same message leaves its fingerprint to that pack; when no pack comes (a
+# lone size), it is written without one (reason 4), replay runs it for
+# real, and its type's sizes walk again. Every other size carries what the
+# walk gives, and the program's output is the same recorded and replayed.
+t028_record_size_takes_its_packs_fingerprint() {
+  "$PB" lonesize 3000 >native.out
+  STANDIN_PACK_FP=walk "$STANDIN" record -o walk -- "$PB" lonesize 3000 >walk.out
+  "$STANDIN" record -o rec -- "$PB" lonesize 3000 >rec.out
+  cmp native.out rec.out
+  u=$(note rec size_fp_unpaired)
+  expect_eq "sizes flagged" "$u" "$("$STANDIN" dump rec --format json | grep '"api":"pb.size"' | grep -c '"reason":4')"
+  [ "$(note rec size_fp_from_pack)" -gt 0 ] || fail "no size took its pack's fingerprint"
+  for d in walk rec; do
+    "$STANDIN" dump $d --format json | python3 -c '
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l)
+    print(r["api"], r["reason"], r["fp"], json.dumps(r["features"], sort_keys=True))' >$d.rows
+  done
+  # row by row (one thread: the same order), the flagged sizes aside
+  paste -d'|' walk.rows rec.rows | awk -F'|' '{split($2, b, " "); if (b[2] != 4 && $1 != $2) bad++} END {exit bad > 0}' ||
+    fail "calls differ from the walk: $(paste -d'|' walk.rows rec.rows | awk -F'|' '$1 != $2' | head -3)"
+  "$STANDIN" replay -t rec --summary s.json -- "$PB" lonesize 3000 >rep.out
+  cmp native.out rep.out
+  expect_eq "fallback calls" "$u" "$(json s.json calls_fallback)"
+}
+
 # A hand-built unknown field whose bytes do not read back (a group) is the
 # one thing the writer cannot derive: the call is kept, flagged and without
 # a fingerprint, so replay runs it for real; the program's output is the
@@ -312,7 +348,11 @@ t018_record_pack_fingerprint_not_derivable_is_flagged() {
   cmp native.out rec.out
   n=$(note rec pack_fp_not_derived)
   [ "$n" -gt 0 ] || fail "nothing flagged: $(note rec pack_fp_from_bytes) derived"
-  expect_eq "flagged calls" "$n" "$("$STANDIN" dump rec --format json | grep -c '"reason":4')"
+  # a get_packed_size that left its fingerprint to such a pack is flagged
+  # with it; then its type's sizes walk again, so only a few are
+  u=$(note rec size_fp_unpaired)
+  [ "$u" -le 2 ] || fail "$u sizes flagged: the type's sizes should walk after the first"
+  expect_eq "flagged calls" "$((n + u))" "$("$STANDIN" dump rec --format json | grep -c '"reason":4')"
   "$STANDIN" replay -t rec --summary s.json -- "$PB" oddunknown 3000 >rep.out
   cmp native.out rep.out
 }

@@ -19,6 +19,9 @@
  *   pbtest same N         N rounds of packing the same messages: a Tree,
  *                         and an empty Leaf and an empty Node (two types,
  *                         the same 0 bytes)
+ *   pbtest lonesize N     N rounds of get_packed_size then pack of a
+ *                         Tree, but every 16th size is followed by the
+ *                         size of another Tree and no pack (a lone size)
  *
  * Output is deterministic (independent of thread scheduling), so a replayed
  * run must print exactly what the recorded run printed. */
@@ -543,6 +546,31 @@ static int run_same(int n) {
   return 0;
 }
 
+/* Sizes from one call site that a pack of the same message mostly
+ * follows (record then leaves their fingerprints to the pack), and
+ * sometimes does not. */
+static int run_lonesize(int n) {
+  msg_store *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+  for (int i = 0; i < n; i++) {
+    build(a, i);
+    size_t len = protobuf_c_message_get_packed_size(&a->tree.base);
+    if (i % 16 == 15) {
+      build(b, i + n);
+      printf("lone %d len %zu other %zu\n", i, len,
+             protobuf_c_message_get_packed_size(&b->tree.base));
+      continue;
+    }
+    uint8_t *buf = malloc(len);
+    size_t got = protobuf_c_message_pack(&a->tree.base, buf);
+    printf("pair %d len %zu hash %016llx %s\n", i, len, (unsigned long long)fnv(buf, got, 1),
+           got == len ? "same" : "DIFFERENT");
+    free(buf);
+  }
+  free(a);
+  free(b);
+  return 0;
+}
+
 /* Packs from one call site reached along different stacks: two parents,
  * recursion of varying depth, and a frame whose size varies (alloca), so
  * that where the return addresses sit changes from call to call. */
@@ -591,7 +619,8 @@ static int run_stacks(int n) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: pbtest basic|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|stacks|linger|surgery "
+    fprintf(stderr, "usage: pbtest basic|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|"
+                    "lonesize|stacks|linger|surgery "
                     "[args]\n");
     return 2;
   }
@@ -622,6 +651,8 @@ int main(int argc, char **argv) {
     rc = run_stacks(a);
   else if (!strcmp(mode, "same"))
     rc = run_same(a);
+  else if (!strcmp(mode, "lonesize"))
+    rc = run_lonesize(a);
   else if (!strcmp(mode, "surgery"))
     rc = run_surgery(a);
   else if (!strcmp(mode, "linger")) { /* one message, then A ms of nothing */
