@@ -251,25 +251,29 @@ static void thread_exit(void *p) {
 }
 
 static rt_thread *thread_new(void) {
-  /* the ring's indices are cache-line aligned: so must the struct be */
-  rt_thread *t = aligned_alloc(_Alignof(rt_thread), sizeof(rt_thread));
-  if (!t)
+  /* Mapped, not from the program's malloc: a shim's allocations move the
+   * program's own (the struct's size moved thumbnailer's row buffers to
+   * another alignment, and with them which rows libjpeg-turbo writes with
+   * non-temporal stores). A mapping is page-aligned, as the ring's
+   * cache-line-aligned indices need, and zeroed. */
+  rt_thread *t = mmap(NULL, sizeof(rt_thread), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (t == MAP_FAILED)
     return NULL;
-  memset(t, 0, sizeof *t);
   /* The first RING_POPULATE bytes are populated now: a page fault per
    * fresh ring page on the hot path costs more than the rest of the hook.
    * The writer populates the rest (populate_ring). */
   void *buf = mmap(NULL, rt_cfg.ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
   if (buf == MAP_FAILED) {
-    free(t);
+    munmap(t, sizeof *t);
     return NULL;
   }
   size_t pop = rt_cfg.ring_bytes < RING_POPULATE ? rt_cfg.ring_bytes : RING_POPULATE;
   if (mmap(buf, pop, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE,
            -1, 0) == MAP_FAILED) {
     munmap(buf, rt_cfg.ring_bytes);
-    free(t);
+    munmap(t, sizeof *t);
     return NULL;
   }
   t->r.buf = buf;
@@ -298,7 +302,7 @@ uint64_t rt_ring_waits(uint64_t *ns) {
 static void thread_free(rt_thread *t) {
   atomic_fetch_add(&overhead_gone, atomic_load_explicit(&t->overhead_ns, memory_order_relaxed));
   munmap(t->r.buf, t->r.cap);
-  free(t);
+  munmap(t, sizeof *t);
 }
 
 uint64_t rt_overhead_ns(void) {

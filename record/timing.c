@@ -30,6 +30,7 @@
 
 #include "record_internal.h"
 #include "rt.h"
+#include "shim_alloc.h"
 
 typedef struct {
   uint64_t latency_ns; /* raw: clock reads and nested passes not taken off */
@@ -64,7 +65,9 @@ static SHIM_TLS tm_thread *tm_self;
 static tm_thread *tm_thread_self(void) {
   if (SHIM_LIKELY(tm_self != NULL))
     return tm_self;
-  tm_thread *t = calloc(1, sizeof *t);
+  /* the shims' own heap: the timed run's program must lay out its memory
+   * as it does natively (shim_alloc.h) */
+  tm_thread *t = shim_zalloc(sizeof *t);
   if (!t)
     return NULL;
   if (rt_my_index == UINT32_MAX)
@@ -85,7 +88,7 @@ void rt_timing_add(int api, uint64_t start_ns, uint64_t latency_ns, uint32_t nes
     return;
   tm_chunk *c = t->last;
   if (c == NULL || atomic_load_explicit(&c->n, memory_order_relaxed) == TM_CHUNK) {
-    tm_chunk *nc = malloc(sizeof *nc);
+    tm_chunk *nc = shim_alloc(sizeof *nc);
     if (!nc) { /* a thread whose count is short does not match: nothing wrong is written */
       atomic_store(&t->lost, 1);
       return;
@@ -111,7 +114,7 @@ static void free_chunks(tm_thread *t) {
   tm_chunk *c = atomic_load(&t->first);
   while (c) {
     tm_chunk *next = atomic_load(&c->next);
-    free(c);
+    shim_free(c);
     c = next;
   }
   atomic_store(&t->first, NULL);
@@ -226,7 +229,7 @@ void rt_timing_forget(void) {
     tm_thread *next = t->next;
     free_chunks(t);
     if (t != tm_self)
-      free(t);
+      shim_free(t);
     t = next;
   }
   if (tm_self) {
