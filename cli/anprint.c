@@ -94,7 +94,8 @@ void anp_software_text(FILE *f, const an_result *r, int k) {
       "unsupported by the accelerator's model", "without a recorded response (replay runs them)"};
   for (int i = 0; i < AN_SW_N; i++)
     if (pr->sw[i])
-      fprintf(f, "  %llu calls %s\n", (unsigned long long)pr->sw[i], what[i]);
+      fprintf(f, "  %llu call%s %s\n", (unsigned long long)pr->sw[i], pr->sw[i] == 1 ? "" : "s",
+              what[i]);
   for (size_t i = 0; i < pr->nwhy; i++)
     fprintf(f, "    %llu on %s: %s\n", (unsigned long long)pr->why[i].n,
             pr->p->accel[pr->why[i].accel].name, pr->why[i].why);

@@ -399,8 +399,9 @@ int cmd_replay(int argc, char **argv) {
   print_line(s, wall);
   warn_misfit(s);
   for (size_t k = 0; k < b.nwhy; k++)
-    fprintf(stderr, "standin: replay: %llu calls stay in software on %s: %s\n",
-            (unsigned long long)b.why[k].n, o.plan.accel[b.why[k].accel].name, b.why[k].why);
+    fprintf(stderr, "standin: replay: %llu %s in software on %s: %s\n",
+            (unsigned long long)b.why[k].n, b.why[k].n == 1 ? "call stays" : "calls stay",
+            o.plan.accel[b.why[k].accel].name, b.why[k].why);
   if (o.summary && write_summary(o.summary, &b, &o.plan, wall, rc) != 0 && rc == 0)
     rc = 1;
   rdb_built_free(&b);

@@ -151,11 +151,12 @@ static void print_plan(const an_result *r, const size_t *ix, an_by by, int w, co
 
 static void print_text(const an_result *r, const rep_opts *o, const size_t *ix) {
   char a[32], b[32], c[32];
-  printf("recording %s: %llu process%s, %llu thread%s with calls, %s calls, %s in calls = "
+  printf("recording %s: %llu process%s, %llu thread%s with calls, %s call%s, %s in calls = "
          "%.1f%% of %s%s run time\n",
          o->dir, (unsigned long long)r->processes, r->processes == 1 ? "" : "es",
          (unsigned long long)r->chains, r->chains == 1 ? "" : "s",
-         cli_fmt_count(a, sizeof a, r->calls), cli_fmt_ns(b, sizeof b, (double)r->call_ns),
+         cli_fmt_count(a, sizeof a, r->calls), r->calls == 1 ? "" : "s",
+         cli_fmt_ns(b, sizeof b, (double)r->call_ns),
          r->run_ns ? 100.0 * (double)r->call_ns / (double)r->run_ns : 0.0,
          r->run_approx ? ">= " : "", cli_fmt_ns(c, sizeof c, (double)r->run_ns));
   printf("percentiles from a log-linear histogram: within %.1f%%; max exact\n\n",

@@ -60,11 +60,12 @@ static int parse(int argc, char **argv, wi_opts *o) {
 
 static void print_text(const an_result *r, const wi_opts *o) {
   char a[32], b[32], c[32];
-  printf("recording %s: %s%s, %llu process%s, %llu thread%s with calls, %s calls, %s in calls\n",
+  printf("recording %s: %s%s, %llu process%s, %llu thread%s with calls, %s call%s, %s in calls\n",
          o->dir, cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
          r->wall_recorded == 2 ? " native wall (--native-wall)" : r->wall_recorded ? " wall (run.info)" : " (trace span)", (unsigned long long)r->processes,
          r->processes == 1 ? "" : "es", (unsigned long long)r->chains, r->chains == 1 ? "" : "s",
-         cli_fmt_count(b, sizeof b, r->calls), cli_fmt_ns(c, sizeof c, (double)r->call_ns));
+         cli_fmt_count(b, sizeof b, r->calls), r->calls == 1 ? "" : "s",
+         cli_fmt_ns(c, sizeof c, (double)r->call_ns));
   if (r->processes > 1 || r->chains > 1)
     printf("estimate: the later of the per-thread critical path and the CPU capacity bound "
            "(%u CPUs)\n",

@@ -101,7 +101,7 @@ EOF
   expect_eq "group offloaded" 2 "$(pyj r.json "$g[\"offloaded\"]")"
   expect_eq "group predicted" 1900 "$(pyj r.json "$g[\"predicted_ns\"]")"
   "$STANDIN" report single --plan plan.txt >r.txt
-  grep -q "1 calls unsupported by the accelerator's model" r.txt || fail "$(cat r.txt)"
+  grep -q "1 call unsupported by the accelerator's model" r.txt || fail "$(cat r.txt)"
   grep -q "get_packed_size" r.txt || fail "no reason: $(cat r.txt)"
   grep -q "estimate 98.90 us (-1.1%) by single-thread Amdahl" r.txt || fail "$(cat r.txt)"
 }

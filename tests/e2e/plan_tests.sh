@@ -132,6 +132,9 @@ t307_unsupported_requests_stay_in_software() {
   expect_eq "software (get_packed_size)" 5 "$(json s.json calls_software)"
   expect_eq "replayed" 15 "$(json s.json calls_replayed)"
   grep -q "5 calls stay in software on protoacc: get_packed_size" err || fail "$(cat err)"
+  "$STANDIN" record -o one -- "$PB" basic 1 >/dev/null
+  "$STANDIN" replay -t one --iface protobuf=protoacc -- "$PB" basic 1 >/dev/null 2>err1
+  grep -q "1 call stays in software on protoacc: get_packed_size" err1 || fail "$(cat err1)"
 }
 
 t308_models_lists_every_model_with_sources() {
