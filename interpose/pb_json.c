@@ -373,21 +373,17 @@ static int stats_msg(const pbw__schema *s, uint32_t mi, const uint8_t *p, size_t
   return rc;
 }
 
-int pbw_stats_from_bytes(const void *schema, size_t schema_len, const uint8_t *data, size_t len,
-                         pbw_stats *st) {
-  pbw__schema s;
-  memset(st, 0, sizeof *st);
-  int rc = pbw__schema_open(&s, schema, schema_len);
-  if (rc != PBW_OK)
-    return rc;
-  if (data == NULL && len > 0)
-    return PBW_E_BADDATA;
-  return stats_msg(&s, 0, data ? data : (const uint8_t *)"", len, 1, st);
-}
-
 struct pbw_stats_plan {
   pbw__schema s; /* points into the caller's schema bytes */
 };
+
+int pbw_stats_from_bytes(const void *schema, size_t schema_len, const uint8_t *data, size_t len,
+                         pbw_stats *st) {
+  pbw_stats_plan p;
+  memset(st, 0, sizeof *st);
+  int rc = pbw__schema_open(&p.s, schema, schema_len);
+  return rc != PBW_OK ? rc : pbw_stats_from_bytes_plan(&p, data, len, st);
+}
 
 int pbw_stats_plan_build(const void *schema, size_t schema_len, pbw_stats_plan **out) {
   *out = NULL;

@@ -89,9 +89,8 @@ static int pairs_with_pending(int api, const ProtobufCMessage *m, size_t r) {
  * the call's response holds the packed bytes of m, saved whole. paired: a
  * pack whose size left it its fingerprint (derived from these bytes on the
  * writer whenever it can be: the writer holds the type's schema). */
-static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t0, uint64_t t1,
-                      size_t result, int packed_saved, int paired) {
-  pbw_stats st = {0};
+static void call_head(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t0, uint64_t t1,
+                      size_t result) {
   c->api = (uint8_t)api;
   c->start_ns = t0;
   c->latency_ns = t1 - t0;
@@ -99,6 +98,12 @@ static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t
   c->result = result;
   c->type_key = m->descriptor;
   c->req_len = 0; /* the request is a tree, not bytes */
+}
+
+static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t0, uint64_t t1,
+                      size_t result, int packed_saved, int paired) {
+  pbw_stats st = {0};
+  call_head(c, api, m, t0, t1, result);
   c->pairs_size = (uint8_t)paired;
   if (packed_saved && (paired ? rt_schema_known(m->descriptor) : rt_defer_fp(m->descriptor))) {
     c->derive_fp = RT_DERIVE_SELF; /* sink.c pack_features */
@@ -184,12 +189,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   int defer = pair_sites[slot].credit >= PAIR_CREDIT && m->n_unknown_fields == 0 &&
               rt_size_may_pair(m->descriptor);
   if (defer) { /* the fingerprint comes with the pack that follows */
-    c.api = ST_API_PB_SIZE;
-    c.start_ns = t0;
-    c.latency_ns = t1 - t0;
-    c.end_ns = t1;
-    c.result = r;
-    c.type_key = m->descriptor;
+    call_head(&c, ST_API_PB_SIZE, m, t0, t1, r);
     c.derive_fp = RT_DERIVE_FROM_NEXT;
     put_size_only(&c, r);
   } else {

@@ -399,7 +399,6 @@ static type_slot *type_of(int api, const void *key) {
   return &S.types[j];
 }
 
-
 /* Derivations remembered by response blob: a blob id stands for its bytes
  * (the trace writer stores identical payloads once, by XXH3-128, as the
  * format does for every payload), and the result is a function of the
@@ -430,6 +429,19 @@ static int derived_hit(unsigned slot, uint64_t blob, const type_slot *ts, uint8_
          derived[slot].kind == kind;
 }
 
+static void derived_put(unsigned slot, uint64_t blob, const type_slot *ts, uint8_t kind, int rc,
+                        const uint8_t *fp, const pbw_stats *st) {
+  if (!blob)
+    return;
+  derived[slot].blob = blob;
+  derived[slot].type = ts->id;
+  derived[slot].kind = kind;
+  derived[slot].rc = rc;
+  if (fp)
+    memcpy(derived[slot].fp, fp, sizeof derived[slot].fp);
+  derived[slot].st = *st;
+}
+
 /* Features of an unpack request, from its bytes (the hook saved no tree),
  * remembered by request blob like a pack's. */
 static void unpack_features(st_call *c, const type_slot *ts, const void *req, uint64_t len) {
@@ -443,13 +455,7 @@ static void unpack_features(st_call *c, const type_slot *ts, const void *req, ui
     st = derived[slot].st;
   } else {
     rc = pbw_stats_from_bytes_plan(ts->stats, req, len, &st);
-    if (c->req_blob) {
-      derived[slot].blob = c->req_blob;
-      derived[slot].type = ts->id;
-      derived[slot].kind = DERIVED_UNPACK;
-      derived[slot].rc = rc;
-      derived[slot].st = st;
-    }
+    derived_put(slot, c->req_blob, ts, DERIVED_UNPACK, rc, NULL, &st);
   }
   if (rc == PBW_OK)
     c->nfeat = rec_tree_features(c->feat, &st);
@@ -475,14 +481,7 @@ static int pack_features(st_call *c, const type_slot *ts, const void *resp, uint
       st = derived[slot].st;
     } else {
       rc = pbw_fingerprint_packed_plan(ts->plan, resp, len, c->fp, &st);
-      if (c->resp_blob) {
-        derived[slot].blob = c->resp_blob;
-        derived[slot].type = ts->id;
-        derived[slot].kind = DERIVED_PACK;
-        derived[slot].rc = rc;
-        memcpy(derived[slot].fp, c->fp, sizeof c->fp);
-        derived[slot].st = st;
-      }
+      derived_put(slot, c->resp_blob, ts, DERIVED_PACK, rc, c->fp, &st);
     }
   }
   if (rc != PBW_OK) {
@@ -609,6 +608,7 @@ static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair) 
   int pack_rc = PBW_E_BADDATA;
   uint8_t tree_fp[16] = {0};
   if (pair) { /* a held get_packed_size: what its pack gave */
+    int given = pair->rc == PBW_OK || pair->rc == PBW_E_DEPTH; /* as a walk would */
     if (pair->rc == PBW_OK) {
       memcpy(c.fp, pair->fp, 16);
     } else { /* bound like any call without a fingerprint (pack_features) */
@@ -617,14 +617,14 @@ static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair) 
       c.reason = pair->rc == PBW_E_DEPTH ? PB_REASON_DEPTH : PB_REASON_NOFP;
     }
     shim_fp_bind(c.fp, c.api);
-    if (pair->rc != PBW_OK && pair->rc != PBW_E_DEPTH)
+    if (!given)
       rt_size_walk(rc->type_key); /* this type's sizes walk from now on */
-    if (pair->pack && (pair->rc == PBW_OK || pair->rc == PBW_E_DEPTH)) {
+    if (given && pair->pack) {
       c.nfeat = pair->pack->nfeat;
       memcpy(c.feat, pair->pack->feat, sizeof c.feat);
     }
-    S.size_fp_paired += pair->rc == PBW_OK || pair->rc == PBW_E_DEPTH;
-    S.size_fp_unpaired += pair->rc != PBW_OK && pair->rc != PBW_E_DEPTH;
+    S.size_fp_paired += given;
+    S.size_fp_unpaired += !given;
   } else if (rc->derive_fp && c.api == ST_API_PB_UNPACK) { /* the bytes were saved whole */
     pbw_fingerprint_hashed(rc->type_key, rq.h, (size_t)rc->req_saved, c.fp);
     shim_fp_bind(c.fp, c.api);
