@@ -146,9 +146,9 @@ static int clear_dir(const char *dir, int force) {
   if (cli_tracedir_open(&td, dir) != 0)
     return -1;
   if (td.n && !force) {
-    cli_err("%s already holds a recording (%zu trace files); use -f to replace it or -o to "
+    cli_err("%s already holds a recording (%zu trace file%s); use -f to replace it or -o to "
             "choose another directory",
-            dir, td.n);
+            dir, td.n, td.n == 1 ? "" : "s");
     cli_tracedir_free(&td);
     return -1;
   }

@@ -152,7 +152,7 @@ t014_record_refuses_to_overwrite_without_force() {
   rc=$?
   set -e
   [ "$rc" -ne 0 ] || fail "second record succeeded"
-  grep -q "already holds a recording" err || fail "message: $(cat err)"
+  grep -q "already holds a recording (1 trace file);" err || fail "message: $(cat err)"
   expect_eq "calls kept" 4 "$(calls rec)"
   "$STANDIN" record -f -o rec -- "$PB" basic 2 >/dev/null
   expect_eq "calls after -f" 8 "$(calls rec)"
