@@ -58,6 +58,12 @@ static int parse(int argc, char **argv, wi_opts *o) {
   return 0;
 }
 
+/* A plan file by its base name (an --iface plan by its options). */
+static const char *plan_label(const char *name) {
+  const char *slash = strrchr(name, '/');
+  return slash && name[0] != '-' ? slash + 1 : name;
+}
+
 static void print_text(const an_result *r, const wi_opts *o) {
   char a[32], b[32], c[32];
   printf("recording %s: %s%s, %llu process%s, %llu thread%s with calls, %s call%s, %s in calls\n",
@@ -78,10 +84,7 @@ static void print_text(const an_result *r, const wi_opts *o) {
     for (int i = 0; i < pr->p->naccel; i++)
       q += pr->accel[i].queue_ns;
     char n[32], rec[32], pred[32], qs[32], e[32], nv[32];
-    /* a plan file by its base name; the full name follows when cut */
-    const char *nm = o->a.ps.name[k], *slash = strrchr(nm, '/');
-    if (slash && nm[0] != '-')
-      nm = slash + 1;
+    const char *nm = plan_label(o->a.ps.name[k]); /* the full name follows when cut */
     printf("%-28.28s %10s %11s %11s %11s %11s %+7.1f%% %11s  %s\n", nm,
            cli_fmt_count(n, sizeof n, pr->offloaded),
            cli_fmt_ns(rec, sizeof rec, (double)pr->offloaded_rec_ns),
@@ -91,10 +94,19 @@ static void print_text(const an_result *r, const wi_opts *o) {
            cli_fmt_ns(nv, sizeof nv, (double)an_estimate_naive(r, k)), an_method(r, k));
   }
   for (int k = 0; k < r->nplans; k++) {
-    const char *slash = strrchr(o->a.ps.name[k], '/');
-    const char *nm = slash && o->a.ps.name[k][0] != '-' ? slash + 1 : o->a.ps.name[k];
-    if (strlen(nm) > 28)
+    if (strlen(plan_label(o->a.ps.name[k])) > 28)
       printf("  (%s)\n", o->a.ps.name[k]);
+  }
+  /* what each plan leaves in software, and why (as report prints it) */
+  for (int k = 0; k < r->nplans; k++) {
+    const an_plan *pr = &r->plans[k];
+    uint64_t sw = 0;
+    for (int i = 0; i < AN_SW_N; i++)
+      sw += pr->sw[i];
+    if (sw == 0)
+      continue;
+    printf("\nin software under %s:\n", plan_label(o->a.ps.name[k]));
+    anp_software_text(stdout, r, k);
   }
   anp_notes_text(stdout, r);
 }

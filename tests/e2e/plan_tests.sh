@@ -135,6 +135,11 @@ t307_unsupported_requests_stay_in_software() {
   "$STANDIN" record -o one -- "$PB" basic 1 >/dev/null
   "$STANDIN" replay -t one --iface protobuf=protoacc -- "$PB" basic 1 >/dev/null 2>err1
   grep -q "1 call stays in software on protoacc: get_packed_size" err1 || fail "$(cat err1)"
+  # whatif says it per plan, and nothing for a plan that offloads every call
+  "$STANDIN" whatif rec --iface protobuf=protoacc --plan <(printf 'accel c constant:ns=0\noffload api=protobuf to c\n') >w.txt
+  grep -q "^in software under --iface protobuf=protoacc:" w.txt || fail "whatif: $(cat w.txt)"
+  grep -q "^    5 on protoacc: get_packed_size" w.txt || fail "whatif why: $(cat w.txt)"
+  expect_eq "plans with software calls" 1 "$(grep -c '^in software under' w.txt)"
 }
 
 t308_models_lists_every_model_with_sources() {
