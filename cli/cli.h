@@ -31,6 +31,11 @@ typedef struct {
 int cli_tracedir_open(cli_tracedir *td, const char *dir);
 void cli_tracedir_free(cli_tracedir *td);
 
+/* Say that dir holds no trace for `what` (replay, report, ...): a recording
+ * whose program made no intercepted call (run.info is there), or not a
+ * recording at all. */
+void cli_err_no_trace(const char *dir, const char *what);
+
 /* Open one trace with a clear message on failure (names the file). */
 int cli_reader_open(st_reader **r, const char *path);
 

@@ -192,7 +192,11 @@ int cmd_compare(int argc, char **argv) {
                   .what = "compare",
                   .cpus = o.a.cpus,
                   .native_wall_ns = o.a.native_wall_ns};
-    rc = an_run(&r, o.dir, &ao) == 0 && r.processes ? 0 : 1;
+    rc = an_run(&r, o.dir, &ao) == 0 ? 0 : 1;
+    if (rc == 0 && r.processes == 0) {
+      cli_err_no_trace(o.dir, "compare");
+      rc = 1;
+    }
   }
   if (rc == 0)
     (o.a.json ? print_json : print_text)(&r, &o, s);

@@ -95,7 +95,12 @@ static int row_cmp(const void *x, const void *y) {
   return a->ns < b->ns ? 1 : a->ns > b->ns ? -1 : 0;
 }
 
-static void explain_empty(const char *dir) {
+/* Returns 1 when dir is not a recording at all (said on stderr). */
+static int explain_empty(const char *dir) {
+  if (!cli_runinfo_get(dir, "command")) {
+    cli_err_no_trace(dir, "describe");
+    return 1;
+  }
   const char *prog = cli_runinfo_get(dir, "program");
   char p[4096];
   snprintf(p, sizeof p, "%s", prog ? prog : "the program");
@@ -108,6 +113,7 @@ static void explain_empty(const char *dir) {
            "  (is it dynamically linked against libprotobuf-c, libjpeg or libturbojpeg? a\n"
            "  set-user-ID program also ignores LD_PRELOAD).\n",
            p);
+  return 0;
 }
 
 static void print_header(const scan_file *f) {
@@ -228,9 +234,9 @@ int cmd_info(int argc, char **argv) {
   if (cli_tracedir_open(&td, dir) != 0)
     return 1;
   if (td.n == 0) {
-    explain_empty(dir);
+    int rc = explain_empty(dir);
     cli_tracedir_free(&td);
-    return 0;
+    return rc;
   }
   const char *cmd = cli_runinfo_get(dir, "command");
   printf("recording %s%s%s\n\n", dir, cmd ? ": " : "", cmd ? cmd : "");
@@ -258,8 +264,9 @@ int cmd_info(int argc, char **argv) {
     scan_close(&f);
   }
   char a[32], b[32], c[32];
-  printf("\ntotal: %zu process%s, %s calls, %s in calls, trace %s\n", td.n, td.n == 1 ? "" : "es",
-         cli_fmt_count(a, sizeof a, total_calls), cli_fmt_ns(b, sizeof b, (double)total_ns),
+  printf("\ntotal: %zu process%s, %s call%s, %s in calls, trace %s\n", td.n, td.n == 1 ? "" : "es",
+         cli_fmt_count(a, sizeof a, total_calls), total_calls == 1 ? "" : "s",
+         cli_fmt_ns(b, sizeof b, (double)total_ns),
          cli_fmt_bytes(c, sizeof c, (double)total_bytes));
   print_rows(&agg, total_ns);
   for (size_t k = 0; k < agg.n; k++)

@@ -370,10 +370,10 @@ int cmd_report(int argc, char **argv) {
   int rc = an_run(&r, o.dir, &ao);
   size_t *ix = rc == 0 ? anp_groups_by_time(&r) : NULL;
   if (rc == 0 && ix) {
-    if (r.processes == 0)
-      printf("%s: no trace file; record one with 'standin record -o %s -- PROGRAM'\n", o.dir,
-             o.dir);
-    else if (o.a.json)
+    if (r.processes == 0) {
+      cli_err_no_trace(o.dir, "report");
+      rc = -1;
+    } else if (o.a.json)
       print_json(&r, &o, ix);
     else
       print_text(&r, &o, ix);

@@ -391,7 +391,7 @@ int cmd_sweep(int argc, char **argv) {
     rc = an_run(&r, o.dir, &ao) == 0 ? 0 : 1;
   }
   if (rc == 0 && r.processes == 0) {
-    cli_err("%s holds no trace; record one with 'standin record -o %s -- PROGRAM'", o.dir, o.dir);
+    cli_err_no_trace(o.dir, "sweep");
     rc = 1;
   }
   for (int v = 0; rc == 0 && o.prog && v < o.nvalues; v++)

@@ -138,7 +138,7 @@ int cmd_whatif(int argc, char **argv) {
   an_result r;
   int rc = an_run(&r, o.dir, &ao);
   if (rc == 0 && r.processes == 0) {
-    cli_err("%s holds no trace; record one with 'standin record -o %s -- PROGRAM'", o.dir, o.dir);
+    cli_err_no_trace(o.dir, "estimate");
     rc = -1;
   }
   if (rc == 0)

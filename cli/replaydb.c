@@ -583,9 +583,7 @@ static int scan_dir(const char *dir, builder *b) {
   if (cli_tracedir_open(&td, dir) != 0)
     return -1;
   if (td.n == 0) {
-    cli_err("%s holds no trace to replay; record one first with 'standin record -o %s -- "
-            "PROGRAM'",
-            dir, dir);
+    cli_err_no_trace(dir, "replay");
     cli_tracedir_free(&td);
     return -1;
   }

@@ -289,6 +289,37 @@ t410_analysis_errors_say_what_to_do() {
   [ $r9 -ne 0 ] && grep -q "needs the program" e9 || fail "$(cat e9)"
 }
 
+# A program that made no intercepted call leaves a recording without a trace:
+# every command that needs calls says so (and exits 1), distinctly from a
+# directory that is not a recording at all.
+t415_recording_without_calls_is_reported_not_analysed() {
+  "$STANDIN" record -o rec -- true 2>err
+  grep -q "no intercepted call was made" err || fail "record: $(cat err)"
+  mkdir empty
+  echo '{"wall_ns": 1000}' >s.json
+  for c in "report rec" "whatif rec --iface protoacc" "sweep rec --iface constant --vary constant.ns=1,2" \
+           "replay -t rec -- true" "compare rec --iface constant s.json"; do
+    set +e
+    "$STANDIN" $c >out 2>err; rc=$?
+    set -e
+    expect_eq "$c: exit" 1 $rc
+    grep -q "rec: nothing to .*made no protobuf-c or JPEG call" err || fail "$c: $(cat err)"
+    [ -s out ] && fail "$c printed: $(cat out)"
+  done
+  set +e
+  "$STANDIN" report empty 2>err; rc=$?
+  set -e
+  expect_eq "report on a directory without recording" 1 $rc
+  grep -q "empty holds no trace; record one" err || fail "$(cat err)"
+  # info describes the empty recording, and refuses the plain directory
+  "$STANDIN" info rec | grep -q "true made no protobuf-c" || fail "info: $("$STANDIN" info rec)"
+  set +e
+  "$STANDIN" info empty 2>err; rc=$?
+  set -e
+  expect_eq "info on a directory without recording" 1 $rc
+  grep -q "empty holds no trace" err || fail "$(cat err)"
+}
+
 t411_report_by_thread_site_and_api_on_a_recording() {
   "$STANDIN" record -o rec -- "$PB" threads 3 5 >/dev/null
   "$STANDIN" report rec --by thread --format json >t.json

@@ -172,6 +172,7 @@ t310_jpeg_lpn_counts_coefficients() {
   # no protobuf here: no nested-call correction to print
   "$STANDIN" info rec >info.txt
   grep -q -- "-0 ns" info.txt && fail "info prints a correction of 0: $(grep corrected info.txt)"
+  grep -q "^total: 1 process, 1 call, " info.txt || fail "info total: $(grep total info.txt)"
   "$STANDIN" replay -t rec --iface jpeg=jpeg-lpn --summary s.json -- djpeg -pnm -outfile out2.pgm grey.jpg
   cmp out.pgm out2.pgm
   expect_eq "lpn service" 80000 "$(accel s.json jpeg-lpn service_ns)"
