@@ -107,6 +107,15 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
     }
   }
   if (optind >= argc) {
+    /* the usual slip: the recording knows what it ran, so say that rather
+     * than the whole usage (running it unasked could repeat its effects) */
+    const char *cmd = cli_runinfo_get(o->dir, "command");
+    if (cmd) {
+      cli_err("replay: no program given; %s was recorded from: %s\n"
+              "  replay it with: standin replay -t %s [--iface SPEC | --plan FILE] -- %s",
+              o->dir, cmd, o->dir, cmd);
+      return -1;
+    }
     cli_err("replay: no program given");
     fputs(usage_text, stderr);
     return -1;

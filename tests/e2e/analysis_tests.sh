@@ -304,7 +304,7 @@ t415_recording_without_calls_is_reported_not_analysed() {
     set -e
     expect_eq "$c: exit" 1 $rc
     grep -q "rec: nothing to .*made no protobuf-c or JPEG call" err || fail "$c: $(cat err)"
-    [ -s out ] && fail "$c printed: $(cat out)"
+    [ ! -s out ] || fail "$c printed: $(cat out)"
   done
   set +e
   "$STANDIN" report empty 2>err; rc=$?

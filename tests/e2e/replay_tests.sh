@@ -106,6 +106,16 @@ t111_replay_bad_iface_and_missing_trace_errors() {
   [ $r2 -ne 0 ] && grep -q "unknown model 'warp'" e2 || fail "e2: $(cat e2)"
   [ $r3 -ne 0 ] && grep -q "no parameter 'factr'" e3 || fail "e3: $(cat e3)"
   [ $r4 -ne 0 ] && grep -q "'nosuch' is not an API" e4 || fail "e4: $(cat e4)"
+  # no program: the recording's own command is suggested, not run
+  "$STANDIN" record -o rec -- "$PB" basic 2 >/dev/null
+  set +e
+  "$STANDIN" replay -t rec --iface software >out 2>e5
+  r5=$?
+  set -e
+  expect_eq "replay without program" 2 $r5
+  grep -q "rec was recorded from: $PB basic 2" e5 || fail "e5: $(cat e5)"
+  grep -q -- "-- $PB basic 2\$" e5 || fail "e5: $(cat e5)"
+  [ ! -s out ] || fail "the program ran: $(cat out)"
 }
 
 t112_replay_corrupted_trace_is_reported() {
