@@ -851,7 +851,8 @@ static inline uint32_t piece_at(const start_map *m, uint64_t w) {
 
 /* The plan and its arrays in one piece of memory: buf if it has room
  * (cap bytes), else malloc'd (*heap = 1). */
-static inline __attribute__((always_inline)) int plan_split_body(const img_view *v, void *buf, size_t cap, split_plan **out, int *heap) {
+static inline __attribute__((always_inline)) int
+plan_split_body(const img_view *v, void *buf, size_t cap, split_plan **out, int *heap) {
   uint64_t words = v->block_size / 8;
   start_map m = {.groups = (size_t)(words + 63) / 64};
   uint64_t st_bits[32];
@@ -942,9 +943,8 @@ static int have_popcnt(void) {
   return v;
 }
 
-__attribute__((target("popcnt"))) static int plan_split_popcnt(const img_view *v, void *buf,
-                                                               size_t cap, split_plan **out,
-                                                               int *heap) {
+__attribute__((target("popcnt"))) static int
+plan_split_popcnt(const img_view *v, void *buf, size_t cap, split_plan **out, int *heap) {
   return plan_split_body(v, buf, cap, out, heap);
 }
 #endif
