@@ -341,6 +341,17 @@ int plan_add_iface(plan *p, const char *spec) {
     cli_err("--iface %s: %s", spec, err);
     return -1;
   }
+  /* --iface options form one plan, first match wins: one whose APIs an
+   * earlier one already takes (all of them, or a superset) gets no call,
+   * which is never what was meant (most often: two models to compare) */
+  for (int i = 0; i < p->nrules; i++)
+    if (p->rules[i].api_mask == 0 || (mask != 0 && (mask & ~p->rules[i].api_mask) == 0)) {
+      cli_warn("--iface %s takes no call: the --iface options form one plan, and an earlier "
+               "one takes every call it would (the first that matches wins); to compare "
+               "models, give each its own --plan file, or vary a parameter with 'standin sweep'",
+               spec);
+      break;
+    }
   /* name the accelerator after its model; the same model twice is numbered */
   snprintf(name, sizeof name, "%s", if_model_name(a->model));
   if (find_accel(p, name) >= 0) {

@@ -33,7 +33,7 @@ read -r base _ base_rss < <(an_rate "$S" info "$T/an")
 mcalls() { awk -v r="$1" 'BEGIN{printf "%.2f M", r / 1e6}'; }
 mspread() { awk -F- '{printf "%.2f-%.2f M", $1 / 1e6, $2 / 1e6}' <<<"$1"; }
 for what in "report:report --iface protoacc" "report by site:report --by site --iface protoacc:engines=2" \
-  "whatif:whatif --iface protoacc --iface pb.size=constant:ns=100" "whatif, 3 plans:whatif --iface protoacc --plan $T/an.plan --plan $T/an.plan"; do
+  "whatif:whatif --iface pb.size=constant:ns=100 --iface protoacc" "whatif, 3 plans:whatif --iface protoacc --plan $T/an.plan --plan $T/an.plan"; do
   name=${what%%:*}
   args=${what#*:}
   printf 'accel a constant:ns=500 engines=4\noffload api=pb.unpack to a\n' >"$T/an.plan"

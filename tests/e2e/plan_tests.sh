@@ -218,3 +218,23 @@ t311_types_kept_whole_run_without_a_lookup() {
   expect_eq "abort exit" 125 "$rc"
   grep -q "replay miss in pb.size for standin.test.Tree" err || fail "abort: $(cat err)"
 }
+
+# --iface options form one plan, first match wins: an option that an earlier
+# one leaves no call is warned about (our own bench once measured such a
+# plan), and the order that works does not warn.
+t312_iface_shadowed_by_an_earlier_one_is_warned() {
+  "$STANDIN" record -o rec -- "$PB" basic 4 >/dev/null
+  "$STANDIN" whatif rec --iface protoacc --iface pb.size=constant:ns=100 --format json >bad.json 2>err
+  grep -q "iface pb.size=constant:ns=100 takes no call" err || fail "no warning: $(cat err)"
+  "$STANDIN" whatif rec --iface pb.size=constant:ns=100 --iface protoacc --format json >good.json 2>err2
+  [ ! -s err2 ] || fail "warned about a plan that works: $(cat err2)"
+  off() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["plans"][0]["offloaded"])' "$1"; }
+  expect_eq "shadowed: sizes stay in software" 12 "$(off bad.json)"
+  expect_eq "in order: sizes offloaded too" 16 "$(off good.json)"
+  # a narrower API after a wider one, and the same API twice
+  "$STANDIN" replay -t rec --iface protobuf=constant:ns=0 --iface pb.pack=software -- "$PB" basic 4 \
+    >/dev/null 2>err3
+  grep -q "iface pb.pack=software takes no call" err3 || fail "$(cat err3)"
+  "$STANDIN" whatif rec --iface jpeg=jpeg-core --iface jpeg=jpeg-core:clock_mhz=2000 >/dev/null 2>err4
+  grep -q "to compare models, give each its own --plan file" err4 || fail "$(cat err4)"
+}
