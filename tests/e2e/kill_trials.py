@@ -101,6 +101,18 @@ def main():
         if not os.path.isdir(d):
             print("trial %d %s killed at %.3f s: no recording yet" % (i, mode[0], delay))
             continue
+        if not any(n.endswith(".trace") for n in os.listdir(d)) and \
+                not os.path.exists(os.path.join(d, "run.info")):
+            # killed before the program's first call or the run's end: no
+            # trace to read back; info says the directory holds none (exit 1)
+            info = run([standin, "info", d])
+            if info.returncode != 1 or "holds no trace" not in info.stderr:
+                failures += 1
+                print("trial %d %s killed at %.3f s: FAIL info on an empty directory: rc %d\n%s" %
+                      (i, mode[0], delay, info.returncode, info.stderr))
+            else:
+                print("trial %d %s killed at %.3f s: no trace yet" % (i, mode[0], delay))
+            continue
         ok, msg, last, count = check_dir(standin, d)
         if not ok:
             failures += 1
