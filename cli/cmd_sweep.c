@@ -33,7 +33,9 @@ static const char usage_text[] =
     "PROGRAM, --runs times per value (default 3; runs of the values interleaved, so\n"
     "that drift of the machine spreads evenly), and the median wall time is printed\n"
     "with the spread (min..max) beside the estimate. The program's output is\n"
-    "discarded.\n"
+    "discarded. Unless --native-wall is given, PROGRAM also runs without standin\n"
+    "as often, in the same rounds, and the estimates start from its median wall\n"
+    "time (a recorded run's wall includes what recording cost).\n"
     "\n"
     "  -p, --plan FILE        the plan to vary\n"
     "  -i, --iface SPEC       [API=]MODEL[:key=value,...], as for replay; repeatable\n"
@@ -226,8 +228,22 @@ static void summarise(measured *m, int runs) {
   m->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Every value, --runs times, run-major so the values see the same drift. */
-static int replay_all(const sw_opts *o, measured *m) {
+/* PROGRAM without standin, quietly: its wall time, 0 when it failed. */
+static uint64_t native_once(const sw_opts *o) {
+  uint64_t wall = 0;
+  fflush(NULL);
+  int status = cli_run_quiet(o->prog, NULL, &wall);
+  if (status != 0) {
+    cli_warn("the native run of %s exited with status %d; its time is left out", o->prog[0],
+             status);
+    return 0;
+  }
+  return wall;
+}
+
+/* Every value, --runs times, run-major so the values see the same drift;
+ * with nat, a native run opens every round. */
+static int replay_all(const sw_opts *o, measured *m, measured *nat) {
   char tmp[] = "/tmp/standin-sweep.XXXXXX", path[PATH_MAX], sum[PATH_MAX];
   if (!mkdtemp(tmp)) {
     cli_err("cannot create a temporary directory: %s", strerror(errno));
@@ -241,7 +257,12 @@ static int replay_all(const sw_opts *o, measured *m) {
       rc = -1;
     }
   }
-  for (int r = 0; r < o->runs && rc == 0; r++)
+  for (int r = 0; r < o->runs && rc == 0; r++) {
+    if (nat) {
+      if (tty)
+        fprintf(stderr, "\rstandin sweep: native run %d of %d\033[K", r + 1, o->runs);
+      nat->wall[r] = native_once(o);
+    }
     for (int v = 0; v < o->nvalues; v++) {
       if (tty)
         fprintf(stderr, "\rstandin sweep: replay %d of %d (%s)\033[K", r * o->nvalues + v + 1,
@@ -251,6 +272,7 @@ static int replay_all(const sw_opts *o, measured *m) {
       m[v].wall[r] = replay_once(o, path, sum);
       unlink(sum);
     }
+  }
   if (tty)
     fputs("\r\033[K", stderr);
   for (int v = 0; v < o->nvalues; v++) {
@@ -258,6 +280,8 @@ static int replay_all(const sw_opts *o, measured *m) {
     unlink(path);
     summarise(&m[v], o->runs);
   }
+  if (nat)
+    summarise(nat, o->runs);
   rmdir(tmp);
   return rc;
 }
@@ -268,11 +292,20 @@ static double change(uint64_t now, uint64_t before) {
   return before ? 100.0 * ((double)now - (double)before) / (double)before : 0.0;
 }
 
-static void print_text(const an_result *r, const sw_opts *o, const measured *m) {
-  char a[32];
+static void print_text(const an_result *r, const sw_opts *o, const measured *m,
+                       const measured *nat) {
+  char a[32], nlo[32], nhi[32], natbuf[160];
+  if (nat)
+    snprintf(natbuf, sizeof natbuf, " native wall (median of %d runs beside the replays, %s..%s)",
+             nat->ok, cli_fmt_ns(nlo, sizeof nlo, (double)nat->min),
+             cli_fmt_ns(nhi, sizeof nhi, (double)nat->max));
   printf("recording %s: %s%s; plan %s; %u CPUs\n", o->dir,
          cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
-         r->wall_recorded == 2 ? " native wall (--native-wall)" : r->wall_recorded ? " wall (run.info)" : " (trace span)", o->a.ps.name[0], r->cpus);
+         nat                     ? natbuf
+         : r->wall_recorded == 2 ? " native wall (--native-wall)"
+         : r->wall_recorded      ? " wall (run.info)"
+                                 : " (trace span)",
+         o->a.ps.name[0], r->cpus);
   printf("varying %s.%s%s\n\n", o->accel, o->key,
          m ? "; measured: median of the replays (min..max)" : "");
   printf("%-16s %10s %11s %8s %11s", "VALUE", "OFFLOADED", "ESTIMATE", "CHANGE", "NAIVE SUM");
@@ -299,9 +332,23 @@ static void print_text(const an_result *r, const sw_opts *o, const measured *m) 
   anp_notes_text(stdout, r);
 }
 
-static void print_json(const an_result *r, const sw_opts *o, const measured *m) {
+/* {"runs", "ok", "wall_ns": [...], "median_ns", "min_ns", "max_ns"} */
+static void measured_json(const measured *m, int runs) {
+  printf("{\"runs\": %d, \"ok\": %d, \"wall_ns\": [", runs, m->ok);
+  for (int k = 0; k < runs; k++)
+    printf("%s%llu", k ? ", " : "", (unsigned long long)m->wall[k]);
+  printf("], \"median_ns\": %llu, \"min_ns\": %llu, \"max_ns\": %llu}",
+         (unsigned long long)m->median, (unsigned long long)m->min, (unsigned long long)m->max);
+}
+
+static void print_json(const an_result *r, const sw_opts *o, const measured *m,
+                       const measured *nat) {
   printf("{");
   anp_recording_json(stdout, r, o->dir);
+  if (nat) {
+    printf(",\n  \"native\": ");
+    measured_json(nat, o->runs);
+  }
   printf(",\n  \"plan\": ");
   json_write_str(stdout, o->a.ps.name[0]);
   printf(", \"accelerator\": ");
@@ -315,12 +362,8 @@ static void print_json(const an_result *r, const sw_opts *o, const measured *m) 
     printf(", \"estimate\": ");
     anp_plan_json(stdout, r, v + 1, o->a.ps.name[v + 1]);
     if (m) {
-      printf(",\n    \"replay\": {\"runs\": %d, \"ok\": %d, \"wall_ns\": [", o->runs, m[v].ok);
-      for (int k = 0; k < o->runs; k++)
-        printf("%s%llu", k ? ", " : "", (unsigned long long)m[v].wall[k]);
-      printf("], \"median_ns\": %llu, \"min_ns\": %llu, \"max_ns\": %llu}",
-             (unsigned long long)m[v].median, (unsigned long long)m[v].min,
-             (unsigned long long)m[v].max);
+      printf(",\n    \"replay\": ");
+      measured_json(&m[v], o->runs);
     }
     printf("}");
   }
@@ -376,8 +419,34 @@ static int write_plot(const an_result *r, const sw_opts *o, const measured *m) {
 int cmd_sweep(int argc, char **argv) {
   sw_opts o = {.runs = 3};
   anopt_init(&o.a, "sweep", 1);
-  measured m[MAX_VALUES] = {{0}};
+  measured m[MAX_VALUES] = {{0}}, nat = {0};
   int rc = parse(argc, argv, &o) == 0 ? 0 : EXIT_USAGE;
+  /* with --replay and no --native-wall, the program's native runs are the
+   * estimates' baseline: measured first, then the trace is read once */
+  int time_native = rc == 0 && o.prog && !o.a.native_wall_ns;
+  if (rc == 0 && o.prog) {
+    cli_tracedir td;
+    if (cli_tracedir_open(&td, o.dir) != 0) {
+      rc = 1;
+    } else {
+      if (td.n == 0) {
+        cli_err_no_trace(o.dir, "sweep");
+        rc = 1;
+      }
+      cli_tracedir_free(&td);
+    }
+  }
+  for (int v = 0; rc == 0 && o.prog && v < o.nvalues; v++)
+    if (!(m[v].wall = calloc((size_t)o.runs, sizeof *m[v].wall)))
+      rc = 1;
+  if (rc == 0 && time_native && !(nat.wall = calloc((size_t)o.runs, sizeof *nat.wall)))
+    rc = 1;
+  if (rc == 0 && o.prog && replay_all(&o, m, time_native ? &nat : NULL) != 0)
+    rc = 1;
+  if (rc == 0 && time_native && nat.ok == 0) {
+    cli_err("no native run of %s succeeded: nothing to start the estimates from", o.prog[0]);
+    rc = 1;
+  }
   an_result r;
   memset(&r, 0, sizeof r);
   if (rc == 0) {
@@ -387,25 +456,22 @@ int cmd_sweep(int argc, char **argv) {
                   .nplans = o.a.ps.n,
                   .what = "sweep",
                   .cpus = o.a.cpus,
-                  .native_wall_ns = o.a.native_wall_ns};
+                  .native_wall_ns = time_native ? nat.median : o.a.native_wall_ns};
     rc = an_run(&r, o.dir, &ao) == 0 ? 0 : 1;
   }
   if (rc == 0 && r.processes == 0) {
     cli_err_no_trace(o.dir, "sweep");
     rc = 1;
   }
-  for (int v = 0; rc == 0 && o.prog && v < o.nvalues; v++)
-    if (!(m[v].wall = calloc((size_t)o.runs, sizeof *m[v].wall)))
-      rc = 1;
-  if (rc == 0 && o.prog && replay_all(&o, m) != 0)
-    rc = 1;
   if (rc == 0) {
-    (o.a.json ? print_json : print_text)(&r, &o, o.prog ? m : NULL);
-    if (o.plot && write_plot(&r, &o, o.prog ? m : NULL) != 0)
+    const measured *mp = o.prog ? m : NULL, *np = time_native ? &nat : NULL;
+    (o.a.json ? print_json : print_text)(&r, &o, mp, np);
+    if (o.plot && write_plot(&r, &o, mp) != 0)
       rc = 1;
   }
   for (int v = 0; v < MAX_VALUES; v++)
     free(m[v].wall);
+  free(nat.wall);
   for (int v = 0; v < o.nvalues; v++)
     free(o.values[v]);
   an_free(&r);

@@ -217,6 +217,13 @@ t407_sweep_offline_estimates_and_measured_replays() {
   # 80 calls of 200 us make the slow replay about 16 ms longer; a measured
   # time on a shared machine is not asserted, only that one was measured
   expect_eq "measured" True "$(pyj s.json 'all(v["replay"]["median_ns"] > 0 for v in d["values"])')"
+  # the program also ran natively, and the estimates start from that run
+  expect_eq "native runs" 1 "$(pyj s.json 'd["native"]["ok"]')"
+  expect_eq "baseline" True "$(pyj s.json 'd["wall_ns"] == d["native"]["median_ns"] > 0 and d["wall_source"] == "native-wall"')"
+  # unless --native-wall says it
+  "$STANDIN" sweep rec --iface constant:ns=0 --vary constant.ns=0 --runs 1 --native-wall 5ms \
+    --format json --replay -- "$PB" basic 20 >n.json
+  expect_eq "given native wall" "False 5000000" "$(pyj n.json '"native" in d, d["wall_ns"]' | tr -d '(),')"
   [ -s plots/sweep.dat ] && [ -s plots/sweep.gp ] || fail "no plot data"
   if command -v gnuplot >/dev/null; then [ -s plots/sweep.svg ] || fail "gnuplot made no SVG"; fi
   # an accelerator setting, offline only
