@@ -151,14 +151,15 @@ static void print_plan(const an_result *r, const size_t *ix, an_by by, int w, co
 
 static void print_text(const an_result *r, const rep_opts *o, const size_t *ix) {
   char a[32], b[32], c[32];
+  double share = r->run_ns ? 100.0 * (double)r->call_ns / (double)r->run_ns : 0.0;
   printf("recording %s: %llu process%s, %llu thread%s with calls, %s call%s, %s in calls = "
-         "%.1f%% of %s%s run time\n",
+         "%.1f%% of %s%s run time%s\n",
          o->dir, (unsigned long long)r->processes, r->processes == 1 ? "" : "es",
          (unsigned long long)r->chains, r->chains == 1 ? "" : "s",
          cli_fmt_count(a, sizeof a, r->calls), r->calls == 1 ? "" : "s",
-         cli_fmt_ns(b, sizeof b, (double)r->call_ns),
-         r->run_ns ? 100.0 * (double)r->call_ns / (double)r->run_ns : 0.0,
-         r->run_approx ? ">= " : "", cli_fmt_ns(c, sizeof c, (double)r->run_ns));
+         cli_fmt_ns(b, sizeof b, (double)r->call_ns), share, r->run_approx ? ">= " : "",
+         cli_fmt_ns(c, sizeof c, (double)r->run_ns),
+         share > 100.0 ? " (threads call at the same time: their times add up)" : "");
   printf("percentiles from a log-linear histogram: within %.1f%%; max exact\n\n",
          100.0 * HIST_REL_ERROR);
   int w = label_width(r, o->by);

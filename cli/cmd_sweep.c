@@ -444,7 +444,9 @@ int cmd_sweep(int argc, char **argv) {
   if (rc == 0 && o.prog && replay_all(&o, m, time_native ? &nat : NULL) != 0)
     rc = 1;
   if (rc == 0 && time_native && nat.ok == 0) {
-    cli_err("no native run of %s succeeded: nothing to start the estimates from", o.prog[0]);
+    cli_err("no native run of %s succeeded: nothing to start the estimates from; give the "
+            "program's native time with --native-wall",
+            o.prog[0]);
     rc = 1;
   }
   an_result r;

@@ -382,3 +382,29 @@ PY
   set -e
   [ "$rc" -ne 0 ] && grep -q "native-wall: '12parsecs' is not a duration" err || fail "$(cat err)"
 }
+
+# Threads that call at once spend more time in calls than the run lasts:
+# report says why the share passes 100%, and only then.
+t416_report_share_over_100_percent_is_explained() {
+  cat >over.spec <<'SPEC'
+process 300 start=1000000000 end=1000010000
+thread 0
+thread 1 parent=0
+type 1 app.Req
+call thread=0 api=pb.unpack type=1 start=1000001000 lat=8000 req=10
+call thread=1 api=pb.unpack type=1 start=1000001000 lat=8000 req=10
+SPEC
+  "$GEN" -o over --spec over.spec
+  "$STANDIN" report over >r.txt
+  grep -q "160.0% of 10.00 us run time (threads call at the same time: their times add up)" r.txt ||
+    fail "$(head -1 r.txt)"
+  golden_single
+  "$STANDIN" report single >s.txt
+  if grep -q "add up" s.txt; then fail "explained a share under 100%: $(head -1 s.txt)"; fi
+  # the sweep's native runs: a program that always fails leaves no baseline
+  set +e
+  "$STANDIN" sweep over --iface constant:ns=0 --vary constant.ns=0 --runs 1 --replay -- false 2>err
+  rc=$?
+  set -e
+  [ $rc -ne 0 ] && grep -q "give the program's native time with --native-wall" err || fail "$(cat err)"
+}
