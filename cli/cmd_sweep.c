@@ -422,9 +422,10 @@ int cmd_sweep(int argc, char **argv) {
   measured m[MAX_VALUES] = {{0}}, nat = {0};
   int rc = parse(argc, argv, &o) == 0 ? 0 : EXIT_USAGE;
   /* with --replay and no --native-wall, the program's native runs are the
-   * estimates' baseline: measured first, then the trace is read once */
+   * estimates' baseline: measured first, then the trace is read once; a
+   * recording without trace stops the sweep before anything runs */
   int time_native = rc == 0 && o.prog && !o.a.native_wall_ns;
-  if (rc == 0 && o.prog) {
+  if (rc == 0) {
     cli_tracedir td;
     if (cli_tracedir_open(&td, o.dir) != 0) {
       rc = 1;
@@ -460,10 +461,6 @@ int cmd_sweep(int argc, char **argv) {
                   .cpus = o.a.cpus,
                   .native_wall_ns = time_native ? nat.median : o.a.native_wall_ns};
     rc = an_run(&r, o.dir, &ao) == 0 ? 0 : 1;
-  }
-  if (rc == 0 && r.processes == 0) {
-    cli_err_no_trace(o.dir, "sweep");
-    rc = 1;
   }
   if (rc == 0) {
     const measured *mp = o.prog ? m : NULL, *np = time_native ? &nat : NULL;

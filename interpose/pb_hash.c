@@ -29,15 +29,30 @@ static int probe_avx2(void) {
   return (b & bit_AVX2) != 0;
 }
 
-/* Threads may race on the first call; they store the same answer. */
-static int have_avx2(void) {
-  static int cached = -1;
-  int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+static int probe_popcnt(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_POPCNT) != 0;
+}
+
+/* A CPU feature, probed on the first call. Threads may race on it; they
+ * store the same answer. */
+static int cpu_has(int *cached, int (*probe)(void)) {
+  int v = __atomic_load_n(cached, __ATOMIC_RELAXED);
   if (v < 0) {
-    v = probe_avx2();
-    __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    v = probe();
+    __atomic_store_n(cached, v, __ATOMIC_RELAXED);
   }
   return v;
+}
+
+static int have_avx2(void) {
+  static int cached = -1;
+  return cpu_has(&cached, probe_avx2);
+}
+
+int pbw__have_popcnt(void) {
+  static int cached = -1;
+  return cpu_has(&cached, probe_popcnt);
 }
 
 uint64_t pbw__hash64(const void *p, size_t n) {

@@ -930,19 +930,6 @@ plan_split_body(const img_view *v, void *buf, size_t cap, split_plan **out, int 
  * CPU picks, checked once (not with an ifunc: its resolver would run before
  * a sanitizer's runtime is up). */
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
-
-static int have_popcnt(void) {
-  static int cached = -1; /* threads may race here; they store the same */
-  int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-  if (v < 0) {
-    unsigned a, b, c, d;
-    v = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_POPCNT) != 0;
-    __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-  }
-  return v;
-}
-
 __attribute__((target("popcnt"))) static int
 plan_split_popcnt(const img_view *v, void *buf, size_t cap, split_plan **out, int *heap) {
   return plan_split_body(v, buf, cap, out, heap);
@@ -951,7 +938,7 @@ plan_split_popcnt(const img_view *v, void *buf, size_t cap, split_plan **out, in
 
 static int plan_split(const img_view *v, void *buf, size_t cap, split_plan **out, int *heap) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (have_popcnt())
+  if (pbw__have_popcnt())
     return plan_split_popcnt(v, buf, cap, out, heap);
 #endif
   return plan_split_body(v, buf, cap, out, heap);

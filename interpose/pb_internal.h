@@ -125,6 +125,8 @@ typedef struct {
   uint64_t lo, hi;
 } pbw__h128;
 uint64_t pbw__hash64(const void *p, size_t n);
+/* The CPU has POPCNT (checked once; pb_hash.c keeps the CPU probes). */
+int pbw__have_popcnt(void);
 pbw__h128 pbw__hash128(const void *p, size_t n);
 uint64_t pbw__hash64_avx2(const void *p, size_t n);
 pbw__h128 pbw__hash128_avx2(const void *p, size_t n);
