@@ -494,6 +494,44 @@ static void populate_ring(rt_thread *t) {
 }
 
 /* Process every record of one ring; returns how many. */
+/* Compression must never slow the program down: when a program thread had
+ * to wait for ring space since the last look, chunks are stored as they are
+ * until the writer has kept up for COMPRESS_AGAIN_NS; and once the program
+ * waits for its trace (exit, exec) what is left is stored. Checked before
+ * every record: one drain of a ring whose calls hold large payloads can
+ * write dozens of chunks (photo-service's exit waited 15 ms for 4 MiB of
+ * pixels being deflated after the program had asked the writer to stop). */
+#define COMPRESS_AGAIN_NS 1000000000ull
+
+static uint64_t pace_waits_seen, pace_behind_since;
+static int pace_storing, pace_stopping;
+
+static void pace_compression(uint64_t now) {
+  uint64_t w = atomic_load_explicit(&ring_waits, memory_order_relaxed);
+  if (w != pace_waits_seen) {
+    pace_waits_seen = w;
+    pace_behind_since = now;
+    if (!pace_storing)
+      wr_set_compress(0);
+    pace_storing = 1;
+  } else if (pace_storing && !pace_stopping && now - pace_behind_since >= COMPRESS_AGAIN_NS) {
+    wr_set_compress(1);
+    pace_storing = 0;
+  }
+}
+
+/* On the writer, before each record: two relaxed loads unless something
+ * changed. */
+static inline void pace_check(void) {
+  if (SHIM_UNLIKELY(!pace_stopping && atomic_load_explicit(&writer_stop, memory_order_relaxed))) {
+    pace_stopping = 1;
+    pace_storing = 1;
+    wr_set_compress(0);
+  }
+  if (SHIM_UNLIKELY(atomic_load_explicit(&ring_waits, memory_order_relaxed) != pace_waits_seen))
+    pace_compression(shim_now_ns());
+}
+
 static size_t drain_ring(rt_thread *t) {
   size_t n = 0;
   populate_ring(t);
@@ -504,6 +542,7 @@ static size_t drain_ring(rt_thread *t) {
   uint64_t end = atomic_load_explicit(&t->r.head, memory_order_acquire);
   while (atomic_load_explicit(&t->r.tail, memory_order_relaxed) < end &&
          (h = ring_peek(&t->r)) != NULL) {
+    pace_check();
     wr_record(t, h);
     ring_consume(&t->r, h);
     n++;
@@ -567,27 +606,6 @@ static void close_for_signal(int sig) {
   atomic_store(&closed_for_signal, 1);
 }
 
-/* Compression must never slow the program down: when a program thread had
- * to wait for ring space since the last look, chunks are stored as they are
- * until the writer has kept up for COMPRESS_AGAIN_NS. */
-#define COMPRESS_AGAIN_NS 1000000000ull
-
-static void pace_compression(uint64_t now) {
-  static uint64_t seen_waits, behind_since;
-  static int storing;
-  uint64_t w = atomic_load_explicit(&ring_waits, memory_order_relaxed);
-  if (w != seen_waits) {
-    seen_waits = w;
-    behind_since = now;
-    if (!storing)
-      wr_set_compress(0);
-    storing = 1;
-  } else if (storing && now - behind_since >= COMPRESS_AGAIN_NS) {
-    wr_set_compress(1);
-    storing = 0;
-  }
-}
-
 static void *writer_main(void *arg) {
   (void)arg;
   in_writer = 1;
@@ -605,7 +623,9 @@ static void *writer_main(void *arg) {
   pthread_mutex_unlock(&writer_work);
   uint64_t last_flush = shim_now_ns();
   uint64_t waits_seen = atomic_load(&ring_waits), calm_since = last_flush;
-  int stop_seen = 0;
+  /* a new file (after a failed exec) starts compressing, as st_writer_open */
+  pace_waits_seen = waits_seen;
+  pace_storing = pace_stopping = 0;
   for (;;) {
     pthread_mutex_lock(&writer_work);
     int sig = atomic_load(&close_signal);
@@ -626,14 +646,10 @@ static void *writer_main(void *arg) {
     /* the program waits for its trace to exit (or exec): what is left then
      * is stored as it is. Deflating a 640x480 decode's pixels took 8 ms of
      * a 14 ms djpeg-like run; stored, the trace is ~20% larger */
-    if (stopping && !stop_seen) {
-      stop_seen = 1;
-      wr_set_compress(0);
-    }
+    pace_check();
     size_t n = drain_all();
     uint64_t now = shim_now_ns();
-    if (!stopping) /* storing from here on */
-      pace_compression(now);
+    pace_compression(now); /* compress again after a calm second */
     uint64_t w = atomic_load_explicit(&ring_waits, memory_order_relaxed);
     if (w != waits_seen) {
       waits_seen = w;

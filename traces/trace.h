@@ -207,7 +207,9 @@ void st_writer_set_chunk_size(st_writer *w, size_t bytes);
 
 /* Compress chunks (1, the default) or store them as they are (0). Storing
  * costs a copy instead of deflate; a recorder falling behind its program
- * switches to it. Takes effect from the next chunk written. */
+ * switches to it. Takes effect from the next chunk written. Even with 1, a
+ * chunk whose deflated sample shrinks by less than an eighth is stored
+ * (st_writer_stats.chunks_sampled_out). */
 void st_writer_set_compress(st_writer *w, int on);
 
 /* Compress and write the current chunk now (no-op when empty). */
@@ -228,6 +230,7 @@ typedef struct {
   uint64_t file_bytes;       /* bytes written to the file */
   uint64_t blob_bytes;       /* payload bytes actually stored */
   uint64_t blob_bytes_saved; /* payload bytes not stored thanks to dedup */
+  uint64_t chunks_sampled_out; /* stored: a deflated sample barely shrank */
 } st_writer_stats;
 
 void st_writer_get_stats(const st_writer *w, st_writer_stats *s);

@@ -180,6 +180,31 @@ static int write_all(st_writer *w, struct iovec *iov, int n) {
   }
 }
 
+/* Deflating data that barely shrinks is the writer's slowest work: a MiB
+ * of decoded JPEG pixels took 8.2 ms at level 1 to come out 2.6% smaller,
+ * and on a machine whose cores the program keeps busy that time is taken
+ * from the program (photo-service, JPEG calls only: 88 ms recorded against
+ * 65 ms with both APIs, whose early ring wait had switched deflate off).
+ * So a chunk of four slices or more is sampled first: three slices
+ * (start, middle, end) are deflated on their own, and unless together they
+ * shrink by an eighth the chunk is stored. The sample costs ~5% of
+ * deflating the whole; slices lack the window the whole chunk would give
+ * them, so the test errs towards storing only data that barely shrinks. */
+#define SAMPLE_SLICE 16384
+
+static int worth_deflating(st_writer *w) {
+  if (w->len < 4 * SAMPLE_SLICE)
+    return 1;
+  const size_t at[3] = {0, w->len / 2 - SAMPLE_SLICE / 2, w->len - SAMPLE_SLICE};
+  size_t out = 0;
+  for (int i = 0; i < 3; i++) {
+    size_t c =
+        libdeflate_zlib_compress(w->z, w->buf + at[i], SAMPLE_SLICE, w->out, SAMPLE_SLICE - 1);
+    out += c ? c : SAMPLE_SLICE;
+  }
+  return out * 8 <= 3 * SAMPLE_SLICE * 7;
+}
+
 /* Deflate the chunk into w->out. The output space is one byte less than the
  * input, so data that does not shrink (JPEG payloads) stops early and is
  * stored instead: *clen is 0 then. */
@@ -190,6 +215,10 @@ static int try_compress(st_writer *w, size_t *clen) {
   int e = grow_bytes(&w->out, &w->out_cap, w->len - 1);
   if (e)
     return e;
+  if (!worth_deflating(w)) {
+    w->st.chunks_sampled_out++;
+    return ST_OK;
+  }
   /* 0 means "does not fit in len - 1 bytes": the chunk is stored */
   *clen = libdeflate_zlib_compress(w->z, w->buf, w->len, w->out, w->len - 1);
   return ST_OK;
