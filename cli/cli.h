@@ -66,6 +66,10 @@ int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns
  * clock_gettime. */
 int cli_tsc_calibrate(uint64_t *base, uint64_t *mono, uint64_t *mult);
 
+/* Where the calibration of this boot is kept: $STANDIN_CACHE_DIR/tsc, else
+ * $XDG_CACHE_HOME/standin/tsc, else ~/.cache/standin/tsc; -1 if none. */
+int cli_tsc_cache_path(char *buf, size_t len);
+
 /* Subcommands. */
 int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);

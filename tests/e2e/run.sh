@@ -9,6 +9,8 @@ STANDIN="$B/standin"
 PB="$B/progs/pbtest"
 T=$(mktemp -d /tmp/standin-e2e.XXXXXX)
 trap 'rm -rf "$T"' EXIT
+# the TSC calibration cache (cli/util.c) goes here, not in the user's home
+export STANDIN_CACHE_DIR="$T/cache"
 PASS=0
 FAIL=0
 FAILED=()

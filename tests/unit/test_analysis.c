@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/analysis.h"
+#include "cli/cli.h"
 #include "cli/engines.h"
 #include "cli/hist.h"
 #include "cli/json.h"
@@ -597,6 +598,77 @@ START_TEST(test_json_reads_summaries_and_rejects_bad_input) {
 }
 END_TEST
 
+/* ---- the TSC calibration cache (cli/util.c) ---------------------------- */
+
+static int read_cache(const char *path, char *magic, char *boot, unsigned long long v[3]) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  int n = fscanf(f, "%31s %63s %llu %llu %llu", magic, boot, &v[0], &v[1], &v[2]);
+  fclose(f);
+  return n == 5 ? 0 : -1;
+}
+
+static void write_cache(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+START_TEST(test_tsc_calibration_is_cached_per_boot) {
+  char tdir[] = "/tmp/standin-tsc.XXXXXX", path[512], magic[32], boot[64], real_boot[64];
+  ck_assert_ptr_nonnull(mkdtemp(tdir));
+  snprintf(path, sizeof path, "%s/sub/dir", tdir); /* created on first use */
+  setenv("STANDIN_CACHE_DIR", path, 1);
+  char cpath[600];
+  ck_assert_int_eq(cli_tsc_cache_path(cpath, sizeof cpath), 0);
+  ck_assert_str_eq(cpath + strlen(path), "/tsc");
+  uint64_t b1, m1, k1, b2, m2, k2;
+  if (cli_tsc_calibrate(&b1, &m1, &k1) != 0) { /* no invariant TSC: no cache either */
+    ck_assert_int_ne(access(cpath, F_OK), 0);
+    return;
+  }
+  unsigned long long v[3], w[3];
+  ck_assert_int_eq(read_cache(cpath, magic, real_boot, v), 0);
+  ck_assert_uint_eq(v[2], k1);
+  /* the next run measures from the cached pair: no new calibration */
+  ck_assert_int_eq(cli_tsc_calibrate(&b2, &m2, &k2), 0);
+  ck_assert_int_eq(read_cache(cpath, magic, boot, w), 0);
+  ck_assert(w[0] == v[0] && w[1] == v[1] && w[2] == v[2]);
+  ck_assert_uint_gt(b2, b1);
+  ck_assert_uint_gt(m2, m1);
+  ck_assert_uint_le(k2 > k1 ? k2 - k1 : k1 - k2, k1 / 1000);
+  /* another boot, a rate 1% off, or garbage: calibrated afresh, rewritten */
+  char text[256];
+  const char *bad[3];
+  snprintf(text, sizeof text, "standin-tsc-1 another-boot %llu %llu %llu\n", v[0], v[1], v[2]);
+  bad[0] = text;
+  char off[256];
+  snprintf(off, sizeof off, "standin-tsc-1 %s 1 1 %llu\n", real_boot, v[2] + v[2] / 100);
+  bad[1] = off;
+  bad[2] = "not a cache\n";
+  for (int i = 0; i < 3; i++) {
+    write_cache(cpath, bad[i]);
+    uint64_t b, m, k;
+    ck_assert_int_eq(cli_tsc_calibrate(&b, &m, &k), 0);
+    ck_assert_int_eq(read_cache(cpath, magic, boot, w), 0);
+    ck_assert_str_eq(boot, real_boot);
+    ck_assert_uint_eq(w[2], k);
+    ck_assert_uint_le(k > k1 ? k - k1 : k1 - k, k1 / 1000);
+  }
+  /* a cache that cannot be written costs only the calibration */
+  snprintf(path, sizeof path, "%s/sub/dir/tsc/x", tdir); /* under a file */
+  setenv("STANDIN_CACHE_DIR", path, 1);
+  ck_assert_int_eq(cli_tsc_calibrate(&b2, &m2, &k2), 0);
+  ck_assert_uint_le(k2 > k1 ? k2 - k1 : k1 - k2, k1 / 1000);
+  unsetenv("STANDIN_CACHE_DIR");
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tdir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("analysis");
   TCase *t = tcase_create("core");
@@ -618,6 +690,7 @@ static Suite *suite(void) {
   tcase_add_test(t, test_whatif_processes_in_sequence_add_up);
   tcase_add_test(t, test_report_groups_by_thread_and_site);
   tcase_add_test(t, test_json_reads_summaries_and_rejects_bad_input);
+  tcase_add_test(t, test_tsc_calibration_is_cached_per_boot);
   suite_add_tcase(s, t);
   return s;
 }
