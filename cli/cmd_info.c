@@ -164,13 +164,19 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
     printf("\n");
   }
   if (f->ring_waits) {
-    char w[32], r[32], rb[32];
+    char w[32], r[32], rb[32], pk[32], mx[32];
     printf("  the program's threads waited %s time%s for ring space (%s in all): the writer\n"
            "  fell behind; latencies are unaffected, wall time is not. STANDIN_RING_KB gives each\n"
-           "  thread a larger ring (this run: %s)\n",
+           "  thread a larger ring (this run: %s)",
            cli_fmt_count(w, sizeof w, f->ring_waits), f->ring_waits == 1 ? "" : "s",
            cli_fmt_ns(r, sizeof r, (double)f->ring_wait_ns),
            cli_fmt_bytes(rb, sizeof rb, (double)f->ring_bytes));
+    if (f->backlog_peak) /* payloads too large for a ring wait on the heap, bounded */
+      printf(", and with it a larger bound on the\n  payloads too large for a ring that "
+             "wait on the heap (8 rings, %s; at most %s waited)",
+             cli_fmt_bytes(mx, sizeof mx, 8.0 * (double)f->ring_bytes),
+             cli_fmt_bytes(pk, sizeof pk, (double)f->backlog_peak));
+    printf("\n");
   }
   if (f->writer_normal)
     printf("  the trace writer ran at normal priority (lowering it needs root, CAP_SYS_NICE or\n"

@@ -23,6 +23,8 @@ typedef struct {
   int pack_fp_walk; /* STANDIN_PACK_FP=walk: pack hooks never leave the
                        fingerprint to the writer (for comparison) */
   int timing;       /* STANDIN_TIMING=1: the timing-only pass (timing.c) */
+  uint64_t writer_stall_ns; /* STANDIN_WRITER_STALL_US: for tests, a writer that
+                               sleeps this long before each round falls behind */
 } rt_config;
 
 extern rt_config rt_cfg;
@@ -121,9 +123,14 @@ extern int rt_pb_bypassed;
 /* pack_to_buffer calls whose bytes were read back from the program's
  * ProtobufCBufferSimple instead of packed again. */
 extern _Atomic uint64_t rt_pb_buf_read_back;
-/* Times a program thread found its ring full, and (*ns) how long the
- * threads waited for space in all. */
+/* Times a program thread waited for the writer (its ring full, or the
+ * payloads waiting on the heap at their bound), and (*ns) how long the
+ * threads waited in all. */
 uint64_t rt_ring_waits(uint64_t *ns);
+/* On the writer: heap payloads of this many bytes are written and freed. */
+void rt_backlog_written(uint64_t bytes);
+/* The most bytes of heap payloads that waited for the writer at once. */
+uint64_t rt_backlog_peak(void);
 
 /* Index for a thread not created through pthread_create. */
 uint32_t rt_next_thread_index(void);

@@ -65,12 +65,18 @@ static void writer_nap(void) {
   atomic_store(&writer_napping, 0);
 }
 
-/* On a program thread, after publishing a record. */
-static inline void wake_writer_if_filling(rt_thread *t) {
+static void wake_writer(void) {
+  if (atomic_exchange(&writer_napping, 0))
+    futex(&writer_napping, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+/* On a program thread, after publishing a record: its ring, or the heap
+ * payloads waiting for the writer (backlog_wait), past a quarter full. */
+static inline void wake_writer_if_filling(rt_thread *t, uint64_t backlog, uint64_t bmax) {
   if (SHIM_LIKELY(!atomic_load_explicit(&writer_napping, memory_order_relaxed)))
     return;
-  if (ring_used(&t->r, t->r.cap / 4) > t->r.cap / 4 && atomic_exchange(&writer_napping, 0))
-    futex(&writer_napping, FUTEX_WAKE_PRIVATE, 1, NULL);
+  if (ring_used(&t->r, t->r.cap / 4) > t->r.cap / 4 || backlog > bmax / 4)
+    wake_writer();
 }
 
 rt_config rt_cfg;
@@ -232,6 +238,8 @@ static void load_config(void) {
   rt_cfg.stack_memo = !(sm && *sm == '0');
   const char *tm = getenv("STANDIN_TIMING");
   rt_cfg.timing = tm && *tm == '1';
+  const char *ws = getenv("STANDIN_WRITER_STALL_US");
+  rt_cfg.writer_stall_ns = ws ? strtoull(ws, NULL, 10) * 1000 : 0;
   if (pf && *pf && strcmp(pf, "walk") && strcmp(pf, "bytes"))
     shim_say("STANDIN_PACK_FP=%s is not 'bytes' or 'walk'; using bytes", pf);
 }
@@ -647,6 +655,10 @@ static void *writer_main(void *arg) {
      * is stored as it is. Deflating a 640x480 decode's pixels took 8 ms of
      * a 14 ms djpeg-like run; stored, the trace is ~20% larger */
     pace_check();
+    if (SHIM_UNLIKELY(rt_cfg.writer_stall_ns) && !stopping) {
+      struct timespec st = {0, (long)(rt_cfg.writer_stall_ns % 1000000000ull)};
+      nanosleep(&st, NULL);
+    }
     size_t n = drain_all();
     uint64_t now = shim_now_ns();
     pace_compression(now); /* compress again after a calm second */
@@ -902,29 +914,85 @@ static void drop_payloads(const rt_call *c) {
     shim_free((void *)c->resp.data);
 }
 
+/* One turn of a wait for the writer (ring space, payload backlog): the
+ * first turn counts the wait and raises the writer's priority. 0 once the
+ * writer stopped: the caller gives up. */
+typedef struct {
+  unsigned spins;
+  uint64_t t0;
+} writer_wait;
+
+static int wait_turn(writer_wait *w) {
+  if (w->spins == 0) {
+    atomic_fetch_add_explicit(&ring_waits, 1, memory_order_relaxed);
+    w->t0 = shim_now_ns();
+    writer_boost();
+    wake_writer();
+  }
+  if (atomic_load(&run_state) != RUN_ACTIVE)
+    return 0;
+  if (++w->spins < 64) {
+    sched_yield();
+  } else {
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+  }
+  return 1;
+}
+
+static void wait_done(const writer_wait *w) {
+  if (w->spins)
+    atomic_fetch_add_explicit(&ring_wait_ns, shim_now_ns() - w->t0, memory_order_relaxed);
+}
+
 /* Wait for ring space while the writer is running; 0 if it stopped. */
 static void *reserve_wait(rt_thread *t, uint32_t len) {
   void *p;
-  unsigned spins = 0;
-  uint64_t t0 = 0;
-  while ((p = ring_reserve(&t->r, len)) == NULL) {
-    if (spins == 0) {
-      atomic_fetch_add_explicit(&ring_waits, 1, memory_order_relaxed);
-      t0 = shim_now_ns();
-      writer_boost();
-    }
-    if (atomic_load(&run_state) != RUN_ACTIVE)
-      break;
-    if (++spins < 64) {
-      sched_yield();
-    } else {
-      struct timespec ts = {0, 50000};
-      nanosleep(&ts, NULL);
-    }
-  }
-  if (spins)
-    atomic_fetch_add_explicit(&ring_wait_ns, shim_now_ns() - t0, memory_order_relaxed);
+  writer_wait w = {0, 0};
+  while ((p = ring_reserve(&t->r, len)) == NULL && wait_turn(&w))
+    ;
+  wait_done(&w);
   return p;
+}
+
+/* Payloads too large for a ring (stage_payload) and those a hook built on
+ * the heap (JPEG rows) wait there until the writer has written them. Their
+ * bytes are bounded as the rings are: a call that would take them past
+ * BACKLOG_RINGS rings' worth waits, as for ring space (one payload is always
+ * let through). Unbounded, a writer starved of CPU (SCHED_IDLE, under a
+ * program that keeps every core busy) let them pile up for the exit to
+ * write: photo-service -n 300 recorded took 2x its native page faults, 46%
+ * of them the hook's row copies into fresh pages, and waited for the
+ * backlog at exit. */
+#define BACKLOG_RINGS 8
+static _Atomic uint64_t backlog_bytes;
+
+static _Atomic uint64_t backlog_peak;
+
+static uint64_t backlog_max(void) {
+  return rt_cfg.ring_bytes * BACKLOG_RINGS;
+}
+
+uint64_t rt_backlog_peak(void) {
+  return atomic_load_explicit(&backlog_peak, memory_order_relaxed);
+}
+
+void rt_backlog_written(uint64_t bytes) {
+  atomic_fetch_sub_explicit(&backlog_bytes, bytes, memory_order_relaxed);
+}
+
+static void backlog_wait(uint64_t len) {
+  uint64_t max = backlog_max();
+  uint64_t cur = atomic_load_explicit(&backlog_bytes, memory_order_relaxed);
+  if (SHIM_LIKELY(cur == 0 || cur + len <= max))
+    return;
+  writer_wait w = {0, 0};
+  do {
+    if (!wait_turn(&w))
+      break;
+    cur = atomic_load_explicit(&backlog_bytes, memory_order_relaxed);
+  } while (cur != 0 && cur + len > max);
+  wait_done(&w);
 }
 
 /* Payloads larger than this move to the heap instead of through the ring
@@ -1060,12 +1128,25 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
   stage_payload(&c->resp);
   uint64_t inl = (c->req.kind == RT_PAY_COPY ? c->req.len : 0) +
                  (c->resp.kind == RT_PAY_COPY ? c->resp.len : 0);
+  uint64_t own =
+      (c->req.kind == RT_PAY_OWN ? c->req.len : 0) + (c->resp.kind == RT_PAY_OWN ? c->resp.len : 0);
+  if (own)
+    backlog_wait(own);
   uint32_t len = ring_align(sizeof(raw_call) + (uint64_t)c->nfeat * 8 + (uint64_t)nips * 8 + inl);
   raw_call *rc = reserve_wait(t, len);
   if (!rc) {
     t->lost++;
     drop_payloads(c);
     return;
+  }
+  uint64_t backlog = 0; /* the writer takes it off when it frees them (rt_backlog_written) */
+  if (own) {
+    backlog = atomic_fetch_add_explicit(&backlog_bytes, own, memory_order_relaxed) + own;
+    uint64_t peak = atomic_load_explicit(&backlog_peak, memory_order_relaxed);
+    while (backlog > peak &&
+           !atomic_compare_exchange_weak_explicit(&backlog_peak, &peak, backlog,
+                                                  memory_order_relaxed, memory_order_relaxed))
+      ;
   }
   rc->h.len = len;
   rc->h.kind = RAW_CALL;
@@ -1102,11 +1183,11 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
   if (c->resp.kind == RT_PAY_COPY)
     memcpy(p, c->resp.data, c->resp.len);
   ring_publish(&t->r, len);
-  wake_writer_if_filling(t);
+  wake_writer_if_filling(t, backlog, own ? backlog_max() : UINT64_MAX);
   if (c->end_ns) { /* single writer: a relaxed load and store, no lock prefix */
-    uint64_t own = shim_now_ns() - c->end_ns;
+    uint64_t mine = shim_now_ns() - c->end_ns;
     atomic_store_explicit(&t->overhead_ns,
-                          atomic_load_explicit(&t->overhead_ns, memory_order_relaxed) + own,
+                          atomic_load_explicit(&t->overhead_ns, memory_order_relaxed) + mine,
                           memory_order_relaxed);
   }
 }
@@ -1156,6 +1237,8 @@ void rt_before_exit(void) {
 static void atfork_child(void) {
   shim_alloc_fork_release();
   atomic_store(&overhead_gone, 0);
+  atomic_store(&backlog_bytes, 0); /* the parent's payloads are lost here, below */
+  atomic_store(&backlog_peak, 0);
   if (rt_cfg.timing)
     rt_timing_forget();
   /* The child's writer learns its types afresh: until it has, calls walk. */

@@ -200,6 +200,7 @@ void wr_close(void) {
     note_u64("ring_waits", waits);
     note_u64("ring_wait_ns", wait_ns);
     note_u64("ring_bytes", rt_cfg.ring_bytes);
+    note_u64("payload_backlog_peak_bytes", rt_backlog_peak());
     note_u64("pack_fp_from_bytes", S.fp_derived);
     note_u64("pack_fp_not_derived", S.fp_underived);
     note_u64("size_fp_from_pack", S.size_fp_paired);
@@ -565,6 +566,22 @@ void wr_flush_held(rt_thread *t) {
   write_call(t, (const raw_call *)t->held, &none);
 }
 
+/* The payloads the call kept on the heap, written (or not): freed, and off
+ * the program's backlog (rt.c backlog_wait). */
+static void free_own_payloads(const raw_call *rc) {
+  uint64_t n = 0;
+  if (rc->req_kind == RT_PAY_OWN) {
+    shim_free((void *)rc->req_ptr);
+    n += rc->req_saved;
+  }
+  if (rc->resp_kind == RT_PAY_OWN) {
+    shim_free((void *)rc->resp_ptr);
+    n += rc->resp_saved;
+  }
+  if (n)
+    rt_backlog_written(n);
+}
+
 static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair) {
   if (rc->derive_fp == RT_DERIVE_FROM_NEXT && !pair && rc->nfeat <= ST_MAX_FEAT &&
       rc->nips <= ST_MAX_FRAMES && rc->req_kind == RT_PAY_NONE && rc->resp_kind == RT_PAY_NONE) {
@@ -647,21 +664,13 @@ static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair) 
   }
   c.seq = S.seq++;
   check(st_writer_add_call(S.w, &c));
-  if (rc->req_kind == RT_PAY_OWN)
-    shim_free((void *)rc->req_ptr);
-  if (rc->resp_kind == RT_PAY_OWN)
-    shim_free((void *)rc->resp_ptr);
+  free_own_payloads(rc);
 }
 
 void wr_record(rt_thread *t, const ring_hdr *h) {
   if (S.failed || !S.w) {
-    if (h->kind == RAW_CALL) {
-      const raw_call *rc = (const raw_call *)h;
-      if (rc->req_kind == RT_PAY_OWN)
-        shim_free((void *)rc->req_ptr);
-      if (rc->resp_kind == RT_PAY_OWN)
-        shim_free((void *)rc->resp_ptr);
-    }
+    if (h->kind == RAW_CALL)
+      free_own_payloads((const raw_call *)h);
     return;
   }
   if (!t->announced)

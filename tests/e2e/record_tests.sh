@@ -577,6 +577,26 @@ t024_record_info_reports_waits_for_ring_space() {
   true
 }
 
+# Payloads too large for a ring (more than an eighth of it) wait for the
+# writer on the heap, at most 8 rings' worth: a writer that falls behind
+# (here made to sleep 2 ms a round) makes the program wait instead of
+# letting them pile up. 64 KiB packs with a 64 KiB ring: at most 8 wait.
+t029_record_bounds_payloads_waiting_on_the_heap() {
+  STANDIN_WRITER_STALL_US=2000 STANDIN_RING_KB=64 "$STANDIN" record -o heap -- \
+    "$B/progs/pbbench" pack 65536 300 >/dev/null
+  "$STANDIN" info heap >heap.info
+  expect_eq "calls" 402 "$(calls heap)" # 100 warm-up packs, a size, none lost
+  grep -q "waited [0-9,]* times* for ring space" heap.info || fail "no wait: $(head -12 heap.info)"
+  local peak
+  peak=$(grep -o "8 rings, 512.0 KiB; at most [0-9.]* [KMG]*i*B waited" heap.info) ||
+    fail "no bound reported: $(grep -A4 waited heap.info)"
+  # at most the bound; and more than one payload did wait (the writer lagged)
+  echo "$peak" | awk '{v=$7; u=$8; if (u=="MiB") v*=1024; if (u=="B") v/=1024; exit !(v > 64 && v <= 512)}' ||
+    fail "peak outside (64 KiB, 512 KiB]: $peak"
+  "$STANDIN" replay -t heap --iface constant:ns=0 -- "$B/progs/pbbench" pack 65536 300 >/dev/null ||
+    fail "replay of the bounded recording"
+}
+
 # libprotobuf-c calls its own exported functions for every sub-message:
 # those calls go straight to it, not through the hooks (interpose/bypass.c).
 # A counting shim preloaded beneath the recorder sees only the program's
