@@ -230,7 +230,9 @@ typedef struct {
   uint64_t file_bytes;       /* bytes written to the file */
   uint64_t blob_bytes;       /* payload bytes actually stored */
   uint64_t blob_bytes_saved; /* payload bytes not stored thanks to dedup */
-  uint64_t chunks_sampled_out; /* stored: a deflated sample barely shrank */
+  uint64_t chunks_sampled;   /* chunks whose sample was deflated */
+  uint64_t chunks_sampled_out; /* stored: a deflated sample barely shrank (of
+                                  this chunk, or of one just before) */
 } st_writer_stats;
 
 void st_writer_get_stats(const st_writer *w, st_writer_stats *s);

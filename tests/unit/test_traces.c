@@ -729,8 +729,9 @@ static void fill_random(uint8_t *b, size_t n, uint64_t seed) {
 }
 
 /* Bytes that deflate only a few percent smaller (each of 200 values, at
- * random: ~4% by Huffman coding alone) are stored without deflating the
- * chunk; text in the same file is still deflated. */
+ * random: ~5% by Huffman coding alone) are stored without deflating the
+ * chunk, and the chunk after such a chunk is stored without a sample; text
+ * in the same file, after that, is still deflated. */
 START_TEST(test_trace_barely_compressible_chunk_is_stored) {
   const char *p = tpath("t");
   size_t n = 1u << 20;
@@ -742,19 +743,28 @@ START_TEST(test_trace_barely_compressible_chunk_is_stored) {
   }
   st_header h = test_header();
   st_writer *w;
-  uint64_t id1, id2;
+  uint64_t id1, id2, id3;
   ck_assert_int_eq(st_writer_open(&w, p, &h), ST_OK);
   ck_assert_int_eq(st_writer_add_blob(w, grain, n, &id1), ST_OK);
   ck_assert_int_eq(st_writer_flush(w), ST_OK);
   st_writer_stats ws;
   st_writer_get_stats(w, &ws);
+  ck_assert_uint_eq(ws.chunks_sampled, 1);
   ck_assert_uint_eq(ws.chunks_sampled_out, 1);
   ck_assert_uint_ge(ws.file_bytes, n); /* stored, though deflate would shave a few % */
+  grain[0] ^= 1;                       /* another blob: not de-duplicated */
+  ck_assert_int_eq(st_writer_add_blob(w, grain, n, &id3), ST_OK);
+  ck_assert_int_eq(st_writer_flush(w), ST_OK);
+  st_writer_get_stats(w, &ws);
+  ck_assert_uint_eq(ws.chunks_sampled, 1); /* stored without a sample */
+  ck_assert_uint_eq(ws.chunks_sampled_out, 2);
+  ck_assert_uint_ge(ws.file_bytes, 2 * n);
   uint64_t after_grain = ws.file_bytes;
   ck_assert_int_eq(st_writer_add_blob(w, text, n, &id2), ST_OK);
   ck_assert_int_eq(st_writer_flush(w), ST_OK);
   st_writer_get_stats(w, &ws);
-  ck_assert_uint_eq(ws.chunks_sampled_out, 1);
+  ck_assert_uint_eq(ws.chunks_sampled, 2);
+  ck_assert_uint_eq(ws.chunks_sampled_out, 2);
   ck_assert_uint_lt(ws.file_bytes - after_grain, n / 10); /* the text deflated */
   ck_assert_int_eq(st_writer_close(w), ST_OK);
 
@@ -762,8 +772,11 @@ START_TEST(test_trace_barely_compressible_chunk_is_stored) {
   const void *d;
   uint64_t len;
   ck_assert_int_eq(st_reader_open(&r, p), ST_OK);
-  ck_assert_int_eq(st_reader_blob(r, id1, &d, &len), ST_OK);
+  ck_assert_int_eq(st_reader_blob(r, id3, &d, &len), ST_OK);
   ck_assert_uint_eq(len, n);
+  ck_assert_mem_eq(d, grain, n);
+  grain[0] ^= 1;
+  ck_assert_int_eq(st_reader_blob(r, id1, &d, &len), ST_OK);
   ck_assert_mem_eq(d, grain, n);
   ck_assert_int_eq(st_reader_blob(r, id2, &d, &len), ST_OK);
   ck_assert_mem_eq(d, text, n);
