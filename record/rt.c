@@ -501,7 +501,6 @@ static void populate_ring(rt_thread *t) {
 #endif
 }
 
-/* Process every record of one ring; returns how many. */
 /* Compression must never slow the program down: when a program thread had
  * to wait for ring space since the last look, chunks are stored as they are
  * until the writer has kept up for COMPRESS_AGAIN_NS; and once the program
@@ -540,6 +539,7 @@ static inline void pace_check(void) {
     pace_compression(shim_now_ns());
 }
 
+/* Process every record of one ring; returns how many. */
 static size_t drain_ring(rt_thread *t) {
   size_t n = 0;
   populate_ring(t);
