@@ -171,10 +171,11 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
            cli_fmt_count(w, sizeof w, f->ring_waits), f->ring_waits == 1 ? "" : "s",
            cli_fmt_ns(r, sizeof r, (double)f->ring_wait_ns),
            cli_fmt_bytes(rb, sizeof rb, (double)f->ring_bytes));
-    if (f->backlog_peak) /* payloads too large for a ring wait on the heap, bounded */
+    if (f->backlog_peak && f->backlog_max && f->ring_bytes) /* bounded, on the heap */
       printf(", and with it a larger bound on the\n  payloads too large for a ring that "
-             "wait on the heap (8 rings, %s; at most %s waited)",
-             cli_fmt_bytes(mx, sizeof mx, 8.0 * (double)f->ring_bytes),
+             "wait on the heap (%llu rings, %s; at most %s waited)",
+             (unsigned long long)(f->backlog_max / f->ring_bytes),
+             cli_fmt_bytes(mx, sizeof mx, (double)f->backlog_max),
              cli_fmt_bytes(pk, sizeof pk, (double)f->backlog_peak));
     printf("\n");
   }

@@ -120,6 +120,8 @@ static void on_note(scan_file *f, const st_note *n) {
     f->ring_bytes = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "payload_backlog_peak_bytes"))
     f->backlog_peak = strtoull(n->value, NULL, 10);
+  else if (!strcmp(n->key, "payload_backlog_max_bytes"))
+    f->backlog_max = strtoull(n->value, NULL, 10);
 }
 
 /* A process killed between creating its file and writing the header (one

@@ -38,7 +38,8 @@ typedef struct scan_file {
   uint64_t writer_cpu_ns; /* CPU time of the trace writer thread (0: not noted) */
   int writer_normal;    /* the trace writer could not yield to the program */
   uint64_t ring_waits, ring_wait_ns, ring_bytes; /* threads waited for the writer */
-  uint64_t backlog_peak; /* most heap payload bytes waiting for the writer */
+  uint64_t backlog_peak, backlog_max;            /* heap payload bytes waiting for the
+                                                    writer: the most at once, the bound */
   char retimed[192];    /* "N of M calls, ..." (record --retime), or "" */
   uint64_t last_call_end_ns;
   st_read_status status;

@@ -129,8 +129,10 @@ extern _Atomic uint64_t rt_pb_buf_read_back;
 uint64_t rt_ring_waits(uint64_t *ns);
 /* On the writer: heap payloads of this many bytes are written and freed. */
 void rt_backlog_written(uint64_t bytes);
-/* The most bytes of heap payloads that waited for the writer at once. */
+/* The most bytes of heap payloads that waited for the writer at once, and
+ * the bound on them. */
 uint64_t rt_backlog_peak(void);
+uint64_t rt_backlog_max(void);
 
 /* Index for a thread not created through pthread_create. */
 uint32_t rt_next_thread_index(void);

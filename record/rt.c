@@ -969,7 +969,7 @@ static _Atomic uint64_t backlog_bytes;
 
 static _Atomic uint64_t backlog_peak;
 
-static uint64_t backlog_max(void) {
+uint64_t rt_backlog_max(void) {
   return rt_cfg.ring_bytes * BACKLOG_RINGS;
 }
 
@@ -982,7 +982,7 @@ void rt_backlog_written(uint64_t bytes) {
 }
 
 static void backlog_wait(uint64_t len) {
-  uint64_t max = backlog_max();
+  uint64_t max = rt_backlog_max();
   uint64_t cur = atomic_load_explicit(&backlog_bytes, memory_order_relaxed);
   if (SHIM_LIKELY(cur == 0 || cur + len <= max))
     return;
@@ -1183,7 +1183,7 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
   if (c->resp.kind == RT_PAY_COPY)
     memcpy(p, c->resp.data, c->resp.len);
   ring_publish(&t->r, len);
-  wake_writer_if_filling(t, backlog, own ? backlog_max() : UINT64_MAX);
+  wake_writer_if_filling(t, backlog, own ? rt_backlog_max() : UINT64_MAX);
   if (c->end_ns) { /* single writer: a relaxed load and store, no lock prefix */
     uint64_t mine = shim_now_ns() - c->end_ns;
     atomic_store_explicit(&t->overhead_ns,

@@ -201,6 +201,7 @@ void wr_close(void) {
     note_u64("ring_wait_ns", wait_ns);
     note_u64("ring_bytes", rt_cfg.ring_bytes);
     note_u64("payload_backlog_peak_bytes", rt_backlog_peak());
+    note_u64("payload_backlog_max_bytes", rt_backlog_max());
     note_u64("pack_fp_from_bytes", S.fp_derived);
     note_u64("pack_fp_not_derived", S.fp_underived);
     note_u64("size_fp_from_pack", S.size_fp_paired);
