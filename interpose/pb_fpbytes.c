@@ -494,7 +494,7 @@ int pbw_fingerprint_packed_plan(const pbw_packed_plan *plan, const uint8_t *data
                                 uint8_t fp[16], pbw_stats *st) {
   pk_ctx c;
   c.w.n = 0;
-  c.w.hash = 1;
+  c.w.hash = FP_HASH;
   c.plan = plan;
   memset(&c.w.st, 0, sizeof c.w.st);
   int rc = PBW_E_BADDATA;

@@ -18,6 +18,8 @@
 
 #include "pb_internal.h"
 
+#include <stdlib.h>
+
 #ifndef XXH_INLINE_ALL
 #define XXH_INLINE_ALL /* xxHash is used header-only */
 #endif
@@ -28,24 +30,69 @@
 #define FP_END 0u
 #define FP_UNKNOWN 0xFFFFFFFFu
 
+/* What a walk does with the stream (walk_ctx.hash). FP_MATCH and FP_EMIT
+ * work on the plain stream: the same writes, but every blob's content in
+ * place (no blob digests) and no chunk digests, so that two trees have the
+ * same plain stream exactly when they write the same stream, and then the
+ * same fingerprint. */
+enum {
+  FP_STATS = 0, /* statistics only: buf contents are dropped */
+  FP_HASH = 1,  /* the fingerprint */
+  FP_MATCH = 2, /* compare the plain stream with an expected one */
+  FP_EMIT = 3   /* write the plain stream out (allocates) */
+};
+
 typedef struct {
-  size_t n; /* bytes pending in buf */
-  int hash; /* 0: statistics only, buf contents are dropped */
+  size_t n;    /* bytes pending in buf */
+  int hash;    /* FP_* */
+  int differs; /* FP_MATCH: the stream left the expected one; FP_EMIT: out of memory */
   pbw_stats st;
+  const uint8_t *exp; /* FP_MATCH: expected stream, exp_len bytes, pos matched */
+  uint8_t *out;       /* FP_EMIT: the stream so far, pos bytes of cap */
+  size_t exp_len, pos, cap;
   uint8_t buf[FP_BUF];
 } walk_ctx;
 
-/* Replace the pending bytes by their digest, which chains them to what
- * follows. Chunk boundaries depend only on the stream, so equal trees
- * still hash equally. */
-static __attribute__((unused)) void fp_spill(walk_ctx *c) {
-  if (!c->hash) {
-    c->n = 0;
+/* FP_MATCH, FP_EMIT: the next n bytes of the plain stream. */
+static __attribute__((unused)) void fp_plain(walk_ctx *c, const void *p, size_t n) {
+  if (c->differs || n == 0)
+    return;
+  if (c->hash == FP_MATCH) {
+    if (n > c->exp_len - c->pos || memcmp(c->exp + c->pos, p, n) != 0)
+      c->differs = 1;
+    else
+      c->pos += n;
     return;
   }
-  pbw__h128 h = pbw__hash128(c->buf, c->n);
-  memcpy(c->buf, &h, sizeof h);
-  c->n = sizeof h;
+  if (n > c->cap - c->pos) {
+    size_t cap = c->cap ? c->cap : 256;
+    while (cap - c->pos < n)
+      cap *= 2;
+    uint8_t *o = realloc(c->out, cap);
+    if (o == NULL) {
+      c->differs = 1;
+      return;
+    }
+    c->out = o;
+    c->cap = cap;
+  }
+  memcpy(c->out + c->pos, p, n);
+  c->pos += n;
+}
+
+/* Replace the pending bytes by their digest, which chains them to what
+ * follows. Chunk boundaries depend only on the stream, so equal trees
+ * still hash equally. The other modes just pass the pending bytes on. */
+static __attribute__((unused)) void fp_spill(walk_ctx *c) {
+  if (c->hash == FP_HASH) {
+    pbw__h128 h = pbw__hash128(c->buf, c->n);
+    memcpy(c->buf, &h, sizeof h);
+    c->n = sizeof h;
+    return;
+  }
+  if (c->hash != FP_STATS)
+    fp_plain(c, c->buf, c->n);
+  c->n = 0;
 }
 
 /* Room for n <= FP_BUF - 16 bytes at the end of buf. */
@@ -101,6 +148,13 @@ static inline void fp_blob_digest(walk_ctx *c, size_t n, pbw__h128 h) {
 
 static __attribute__((unused)) void fp_blob_slow(walk_ctx *c, const void *p, size_t n) {
   uint8_t *w;
+  if (n >= FP_DIRECT && c->hash >= FP_MATCH) { /* plain stream: the content in place */
+    uint64_t len = n;
+    fp_spill(c);
+    fp_plain(c, &len, 8);
+    fp_plain(c, p, n);
+    return;
+  }
   if (n >= FP_DIRECT) {
     fp_blob_digest(c, n, pbw__hash128(p, n));
     return;

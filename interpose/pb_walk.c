@@ -354,8 +354,96 @@ static inline const wplan *plan_of(const ProtobufCMessageDescriptor *d) {
   return plan_find(d);
 }
 
+/* ---- The planned walk ----------------------------------------------------
+ *
+ * Compiled twice from one body (`stats` is a constant in each copy): with
+ * statistics, for record, and without, for replay's lookups, which need
+ * the fingerprint alone and run on every replayed pack. Both write the
+ * same stream as the interpreted walk. Repeated fields are handled here by
+ * the kind the plan resolved, and the elements of a repeated message field
+ * look up their plan once, not once each. */
+#define WALK_INLINE static inline __attribute__((always_inline))
+
+static int walk_msg_st(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p);
+static int walk_msg_fp(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p);
+
+WALK_INLINE int walk_sub(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p,
+                         const int stats) {
+  return stats ? walk_msg_st(c, m, depth, p) : walk_msg_fp(c, m, depth, p);
+}
+
+WALK_INLINE void walk_str(walk_ctx *c, const char *s, const int stats) {
+  size_t n = s ? strlen(s) : 0;
+  if (stats)
+    c->st.var_bytes += n;
+  fp_blob(c, s, n);
+}
+
+WALK_INLINE void walk_bin(walk_ctx *c, const ProtobufCBinaryData *bd, const int stats) {
+  size_t n = bd->data ? bd->len : 0; /* a length without data: see walk_bytes */
+  if (stats)
+    c->st.var_bytes += n;
+  fp_blob(c, bd->data, n);
+}
+
+/* A message value (field f, at depth), NULL as pack writes it. */
+WALK_INLINE int walk_msg_value(walk_ctx *c, const wop *o, const ProtobufCMessage *sub,
+                               unsigned depth, const wplan *p, const int stats) {
+  if (stats)
+    c->st.submsgs++;
+  if (sub == NULL)
+    return walk_null_msg(c, o->f, depth);
+  return walk_sub(c, sub, depth, p, stats);
+}
+
+/* The n > 0 elements of repeated field o (walk_repeated, by plan kind). */
+WALK_INLINE int walk_rep(walk_ctx *c, const wop *o, const char *base, size_t n, unsigned depth,
+                         const int stats) {
+  const char *arr = pbw__ldptr(base + o->off);
+  if (stats) {
+    c->st.fields++;
+    c->st.repeated += n;
+  }
+  fp_u32(c, o->id);
+  fp_u64(c, n);
+  if (arr == NULL)
+    return PBW_OK;
+  switch (o->kind) {
+  case WK_S4: fp_blob(c, arr, n * 4); return PBW_OK;
+  case WK_S8: fp_blob(c, arr, n * 8); return PBW_OK;
+  case WK_BOOL:
+    for (size_t i = 0; i < n; i++)
+      fp_u32(c, pbw__ld32(arr + i * sizeof(protobuf_c_boolean)) != 0);
+    return PBW_OK;
+  case WK_STR:
+    for (size_t i = 0; i < n; i++)
+      walk_str(c, ((char *const *)arr)[i], stats);
+    return PBW_OK;
+  case WK_BYTES:
+    for (size_t i = 0; i < n; i++)
+      walk_bin(c, (const ProtobufCBinaryData *)arr + i, stats);
+    return PBW_OK;
+  default: { /* WK_MSG */
+    const ProtobufCMessageDescriptor *d = NULL;
+    const wplan *p = NULL;
+    for (size_t i = 0; i < n; i++) {
+      const ProtobufCMessage *sub = ((const ProtobufCMessage *const *)arr)[i];
+      if (sub != NULL && sub->descriptor != d) {
+        d = sub->descriptor;
+        p = plan_of(d);
+      }
+      int rc = walk_msg_value(c, o, sub, depth + 1, p, stats);
+      if (rc != PBW_OK)
+        return rc;
+    }
+    return PBW_OK;
+  }
+  }
+}
+
 /* walk_fields with the decisions taken from the plan. */
-static int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned depth) {
+WALK_INLINE int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned depth,
+                         const int stats) {
   const wop *o = p->ops, *end = o + p->n_ops;
   for (; o < end; o++) {
     const char *mem = base + o->off;
@@ -384,48 +472,55 @@ static int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned dept
       if (pbw__zeroish(o->f, mem))
         continue;
       break;
-    default: /* WP_REPEATED: most repeated fields are empty */
-      if (pbw__ldsize(base + o->qoff) == 0)
+    default: { /* WP_REPEATED: most repeated fields are empty */
+      size_t n = pbw__ldsize(base + o->qoff);
+      if (n == 0)
         continue;
-      if ((rc = walk_repeated(c, o->f, base, depth)) != PBW_OK)
+      if ((rc = walk_rep(c, o, base, n, depth, stats)) != PBW_OK)
         return rc;
       continue;
     }
-    c->st.fields++;
-    if (o->kind < WK_OTHER) {
-      walk_scalar(c, o->id, o->kind, mem);
-      continue;
     }
-    fp_u32(c, o->id);
-    if (o->kind == WK_STR) {
-      walk_string(c, pbw__ldptr(mem));
-    } else if (o->kind == WK_BYTES) {
-      walk_bytes(c, (const ProtobufCBinaryData *)mem);
-    } else if ((rc = walk_value(c, o->f, mem, depth)) != PBW_OK) {
-      return rc;
+    if (stats)
+      c->st.fields++;
+    switch (o->kind) {
+    case WK_S4:
+    case WK_S8:
+    case WK_BOOL: walk_scalar(c, o->id, o->kind, mem); continue;
+    case WK_STR:
+      fp_u32(c, o->id);
+      walk_str(c, pbw__ldptr(mem), stats);
+      continue;
+    case WK_BYTES:
+      fp_u32(c, o->id);
+      walk_bin(c, (const ProtobufCBinaryData *)mem, stats);
+      continue;
+    default: { /* WK_MSG */
+      const ProtobufCMessage *sub = pbw__ldptr(mem);
+      fp_u32(c, o->id);
+      rc = walk_msg_value(c, o, sub, depth + 1, sub ? plan_of(sub->descriptor) : NULL, stats);
+      if (rc != PBW_OK)
+        return rc;
+    }
     }
   }
   return PBW_OK;
 }
 
-static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned depth,
-                            const wplan *p);
-
-static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth) {
-  return walk_msg_planned(c, m, depth, plan_of(m->descriptor));
-}
-
-/* walk_msg for m (not NULL: see walk_null_msg) whose plan, or NULL, the
- * caller looked up. */
-static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned depth,
-                            const wplan *p) {
+/* A message m (not NULL: see walk_null_msg) with its plan p, or NULL to
+ * interpret its descriptor. */
+WALK_INLINE int walk_body(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p,
+                          const int stats) {
   const ProtobufCMessageDescriptor *d = m->descriptor;
   if (depth > PBW_MAX_DEPTH)
     return PBW_E_DEPTH;
-  if (depth > c->st.max_depth)
-    c->st.max_depth = depth;
-  c->st.field_words += (d->n_fields + 31) / 32;
-  int rc = p ? walk_ops(c, p, (const char *)m, depth) : walk_fields(c, d, (const char *)m, depth);
+  if (stats) {
+    if (depth > c->st.max_depth)
+      c->st.max_depth = depth;
+    c->st.field_words += (d->n_fields + 31) / 32;
+  }
+  int rc =
+      p ? walk_ops(c, p, (const char *)m, depth, stats) : walk_fields(c, d, (const char *)m, depth);
   if (rc != PBW_OK)
     return rc;
   walk_unknown(c, m);
@@ -433,7 +528,20 @@ static int walk_msg_planned(walk_ctx *c, const ProtobufCMessage *m, unsigned dep
   return PBW_OK;
 }
 
-static int walk_tree(walk_ctx *c, const ProtobufCMessage *m) {
+static int walk_msg_st(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p) {
+  return walk_body(c, m, depth, p, 1);
+}
+
+static int walk_msg_fp(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p) {
+  return walk_body(c, m, depth, p, 0);
+}
+
+/* The interpreted walk's sub-messages (with statistics, which it keeps). */
+static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth) {
+  return walk_msg_st(c, m, depth, plan_of(m->descriptor));
+}
+
+static int walk_tree(walk_ctx *c, const ProtobufCMessage *m, int stats) {
   c->n = 0;
   memset(&c->st, 0, sizeof c->st);
   if (m == NULL || m->descriptor == NULL)
@@ -441,13 +549,13 @@ static int walk_tree(walk_ctx *c, const ProtobufCMessage *m) {
   const char *name = m->descriptor->name ? m->descriptor->name : "";
   const wplan *p = plan_of(m->descriptor);
   fp_blob(c, name, p ? p->name_len : strlen(name));
-  return walk_msg_planned(c, m, 1, p);
+  return stats ? walk_msg_st(c, m, 1, p) : walk_msg_fp(c, m, 1, p);
 }
 
 int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *st) {
   walk_ctx c;
-  c.hash = 1;
-  int rc = walk_tree(&c, m);
+  c.hash = FP_HASH;
+  int rc = walk_tree(&c, m, st != NULL);
   if (rc == PBW_OK)
     fp_digest(&c, fp);
   if (st != NULL)
@@ -455,10 +563,44 @@ int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *s
   return rc;
 }
 
+int pbw_tree_matches(const ProtobufCMessage *m, const void *stream, size_t len) {
+  walk_ctx c;
+  c.hash = FP_MATCH;
+  c.differs = 0;
+  c.exp = stream;
+  c.exp_len = len;
+  c.pos = 0;
+  if (walk_tree(&c, m, 0) != PBW_OK)
+    return 0;
+  fp_spill(&c);
+  return !c.differs && c.pos == len;
+}
+
+int pbw_tree_stream(const ProtobufCMessage *m, uint8_t **out, size_t *len) {
+  walk_ctx c;
+  c.hash = FP_EMIT;
+  c.differs = 0;
+  c.out = NULL;
+  c.pos = c.cap = 0;
+  int rc = walk_tree(&c, m, 0);
+  if (rc == PBW_OK) {
+    fp_spill(&c);
+    if (c.differs)
+      rc = PBW_E_NOMEM;
+  }
+  if (rc != PBW_OK) {
+    free(c.out);
+    return rc;
+  }
+  *out = c.out;
+  *len = c.pos;
+  return PBW_OK;
+}
+
 int pbw_tree_stats(const ProtobufCMessage *m, pbw_stats *st) {
   walk_ctx c;
-  c.hash = 0;
-  int rc = walk_tree(&c, m);
+  c.hash = FP_STATS;
+  int rc = walk_tree(&c, m, 1);
   *st = c.st;
   return rc;
 }

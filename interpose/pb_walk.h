@@ -50,6 +50,18 @@ typedef struct {
  * deeper than PBW_MAX_DEPTH (fp is then unusable). Does not allocate. */
 int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *st);
 
+/* The fingerprint's stream written out plain (every string and bytes
+ * field's content in place, no digests): *out (malloc'd, the caller frees
+ * it) and *len. Two trees have the same plain stream exactly when they
+ * have the same fingerprint stream, so a replay database can keep it for
+ * pbw_tree_matches. PBW_E_NOMEM, or pbw_fingerprint_tree's errors. */
+int pbw_tree_stream(const ProtobufCMessage *m, uint8_t **out, size_t *len);
+
+/* Whether m's plain stream is stream[0..len): then m has the fingerprint of
+ * the tree that stream was written from. Costs the walk and a compare, no
+ * hashing; reads nothing outside stream[0..len). Does not allocate. */
+int pbw_tree_matches(const ProtobufCMessage *m, const void *stream, size_t len);
+
 /* The same fingerprint and statistics from the bytes pack wrote for the
  * tree (data, len: an encoded message of the schema's root type; schema:
  * see pbw_schema_build) instead of the tree itself: for any tree that

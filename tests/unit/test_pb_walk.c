@@ -81,8 +81,44 @@ static void assert_stats_eq(const pbw_stats *a, const pbw_stats *b) {
   ck_assert_uint_eq(a->field_words, b->field_words);
 }
 
+/* m's plain stream (pbw_tree_stream); the caller frees *s. */
+static size_t stream_of(const ProtobufCMessage *m, uint8_t **s) {
+  size_t len;
+  ck_assert_int_eq(pbw_tree_stream(m, s, &len), PBW_OK);
+  return len;
+}
+
+/* The plain stream of m, taken with plans and without, is the same, m
+ * matches it, and neither a shorter stream, a longer one nor one with any
+ * of a few bytes changed matches. */
+static void check_stream(const ProtobufCMessage *m) {
+  uint8_t *s, *slow;
+  size_t len = stream_of(m, &s);
+  pbw__plans_off = 1;
+  ck_assert_uint_eq(stream_of(m, &slow), len);
+  pbw__plans_off = 0;
+  ck_assert_int_eq(memcmp(s, slow, len), 0);
+  ck_assert(pbw_tree_matches(m, s, len));
+  ck_assert(!pbw_tree_matches(m, s, len - 1));
+  uint8_t *longer = realloc(slow, len + 1);
+  ck_assert_ptr_nonnull(longer);
+  memcpy(longer, s, len);
+  longer[len] = 0;
+  ck_assert(!pbw_tree_matches(m, longer, len + 1));
+  size_t at[] = {0, len / 3, len / 2, len - 1};
+  for (int k = 0; k < 4; k++) {
+    s[at[k]] ^= 0x10;
+    ck_assert_msg(!pbw_tree_matches(m, s, len), "byte %zu of %zu changed, still matched", at[k],
+                  len);
+    s[at[k]] ^= 0x10;
+  }
+  free(longer);
+  free(s);
+}
+
 /* Every fingerprint a test takes is taken twice: with the compiled walk
- * plans and with the interpreted descriptor walk, which must agree. */
+ * plans and with the interpreted descriptor walk, which must agree. The
+ * plain stream is checked too (check_stream). */
 static void fingerprint(const ProtobufCMessage *m, uint8_t fp[16]) {
   uint8_t slow[16];
   pbw_stats a, b;
@@ -93,6 +129,17 @@ static void fingerprint(const ProtobufCMessage *m, uint8_t fp[16]) {
   ck_assert_int_eq(memcmp(fp, slow, 16), 0);
   ck_assert_uint_eq(a.field_words, b.field_words);
   assert_stats_eq(&a, &b);
+  check_stream(m);
+}
+
+/* Whether a matches b's plain stream: what replay takes for "same
+ * fingerprint" when it confirms a predicted entry. */
+static int matches(const ProtobufCMessage *a, const ProtobufCMessage *b) {
+  uint8_t *s;
+  size_t len = stream_of(b, &s);
+  int r = pbw_tree_matches(a, s, len);
+  free(s);
+  return r;
 }
 
 /* Image of m rebuilt with malloc; the caller frees it with free(). */
@@ -998,11 +1045,13 @@ START_TEST(test_fp_equal_trees_give_equal_fingerprints) {
   fingerprint(&a.tree.base, fa);
   fingerprint(&b.tree.base, fb);
   ck_assert_int_eq(memcmp(fa, fb, 16), 0);
+  ck_assert(matches(&a.tree.base, &b.tree.base));
   /* unpacking what pack wrote gives a tree that packs the same */
   buf bytes = pack(&a.tree.base);
   ProtobufCMessage *u = unpack(&standin__test__tree__descriptor, bytes);
   fingerprint(u, fu);
   ck_assert_int_eq(memcmp(fa, fu, 16), 0);
+  ck_assert(matches(u, &a.tree.base)); /* what the replay database keeps */
   protobuf_c_message_free_unpacked(u, NULL);
   free(bytes.p);
   free(a.big);
@@ -1064,16 +1113,20 @@ static int mutate(Standin__Test__Tree *t, int k, int undo) {
 START_TEST(test_fp_any_single_change_changes_fingerprint) {
   owned o = unpacked_tree(STANDIN__TEST__TREE__PAYLOAD_LEAF, 300);
   Standin__Test__Tree *t = (Standin__Test__Tree *)o.tree;
-  uint8_t ref[16], fp[16];
+  uint8_t ref[16], fp[16], *rs;
   fingerprint(o.tree, ref);
+  size_t rlen = stream_of(o.tree, &rs);
   for (int k = 0; k < 24; k++) {
     ck_assert(mutate(t, k, 0));
     fingerprint(o.tree, fp);
     ck_assert_msg(memcmp(ref, fp, 16) != 0, "change %d kept the fingerprint", k);
+    ck_assert_msg(!pbw_tree_matches(o.tree, rs, rlen), "change %d kept the stream", k);
     mutate(t, k, 1);
     fingerprint(o.tree, fp);
     ck_assert_msg(memcmp(ref, fp, 16) == 0, "undoing change %d did not restore it", k);
+    ck_assert(pbw_tree_matches(o.tree, rs, rlen));
   }
+  free(rs);
   free_owned(&o);
 }
 END_TEST
@@ -1096,12 +1149,16 @@ START_TEST(test_fp_long_streams_depend_on_every_chunk) {
   fingerprint(&b.base, fb);
   ck_assert_int_eq(memcmp(fa, fb, 16), 0);
   static const int at[] = {0, N / 2, N - 1};
+  uint8_t *as; /* a's stream as it is now: a and b share their tags */
+  size_t alen = stream_of(&a.base, &as);
   for (int k = 0; k < 3; k++) {
     text[at[k]][1] ^= 1;
     fingerprint(&b.base, fb);
     ck_assert_int_ne(memcmp(fa, fb, 16), 0);
+    ck_assert(!pbw_tree_matches(&b.base, as, alen));
     text[at[k]][1] ^= 1;
   }
+  free(as);
   b.n_tags = N - 1;
   fingerprint(&b.base, fb);
   ck_assert_int_ne(memcmp(fa, fb, 16), 0);
@@ -1119,12 +1176,14 @@ START_TEST(test_fp_follows_what_pack_writes) {
   fingerprint(&a.base, fa);
   fingerprint(&b.base, fb);
   ck_assert_int_eq(memcmp(fa, fb, 16), 0);
+  ck_assert(matches(&a.base, &b.base));
   /* proto3: "" from anywhere, and zero, are not written */
   y.key = "";
   y.value.data = (uint8_t *)"junk";
   fingerprint(&x.base, fa);
   fingerprint(&y.base, fb);
   ck_assert_int_eq(memcmp(fa, fb, 16), 0);
+  ck_assert(matches(&y.base, &x.base));
   /* a oneof case without a matching member, or a NULL message member */
   t.title = u.title = "t";
   u.payload_case = STANDIN__TEST__TREE__PAYLOAD_LEAF;
@@ -1134,10 +1193,12 @@ START_TEST(test_fp_follows_what_pack_writes) {
   u.payload_case = 99;
   fingerprint(&u.base, fb);
   ck_assert_int_eq(memcmp(fa, fb, 16), 0);
+  ck_assert(matches(&u.base, &t.base));
   /* the type is part of the fingerprint: two empty messages differ */
   fingerprint(&a.base, fa);
   fingerprint(&x.base, fb);
   ck_assert_int_ne(memcmp(fa, fb, 16), 0);
+  ck_assert(!matches(&a.base, &x.base));
 }
 END_TEST
 
