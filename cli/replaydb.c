@@ -24,7 +24,9 @@
 
 typedef struct {
   uint64_t start_ns;
-  rdb_sample s; /* decided when the call is read: the plan needs its site */
+  rdb_sample s;     /* decided when the call is read: the plan needs its site */
+  uint32_t next_id; /* b_entry.id + 1 of the call that followed on its thread
+                       with the same API (rdb_sample.next), 0: none */
 } b_sample;
 
 typedef struct {
@@ -35,6 +37,9 @@ typedef struct {
   uint64_t result, req_len, resp_len;
   uint8_t *req, *resp; /* copies */
   uint8_t tree_fp[16];  /* pack responses: fingerprint of the decoded bytes */
+  uint8_t *stream;      /* verified tree requests: the plain stream (rdb_entry) */
+  uint64_t stream_len;
+  uint32_t id; /* order of creation: b_sample.next_id survives sorting */
   char *type;
   b_sample *s;
   uint32_t n, cap;
@@ -59,6 +64,14 @@ typedef struct {
   size_t nds;
   const plan *plan;
   rdb_built *out;
+  /* the latest call of each thread and API in the file being read:
+   * last[thread * ST_API_MAX + api] */
+  struct b_last {
+    uint32_t id1;    /* its entry's id + 1, 0: none yet */
+    uint32_t sample; /* its sample in that entry */
+  } * last;
+  size_t nlast;
+  size_t last_for; /* b->files + 1 of the file they are for */
 } builder;
 
 static int grow_slots(builder *b) {
@@ -111,6 +124,7 @@ static b_entry *find_or_add(builder *b, const uint8_t fp[16], int *created) {
   b_entry *e = &b->e[b->n];
   memset(e, 0, sizeof *e);
   memcpy(e->fp, fp, 16);
+  e->id = (uint32_t)b->n;
   b->slots[j] = (uint32_t)++b->n;
   *created = 1;
   return e;
@@ -180,8 +194,12 @@ static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) 
   if (m && pbw_fingerprint_tree(m, fp, NULL) == PBW_OK) {
     memcpy(e->tree_fp, fp, 16);
     shim_fp_bind(fp, e->api);
-    if (!memcmp(fp, e->fp, 16))
+    if (!memcmp(fp, e->fp, 16)) {
       e->flags |= RDB_ENTRY_SIZE_OK;
+      size_t len;
+      if (pbw_tree_stream(m, &e->stream, &len) == PBW_OK)
+        e->stream_len = len;
+    }
   }
   if (m)
     protobuf_c_message_free_unpacked(m, NULL);
@@ -198,8 +216,13 @@ static void verify_sizes(builder *b) {
     memcpy(fp, p->tree_fp, 16);
     shim_fp_bind(fp, ST_API_PB_SIZE);
     b_entry *s = find_entry(b, fp);
-    if (s && s->api == ST_API_PB_SIZE && s->result == p->resp_len)
+    if (s && s->api == ST_API_PB_SIZE && s->result == p->resp_len) {
       s->flags |= RDB_ENTRY_SIZE_OK;
+      if (p->stream && !s->stream && (s->stream = malloc(p->stream_len)) != NULL) {
+        memcpy(s->stream, p->stream, p->stream_len); /* the same tree's */
+        s->stream_len = p->stream_len;
+      }
+    }
   }
 }
 
@@ -272,6 +295,35 @@ static void evaluate(builder *b, scan_file *f, const b_entry *e, const st_call *
   out->out_cold = d.out_cold;
 }
 
+/* Link the previous call of c's thread and API in this file to e's newest
+ * sample (rdb_sample.next). Threads past the first 64 Ki go unlinked. */
+static void link_next(builder *b, const st_call *c, const b_entry *e) {
+  if (b->last_for != b->files + 1) { /* a new file: another process */
+    if (b->nlast)
+      memset(b->last, 0, b->nlast * sizeof *b->last);
+    b->last_for = b->files + 1;
+  }
+  if (c->thread >= 65536 || c->api >= ST_API_MAX)
+    return;
+  size_t k = (size_t)c->thread * ST_API_MAX + c->api;
+  if (k >= b->nlast) {
+    size_t n = b->nlast ? b->nlast : 8 * ST_API_MAX;
+    while (n <= k)
+      n *= 2;
+    struct b_last *l = realloc(b->last, n * sizeof *l);
+    if (!l)
+      return;
+    memset(l + b->nlast, 0, (n - b->nlast) * sizeof *l);
+    b->last = l;
+    b->nlast = n;
+  }
+  struct b_last *l = &b->last[k];
+  if (l->id1)
+    b->e[l->id1 - 1].s[l->sample].next_id = e->id + 1; /* ids are indices until layout */
+  l->id1 = e->id + 1;
+  l->sample = e->n - 1;
+}
+
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   builder *b = arg;
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
@@ -294,7 +346,9 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   }
   b_sample *bs = &e->s[e->n++];
   bs->start_ns = c->start_ns;
+  bs->next_id = 0;
   evaluate(b, f, e, c, &bs->s);
+  link_next(b, c, e);
   return 0;
 }
 
@@ -308,9 +362,11 @@ static void builder_free(builder *b) {
     free(b->e[i].req);
     free(b->e[i].resp);
     free(b->e[i].type);
+    free(b->e[i].stream);
     free(b->e[i].s);
   }
   free(b->e);
+  free(b->last);
   free(b->slots);
   for (size_t i = 0; i < b->nds; i++)
     pbw_descset_free(b->ds[i].ds);
@@ -442,6 +498,14 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   }
   if (b->n > 1)
     qsort(b->e, b->n, sizeof *b->e, first_cmp); /* b->slots is stale from here on */
+  uint32_t *index_of = malloc((b->n ? b->n : 1) * sizeof *index_of); /* id -> index */
+  if (!index_of) {
+    free(cls);
+    cli_err("out of memory building the replay database");
+    return -1;
+  }
+  for (size_t i = 0; i < b->n; i++)
+    index_of[b->e[i].id] = (uint32_t)i;
   uint64_t nslots = 16;
   while (nslots < b->n * 2)
     nslots *= 2;
@@ -451,11 +515,13 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     if (b->e[i].direct) { /* never looked up: its bytes are not needed */
       free(b->e[i].req);
       free(b->e[i].resp);
-      b->e[i].req = b->e[i].resp = NULL;
-      b->e[i].req_len = b->e[i].resp_len = 0;
+      free(b->e[i].stream);
+      b->e[i].req = b->e[i].resp = b->e[i].stream = NULL;
+      b->e[i].req_len = b->e[i].resp_len = b->e[i].stream_len = 0;
       b->e[i].flags |= RDB_ENTRY_NO_RESPONSE;
     }
-    blob_bytes += al8(b->e[i].req_len) + al8(b->e[i].resp_len) + al8(strlen(b->e[i].type) + 1);
+    blob_bytes += al8(b->e[i].req_len) + al8(b->e[i].resp_len) + al8(b->e[i].stream_len) +
+                  al8(strlen(b->e[i].type) + 1);
   }
   for (long i = 0; i < ncls; i++)
     blob_bytes += al8(strlen(cls[i].name) + 1);
@@ -486,6 +552,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     if (fd >= 0)
       close(fd);
     free(cls);
+    free(index_of);
     return -1;
   }
   uint8_t *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -493,6 +560,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     cli_err("cannot map the replay database: %s", strerror(errno));
     close(fd);
     free(cls);
+    free(index_of);
     return -1;
   }
   rdb_header *h = (rdb_header *)m;
@@ -516,7 +584,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   uint64_t bo = blobs_off, so = 0;
   blob_set bs = {0};
   bs.mask = 16;
-  while (bs.mask < b->n * 4)
+  while (bs.mask < b->n * 8) /* up to four blobs an entry, half full */
     bs.mask *= 2;
   bs.off = calloc(bs.mask, sizeof *bs.off);
   bs.len = calloc(bs.mask, sizeof *bs.len);
@@ -527,6 +595,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     munmap(m, size);
     close(fd);
     free(cls);
+    free(index_of);
     cli_err("out of memory building the replay database");
     return -1;
   }
@@ -546,8 +615,10 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     d->nsamples = e->n;
     d->result = e->result;
     d->samples_off = samples_off + so * sizeof(rdb_sample);
-    for (uint32_t k = 0; k < e->n; k++)
-      smp[so++] = e->s[k].s;
+    for (uint32_t k = 0; k < e->n; k++) {
+      smp[so] = e->s[k].s;
+      smp[so++].next = e->s[k].next_id ? index_of[e->s[k].next_id - 1] + 1 : 0;
+    }
     if (e->req) {
       d->req_off = put_blob(&bs, m, &bo, e->req, e->req_len);
       d->req_len = e->req_len;
@@ -556,9 +627,12 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
       d->resp_off = put_blob(&bs, m, &bo, e->resp, e->resp_len);
       d->resp_len = e->resp_len;
     }
-    d->type_off = bo;
-    memcpy(m + bo, e->type, strlen(e->type) + 1);
-    bo += al8(strlen(e->type) + 1);
+    if (e->stream) {
+      d->stream_off = put_blob(&bs, m, &bo, e->stream, e->stream_len);
+      d->stream_len = e->stream_len;
+    }
+    /* one copy of each name: equal types have equal type_off (rep_protobuf.c) */
+    d->type_off = put_blob(&bs, m, &bo, (const uint8_t *)e->type, strlen(e->type) + 1);
     uint64_t j = rdb_hash(e->fp) & (nslots - 1);
     while (slots[j])
       j = (j + 1) & (nslots - 1);
@@ -566,6 +640,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   }
   free(bs.off);
   free(bs.len);
+  free(index_of);
   /* identical blobs were stored once: give the rest back */
   uint64_t used = bo + 8;
   if (used < size && ftruncate(fd, (off_t)used) == 0)

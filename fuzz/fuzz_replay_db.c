@@ -28,14 +28,26 @@ static const ProtobufCMessageDescriptor *const program[] = {&standin__test__tree
 static void serve(const rdb_built *b) {
   const rdb_header *h = (const rdb_header *)b->base;
   const rdb_entry *e = (const rdb_entry *)(b->base + h->entries_off);
+  const rdb_entry *streamed = NULL; /* a tree-side entry with a plain stream */
+  for (uint64_t i = 0; i < h->nentries; i++)
+    if (e[i].stream_len) {
+      if (e[i].stream_off > h->size || e[i].stream_len > h->size - e[i].stream_off)
+        abort(); /* the builder laid out a stream outside the database */
+      streamed = &e[i];
+    }
   for (uint64_t i = 0; i < h->nentries; i++) {
     if (e[i].api != ST_API_PB_UNPACK || !e[i].resp_len)
       continue;
     for (size_t k = 0; k < sizeof program / sizeof program[0]; k++) {
       ProtobufCMessage *m = NULL;
       if (pbw_image_materialise(b->base + e[i].resp_off, e[i].resp_len, program[k], NULL, &m) ==
-          PBW_OK)
+          PBW_OK) {
+        /* confirming a prediction (rep_protobuf.c) compares any tree with
+         * any stream: it must only read inside both */
+        if (streamed)
+          (void)pbw_tree_matches(m, b->base + streamed->stream_off, streamed->stream_len);
         fz_use_tree(m);
+      }
     }
   }
 }

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 6
+#define RDB_VERSION 7
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -90,14 +90,16 @@ enum {
   RDB_C_SPIN_NS,
   RDB_C_SOFTWARE_NS, /* time of real calls (kept in software or misses) */
   RDB_C_PROCESSES,
-  RDB_C_REPAID_NS, /* overrun paid back from later calls' slack (catch-up) */
-  RDB_C_DEBT_MAX,  /* largest unpaid overrun of a thread, creators' included */
-  RDB_C_SETUP_NS,  /* time the shim took to map the database, all processes */
+  RDB_C_REPAID_NS,       /* overrun paid back from later calls' slack (catch-up) */
+  RDB_C_DEBT_MAX,        /* largest unpaid overrun of a thread, creators' included */
+  RDB_C_SETUP_NS,        /* time the shim took to map the database, all processes */
   RDB_C_TO_MEMORY_BYTES, /* response bytes delivered to memory, not the caches */
-  RDB_C_DIRECT,    /* kept in software without a lookup (rdb_class), untimed */
-  RDB_C_OUTSIDE_NS, /* harness ns per call no window measures (rp.c), largest
-                       of the processes' calibrations */
-  RDB_C_SPIN_ERR0, /* + bin: how late the spin loop saw the deadline */
+  RDB_C_DIRECT,          /* kept in software without a lookup (rdb_class), untimed */
+  RDB_C_PREDICTED,       /* lookups answered by the thread's prediction (rp_predicted),
+                            without a fingerprint */
+  RDB_C_OUTSIDE_NS,      /* harness ns per call no window measures (rp.c), largest
+                            of the processes' calibrations */
+  RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */
   RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N
 };
@@ -124,6 +126,10 @@ typedef struct {
   uint16_t sw_reason;   /* RDB_SW_* when accel == -1 */
   uint16_t out_cold;    /* per mille of the response's lines to deliver to memory,
                            not the caches (placement.h) */
+  uint32_t next;        /* index + 1 of the entry of the call that followed this
+                           occurrence on its thread with the same API, 0: none;
+                           the shim tries it first (rp_predicted) */
+  uint32_t pad;
 } rdb_sample;
 
 /* RDB_ENTRY_SIZE_OK (pack, get_packed_size, pack_to_buffer): the recorded
@@ -145,7 +151,11 @@ typedef struct {
   uint64_t req_off, req_len;   /* request bytes (unpack), for verification */
   uint64_t resp_off, resp_len; /* packed bytes or tree image */
   uint64_t result;             /* recorded scalar result */
-  uint64_t type_off;           /* NUL-terminated type name */
+  uint64_t type_off;           /* NUL-terminated type name, stored once per name */
+  /* pack, get_packed_size, pack_to_buffer with RDB_ENTRY_SIZE_OK: the plain
+   * stream of the tree (pbw_tree_stream), so that a predicted entry is
+   * confirmed with pbw_tree_matches instead of a fingerprint; 0: none */
+  uint64_t stream_off, stream_len;
 } rdb_entry;
 
 typedef struct {

@@ -50,15 +50,30 @@ static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *
     rp_direct();                                                                                   \
   } while (0)
 
+/* The predicted entry (rp_predicted) when m is the tree it was recorded
+ * for: its plain stream is m's (RDB_ENTRY_SIZE_OK entries keep one). */
+static const rdb_entry *predicted_tree(const ProtobufCMessage *m, int api) {
+  const rdb_entry *e = rp_predicted(api);
+  if (!e || !e->stream_len)
+    return NULL;
+  const void *stream = rp_ptr(e->stream_off, e->stream_len);
+  int right = stream && pbw_tree_matches(m, stream, e->stream_len);
+  rp_predicted_was(e, right);
+  return right ? e : NULL;
+}
+
 /* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
 static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *reason) {
-  uint8_t fp[16];
-  if (pbw_fingerprint_tree(m, fp, NULL) != PBW_OK) {
-    *reason = RDB_FB_NOT_IN_TRACE;
-    return NULL;
+  const rdb_entry *e = predicted_tree(m, api);
+  if (!e) {
+    uint8_t fp[16];
+    if (pbw_fingerprint_tree(m, fp, NULL) != PBW_OK) {
+      *reason = RDB_FB_NOT_IN_TRACE;
+      return NULL;
+    }
+    shim_fp_bind(fp, api);
+    e = rp_lookup(fp);
   }
-  shim_fp_bind(fp, api);
-  const rdb_entry *e = rp_lookup(fp);
   *reason = RDB_FB_NOT_IN_TRACE;
   if (e && (e->flags & RDB_ENTRY_NO_RESPONSE)) {
     *reason = RDB_FB_NO_RESPONSE;
@@ -107,7 +122,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
     return r;
   }
   uint64_t t0 = rp_now();
-  rp_prefetch();
+  rp_prefetch(ST_API_PB_PACK);
   shim_depth++;
   int reason;
   const rdb_entry *e = lookup_sized(m, ST_API_PB_PACK, &reason);
@@ -141,7 +156,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
     return r;
   }
   uint64_t t0 = rp_now();
-  rp_prefetch();
+  rp_prefetch(ST_API_PB_SIZE);
   shim_depth++;
   int reason;
   const rdb_entry *e = lookup_sized(m, ST_API_PB_SIZE, &reason);
@@ -173,7 +188,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
     return r;
   }
   uint64_t t0 = rp_now();
-  rp_prefetch();
+  rp_prefetch(ST_API_PB_PACK_BUF);
   shim_depth++;
   int reason;
   const rdb_entry *e = lookup_sized(m, ST_API_PB_PACK_BUF, &reason);
@@ -198,19 +213,54 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
 }
 
 /* Find the recorded unpack of exactly these bytes; *reason says why not. */
+/* Whether e was recorded for type d: its name is d's. Names are stored once
+ * per name in the database, so a thread remembers the last pair it found
+ * equal and compares offsets. */
+static SHIM_TLS const ProtobufCMessageDescriptor *same_d;
+static SHIM_TLS uint64_t same_off;
+
+static int type_is(const rdb_entry *e, const ProtobufCMessageDescriptor *d) {
+  if (d == same_d && e->type_off == same_off)
+    return 1;
+  const char *name = d && d->name ? d->name : "";
+  size_t n = strlen(name) + 1;
+  const char *t = rp_ptr(e->type_off, n);
+  if (!t || memcmp(t, name, n) != 0)
+    return 0;
+  same_d = d;
+  same_off = e->type_off;
+  return 1;
+}
+
+/* Whether e recorded an unpack of exactly these bytes as type d. */
+static int same_request(const rdb_entry *e, const ProtobufCMessageDescriptor *d, size_t len,
+                        const uint8_t *data) {
+  const void *req = rp_ptr(e->req_off, e->req_len);
+  return req && e->req_len == len && memcmp(req, data, len) == 0 && type_is(e, d);
+}
+
 static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t len,
                                      const uint8_t *data, int *reason) {
-  uint8_t fp[16];
-  pbw_fingerprint_bytes(d, data, len, fp);
-  shim_fp_bind(fp, ST_API_PB_UNPACK);
-  const rdb_entry *e = rp_lookup(fp);
-  *reason = RDB_FB_NOT_IN_TRACE;
-  if (!e)
-    return NULL;
-  const void *req = rp_ptr(e->req_off, e->req_len);
-  if (!req || e->req_len != len || memcmp(req, data, len) != 0) {
-    *reason = RDB_FB_MISMATCH; /* a fingerprint collision: never answer it */
-    return NULL;
+  const rdb_entry *e = rp_predicted(ST_API_PB_UNPACK);
+  if (e) {
+    int right = same_request(e, d, len, data);
+    rp_predicted_was(e, right);
+    if (!right)
+      e = NULL;
+  }
+  if (!e) {
+    uint8_t fp[16];
+    pbw_fingerprint_bytes(d, data, len, fp);
+    shim_fp_bind(fp, ST_API_PB_UNPACK);
+    e = rp_lookup(fp);
+    *reason = RDB_FB_NOT_IN_TRACE;
+    if (!e)
+      return NULL;
+    const void *req = rp_ptr(e->req_off, e->req_len);
+    if (!req || e->req_len != len || memcmp(req, data, len) != 0) {
+      *reason = RDB_FB_MISMATCH; /* a fingerprint collision: never answer it */
+      return NULL;
+    }
   }
   if ((e->flags & RDB_ENTRY_NO_RESPONSE) && !(e->flags & RDB_ENTRY_FAILED)) {
     *reason = RDB_FB_NO_RESPONSE;
@@ -262,7 +312,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
     return r;
   }
   uint64_t t0 = rp_now();
-  rp_prefetch();
+  rp_prefetch(ST_API_PB_UNPACK);
   shim_depth++;
   int reason;
   const rdb_entry *e = lookup_bytes(d, len, data, &reason);

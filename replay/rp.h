@@ -29,9 +29,17 @@ uint64_t rp_now(void);
 /* Nonzero when the replay database is mapped in this process. */
 int rp_on(void);
 
-/* Hint that a call starts: fetches what the entry the thread will most
- * likely match needs, while the hook computes the fingerprint. */
-void rp_prefetch(void);
+/* Hint that a call of `api` starts: fetches what the entry the thread will
+ * most likely match needs, while the hook computes the fingerprint. */
+void rp_prefetch(int api);
+
+/* The entry this thread's next call of `api` most likely matches (the one
+ * that followed the occurrence it took last: rdb_sample.next), or NULL.
+ * Only a guess: the hook must confirm it against the request (the tree's
+ * plain stream, an unpack's bytes and type) and report with
+ * rp_predicted_was whether it was right. The database must be mapped. */
+const rdb_entry *rp_predicted(int api);
+void rp_predicted_was(const rdb_entry *e, int right);
 
 /* Entry for a fingerprint (already bound to the API), or NULL. */
 const rdb_entry *rp_lookup(const uint8_t fp[16]);

@@ -21,6 +21,31 @@ t101_replay_basic_output_identical() {
   replay_same "$PB" basic 40
 }
 
+t118_replay_follows_the_recorded_order() {
+  # a program that repeats its recorded sequence has each request named by
+  # the call before it: confirmed by a compare, not a fingerprint
+  replay_same "$PB" basic 40
+  python3 - "$n" <<'PY' || fail "too few lookups followed the recorded order"
+import json, sys
+s = json.load(open("sum.json"))
+calls = int(sys.argv[1])
+assert s["lookups_predicted"] >= calls * 9 // 10, (s["lookups_predicted"], calls)
+PY
+}
+
+t119_replay_wrong_predictions_are_looked_up() {
+  # the same requests in the opposite order: every guess is wrong, every
+  # call is still answered with its own response
+  "$STANDIN" record -o rec -- "$PB" basic 40 >/dev/null
+  "$PB" reverse 40 >native.out
+  "$STANDIN" replay -t rec --summary sum.json -- "$PB" reverse 40 >rep.out
+  cmp native.out rep.out || fail "replayed output differs"
+  n=$(calls rec)
+  expect_eq "replayed" "$n" "$(json sum.json calls_replayed)"
+  expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
+  [ "$(json sum.json lookups_predicted)" -lt $((n / 10)) ] || fail "guesses taken in reverse"
+}
+
 t102_replay_threads() {
   replay_same "$PB" threads 8 15
 }

@@ -619,9 +619,11 @@ static int run_stacks(int n) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: pbtest basic|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|"
-                    "lonesize|stacks|linger|surgery "
-                    "[args]\n");
+    fprintf(stderr,
+            "usage: pbtest "
+            "basic|reverse|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|"
+            "lonesize|stacks|linger|surgery "
+            "[args]\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -629,6 +631,9 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (!strcmp(mode, "basic"))
     basic(0, a);
+  else if (!strcmp(mode, "reverse")) /* basic's messages, last first */
+    for (int i = a - 1; i >= 0; i--)
+      basic(i, 1);
   else if (!strcmp(mode, "threads"))
     rc = run_threads(a, b);
   else if (!strcmp(mode, "pool"))
