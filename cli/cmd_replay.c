@@ -283,7 +283,8 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   for (int i = 0; i < RDB_FB_NREASONS; i++)
     fprintf(f, "%s\"%s\": %llu", i ? ", " : "", fb_names[i], C(s, RDB_C_FB0 + i));
   /* found by following the recorded order, without a fingerprint (rp.c) */
-  fprintf(f, "},\n  \"lookups_predicted\": %llu", C(s, RDB_C_PREDICTED));
+  fprintf(f, "},\n  \"lookups_predicted\": %llu,\n  \"lookups_mispredicted\": %llu",
+          C(s, RDB_C_PREDICTED), C(s, RDB_C_MISPREDICTED));
   fprintf(f, ",\n  \"reused_samples\": %llu,\n  \"overruns\": %llu,\n  \"overrun_ns\": %llu,\n",
           C(s, RDB_C_REUSED), T(s, RDB_API_OVERRUNS), T(s, RDB_API_OVERRUN_NS));
   fprintf(f, "  \"repaid_ns\": %llu,\n  \"debt_ns\": %llu,\n  \"setup_ns\": %llu,\n",

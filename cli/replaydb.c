@@ -627,10 +627,6 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
       d->resp_off = put_blob(&bs, m, &bo, e->resp, e->resp_len);
       d->resp_len = e->resp_len;
     }
-    if (e->stream) {
-      d->stream_off = put_blob(&bs, m, &bo, e->stream, e->stream_len);
-      d->stream_len = e->stream_len;
-    }
     /* one copy of each name: equal types have equal type_off (rep_protobuf.c) */
     d->type_off = put_blob(&bs, m, &bo, (const uint8_t *)e->type, strlen(e->type) + 1);
     uint64_t j = rdb_hash(e->fp) & (nslots - 1);
@@ -638,9 +634,18 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
       j = (j + 1) & (nslots - 1);
     slots[j] = (uint32_t)i + 1;
   }
+  /* the streams after every response and request: read only to confirm a
+   * guess, they would otherwise spread the bytes every call reads over
+   * twice the memory */
+  for (size_t i = 0; i < b->n; i++)
+    if (b->e[i].stream) {
+      ents[i].stream_off = put_blob(&bs, m, &bo, b->e[i].stream, b->e[i].stream_len);
+      ents[i].stream_len = b->e[i].stream_len;
+    }
   free(bs.off);
   free(bs.len);
   free(index_of);
+
   /* identical blobs were stored once: give the rest back */
   uint64_t used = bo + 8;
   if (used < size && ftruncate(fd, (off_t)used) == 0)

@@ -76,12 +76,12 @@ enum { RDB_API_CALLS, RDB_API_OVERRUNS, RDB_API_OVERRUN_NS, RDB_API_HARNESS_NS, 
 /* Run-wide counters (rdb_stats.c[]). Threads count locally and add their
  * counts here in batches, at thread and process exit, exec and _exit. */
 enum {
-  RDB_C_INTERCEPTED = 0, /* outermost calls seen */
-  RDB_C_REPLAYED,        /* answered from the recording */
-  RDB_C_SOFTWARE,        /* kept in software on purpose (sum of SW_*) */
-  RDB_C_FALLBACK,        /* misses that ran the real call (sum of FB_*) */
-  RDB_C_FB0,             /* + RDB_FB_* */
-  RDB_C_SW0 = RDB_C_FB0 + RDB_FB_NREASONS, /* + RDB_SW_* */
+  RDB_C_INTERCEPTED = 0,                      /* outermost calls seen */
+  RDB_C_REPLAYED,                             /* answered from the recording */
+  RDB_C_SOFTWARE,                             /* kept in software on purpose (sum of SW_*) */
+  RDB_C_FALLBACK,                             /* misses that ran the real call (sum of FB_*) */
+  RDB_C_FB0,                                  /* + RDB_FB_* */
+  RDB_C_SW0 = RDB_C_FB0 + RDB_FB_NREASONS,    /* + RDB_SW_* */
   RDB_C_REUSED = RDB_C_SW0 + RDB_SW_NREASONS, /* occurrences past the recorded count */
   /* overruns, their time and harness time are counted per API only
    * (RDB_API; rdb_total sums them) */
@@ -97,6 +97,7 @@ enum {
   RDB_C_DIRECT,          /* kept in software without a lookup (rdb_class), untimed */
   RDB_C_PREDICTED,       /* lookups answered by the thread's prediction (rp_predicted),
                             without a fingerprint */
+  RDB_C_MISPREDICTED,    /* predictions the request did not confirm */
   RDB_C_OUTSIDE_NS,      /* harness ns per call no window measures (rp.c), largest
                             of the processes' calibrations */
   RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */

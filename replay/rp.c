@@ -426,15 +426,16 @@ void rp_prefetch(int api) {
   prefetch_lines(db + e->resp_off, 4);
   if (e->req_len)
     prefetch_lines(db + e->req_off, 4);
-  if (e->stream_len)
-    prefetch_lines(db + e->stream_off, 4);
 }
 
-const rdb_entry *rp_predicted(int api) {
+const rdb_entry *rp_predicted(int api, int served) {
   uint32_t p = pred[(unsigned)api % RDB_API_SLOTS];
   if (p == 0 || p > hdr->nentries)
     return NULL;
   if (pred_fails >= 4 && (++pred_skip & 7) != 0)
+    return NULL;
+  if (served && atomic_load_explicit((_Atomic uint64_t *)(db + hdr->next_off) + (p - 1),
+                                     memory_order_relaxed) == 0)
     return NULL;
   const rdb_entry *e = (const rdb_entry *)(db + hdr->entries_off) + (p - 1);
   return e->api == api ? e : NULL;
@@ -443,6 +444,7 @@ const rdb_entry *rp_predicted(int api) {
 void rp_predicted_was(const rdb_entry *e, int right) {
   if (!right) {
     pred_fails++;
+    ADD(RDB_C_MISPREDICTED, 1);
     return;
   }
   pred_fails = 0;

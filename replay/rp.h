@@ -34,11 +34,13 @@ int rp_on(void);
 void rp_prefetch(int api);
 
 /* The entry this thread's next call of `api` most likely matches (the one
- * that followed the occurrence it took last: rdb_sample.next), or NULL.
- * Only a guess: the hook must confirm it against the request (the tree's
- * plain stream, an unpack's bytes and type) and report with
- * rp_predicted_was whether it was right. The database must be mapped. */
-const rdb_entry *rp_predicted(int api);
+ * that followed the occurrence it took last: rdb_sample.next), or NULL;
+ * with `served`, only an entry the run has served before, whose saved
+ * bytes are likely in the caches. Only a guess: the hook must confirm it
+ * against the request (the tree's plain stream, an unpack's bytes and type)
+ * and report with rp_predicted_was whether it was right. The database must
+ * be mapped. */
+const rdb_entry *rp_predicted(int api, int served);
 void rp_predicted_was(const rdb_entry *e, int right);
 
 /* Entry for a fingerprint (already bound to the API), or NULL. */

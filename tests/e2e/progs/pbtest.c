@@ -634,7 +634,14 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "reverse")) /* basic's messages, last first */
     for (int i = a - 1; i >= 0; i--)
       basic(i, 1);
-  else if (!strcmp(mode, "threads"))
+  else if (!strcmp(mode, "back")) { /* basic, then its messages again last first */
+    basic(0, a);
+    for (int i = a - 1; i >= 0; i--)
+      basic(i, 1);
+  } else if (!strcmp(mode, "twice")) { /* basic twice */
+    basic(0, a);
+    basic(0, a);
+  } else if (!strcmp(mode, "threads"))
     rc = run_threads(a, b);
   else if (!strcmp(mode, "pool"))
     rc = run_pool(a, b);
