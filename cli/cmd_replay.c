@@ -295,6 +295,7 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
           C(s, RDB_C_PREDICTED_NS), C(s, RDB_C_RECORDED_NS), C(s, RDB_C_SPIN_NS));
   fprintf(f, "  \"harness_ns\": %llu,\n  \"harness_outside_ns\": %llu,\n", T(s, RDB_API_HARNESS_NS),
           C(s, RDB_C_OUTSIDE_NS));
+  fprintf(f, "  \"spin_tail_ns\": %llu,\n", C(s, RDB_C_TAIL_NS));
   fprintf(f, "  \"software_ns\": %llu,\n  \"processes\": %llu,\n", C(s, RDB_C_SOFTWARE_NS),
           C(s, RDB_C_PROCESSES));
   fprintf(f, "  \"by_api\": {");

@@ -100,6 +100,8 @@ enum {
   RDB_C_MISPREDICTED,    /* predictions the request did not confirm */
   RDB_C_OUTSIDE_NS,      /* harness ns per call no window measures (rp.c), largest
                             of the processes' calibrations */
+  RDB_C_TAIL_NS,         /* ns a spinning call takes past its deadline (rp.c),
+                            largest of the processes' calibrations */
   RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */
   RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N
