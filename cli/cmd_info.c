@@ -246,7 +246,16 @@ int cmd_info(int argc, char **argv) {
     return rc;
   }
   const char *cmd = cli_runinfo_get(dir, "command");
-  printf("recording %s%s%s\n\n", dir, cmd ? ": " : "", cmd ? cmd : "");
+  /* a long command line (a program given hundreds of names) is cut at a
+   * word, as the per-process lines cut argv */
+  int shown = cmd ? (int)strlen(cmd) : 0;
+  if (shown > 160) {
+    shown = 160;
+    while (shown > 80 && cmd[shown] != ' ')
+      shown--;
+  }
+  printf("recording %s%s%.*s%s\n\n", dir, cmd ? ": " : "", shown, cmd ? cmd : "",
+         cmd && cmd[shown] ? " ..." : "");
   info_agg agg = {0};
   uint64_t total_ns = 0, total_calls = 0, total_bytes = 0;
   int damaged = 0;

@@ -88,6 +88,12 @@ t008_record_program_without_calls() {
   "$STANDIN" info rec >info.out
   grep -q "0 calls" info.out || fail "info: $(cat info.out)"
   grep -q "made no protobuf-c" info.out || fail "info: $(cat info.out)"
+  # a command line of hundreds of words is cut in the header, at a word
+  # shellcheck disable=SC2046
+  "$STANDIN" record -o long -- "$PB" basic 1 1 $(seq 1 300) >/dev/null
+  head -1 <("$STANDIN" info long) >head.out
+  grep -q '^recording long: .*pbtest basic 1 1 1 2 3 .* [0-9]* \.\.\.$' head.out || fail "header: $(cat head.out)"
+  [ "$(wc -c <head.out)" -lt 200 ] || fail "header not cut: $(wc -c <head.out) bytes"
 }
 
 t009_record_passes_exit_status() {
