@@ -184,23 +184,41 @@ static uint8_t *unpack_image(builder *b, scan_file *f, const st_call *c, const u
  * only if it decodes, with the recorded schema, to a tree that has the
  * request's fingerprint (see RDB_ENTRY_SIZE_OK); the shim checks the others
  * against the real size. */
-static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) {
+/* The tree a pack entry's response decodes to with the recorded schema,
+ * or NULL; the caller frees it with protobuf_c_message_free_unpacked. */
+static ProtobufCMessage *pack_tree(builder *b, scan_file *f, const b_entry *e, const st_call *c) {
   if ((e->api != ST_API_PB_PACK && e->api != ST_API_PB_PACK_BUF) || !e->resp ||
       e->resp_len != e->result || c->type >= f->ntypes || !f->types[c->type].schema)
-    return;
+    return NULL;
   const ProtobufCMessageDescriptor *d = descriptor_of(b, &f->types[c->type]);
-  ProtobufCMessage *m = d ? protobuf_c_message_unpack(d, NULL, e->resp_len, e->resp) : NULL;
+  return d ? protobuf_c_message_unpack(d, NULL, e->resp_len, e->resp) : NULL;
+}
+
+static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) {
+  ProtobufCMessage *m = pack_tree(b, f, e, c);
   uint8_t fp[16];
   if (m && pbw_fingerprint_tree(m, fp, NULL) == PBW_OK) {
     memcpy(e->tree_fp, fp, 16);
     shim_fp_bind(fp, e->api);
-    if (!memcmp(fp, e->fp, 16)) {
+    if (!memcmp(fp, e->fp, 16))
       e->flags |= RDB_ENTRY_SIZE_OK;
-      size_t len;
-      if (pbw_tree_stream(m, &e->stream, &len) == PBW_OK)
-        e->stream_len = len;
-    }
   }
+  if (m)
+    protobuf_c_message_free_unpacked(m, NULL);
+}
+
+/* A verified pack entry recorded more than once keeps its tree's plain
+ * stream (rdb_entry.stream_off): replay compares a tree with an entry's
+ * stream only once the run has served that entry, so an entry recorded
+ * once would never need it (the usual case: most requests are new, and
+ * their streams would add about their responses' size to the database). */
+static void keep_stream(builder *b, scan_file *f, b_entry *e, const st_call *c) {
+  if (!(e->flags & RDB_ENTRY_SIZE_OK) || e->stream)
+    return;
+  ProtobufCMessage *m = pack_tree(b, f, e, c);
+  size_t len;
+  if (m && pbw_tree_stream(m, &e->stream, &len) == PBW_OK)
+    e->stream_len = len;
   if (m)
     protobuf_c_message_free_unpacked(m, NULL);
 }
@@ -218,7 +236,7 @@ static void verify_sizes(builder *b) {
     b_entry *s = find_entry(b, fp);
     if (s && s->api == ST_API_PB_SIZE && s->result == p->resp_len) {
       s->flags |= RDB_ENTRY_SIZE_OK;
-      if (p->stream && !s->stream && (s->stream = malloc(p->stream_len)) != NULL) {
+      if (p->stream && !s->stream && s->n >= 2 && (s->stream = malloc(p->stream_len)) != NULL) {
         memcpy(s->stream, p->stream, p->stream_len); /* the same tree's */
         s->stream_len = p->stream_len;
       }
@@ -349,6 +367,8 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   bs->next_id = 0;
   evaluate(b, f, e, c, &bs->s);
   link_next(b, c, e);
+  if (e->n == 2)
+    keep_stream(b, f, e, c);
   return 0;
 }
 
