@@ -180,10 +180,6 @@ static uint8_t *unpack_image(builder *b, scan_file *f, const st_call *c, const u
   return img;
 }
 
-/* A pack response is trusted to be the packed size of the program's tree
- * only if it decodes, with the recorded schema, to a tree that has the
- * request's fingerprint (see RDB_ENTRY_SIZE_OK); the shim checks the others
- * against the real size. */
 /* The tree a pack entry's response decodes to with the recorded schema,
  * or NULL; the caller frees it with protobuf_c_message_free_unpacked. */
 static ProtobufCMessage *pack_tree(builder *b, scan_file *f, const b_entry *e, const st_call *c) {
@@ -194,6 +190,10 @@ static ProtobufCMessage *pack_tree(builder *b, scan_file *f, const b_entry *e, c
   return d ? protobuf_c_message_unpack(d, NULL, e->resp_len, e->resp) : NULL;
 }
 
+/* A pack response is trusted to be the packed size of the program's tree
+ * only if it decodes, with the recorded schema, to a tree that has the
+ * request's fingerprint (see RDB_ENTRY_SIZE_OK); the shim checks the others
+ * against the real size. */
 static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) {
   ProtobufCMessage *m = pack_tree(b, f, e, c);
   uint8_t fp[16];
@@ -665,7 +665,6 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   free(bs.off);
   free(bs.len);
   free(index_of);
-
   /* identical blobs were stored once: give the rest back */
   uint64_t used = bo + 8;
   if (used < size && ftruncate(fd, (off_t)used) == 0)
