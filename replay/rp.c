@@ -178,7 +178,7 @@ static uint64_t tsc_base, mono_base, tsc_mult;
 static uint64_t outside_ns;
 
 /* Past its deadline a spinning call still takes the clock read that saw it
- * pass and the way out of the loop (~15 ns here): every replayed call that
+ * pass and the way out of the loop (9-12 ns here): every replayed call that
  * has slack would end that much later than its model says. Calibrated at
  * start as the excess of a loop of short waits over what it waits, and
  * taken off each deadline (never before the call's own start). */
