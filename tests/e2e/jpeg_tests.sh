@@ -123,6 +123,7 @@ t203_jpeg_sources_stdio_memory_custom_suspending() {
   echo "$JD -src suspend -chunk 100000 -one $fs" >>run.sh
   jpeg_same run.sh
   every_decode_replayed
+  [ "$(json sum.json lookups_predicted)" -gt 0 ] || fail "no libjpeg decode found by its guess"
 }
 
 t204_jpeg_output_parameters_are_part_of_the_request() {
@@ -184,6 +185,10 @@ t207_jpeg_turbojpeg_entry_points() {
   # too small fails for each, and every call on the truncated file warns
   expect_eq "tj calls" 42 "$(calls rec tj.decode)"
   expect_eq "failed" 12 "$("$STANDIN" dump rec | grep -c FAILED)"
+  # one process decodes them all in the recorded order: after the first,
+  # each call is found by comparing its bytes with the one the recording
+  # says comes next, without hashing the JPEG
+  [ "$(json sum.json lookups_predicted)" -ge 30 ] || fail "predicted: $(json sum.json lookups_predicted)"
 }
 
 t208_jpeg_truncated_and_corrupt_behave_as_without_standin() {
