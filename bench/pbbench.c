@@ -2,11 +2,13 @@
  * program itself, so the same loop can run natively, under record and under
  * replay, side by side in one benchmark run.
  *
- *   pbbench pack|unpack|size SIZE N
+ *   pbbench pack|unpack|size|packnew SIZE N
  *
  * SIZE is the encoded size to aim for (bytes); the message is a Tree with a
- * few fields and one bytes chunk that makes up the size. Prints
- * "ns_per_call X" for the timed loop (N calls after 100 warm-up calls). */
+ * few fields and one bytes chunk that makes up the size. packnew packs a
+ * new message each call (the branch id counts up), as most programs do:
+ * a replay must then fingerprint every one. Prints "ns_per_call X" for the
+ * timed loop (N calls after 100 warm-up calls). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,7 @@ static uint64_t now_ns(void) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: pbbench pack|unpack|size SIZE N\n");
+    fprintf(stderr, "usage: pbbench pack|unpack|size|packnew SIZE N\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -45,6 +47,9 @@ int main(int argc, char **argv) {
   ProtobufCBinaryData chunk = {pad, blob};
   t.n_chunks = 1;
   t.chunks = &chunk;
+  enum { NEW_ID0 = 1 << 28 };
+  if (!strcmp(mode, "packnew"))
+    br.id = NEW_ID0;
   size_t len = standin__test__tree__get_packed_size(&t);
   uint8_t *buf = malloc(len);
   standin__test__tree__pack(&t, buf);
@@ -52,11 +57,14 @@ int main(int argc, char **argv) {
   uint64_t t0 = 0;
   /* decided once: the loop must make exactly one library call per turn, so
    * that tracers that see every PLT call are compared on the same work */
-  int op = !strcmp(mode, "pack") ? 0 : !strcmp(mode, "size") ? 1 : 2;
+  int op = !strcmp(mode, "pack") ? 0 : !strcmp(mode, "size") ? 1 : !strcmp(mode, "packnew") ? 3 : 2;
   for (long i = -100; i < n; i++) {
     if (i == 0)
       t0 = now_ns();
     if (op == 0) {
+      sink += standin__test__tree__pack(&t, buf);
+    } else if (op == 3) {
+      br.id = NEW_ID0 + i; /* 5-byte varints all: the size stays */
       sink += standin__test__tree__pack(&t, buf);
     } else if (op == 1) {
       sink += standin__test__tree__get_packed_size(&t);

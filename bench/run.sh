@@ -13,9 +13,9 @@ OUT=bench/results.md
 T=$(mktemp -d /tmp/standin-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
-  REPS=3 N=20000 NBIG=2000 NLT=300 E2E=2000 NJPEG=50
+  REPS=3 N=20000 NBIG=2000 NLT=300 E2E=2000 NJPEG=50 NNEW=5000
 else
-  REPS=7 N=100000 NBIG=10000 NLT=2000 E2E=20000 NJPEG=200
+  REPS=7 N=100000 NBIG=10000 NLT=2000 E2E=20000 NJPEG=200 NNEW=20000
 fi
 have() { command -v "$1" >/dev/null 2>&1; }
 
@@ -112,6 +112,16 @@ for mode in pack size unpack; do
     fi
   done
 done
+# A new message each call (the branch id counts up), recorded and replayed
+# call for call: every request is fingerprinted and its entry is memory
+# nothing has touched, as in most programs; the rows above pack one message
+# again and again.
+rm -rf "$T/rn"
+"$S" record -o "$T/rn" -- "$PBB" packnew 1024 "$NNEW" >/dev/null 2>&1
+read -r nat nat_sp <<<"$(ns_stats "$PBB" packnew 1024 "$NNEW")"
+read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rn" --iface constant:ns=0 -- "$PBB" packnew 1024 "$NNEW")"
+row "replay harness, constant:ns=0, pack 1024 B, a new message each call: ns per call" "$rep ($rep_sp)" \
+  "native $nat ($nat_sp)" "\`standin replay --iface constant:ns=0 -- pbbench packnew 1024 $NNEW\`"
 rm -rf "$T/r1"
 "$S" record -o "$T/r1" -- "$PBB" pack 1024 1000 >/dev/null 2>&1
 "$S" replay -t "$T/r1" --iface constant:ns=2000 --summary "$T/spin.json" -- "$PBB" pack 1024 "$N" >/dev/null 2>&1
