@@ -418,6 +418,7 @@ static SHIM_TLS uint64_t next_hint; /* entry index expected next */
  * (a pool that deals requests out differently) tries one call in eight. */
 static SHIM_TLS uint32_t pred[RDB_API_SLOTS]; /* entry index + 1, 0: none */
 static SHIM_TLS uint32_t pred_fails, pred_skip;
+static SHIM_TLS uint64_t last_used = UINT64_MAX; /* entry the thread served last */
 
 static inline void prefetch_lines(const void *p, int lines) {
   for (int i = 0; i < lines; i++)
@@ -431,10 +432,17 @@ void rp_prefetch(int api) {
   i = i ? i - 1 : next_hint;
   if (i >= hdr->nentries)
     return;
+  if (i == last_used) /* the same request again: its bytes are in the caches */
+    return;
   const rdb_entry *e = (const rdb_entry *)(db + hdr->entries_off) + i;
-  /* prefetches never fault: a wild offset costs nothing but the hint */
+  /* prefetches never fault: a wild offset costs nothing but the hint. A
+   * request seen for the first time is memory nothing has touched: all of
+   * a response up to 2 KiB is fetched while the hook fingerprints (a new
+   * 1 KB pack each call: 247 -> 186 ns a call with constant:ns=0, against
+   * its first 256 bytes) */
   __builtin_prefetch(db + e->samples_off);
-  prefetch_lines(db + e->resp_off, 4);
+  int lines = (int)((e->resp_len + 63) / 64);
+  prefetch_lines(db + e->resp_off, lines < 32 ? lines : 32);
   if (e->req_len)
     prefetch_lines(db + e->req_off, 4);
 }
@@ -593,6 +601,7 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
   const rdb_entry *ents = (const rdb_entry *)(db + hdr->entries_off);
   _Atomic uint64_t *nexts = (_Atomic uint64_t *)(db + hdr->next_off);
   uint64_t k = atomic_fetch_add_explicit(&nexts[e - ents], 1, memory_order_relaxed);
+  last_used = (uint64_t)(e - ents);
   const rdb_sample *samples = rp_ptr(e->samples_off, (uint64_t)e->nsamples * sizeof(rdb_sample));
   if (!samples || e->nsamples == 0)
     return 0;
