@@ -39,6 +39,7 @@ typedef struct {
   uint8_t tree_fp[16];  /* pack responses: fingerprint of the decoded bytes */
   uint8_t *stream;      /* verified tree requests: the plain stream (rdb_entry) */
   uint64_t stream_len;
+  const ProtobufCMessageDescriptor *desc; /* verified pack responses: their type */
   uint32_t id; /* order of creation: b_sample.next_id survives sorting */
   char *type;
   b_sample *s;
@@ -200,8 +201,10 @@ static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) 
   if (m && pbw_fingerprint_tree(m, fp, NULL) == PBW_OK) {
     memcpy(e->tree_fp, fp, 16);
     shim_fp_bind(fp, e->api);
-    if (!memcmp(fp, e->fp, 16))
+    if (!memcmp(fp, e->fp, 16)) {
       e->flags |= RDB_ENTRY_SIZE_OK;
+      e->desc = m->descriptor; /* rebuilt from the schema: lives as long as b */
+    }
   }
   if (m)
     protobuf_c_message_free_unpacked(m, NULL);
@@ -212,10 +215,10 @@ static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) 
  * stream only once the run has served that entry, so an entry recorded
  * once would never need it (the usual case: most requests are new, and
  * their streams would add about their responses' size to the database). */
-static void keep_stream(builder *b, scan_file *f, b_entry *e, const st_call *c) {
-  if (!(e->flags & RDB_ENTRY_SIZE_OK) || e->stream)
+static void keep_stream(b_entry *e) {
+  if (!(e->flags & RDB_ENTRY_SIZE_OK) || e->stream || !e->desc || !e->resp)
     return;
-  ProtobufCMessage *m = pack_tree(b, f, e, c);
+  ProtobufCMessage *m = protobuf_c_message_unpack(e->desc, NULL, e->resp_len, e->resp);
   size_t len;
   if (m && pbw_tree_stream(m, &e->stream, &len) == PBW_OK)
     e->stream_len = len;
@@ -236,9 +239,12 @@ static void verify_sizes(builder *b) {
     b_entry *s = find_entry(b, fp);
     if (s && s->api == ST_API_PB_SIZE && s->result == p->resp_len) {
       s->flags |= RDB_ENTRY_SIZE_OK;
-      if (p->stream && !s->stream && s->n >= 2 && (s->stream = malloc(p->stream_len)) != NULL) {
-        memcpy(s->stream, p->stream, p->stream_len); /* the same tree's */
-        s->stream_len = p->stream_len;
+      if (s->n >= 2 && !s->stream) {
+        keep_stream(&b->e[i]); /* the pack may have been recorded once */
+        if (p->stream && (s->stream = malloc(p->stream_len)) != NULL) {
+          memcpy(s->stream, p->stream, p->stream_len); /* the same tree's */
+          s->stream_len = p->stream_len;
+        }
       }
     }
   }
@@ -368,7 +374,7 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   evaluate(b, f, e, c, &bs->s);
   link_next(b, c, e);
   if (e->n == 2)
-    keep_stream(b, f, e, c);
+    keep_stream(e);
   return 0;
 }
 
