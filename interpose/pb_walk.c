@@ -69,17 +69,23 @@ const char *pbw__empty_string(void) {
 
 static int walk_msg(walk_ctx *c, const ProtobufCMessage *m, unsigned depth);
 
+/* Helpers of both walks, inlined where `stats` is a constant (the planned
+ * walk is compiled with and without statistics: see walk_body). */
+#define WALK_INLINE static inline __attribute__((always_inline))
+
 /* A NULL string is written by pack as "" (required fields only). */
-static void walk_string(walk_ctx *c, const char *s) {
+WALK_INLINE void walk_string(walk_ctx *c, const char *s, const int stats) {
   size_t n = s ? strlen(s) : 0;
-  c->st.var_bytes += n;
+  if (stats)
+    c->st.var_bytes += n;
   fp_blob(c, s, n);
 }
 
 /* Bytes with a length but no data would crash pack; hash the length only. */
-static void walk_bytes(walk_ctx *c, const ProtobufCBinaryData *bd) {
+WALK_INLINE void walk_bytes(walk_ctx *c, const ProtobufCBinaryData *bd, const int stats) {
   size_t n = bd->data ? bd->len : 0;
-  c->st.var_bytes += n;
+  if (stats)
+    c->st.var_bytes += n;
   fp_blob(c, bd->data, n);
 }
 
@@ -129,8 +135,8 @@ static int walk_value(walk_ctx *c, const ProtobufCFieldDescriptor *f, const void
   ProtobufCType t = f->type;
   const ProtobufCMessage *sub;
   switch (t) {
-  case PROTOBUF_C_TYPE_STRING: walk_string(c, pbw__ldptr(p)); return PBW_OK;
-  case PROTOBUF_C_TYPE_BYTES: walk_bytes(c, p); return PBW_OK;
+  case PROTOBUF_C_TYPE_STRING: walk_string(c, pbw__ldptr(p), 1); return PBW_OK;
+  case PROTOBUF_C_TYPE_BYTES: walk_bytes(c, p, 1); return PBW_OK;
   case PROTOBUF_C_TYPE_MESSAGE:
     c->st.submsgs++;
     sub = pbw__ldptr(p);
@@ -163,11 +169,11 @@ static int walk_repeated(walk_ctx *c, const ProtobufCFieldDescriptor *f, const c
   switch (f->type) {
   case PROTOBUF_C_TYPE_STRING:
     for (size_t i = 0; i < n; i++)
-      walk_string(c, ((char *const *)arr)[i]);
+      walk_string(c, ((char *const *)arr)[i], 1);
     return PBW_OK;
   case PROTOBUF_C_TYPE_BYTES:
     for (size_t i = 0; i < n; i++)
-      walk_bytes(c, (const ProtobufCBinaryData *)arr + i);
+      walk_bytes(c, (const ProtobufCBinaryData *)arr + i, 1);
     return PBW_OK;
   case PROTOBUF_C_TYPE_MESSAGE:
   case PROTOBUF_C_TYPE_BOOL: break;
@@ -362,7 +368,6 @@ static inline const wplan *plan_of(const ProtobufCMessageDescriptor *d) {
  * same stream as the interpreted walk. Repeated fields are handled here by
  * the kind the plan resolved, and the elements of a repeated message field
  * look up their plan once, not once each. */
-#define WALK_INLINE static inline __attribute__((always_inline))
 
 static int walk_msg_st(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p);
 static int walk_msg_fp(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p);
@@ -370,20 +375,6 @@ static int walk_msg_fp(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, c
 WALK_INLINE int walk_sub(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p,
                          const int stats) {
   return stats ? walk_msg_st(c, m, depth, p) : walk_msg_fp(c, m, depth, p);
-}
-
-WALK_INLINE void walk_str(walk_ctx *c, const char *s, const int stats) {
-  size_t n = s ? strlen(s) : 0;
-  if (stats)
-    c->st.var_bytes += n;
-  fp_blob(c, s, n);
-}
-
-WALK_INLINE void walk_bin(walk_ctx *c, const ProtobufCBinaryData *bd, const int stats) {
-  size_t n = bd->data ? bd->len : 0; /* a length without data: see walk_bytes */
-  if (stats)
-    c->st.var_bytes += n;
-  fp_blob(c, bd->data, n);
 }
 
 /* A message value (field f, at depth), NULL as pack writes it. */
@@ -417,11 +408,11 @@ WALK_INLINE int walk_rep(walk_ctx *c, const wop *o, const char *base, size_t n, 
     return PBW_OK;
   case WK_STR:
     for (size_t i = 0; i < n; i++)
-      walk_str(c, ((char *const *)arr)[i], stats);
+      walk_string(c, ((char *const *)arr)[i], stats);
     return PBW_OK;
   case WK_BYTES:
     for (size_t i = 0; i < n; i++)
-      walk_bin(c, (const ProtobufCBinaryData *)arr + i, stats);
+      walk_bytes(c, (const ProtobufCBinaryData *)arr + i, stats);
     return PBW_OK;
   default: { /* WK_MSG */
     const ProtobufCMessageDescriptor *d = NULL;
@@ -489,11 +480,11 @@ WALK_INLINE int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned
     case WK_BOOL: walk_scalar(c, o->id, o->kind, mem); continue;
     case WK_STR:
       fp_u32(c, o->id);
-      walk_str(c, pbw__ldptr(mem), stats);
+      walk_string(c, pbw__ldptr(mem), stats);
       continue;
     case WK_BYTES:
       fp_u32(c, o->id);
-      walk_bin(c, (const ProtobufCBinaryData *)mem, stats);
+      walk_bytes(c, (const ProtobufCBinaryData *)mem, stats);
       continue;
     default: { /* WK_MSG */
       const ProtobufCMessage *sub = pbw__ldptr(mem);
