@@ -221,17 +221,23 @@ static void emit_due(jpg_obj *o, rep_dec *x, int phase, uint32_t row) {
   }
 }
 
+/* Whether e's saved request is these bytes (head, then body). */
+static int saved_is(const rdb_entry *e, const void *head, size_t hlen, const void *body,
+                    size_t blen) {
+  const uint8_t *saved = rp_ptr(e->req_off, e->req_len);
+  return saved && e->req_len == hlen + blen && memcmp(saved, head, hlen) == 0 &&
+         (blen == 0 || memcmp(saved + hlen, body, blen) == 0);
+}
+
 /* The entry the recorded order says this thread decodes next (rp.c), if
- * its saved request is these bytes (head, then body): found without
- * hashing a JPEG whose bytes the lookup compares anyway. */
+ * its saved request is these bytes: found without hashing a JPEG whose
+ * bytes the lookup compares anyway. */
 static const rdb_entry *predicted(int api, const void *head, size_t hlen, const void *body,
                                   size_t blen) {
   const rdb_entry *e = rp_predicted(api, 0);
   if (!e)
     return NULL;
-  const uint8_t *saved = rp_ptr(e->req_off, e->req_len);
-  int right = saved && e->req_len == hlen + blen && memcmp(saved, head, hlen) == 0 &&
-              (blen == 0 || memcmp(saved + hlen, body, blen) == 0);
+  int right = saved_is(e, head, hlen, body, blen);
   rp_predicted_was(e, right);
   return right ? e : NULL;
 }
@@ -247,8 +253,7 @@ static const rdb_entry *find(const uint8_t *req, size_t len, int *reason) {
   *reason = RDB_FB_NOT_IN_TRACE;
   if (!e)
     return NULL;
-  const void *saved = rp_ptr(e->req_off, e->req_len);
-  if (!saved || e->req_len != len || memcmp(saved, req, len) != 0) {
+  if (!saved_is(e, req, len, NULL, 0)) {
     *reason = RDB_FB_MISMATCH; /* a fingerprint collision: never answer it */
     return NULL;
   }
@@ -732,9 +737,7 @@ static const rdb_entry *tj_lookup(const uint8_t *hdr, size_t hlen, const unsigne
   *reason = RDB_FB_NOT_IN_TRACE;
   if (!e)
     return NULL;
-  const uint8_t *saved = rp_ptr(e->req_off, e->req_len);
-  if (!saved || e->req_len != hlen + size || memcmp(saved, hdr, hlen) != 0 ||
-      memcmp(saved + hlen, jpeg, size) != 0) {
+  if (!saved_is(e, hdr, hlen, jpeg, size)) {
     *reason = RDB_FB_MISMATCH;
     return NULL;
   }

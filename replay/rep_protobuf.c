@@ -237,18 +237,17 @@ static int type_is(const rdb_entry *e, const ProtobufCMessageDescriptor *d) {
   return 1;
 }
 
-/* Whether e recorded an unpack of exactly these bytes as type d. */
-static int same_request(const rdb_entry *e, const ProtobufCMessageDescriptor *d, size_t len,
-                        const uint8_t *data) {
+/* Whether e's saved request is exactly these bytes. */
+static int saved_is(const rdb_entry *e, size_t len, const uint8_t *data) {
   const void *req = rp_ptr(e->req_off, e->req_len);
-  return req && e->req_len == len && memcmp(req, data, len) == 0 && type_is(e, d);
+  return req && e->req_len == len && memcmp(req, data, len) == 0;
 }
 
 static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t len,
                                      const uint8_t *data, int *reason) {
   const rdb_entry *e = rp_predicted(ST_API_PB_UNPACK, 0);
   if (e) {
-    int right = same_request(e, d, len, data);
+    int right = saved_is(e, len, data) && type_is(e, d);
     rp_predicted_was(e, right);
     if (!right)
       e = NULL;
@@ -261,8 +260,7 @@ static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t
     *reason = RDB_FB_NOT_IN_TRACE;
     if (!e)
       return NULL;
-    const void *req = rp_ptr(e->req_off, e->req_len);
-    if (!req || e->req_len != len || memcmp(req, data, len) != 0) {
+    if (!saved_is(e, len, data)) {
       *reason = RDB_FB_MISMATCH; /* a fingerprint collision: never answer it */
       return NULL;
     }
