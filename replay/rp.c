@@ -412,7 +412,8 @@ static SHIM_TLS uint64_t next_hint; /* entry index expected next */
  * the call its thread made next with the same API (rdb_sample.next), so a
  * program that repeats its recorded sequence names its next request before
  * making it. The hook confirms that entry against the request itself (the
- * tree's plain stream, or the bytes of an unpack), which costs a compare
+ * tree's plain stream, or the saved bytes of an unpack or a JPEG decode),
+ * which costs a compare
  * instead of a fingerprint: the same entry the fingerprint would find, or
  * the hook looks it up as usual. A thread whose predictions keep failing
  * (a pool that deals requests out differently) tries one call in eight. */
