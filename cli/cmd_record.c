@@ -18,7 +18,7 @@
 
 static const char usage_text[] =
     "usage: standin record [-o DIR] [--api protobuf,jpeg] [--stack-depth N] [--no-follow]\n"
-    "                      [--retime[=N]] [--retime-run fastest|median] [-f]\n"
+    "                      [--keep-pixels] [--retime[=N]] [--retime-run fastest|median] [-f]\n"
     "                      -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the record shim preloaded. Every protobuf-c and JPEG decode\n"
@@ -30,6 +30,10 @@ static const char usage_text[] =
     "      --api LIST       APIs to record: protobuf, jpeg (default both)\n"
     "      --stack-depth N  call-site frames to keep, 0-16 (default 3)\n"
     "      --no-follow      do not record programs that PROGRAM starts with exec\n"
+    "      --keep-pixels    save the rows of every libjpeg decode; by default most\n"
+    "                       are saved as a digest, and replay decodes the request\n"
+    "                       again to rebuild them (the same libjpeg build must be\n"
+    "                       installed where you replay)\n"
     "      --retime[=N]     run PROGRAM N more times (default 3), timing its calls\n"
     "                       and nothing else (no payload copies; input and output on\n"
     "                       /dev/null), and give each call its latency in the run\n"
@@ -51,6 +55,7 @@ typedef struct {
   const char *apis;
   int depth;
   int no_follow, force;
+  int keep_pixels; /* STANDIN_JPEG_PIXELS=keep */
   int retime;      /* timing-only runs; 0: none */
   int retime_pick; /* RETIME_FASTEST or RETIME_MEDIAN */
 } rec_opts;
@@ -74,6 +79,7 @@ static int parse(int argc, char **argv, rec_opts *o, int *first) {
                                      {"api", required_argument, 0, 'a'},
                                      {"stack-depth", required_argument, 0, 's'},
                                      {"no-follow", no_argument, 0, 'n'},
+                                     {"keep-pixels", no_argument, 0, 'k'},
                                      {"force", no_argument, 0, 'f'},
                                      {"retime", optional_argument, 0, 'r'},
                                      {"retime-run", required_argument, 0, 'R'},
@@ -100,6 +106,7 @@ static int parse(int argc, char **argv, rec_opts *o, int *first) {
       }
       break;
     case 'n': o->no_follow = 1; break;
+    case 'k': o->keep_pixels = 1; break;
     case 'f': o->force = 1; break;
     case 'r':
       o->retime = RETIME_DEFAULT_PASSES;
@@ -411,10 +418,14 @@ int cmd_record(int argc, char **argv) {
   if (cli_tsc_calibrate(&tb, &tm, &tk) == 0) /* the shim's clock (shim.h) */
     snprintf(tsc, sizeof tsc, "%llu:%llu:%llu", (unsigned long long)tb, (unsigned long long)tm,
              (unsigned long long)tk);
-  char *env[] = {env_pair("LD_PRELOAD", preload), env_pair("STANDIN_DIR", absdir),
-                 env_pair("STANDIN_APIS", o.apis), env_pair("STANDIN_STACK_DEPTH", depth),
+  char *env[] = {env_pair("LD_PRELOAD", preload),
+                 env_pair("STANDIN_DIR", absdir),
+                 env_pair("STANDIN_APIS", o.apis),
+                 env_pair("STANDIN_STACK_DEPTH", depth),
                  env_pair("STANDIN_NO_FOLLOW", o.no_follow ? "1" : "0"),
-                 env_pair("STANDIN_TSC", tsc), NULL};
+                 env_pair("STANDIN_JPEG_PIXELS", o.keep_pixels ? "keep" : "digest"),
+                 env_pair("STANDIN_TSC", tsc),
+                 NULL};
   write_runinfo(o.dir, argv + first, path, dyn, "running", 0);
   uint64_t wall = 0;
   int rc = cli_run(argv + first, env, &wall);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "jpeg_regen.h"
 #include "pb_walk.h"
 #include "scan.h"
 #include "shim.h"
@@ -60,6 +61,8 @@ typedef struct {
   uint32_t *slots; /* index + 1 */
   size_t nslots;
   uint64_t unusable, files, images_failed;
+  uint64_t pixels_failed; /* JPEG decodes whose rows could not be rebuilt */
+  char pixels_why[160];   /* the first one's reason */
   uint64_t start_ns;
   b_descset *ds;
   size_t nds;
@@ -250,6 +253,23 @@ static void verify_sizes(builder *b) {
   }
 }
 
+/* The recording kept a digest of a decode's rows (jpeg_req.h): decode the
+ * request again, once, and keep the rows if they are the recorded ones. A
+ * decode that does not give them back runs the real library in replay. */
+static void rebuild_rows(builder *b, const st_call *c, b_entry *e) {
+  uint8_t *rows = NULL;
+  char why[sizeof b->pixels_why];
+  int rc = c->api == ST_API_JPEG_DECODE
+               ? jpg_regenerate(e->req, e->req_len, e->resp, e->resp_len, c->resp_len, &rows, why,
+                                sizeof why)
+               : (snprintf(why, sizeof why, "API %d keeps no digests", c->api), -1);
+  free(e->resp);
+  e->resp = rows;
+  e->resp_len = rc == 0 ? c->resp_len : 0;
+  if (rc != 0 && b->pixels_failed++ == 0)
+    snprintf(b->pixels_why, sizeof b->pixels_why, "%s", why);
+}
+
 static void fill_entry(builder *b, scan_file *f, b_entry *e, const st_call *c) {
   e->api = c->api;
   e->nfeat = c->nfeat;
@@ -260,6 +280,8 @@ static void fill_entry(builder *b, scan_file *f, b_entry *e, const st_call *c) {
     e->flags |= RDB_ENTRY_FAILED;
   e->req = copy_blob(f, c->req_blob, &e->req_len);
   e->resp = copy_blob(f, c->resp_blob, &e->resp_len);
+  if ((c->flags & ST_CALL_RESP_DIGEST) && e->resp)
+    rebuild_rows(b, c, e);
   if (c->api == ST_API_PB_UNPACK && !e->resp && !(c->flags & ST_CALL_FAILED)) {
     e->resp = unpack_image(b, f, c, e->req, e->req_len, &e->resp_len);
     b->images_failed += e->resp == NULL;
@@ -730,6 +752,11 @@ int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, int unp
     cli_warn("%llu recorded unpack requests could not be rebuilt from their schema; they will "
              "run the real library during replay",
              (unsigned long long)b.images_failed);
+  if (b.pixels_failed)
+    cli_warn("%llu recorded JPEG decodes could not be rebuilt from their requests (the first: "
+             "%s); they will run the real library during replay. Recording with --keep-pixels "
+             "saves the rows themselves",
+             (unsigned long long)b.pixels_failed, b.pixels_why);
   builder_free(&b);
   return rc;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "pb_internal.h" /* pbw__hash64: XXH3-64 with AVX2 when the CPU has it */
 #include "shim.h"
 
 #define XXH_INLINE_ALL
@@ -222,4 +223,37 @@ void jpg_ext_msg(const jpg_ext *x, uint32_t i, jpg_msg *m) {
   m->code = (int32_t)r32(d + 8);
   m->pos = r32(d + 12);
   memcpy(m->parm, d + 16, 80);
+}
+
+/* ---- responses kept as digests ------------------------------------------ */
+
+uint64_t jpg_digest_row(uint64_t d, const void *row, size_t len) {
+  uint8_t h[8];
+  w64(h, pbw__hash64(row, len));
+  return XXH3_64bits_withSeed(h, sizeof h, d);
+}
+
+void jpg_dig_write(uint8_t *d, const jpg_digest *g) {
+  memset(d, 0, JPG_DIG_FIXED);
+  memcpy(d, JPG_DIG_MAGIC, 4);
+  w32(d + 4, g->row_bytes);
+  w32(d + 8, g->rows);
+  w64(d + 16, g->digest);
+}
+
+int jpg_dig_read(const uint8_t *b, size_t len, jpg_digest *g, const uint8_t **ext,
+                 size_t *ext_len) {
+  memset(g, 0, sizeof *g);
+  *ext = NULL;
+  *ext_len = 0;
+  if (len < JPG_DIG_FIXED || memcmp(b, JPG_DIG_MAGIC, 4) != 0 || r32(b + 12) != 0)
+    return -1;
+  g->row_bytes = r32(b + 4);
+  g->rows = r32(b + 8);
+  g->digest = r64(b + 16);
+  if (len > JPG_DIG_FIXED) {
+    *ext = b + JPG_DIG_FIXED;
+    *ext_len = len - JPG_DIG_FIXED;
+  }
+  return 0;
 }

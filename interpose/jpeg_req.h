@@ -118,4 +118,34 @@ typedef struct {
 int jpg_ext_read(const uint8_t *ext, size_t len, jpg_ext *x);
 void jpg_ext_msg(const jpg_ext *x, uint32_t i, jpg_msg *m);
 
+/* ---- a libjpeg response kept as a digest of its rows ----------------------
+ *
+ * Copying a decode's rows cost the recorded program more than anything
+ * else standin does (a 640x480 decode: ~920 KB), and the pixels were most
+ * of every JPEG trace. The request holds all a decoder needs to make them
+ * again (see the request blob), so record hashes the rows as the program
+ * receives them, and the offline tools decode the request again and check
+ * the rows against the digest (jpeg_regen.h). A call whose response blob
+ * is a digest is flagged ST_CALL_RESP_DIGEST; its resp_len stays the size
+ * of the rows and extension the program got. */
+#define JPG_DIG_MAGIC "SJD1"
+#define JPG_DIG_FIXED 24 /* bytes before the optional extension */
+
+typedef struct {
+  uint32_t row_bytes, rows;
+  uint64_t digest; /* jpg_digest_row over every row in order, from 0 */
+} jpg_digest;
+
+/* Fold one row into a digest: XXH3-64 of the row, then XXH3-64 of that
+ * (8 bytes, little-endian) seeded with the digest so far. */
+uint64_t jpg_digest_row(uint64_t d, const void *row, size_t len);
+
+/* Write the fixed part (JPG_DIG_FIXED bytes) at dst. */
+void jpg_dig_write(uint8_t *dst, const jpg_digest *g);
+
+/* Read a digest blob of `len` bytes; *ext and *ext_len are the extension
+ * after it (NULL, 0 when there is none). Returns 0, or -1 if damaged. */
+int jpg_dig_read(const uint8_t *blob, size_t len, jpg_digest *g, const uint8_t **ext,
+                 size_t *ext_len);
+
 #endif

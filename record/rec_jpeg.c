@@ -9,8 +9,12 @@
  * program's source manager); the response is every row as
  * jpeg_read_scanlines returned it, plus the messages the library emitted
  * while decoding (so replay can emit them again at the same rows) and the
- * colour map it made when quantising. Modes an accelerator would not serve
- * run as usual and are recorded as not offloadable, with the reason.
+ * colour map it made when quantising. Unless colours are quantised, or the
+ * image needs tables an earlier datastream gave, the rows are not copied:
+ * they are hashed as the program receives them, and the trace keeps that
+ * digest, from which offline tools decode the request again (jpeg_req.h).
+ * Modes an accelerator would not serve run as usual and are recorded as
+ * not offloadable, with the reason.
  *
  * TurboJPEG: one invocation is one tjDecompress2 / tjDecompressToYUV2 /
  * tjDecompressToYUVPlanes call (tjDecompress and tjDecompressToYUV reach
@@ -44,8 +48,11 @@ typedef struct {
   size_t row_bytes;
   uint32_t out_w, out_h;
   uint8_t *pix; /* rows as returned, then room for the extension */
-  size_t pix_len;
+  size_t pix_len;    /* bytes of every row */
   int pix_lost;      /* a row could not be kept */
+  int as_digest;     /* the rows are hashed, not kept (pix stays NULL) */
+  uint32_t rows_seen; /* rows hashed so far, in order */
+  uint64_t digest;    /* jpg_digest_row over those rows */
   uint8_t *cmap_out; /* the colour map the library made */
   uint32_t cmap_colors, cmap_comps;
   void *ips[ST_MAX_FRAMES];
@@ -78,9 +85,23 @@ static uint8_t *build_request(jpg_obj *o, rec_dec *x, size_t *len, jpg_probe *pr
 }
 
 /* Append the extension (colour map, messages) to the pixels; returns the
- * response length, or 0 when it cannot be built. */
+ * response length, or 0 when it cannot be built. A digest response becomes
+ * its fixed part and the extension in x->pix, and the length returned is
+ * still that of the rows and the extension (st_call.resp_len). */
 static size_t finish_response(jpg_obj *o, rec_dec *x) {
   size_t ext = jpg_ext_len(x->cmap_colors, x->cmap_comps, o->nmsgs);
+  if (x->as_digest) {
+    uint8_t *p = shim_alloc(JPG_DIG_FIXED + ext);
+    if (!p)
+      return 0;
+    jpg_digest g = {(uint32_t)x->row_bytes, x->out_h, x->digest};
+    jpg_dig_write(p, &g);
+    if (ext)
+      jpg_ext_write(p + JPG_DIG_FIXED, x->cmap_colors, x->cmap_comps, x->cmap_out, o->msgs,
+                    o->nmsgs);
+    x->pix = p;
+    return x->pix_len + ext;
+  }
   if (ext) {
     uint8_t *p = shim_realloc(x->pix, x->pix_len + ext);
     if (!p)
@@ -133,14 +154,17 @@ static void submit(jpg_obj *o, int failed) {
   } else if (!complete) {
     c.flags = ST_CALL_NOT_OFFLOADABLE | ST_CALL_NO_RESPONSE;
     c.reason = JPG_NO_ABANDONED;
-  } else if (!req || x->pix_lost || !x->pix) {
+  } else if (!req || x->pix_lost || (!x->pix && !x->as_digest)) {
     c.flags = ST_CALL_NO_RESPONSE;
     c.reason = JPG_NO_NOMEM;
   } else {
     size_t n = finish_response(o, x);
     if (n) {
-      c.resp = (rt_payload){RT_PAY_OWN, x->pix, n};
+      size_t kept = x->as_digest ? n - x->pix_len + JPG_DIG_FIXED : n;
+      c.resp = (rt_payload){RT_PAY_OWN, x->pix, kept};
       c.resp_len = n;
+      if (x->as_digest)
+        c.flags = ST_CALL_RESP_DIGEST;
       x->pix = NULL; /* the runtime owns it now */
     } else {
       c.flags = ST_CALL_NO_RESPONSE;
@@ -203,8 +227,18 @@ static void started(jpg_obj *o, rec_dec *x) {
   x->row_bytes = jpg_row_bytes(ci);
   if (!o->passthrough && !rt_cfg.timing) { /* the timing run keeps no rows */
     x->pix_len = x->row_bytes * x->out_h;
-    x->pix = shim_alloc(x->pix_len);
-    x->pix_lost = x->pix == NULL;
+    /* the request alone gives these rows again: no colour map of the
+     * program's or the library's, no tables from an earlier datastream,
+     * and no dithered RGB565, whose pattern follows output_scanline as the
+     * library converts rows, so how many rows the program asked for at a
+     * time (djpeg -rgb565 of a progressive 4:2:2 image came out otherwise
+     * when decoded again a row at a time) */
+    x->as_digest = !rt_cfg.jpeg_pixels && !ci->quantize_colors && o->tables.len == 0 &&
+                   !(ci->out_color_space == JCS_RGB565 && ci->dither_mode != JDITHER_NONE);
+    if (!x->as_digest) {
+      x->pix = shim_alloc(x->pix_len);
+      x->pix_lost = x->pix == NULL;
+    }
   }
   if (ci->quantize_colors && ci->colormap && ci->actual_number_of_colors > 0 && !x->cmap_in) {
     uint32_t comps = (uint32_t)ci->out_color_components;
@@ -328,16 +362,21 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
   jpg_enter(o, FRAME);
   JDIMENSION n = real(cinfo, rows, max_lines);
   jpg_leave(o);
-  if (x->pix && !o->passthrough) {
+  if ((x->pix || x->as_digest) && !o->passthrough && !x->pix_lost) {
     uint64_t t0 = o->t_out;
     for (JDIMENSION i = 0; i < n; i++) {
-      if (first + i >= x->out_h || !rows[i]) {
+      if (first + i >= x->out_h || !rows[i] || (x->as_digest && first + i != x->rows_seen)) {
         x->pix_lost = 1;
         break;
       }
-      /* before the copy reads them: where the library left the row */
+      /* before the copy or the hash reads them: where the library left the row */
       place_sample(&x->placement, rows[i], x->row_bytes);
-      memcpy(x->pix + (size_t)(first + i) * x->row_bytes, rows[i], x->row_bytes);
+      if (x->as_digest) {
+        x->digest = jpg_digest_row(x->digest, rows[i], x->row_bytes);
+        x->rows_seen++;
+      } else {
+        memcpy(x->pix + (size_t)(first + i) * x->row_bytes, rows[i], x->row_bytes);
+      }
     }
     x->own_ns += shim_now_ns() - t0;
   }

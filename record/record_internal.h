@@ -23,6 +23,8 @@ typedef struct {
   int pack_fp_walk; /* STANDIN_PACK_FP=walk: pack hooks never leave the
                        fingerprint to the writer (for comparison) */
   int timing;       /* STANDIN_TIMING=1: the timing-only pass (timing.c) */
+  int jpeg_pixels;  /* STANDIN_JPEG_PIXELS=keep (record --keep-pixels): a libjpeg
+                       decode's rows are saved, never a digest of them */
   uint64_t writer_stall_ns; /* STANDIN_WRITER_STALL_US: for tests, a writer that
                                sleeps this long before each round falls behind */
 } rt_config;

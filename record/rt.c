@@ -238,6 +238,8 @@ static void load_config(void) {
   rt_cfg.stack_memo = !(sm && *sm == '0');
   const char *tm = getenv("STANDIN_TIMING");
   rt_cfg.timing = tm && *tm == '1';
+  const char *jp = getenv("STANDIN_JPEG_PIXELS");
+  rt_cfg.jpeg_pixels = jp && !strcmp(jp, "keep");
   const char *ws = getenv("STANDIN_WRITER_STALL_US");
   rt_cfg.writer_stall_ns = ws ? strtoull(ws, NULL, 10) * 1000 : 0;
   if (pf && *pf && strcmp(pf, "walk") && strcmp(pf, "bytes"))
@@ -481,6 +483,7 @@ static void stop_writer(int next) {
     atomic_store(&run_state, RUN_OFF);
     atomic_store(&writer_stop, 1);
     writer_boost();
+    wake_writer(); /* not the rest of its nap: the program is waiting to exit */
     pthread_join(writer_thread, NULL);
     writer_running = 0;
   }
@@ -697,6 +700,7 @@ void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns) {
   int none = 0;
   atomic_compare_exchange_strong(&close_signal, &none, sig);
   writer_boost();
+  wake_writer();
   struct timespec ts = {0, (long)poll_ns};
   for (uint64_t waited = 0; waited < wait_ns && !atomic_load(&closed_for_signal);
        waited += poll_ns)
@@ -714,6 +718,7 @@ void rt_before_unload(void) {
     return;
   uint64_t want = atomic_fetch_add(&unload_req, 1) + 1;
   writer_boost();
+  wake_writer();
   struct timespec ts = {0, 100000};
   for (int i = 0; i < 20000 && atomic_load(&unload_done) < want; i++)
     nanosleep(&ts, NULL);

@@ -30,6 +30,11 @@
  * refuse the file); high 16 bits are optional (ignored when unknown). */
 #define STF_FEAT_REQUIRED 0x0000ffffu
 #define STF_FEATURES_V1 0u
+/* Required bit 0: calls may carry ST_CALL_RESP_DIGEST (their response blob
+ * is a digest, not the bytes). Every file this code writes sets it. */
+#define STF_FEAT_RESP_DIGEST 0x00000001u
+#define STF_FEATURES_KNOWN STF_FEAT_RESP_DIGEST
+#define STF_FEATURES_WRITTEN STF_FEAT_RESP_DIGEST
 /* The writer truncates each header string to this many bytes. */
 #define STF_HDR_MAX_STR 4096u
 /* A reader refuses a header payload larger than this (ST_E_HEADER). */

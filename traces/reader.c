@@ -127,7 +127,7 @@ static int check_preamble(st_reader *r, const uint8_t *pre, uint32_t *plen) {
     return ST_E_HEADER;
   uint16_t version = stf_get_u16(pre + 8), min_read = stf_get_u16(pre + 10);
   uint32_t features = stf_get_u32(pre + 12);
-  if (min_read > ST_FORMAT_VERSION || (features & STF_FEAT_REQUIRED))
+  if (min_read > ST_FORMAT_VERSION || (features & STF_FEAT_REQUIRED & ~STF_FEATURES_KNOWN))
     return ST_E_VERSION;
   if (min_read == 0 || min_read > version)
     return ST_E_HEADER;

@@ -68,6 +68,9 @@ enum {
   ST_CALL_NOT_OFFLOADABLE = 1u << 0, /* a mode an accelerator would not serve; see reason */
   ST_CALL_FAILED = 1u << 1,          /* the real call returned an error */
   ST_CALL_NO_RESPONSE = 1u << 2,     /* response could not be captured; see reason */
+  ST_CALL_RESP_DIGEST = 1u << 3,     /* the response blob is a digest of the response, which
+                                        offline tools rebuild from the request (the API's
+                                        section of FORMAT.md); resp_len is still its size */
 };
 
 /* One intercepted invocation (outermost call only). */

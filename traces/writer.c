@@ -653,7 +653,7 @@ static int write_header(st_writer *w, const st_header *h) {
   memcpy(buf, STF_MAGIC, STF_MAGIC_LEN);
   stf_put_u16(buf + 8, ST_FORMAT_VERSION);
   stf_put_u16(buf + 10, ST_FORMAT_MIN_READ);
-  stf_put_u32(buf + 12, STF_FEATURES_V1);
+  stf_put_u32(buf + 12, STF_FEATURES_WRITTEN);
   stf_put_u32(buf + 16, plen);
   stf_put_u32(buf + 20, stf_crc(buf, 20));
   stf_put_u32(end, stf_crc(payload, plen));

@@ -328,10 +328,15 @@ EOF
 
 # A recorded request is a decodable JPEG (traces/FORMAT.md): offline tools can
 # decode it again. The trace is read by a minimal reader written from the spec.
+# The request blob alone decodes to the response. With --keep-pixels the
+# response blob is the rows; by default it is their digest (jpeg_req.h),
+# from which replay rebuilds them (the other tests replay such recordings).
 t214_jpeg_request_blob_decodes_to_the_response() {
   corpus
-  "$STANDIN" record -o rec -- djpeg -outfile nat.ppm $(files c_base_420) 2>/dev/null
-  python3 - rec/*.trace <<'PY'
+  "$STANDIN" record -o dig -- djpeg -outfile nat.ppm $(files c_base_420) 2>/dev/null
+  "$STANDIN" record --keep-pixels -o rec -- djpeg -outfile nat.ppm $(files c_base_420) 2>/dev/null
+  for r in dig rec; do
+    python3 - $r/*.trace >$r.txt <<'PY'
 import struct, sys, zlib
 
 def varint(b, i):
@@ -371,21 +376,58 @@ while off + 32 <= len(d) and d[off:off + 4] == b"STCK":
             j += 16  # fp
             req, j = varint(rec, j)
             resp, j = varint(rec, j)
-            calls.append((rec[0], req, resp))
-(api, req, resp), = calls
+            _, j = varint(rec, j)  # req_len
+            resp_len, j = varint(rec, j)
+            calls.append((rec[0], rec[1], req, resp, resp_len))
+(api, flags, req, resp, resp_len), = calls
 assert api == 16, api
 blob = blobs[req]
 assert blob[:4] == b"SJR1", blob[:4]
 hl = struct.unpack_from("<I", blob, 4)[0]
 open("request.jpg", "wb").write(blob[hl:])
-open("response.raw", "wb").write(blobs[resp])
+r = blobs[resp]
+if r[:4] == b"SJD1":  # a digest: flagged, 24 bytes, rows of the image
+    row_bytes, rows = struct.unpack_from("<II", r, 4)
+    assert flags & 8 and len(r) == 24 and (row_bytes, rows) == (3 * 320, 240), (flags, r)
+    assert resp_len == row_bytes * rows, resp_len
+    print("digest")
+else:
+    assert not flags & 8 and resp_len == len(r), (flags, resp_len, len(r))
+    open("response.raw", "wb").write(r)
+    print("rows")
 PY
+  done
+  expect_eq "default response" digest "$(cat dig.txt)"
+  expect_eq "--keep-pixels response" rows "$(cat rec.txt)"
   djpeg -outfile again.ppm request.jpg
   n=$(stat -c %s response.raw)
   tail -c "$n" again.ppm | cmp - response.raw
   tail -c "$n" nat.ppm | cmp - response.raw
   # the comment and the extra APP2 segment are not part of the request
   [ "$(stat -c %s request.jpg)" -lt "$(stat -c %s "$CORPUS/c_base_420.jpg")" ] || fail "not normalised"
+}
+
+# A recording whose rows the libjpeg here does not give back (another build,
+# or a damaged digest): the database build says so, naming why, and replay
+# runs those decodes for real, with the same output.
+t216_jpeg_rows_not_rebuilt_fall_back() {
+  corpus
+  set -- $(files c_base_420 s_prog_444_r0)
+  "$JD" "$@" >nat.out
+  "$STANDIN" record -o rec -- "$JD" "$@" >/dev/null
+  mkdir lie
+  python3 "$JPEG_E2E/tamper_trace.py" rec/*.trace lie/"$(basename rec/*.trace)" 0 --jpeg-digest
+  "$STANDIN" replay -t lie --summary sum.json -- "$JD" "$@" >rep.out 2>rep.err
+  cmp nat.out rep.out || fail "replayed output differs"
+  grep -q "2 recorded JPEG decodes could not be rebuilt.*differ from the recorded ones" rep.err ||
+    fail "no warning: $(cat rep.err)"
+  expect_eq "replayed" 0 "$(json sum.json calls_replayed)"
+  expect_eq "fallback, no response" 2 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fallback_reasons"]["no_response"])' sum.json)"
+  # the untouched recording replays every decode
+  "$STANDIN" replay -t rec --summary sum2.json -- "$JD" "$@" >rep2.out 2>rep2.err
+  cmp nat.out rep2.out
+  ! grep -q "could not be rebuilt" rep2.err || fail "untouched recording warned"
+  expect_eq "replayed untouched" 2 "$(json sum2.json calls_replayed)"
 }
 
 # Where the decoder leaves its rows (placement.h): every decode carries the

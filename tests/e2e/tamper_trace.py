@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Rewrite a trace so that it lies about packed sizes (used by t630).
+"""Rewrite a trace so that it lies about packed sizes (used by t630), or
+about a JPEG decode's rows (t216).
 
-    tamper_trace.py IN OUT EXTRA [--size-too]
+    tamper_trace.py IN OUT EXTRA [--size-too] [--jpeg-digest]
 
 Every response blob of pack and pack_to_buffer calls gets EXTRA junk bytes
 appended, and those calls say so in resp_len and result; with --size-too,
-get_packed_size calls answer EXTRA more as well (a consistent lie). The
+get_packed_size calls answer EXTRA more as well (a consistent lie). With
+--jpeg-digest, every JPEG response kept as a digest (SJD1) names other rows.
+The
 checksums are right (they are not an authentication), the index is
 dropped. Layout: traces/FORMAT.md.
 """
@@ -60,6 +63,7 @@ def rewrite_call(body, extra, size_too):
 def main():
     src, dst, extra = sys.argv[1], sys.argv[2], int(sys.argv[3])
     size_too = "--size-too" in sys.argv
+    jpeg_digest = "--jpeg-digest" in sys.argv
     data = open(src, "rb").read()
     plen = struct.unpack_from("<I", data, 16)[0]
     off = 28 + plen
@@ -88,6 +92,10 @@ def main():
                 if bid in pack_blobs:
                     payload = body[p:p + blen] + b"\xee" * extra
                     body = put_varint(bid) + put_varint(len(payload)) + payload
+                elif jpeg_digest and body[p:p + 4] == b"SJD1":
+                    payload = bytearray(body[p:p + blen])
+                    payload[16] ^= 1  # the digest's low byte
+                    body = body[:p] + bytes(payload)
             elif kind == 1:
                 body = rewrite_call(body, extra, size_too)
             new += bytes([kind]) + put_varint(len(body)) + body

@@ -3,15 +3,19 @@
  * header probe, request headers and response extensions. Streams are built
  * by hand, marker by marker, so every rule is checked on its own. */
 #include "api.h"
+#include "jpeg_regen.h"
 #include "jpeg_req.h"
 #include "jpeg_scan.h"
 #include "placement.h"
-#include "shim_alloc.h"
 #include "shim.h"
+#include "shim_alloc.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jpeglib.h>
 
 /* ---- building streams ------------------------------------------------------ */
 
@@ -446,6 +450,173 @@ START_TEST(test_sample_does_not_line_up_with_rows) {
 }
 END_TEST
 
+/* ---- responses kept as digests (jpeg_regen.c) -------------------------------- */
+
+/* A real 4:2:0 JPEG of a w x h gradient, encoded with libjpeg. */
+static unsigned char *encode(int w, int h, unsigned long *len) {
+  struct jpeg_compress_struct c;
+  struct jpeg_error_mgr err;
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char *out = NULL;
+  jpeg_mem_dest(&c, &out, len);
+  c.image_width = (JDIMENSION)w;
+  c.image_height = (JDIMENSION)h;
+  c.input_components = 3;
+  c.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&c);
+  jpeg_set_quality(&c, 80, TRUE);
+  jpeg_start_compress(&c, TRUE);
+  uint8_t row[3 * 256];
+  while (c.next_scanline < c.image_height) {
+    for (int x = 0; x < w; x++) {
+      row[3 * x] = (uint8_t)(x * 7 + c.next_scanline);
+      row[3 * x + 1] = (uint8_t)(c.next_scanline * 5);
+      row[3 * x + 2] = (uint8_t)((x ^ c.next_scanline) * 3);
+    }
+    JSAMPROW r = row;
+    jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  return out;
+}
+
+/* Decode jpeg as a program would, with p's output parameters: the rows
+ * (malloc'ed, *n bytes) and their digest. */
+static uint8_t *decode_rows(const unsigned char *jpeg, unsigned long len, const jpg_params *p,
+                            size_t *n, jpg_digest *g) {
+  struct jpeg_decompress_struct d;
+  struct jpeg_error_mgr err;
+  d.err = jpeg_std_error(&err);
+  jpeg_create_decompress(&d);
+  jpeg_mem_src(&d, jpeg, len);
+  ck_assert_int_eq(jpeg_read_header(&d, TRUE), JPEG_HEADER_OK);
+  d.out_color_space = (J_COLOR_SPACE)p->out_color_space;
+  d.scale_num = p->scale_num;
+  d.scale_denom = p->scale_denom;
+  d.dct_method = (J_DCT_METHOD)p->dct_method;
+  d.do_fancy_upsampling = (p->options & JPG_OPT_FANCY_UPSAMPLING) != 0;
+  jpeg_start_decompress(&d);
+  size_t rb = (size_t)d.output_width * (size_t)d.output_components;
+  *n = rb * d.output_height;
+  uint8_t *rows = malloc(*n);
+  *g = (jpg_digest){(uint32_t)rb, d.output_height, 0};
+  while (d.output_scanline < d.output_height) { /* two rows at a time, as a program may */
+    JSAMPROW r[2] = {rows + d.output_scanline * rb, rows + (d.output_scanline + 1) * rb};
+    jpeg_read_scanlines(&d, r, d.output_height - d.output_scanline > 1 ? 2 : 1);
+  }
+  for (uint32_t i = 0; i < g->rows; i++)
+    g->digest = jpg_digest_row(g->digest, rows + i * rb, rb);
+  jpeg_finish_decompress(&d);
+  jpeg_destroy_decompress(&d);
+  return rows;
+}
+
+/* A request blob for jpeg with parameters p. */
+static uint8_t *request(const jpg_params *p, const unsigned char *jpeg, unsigned long len,
+                        size_t *n) {
+  size_t hl = jpg_req_header_len(p);
+  uint8_t *b = malloc(hl + len);
+  jpg_req_write_header(b, p, NULL);
+  memcpy(b + hl, jpeg, len);
+  *n = hl + len;
+  return b;
+}
+
+START_TEST(test_digest_rebuilds_the_rows_and_checks_them) {
+  unsigned long jl;
+  unsigned char *jpeg = encode(120, 70, &jl);
+  jpg_params p = {.api = ST_API_JPEG_DECODE,
+                  .entry = JPG_ENTRY_LIBJPEG,
+                  .out_color_space = JCS_RGB,
+                  .jpeg_color_space = JCS_YCbCr,
+                  .scale_num = 1,
+                  .scale_denom = 2,
+                  .dct_method = JDCT_ISLOW,
+                  .options = JPG_OPT_FANCY_UPSAMPLING,
+                  .dither_mode = JDITHER_FS,
+                  .desired_colors = 256,
+                  .output_gamma = 1.0};
+  size_t rl, pix;
+  uint8_t *req = request(&p, jpeg, jl, &rl);
+  jpg_digest g;
+  uint8_t *rows = decode_rows(jpeg, jl, &p, &pix, &g);
+  ck_assert_uint_eq(g.rows, 35); /* scaled by 1/2 */
+  ck_assert_uint_eq(g.row_bytes, 60 * 3);
+  /* the digest, then an extension with one message */
+  jpg_msg m = {.row = 3, .phase = JPG_PHASE_ROWS, .level = -1, .code = 42};
+  size_t el = jpg_ext_len(0, 0, 1);
+  uint8_t *dig = malloc(JPG_DIG_FIXED + el);
+  jpg_dig_write(dig, &g);
+  jpg_ext_write(dig + JPG_DIG_FIXED, 0, 0, NULL, &m, 1);
+  uint8_t *out;
+  char why[200] = "";
+  ck_assert_int_eq(
+      jpg_regenerate(req, rl, dig, JPG_DIG_FIXED + el, pix + el, &out, why, sizeof why), 0);
+  ck_assert_int_eq(memcmp(out, rows, pix), 0);
+  ck_assert_int_eq(memcmp(out + pix, dig + JPG_DIG_FIXED, el), 0);
+  free(out);
+
+  /* rows that are not the recorded ones */
+  jpg_digest bad = g;
+  bad.digest ^= 1;
+  jpg_dig_write(dig, &bad);
+  ck_assert_int_eq(
+      jpg_regenerate(req, rl, dig, JPG_DIG_FIXED + el, pix + el, &out, why, sizeof why), -1);
+  ck_assert_ptr_null(out);
+  ck_assert_msg(strstr(why, "differ"), "%s", why);
+  /* other output parameters give other rows: the request decides them */
+  jpg_params q = p;
+  q.dct_method = JDCT_IFAST;
+  size_t rl2;
+  uint8_t *req2 = request(&q, jpeg, jl, &rl2);
+  jpg_dig_write(dig, &g);
+  ck_assert_int_eq(
+      jpg_regenerate(req2, rl2, dig, JPG_DIG_FIXED + el, pix + el, &out, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "differ"), "%s", why);
+  /* a length that is not the digest's rows' */
+  ck_assert_int_eq(jpg_regenerate(req, rl, dig, JPG_DIG_FIXED + el, pix, &out, why, sizeof why),
+                   -1);
+  ck_assert_msg(strstr(why, "length"), "%s", why);
+  /* rows of another geometry */
+  bad = g;
+  bad.rows++;
+  jpg_dig_write(dig, &bad);
+  ck_assert_int_eq(jpg_regenerate(req, rl, dig, JPG_DIG_FIXED + el, pix + g.row_bytes + el, &out,
+                                  why, sizeof why),
+                   -1);
+  ck_assert_msg(strstr(why, "decodes it to 60x35"), "%s", why);
+  /* damaged blobs, and parameters no digest is kept for */
+  jpg_dig_write(dig, &g);
+  dig[0] = 'X';
+  ck_assert_int_eq(
+      jpg_regenerate(req, rl, dig, JPG_DIG_FIXED + el, pix + el, &out, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "digest is damaged"), "%s", why);
+  jpg_dig_write(dig, &g);
+  ck_assert_int_eq(
+      jpg_regenerate(req, 20, dig, JPG_DIG_FIXED + el, pix + el, &out, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "request is damaged"), "%s", why);
+  q = p;
+  q.options |= JPG_OPT_QUANTIZE;
+  free(req2);
+  req2 = request(&q, jpeg, jl, &rl2);
+  ck_assert_int_eq(
+      jpg_regenerate(req2, rl2, dig, JPG_DIG_FIXED + el, pix + el, &out, why, sizeof why), -1);
+  /* JPEG data that is not an image: an error, not a crash */
+  size_t hl = jpg_req_header_len(&p);
+  memset(req + hl + 2, 0xFF, 40);
+  ck_assert_int_eq(
+      jpg_regenerate(req, rl, dig, JPG_DIG_FIXED + el, pix + el, &out, why, sizeof why), -1);
+  ck_assert_ptr_null(out);
+  free(req);
+  free(req2);
+  free(dig);
+  free(rows);
+  free(jpeg);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("jpeg");
   TCase *scan = tcase_create("scan"), *req = tcase_create("request");
@@ -465,6 +636,7 @@ int main(void) {
   tcase_add_test(req, test_copy_to_memory_is_memcpy);
   tcase_add_test(req, test_probe_counts_lines);
   tcase_add_test(req, test_sample_does_not_line_up_with_rows);
+  tcase_add_test(req, test_digest_rebuilds_the_rows_and_checks_them);
   suite_add_tcase(s, scan);
   suite_add_tcase(s, req);
   SRunner *r = srunner_create(s);

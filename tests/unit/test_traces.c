@@ -1142,7 +1142,8 @@ END_TEST
 START_TEST(test_trace_reader_feature_flags) {
   const char *p = tpath("t");
   write_trace(p, 20, 0, 1);
-  ck_assert_int_eq(open_patched(p, 1, 1, 1u), ST_E_VERSION);       /* unknown required */
+  ck_assert_int_eq(open_patched(p, 1, 1, STF_FEAT_RESP_DIGEST), ST_OK); /* known required */
+  ck_assert_int_eq(open_patched(p, 1, 1, 1u << 1), ST_E_VERSION);       /* unknown required */
   ck_assert_int_eq(open_patched(p, 1, 1, 1u << 15), ST_E_VERSION); /* unknown required */
   ck_assert_int_eq(open_patched(p, 1, 1, 1u << 16), ST_OK);        /* optional: ignored */
 }

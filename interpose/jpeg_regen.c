@@ -1,0 +1,133 @@
+/* jpeg_regen.c — see jpeg_regen.h. */
+#include "jpeg_regen.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+
+#include "api.h"
+#include "jpeg_req.h"
+
+typedef struct {
+  struct jpeg_error_mgr pub;
+  jmp_buf jb;
+  char msg[JMSG_LENGTH_MAX];
+} regen_err;
+
+static void regen_error_exit(j_common_ptr ci) {
+  regen_err *e = (regen_err *)ci->err;
+  ci->err->format_message(ci, e->msg);
+  longjmp(e->jb, 1);
+}
+
+/* The recording kept the messages the program saw; these stay quiet. */
+static void regen_output_message(j_common_ptr ci) {
+  (void)ci;
+}
+
+static int fail(char *why, size_t whylen, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, whylen, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* What jpeg_read_scanlines returns per row for these output parameters. */
+static size_t row_bytes(j_decompress_ptr ci) {
+  if (ci->out_color_space == JCS_RGB565)
+    return (size_t)ci->output_width * 2; /* packed 5-6-5 (never quantised here) */
+  return (size_t)ci->output_width * (size_t)ci->output_components;
+}
+
+static void set_params(j_decompress_ptr ci, const jpg_params *p) {
+  ci->out_color_space = (J_COLOR_SPACE)p->out_color_space;
+  ci->jpeg_color_space = (J_COLOR_SPACE)p->jpeg_color_space;
+  ci->scale_num = p->scale_num;
+  ci->scale_denom = p->scale_denom;
+  ci->dct_method = (J_DCT_METHOD)p->dct_method;
+  ci->do_fancy_upsampling = (p->options & JPG_OPT_FANCY_UPSAMPLING) != 0;
+  ci->do_block_smoothing = (p->options & JPG_OPT_BLOCK_SMOOTHING) != 0;
+  ci->dither_mode = (J_DITHER_MODE)p->dither_mode;
+  ci->desired_number_of_colors = p->desired_colors;
+  ci->output_gamma = p->output_gamma;
+  ci->quantize_colors = FALSE;
+  ci->raw_data_out = FALSE;
+  ci->buffered_image = FALSE;
+}
+
+int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_t dig_len,
+                   uint64_t resp_len, uint8_t **out, char *why, size_t whylen) {
+  *out = NULL;
+  jpg_params p;
+  const uint8_t *jpeg, *ext;
+  size_t jpeg_len, ext_len;
+  jpg_digest g;
+  if (!req || jpg_req_parse(req, req_len, &p, NULL, &jpeg, &jpeg_len) != 0)
+    return fail(why, whylen, "its request is damaged");
+  if (!dig || jpg_dig_read(dig, dig_len, &g, &ext, &ext_len) != 0)
+    return fail(why, whylen, "its response digest is damaged");
+  if (p.api != ST_API_JPEG_DECODE || p.entry != JPG_ENTRY_LIBJPEG || p.cmap_colors ||
+      p.tables_len || (p.options & (JPG_OPT_QUANTIZE | JPG_OPT_RAW_DATA | JPG_OPT_BUFFERED)))
+    return fail(why, whylen, "its parameters are not ones a digest is kept for");
+  uint64_t pix = (uint64_t)g.row_bytes * g.rows;
+  if (resp_len != pix + ext_len)
+    return fail(why, whylen, "its response length (%llu bytes) is not that of its digest's rows",
+                (unsigned long long)resp_len);
+
+  struct jpeg_decompress_struct ci;
+  regen_err e;
+  uint8_t *volatile buf = NULL;
+  ci.err = jpeg_std_error(&e.pub);
+  e.pub.error_exit = regen_error_exit;
+  e.pub.output_message = regen_output_message;
+  e.msg[0] = 0;
+  if (setjmp(e.jb)) {
+    jpeg_destroy_decompress(&ci);
+    free(buf);
+    return fail(why, whylen, "libjpeg here cannot decode it again (%s)", e.msg);
+  }
+  jpeg_create_decompress(&ci);
+  jpeg_mem_src(&ci, (unsigned char *)jpeg, (unsigned long)jpeg_len);
+  if (jpeg_read_header(&ci, TRUE) != JPEG_HEADER_OK) {
+    jpeg_destroy_decompress(&ci);
+    return fail(why, whylen, "its JPEG data holds no image");
+  }
+  set_params(&ci, &p);
+  jpeg_start_decompress(&ci);
+  if (row_bytes(&ci) != g.row_bytes || ci.output_height != g.rows) {
+    unsigned w = ci.output_width, h = ci.output_height;
+    jpeg_destroy_decompress(&ci);
+    return fail(why, whylen, "libjpeg here decodes it to %ux%u, not to %u rows of %u bytes", w, h,
+                g.rows, g.row_bytes);
+  }
+  buf = malloc(resp_len ? resp_len : 1);
+  if (!buf) {
+    jpeg_destroy_decompress(&ci);
+    return fail(why, whylen, "out of memory for %llu bytes of rows", (unsigned long long)resp_len);
+  }
+  uint64_t d = 0;
+  while (ci.output_scanline < ci.output_height) {
+    JDIMENSION at = ci.output_scanline;
+    JSAMPROW row = buf + (size_t)at * g.row_bytes;
+    if (jpeg_read_scanlines(&ci, &row, 1) != 1)
+      break;
+    d = jpg_digest_row(d, row, g.row_bytes);
+  }
+  int complete = ci.output_scanline == ci.output_height;
+  jpeg_destroy_decompress(&ci);
+  if (!complete || d != g.digest) {
+    free(buf);
+    return fail(why, whylen,
+                "the rows decoded here differ from the recorded ones (another "
+                "libjpeg build?)");
+  }
+  if (ext_len)
+    memcpy(buf + pix, ext, ext_len);
+  *out = buf;
+  return 0;
+}
