@@ -66,9 +66,10 @@ $(REPLAY_SO): $(call obj,$(REPLAY_SRC)) $(PROCWRAP) $(INTERPOSE_LIB) $(IFACE_LIB
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_LDFLAGS) -o $@ $^ $(LDLIBS_BASE)
 
-# The CLI links libprotobuf-c: it parses recorded bytes offline (replay DB).
+# The CLI links libprotobuf-c, libjpeg and TurboJPEG: it parses recorded bytes
+# and decodes recorded images again offline (replay DB).
 $(STANDIN): $(call obj,$(CLI_SRC)) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB)
-	$(CC) -o $@ $^ -lprotobuf-c -ljpeg $(LDLIBS_BASE)
+	$(CC) -o $@ $^ -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
 
 # ---- generated protobuf-c code for tests and workloads -------------------
 PROTOS := $(wildcard tests/proto/*.proto workloads/*/*.proto)
@@ -85,7 +86,7 @@ $(B)/obj/gen/%.o: $(B)/gen/%.c
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 GEN_OBJ := $(patsubst $(B)/gen/%.c,$(B)/obj/gen/%.o,$(GEN_C))
-CHECK_LIBS = $$(pkg-config --cflags --libs check) -lprotobuf-c -ljpeg $(LDLIBS_BASE)
+CHECK_LIBS = $$(pkg-config --cflags --libs check) -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
 # The trace library is tested alone: it must not depend on anything else.
 $(B)/tests/test_traces: tests/unit/test_traces.c $(TRACE_LIB)
 	@mkdir -p $(dir $@)

@@ -259,7 +259,7 @@ static void verify_sizes(builder *b) {
 static void rebuild_rows(builder *b, const st_call *c, b_entry *e) {
   uint8_t *rows = NULL;
   char why[sizeof b->pixels_why];
-  int rc = c->api == ST_API_JPEG_DECODE
+  int rc = c->api == ST_API_JPEG_DECODE || c->api == ST_API_TJ_DECODE
                ? jpg_regenerate(e->req, e->req_len, e->resp, e->resp_len, c->resp_len, &rows, why,
                                 sizeof why)
                : (snprintf(why, sizeof why, "API %d keeps no digests", c->api), -1);

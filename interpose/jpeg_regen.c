@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include <jpeglib.h>
+#include <turbojpeg.h>
 
 #include "api.h"
 #include "jpeg_req.h"
+#include "jpeg_tj.h"
 
 typedef struct {
   struct jpeg_error_mgr pub;
@@ -60,6 +62,61 @@ static void set_params(j_decompress_ptr ci, const jpg_params *p) {
   ci->buffered_image = FALSE;
 }
 
+/* A TurboJPEG call: the same function, the same arguments, written packed
+ * (pitch and strides of exactly the bytes written; tjDecompressToYUV2 is
+ * tjDecompressToYUVPlanes with strides from its pad, so the rows are the
+ * same). */
+static int regen_tj(const jpg_params *p, const uint8_t *jpeg, size_t jpeg_len, const jpg_digest *g,
+                    uint64_t resp_len, uint8_t **out, char *why, size_t whylen) {
+  int width = (int)p->scale_num, height = (int)p->scale_denom, flags = p->dct_method;
+  jpg_tj_layout L;
+  if (jpg_tj_layout_of(jpeg, jpeg_len, p->entry, width, height, p->out_color_space, &L) != 0)
+    return fail(why, whylen, "TurboJPEG here cannot read its header");
+  if ((uint32_t)L.row_bytes[0] != g->row_bytes || (uint32_t)L.rows[0] != g->rows ||
+      L.bytes != resp_len)
+    return fail(why, whylen, "TurboJPEG here decodes it to %dx%d, not to %u rows of %u bytes",
+                L.out_w, L.out_h, g->rows, g->row_bytes);
+  uint8_t *buf = malloc(L.bytes ? L.bytes : 1);
+  tjhandle h = tjInitDecompress();
+  if (!buf || !h) {
+    free(buf);
+    if (h)
+      tjDestroy(h);
+    return fail(why, whylen, "out of memory for %zu bytes", L.bytes);
+  }
+  jpg_tj_dest d = {{NULL, NULL, NULL}, {0, 0, 0}};
+  size_t off = 0;
+  for (int i = 0; i < L.nplanes; i++) {
+    d.plane[i] = buf + off;
+    d.stride[i] = (size_t)L.row_bytes[i];
+    off += (size_t)L.row_bytes[i] * (size_t)L.rows[i];
+  }
+  int rc;
+  if (p->entry == JPG_ENTRY_TJ_RGB) {
+    rc = tjDecompress2(h, jpeg, (unsigned long)jpeg_len, buf, width, L.row_bytes[0], height,
+                       p->out_color_space, flags);
+  } else {
+    int strides[3] = {L.row_bytes[0], L.row_bytes[1], L.row_bytes[2]};
+    rc = tjDecompressToYUVPlanes(h, jpeg, (unsigned long)jpeg_len, d.plane, width, strides, height,
+                                 flags);
+  }
+  char msg[JMSG_LENGTH_MAX];
+  snprintf(msg, sizeof msg, "%s", rc ? tjGetErrorStr2(h) : "");
+  tjDestroy(h);
+  if (rc != 0) {
+    free(buf);
+    return fail(why, whylen, "TurboJPEG here cannot decode it again (%s)", msg);
+  }
+  if (jpg_tj_digest(&L, &d) != g->digest) {
+    free(buf);
+    return fail(why, whylen,
+                "the rows decoded here differ from the recorded ones (another "
+                "libjpeg-turbo build?)");
+  }
+  *out = buf;
+  return 0;
+}
+
 int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_t dig_len,
                    uint64_t resp_len, uint8_t **out, char *why, size_t whylen) {
   *out = NULL;
@@ -71,6 +128,9 @@ int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_
     return fail(why, whylen, "its request is damaged");
   if (!dig || jpg_dig_read(dig, dig_len, &g, &ext, &ext_len) != 0)
     return fail(why, whylen, "its response digest is damaged");
+  if (p.api == ST_API_TJ_DECODE && p.entry >= JPG_ENTRY_TJ_RGB && p.entry <= JPG_ENTRY_TJ_YUV &&
+      !ext_len)
+    return regen_tj(&p, jpeg, jpeg_len, &g, resp_len, out, why, whylen);
   if (p.api != ST_API_JPEG_DECODE || p.entry != JPG_ENTRY_LIBJPEG || p.cmap_colors ||
       p.tables_len || (p.options & (JPG_OPT_QUANTIZE | JPG_OPT_RAW_DATA | JPG_OPT_BUFFERED)))
     return fail(why, whylen, "its parameters are not ones a digest is kept for");

@@ -6,8 +6,10 @@
  * The replay database is built with this before the program runs, as it
  * rebuilds protobuf unpack responses from their bytes.
  *
- * For offline tools only: it calls libjpeg, whose functions the shims
- * define, so nothing a shim links may reference it. */
+ * TurboJPEG calls are made again the same way (jpeg_tj.h).
+ *
+ * For offline tools only: it calls libjpeg and TurboJPEG, whose functions
+ * the shims define, so nothing a shim links may reference it. */
 #ifndef STANDIN_JPEG_REGEN_H
 #define STANDIN_JPEG_REGEN_H
 

@@ -132,6 +132,14 @@ void jpg_tj_pack(const jpg_tj_layout *L, const jpg_tj_dest *d, uint8_t *out) {
     }
 }
 
+uint64_t jpg_tj_digest(const jpg_tj_layout *L, const jpg_tj_dest *d) {
+  uint64_t g = 0;
+  for (int i = 0; i < L->nplanes; i++)
+    for (int r = 0; r < L->rows[i]; r++)
+      g = jpg_digest_row(g, d->plane[i] + (size_t)r * d->stride[i], (size_t)L->row_bytes[i]);
+  return g;
+}
+
 uint32_t jpg_tj_out_cold(const jpg_tj_layout *L, const jpg_tj_dest *d, uint64_t seed) {
   place_sampler s;
   place_sampler_init(&s, seed);

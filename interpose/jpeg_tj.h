@@ -49,6 +49,10 @@ int jpg_tj_dest_yuv(const jpg_tj_layout *L, unsigned char *dst, int width, int p
 /* Copy the written bytes from the caller's buffers to packed form. */
 void jpg_tj_pack(const jpg_tj_layout *L, const jpg_tj_dest *d, uint8_t *out);
 
+/* Digest of the written bytes, row after row (jpg_digest_row), as a
+ * response kept as a digest carries it (jpeg_req.h). */
+uint64_t jpg_tj_digest(const jpg_tj_layout *L, const jpg_tj_dest *d);
+
 /* Of a sample of d's rows (placement.h; seed draws it), per mille, how
  * much a probe found outside the caches; 0 when nothing could be probed. */
 uint32_t jpg_tj_out_cold(const jpg_tj_layout *L, const jpg_tj_dest *d, uint64_t seed);

@@ -604,7 +604,10 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, t->size, L ? (uint32_t)L->out_w : 0,
                                   L ? (uint32_t)L->out_h : 0, L ? L->bytes : 0,
                                   L ? (uint32_t)L->scale_num : 1, L ? (uint32_t)L->scale_denom : 1);
-  uint8_t *resp = t->ret == 0 && L && d && req ? shim_alloc(L->bytes) : NULL;
+  /* the written bytes, or a digest of them (as for libjpeg, see above) */
+  int as_digest = !rt_cfg.jpeg_pixels;
+  uint8_t *resp =
+      t->ret == 0 && L && d && req ? shim_alloc(as_digest ? JPG_DIG_FIXED : L->bytes) : NULL;
   if (t->ret != 0) {
     c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;
     c.reason = JPG_NO_TJ_ERROR;
@@ -612,9 +615,17 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
     c.flags = ST_CALL_NO_RESPONSE;
     c.reason = JPG_NO_NOMEM;
   } else {
-    c.feat[ST_JPF_OUT_COLD] = jpg_tj_out_cold(L, d, c.start_ns ^ (uintptr_t)resp); /* before the copy */
-    jpg_tj_pack(L, d, resp);
-    c.resp = (rt_payload){RT_PAY_OWN, resp, L->bytes};
+    /* before the copy or the hash reads them */
+    c.feat[ST_JPF_OUT_COLD] = jpg_tj_out_cold(L, d, c.start_ns ^ (uintptr_t)resp);
+    if (as_digest) {
+      jpg_digest g = {(uint32_t)L->row_bytes[0], (uint32_t)L->rows[0], jpg_tj_digest(L, d)};
+      jpg_dig_write(resp, &g);
+      c.flags = ST_CALL_RESP_DIGEST;
+      c.resp = (rt_payload){RT_PAY_OWN, resp, JPG_DIG_FIXED};
+    } else {
+      jpg_tj_pack(L, d, resp);
+      c.resp = (rt_payload){RT_PAY_OWN, resp, L->bytes};
+    }
     c.resp_len = L->bytes;
   }
   rt_submit(&c, ips, nips);
