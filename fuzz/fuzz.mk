@@ -39,11 +39,11 @@ fuzz-bins: $(patsubst %,$(B)/fuzz/fuzz_%,$(FUZZ_NAMES))
 $(B)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_DEPS) $(filter %.o,$(FUZZ_MAIN)) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Icli -o $@ $< $(FUZZ_MAIN) $(FUZZ_DEPS) -Wl,--wrap=dlopen \
-		$(FUZZ_LDFLAGS_$*) -lprotobuf-c -ljpeg $(LDLIBS_BASE)
+		$(FUZZ_LDFLAGS_$*) -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
 
 $(B)/fuzz/seeds: fuzz/seeds.c $(INTERPOSE_LIB) $(TRACE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -lprotobuf-c -ljpeg $(LDLIBS_BASE)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
 
 # ---- running --------------------------------------------------------------
 FUZZ_LF_MAKE = $(MAKE) --no-print-directory B=build-fuzz CC=clang \

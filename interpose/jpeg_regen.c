@@ -31,6 +31,11 @@ static void regen_output_message(j_common_ptr ci) {
   (void)ci;
 }
 
+/* The most bytes of rows rebuilt for one call: a 16384x16384 RGB decode is
+ * 768 MiB; a damaged trace must not make the build decode (and allocate
+ * for) an image of 65500x65500. */
+#define JPG_REGEN_MAX (1ull << 30)
+
 static int fail(char *why, size_t whylen, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -128,6 +133,9 @@ int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_
     return fail(why, whylen, "its request is damaged");
   if (!dig || jpg_dig_read(dig, dig_len, &g, &ext, &ext_len) != 0)
     return fail(why, whylen, "its response digest is damaged");
+  if (resp_len > JPG_REGEN_MAX)
+    return fail(why, whylen, "its response (%llu bytes) is larger than standin rebuilds",
+                (unsigned long long)resp_len);
   if (p.api == ST_API_TJ_DECODE && p.entry >= JPG_ENTRY_TJ_RGB && p.entry <= JPG_ENTRY_TJ_YUV &&
       !ext_len)
     return regen_tj(&p, jpeg, jpeg_len, &g, resp_len, out, why, whylen);

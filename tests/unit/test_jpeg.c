@@ -587,6 +587,11 @@ START_TEST(test_digest_rebuilds_the_rows_and_checks_them) {
                                   why, sizeof why),
                    -1);
   ck_assert_msg(strstr(why, "decodes it to 60x35"), "%s", why);
+  /* a response no decode is rebuilt for */
+  ck_assert_int_eq(
+      jpg_regenerate(req, rl, dig, JPG_DIG_FIXED + el, (2ull << 30) + el, &out, why, sizeof why),
+      -1);
+  ck_assert_msg(strstr(why, "larger than standin rebuilds"), "%s", why);
   /* damaged blobs, and parameters no digest is kept for */
   jpg_dig_write(dig, &g);
   dig[0] = 'X';
