@@ -22,6 +22,8 @@ typedef struct {
   uint64_t file_ns; /* time in calls of the file being scanned */
   /* its decoded output, and the part of it probed outside the caches */
   double file_out, file_cold;
+  /* calls whose response the trace keeps as a digest, and their size */
+  uint64_t file_digests, file_digest_bytes;
 } info_agg;
 
 static info_row *find_row(info_agg *a, int api, const char *type) {
@@ -71,6 +73,10 @@ static info_row *row_of(info_agg *a, scan_file *f, const st_call *c) {
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   info_agg *a = arg;
   a->file_ns += c->latency_ns;
+  if (c->flags & ST_CALL_RESP_DIGEST) {
+    a->file_digests++;
+    a->file_digest_bytes += c->resp_len;
+  }
   if (st_api_family(c->api) == ST_FAMILY_JPEG && c->nfeat > ST_JPF_OUT_COLD) {
     double out = (double)c->feat[ST_JPF_OUT_BYTES];
     uint64_t cold = c->feat[ST_JPF_OUT_COLD];
@@ -143,6 +149,14 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
          cli_fmt_bytes(d, sizeof d, (double)file_bytes),
          cli_fmt_bytes(e, sizeof e, (double)f->status.raw_bytes), ratio,
          cli_fmt_bytes(a, sizeof a, (double)f->blob_bytes), cli_fmt_count(b, sizeof b, f->blobs));
+  if (agg->file_digests) {
+    char n[32], by[32];
+    printf("  %s decode%s kept a digest of %s output (%s in all), not the output: replay\n"
+           "  decodes each distinct image again before the program starts\n",
+           cli_fmt_count(n, sizeof n, agg->file_digests), agg->file_digests == 1 ? "" : "s",
+           agg->file_digests == 1 ? "its" : "their",
+           cli_fmt_bytes(by, sizeof by, (double)agg->file_digest_bytes));
+  }
   scan_status_text(f, st, sizeof st);
   printf("  status: %s\n", st);
   if (f->overhead_ns) {
@@ -266,6 +280,7 @@ int cmd_info(int argc, char **argv) {
     agg.slot = NULL;
     agg.file_ns = 0;
     agg.file_out = agg.file_cold = 0;
+    agg.file_digests = agg.file_digest_bytes = 0;
     if (scan_run(&f, td.paths[i], on_call, &agg) != 0) {
       damaged = 1;
       continue;

@@ -398,6 +398,9 @@ else:
 PY
   done
   expect_eq "default response" digest "$(cat dig.txt)"
+  "$STANDIN" info dig | grep -q "1 decode kept a digest of its output (225.0 KiB in all)" ||
+    fail "info does not say so: $("$STANDIN" info dig)"
+  ! "$STANDIN" info rec | grep -q "digest" || fail "info speaks of digests for --keep-pixels"
   expect_eq "--keep-pixels response" rows "$(cat rec.txt)"
   djpeg -outfile again.ppm request.jpg
   n=$(stat -c %s response.raw)
