@@ -27,18 +27,33 @@ void shim_say(const char *fmt, ...) {
   (void)w;
 }
 
+/* The public head of glibc's struct link_map (<link.h>, which
+ * interfaces/link.h shadows in this build): part of the ABI. */
+struct pub_link_map {
+  uintptr_t l_addr;
+  const char *l_name;
+};
+
 /* Keep the object that defines p loaded for good: a hook caches the real
  * function, and a library that the program dlopen'ed and later dlclose'd
- * would otherwise leave the cache pointing at unmapped memory. */
+ * would otherwise leave the cache pointing at unmapped memory. The object
+ * is found with _dl_find_object, not dladdr: dladdr also searches the
+ * object's symbols for the nearest one, ~10 us in libc, and recording a
+ * small djpeg looked up a dozen functions. */
 static void pin_object(const void *p) {
-  Dl_info info, libc;
-  if (!dladdr(p, &info) || !info.dli_fname || !info.dli_fname[0])
+  static void *libc_map;
+  struct dl_find_object fo, lc;
+  if (_dl_find_object((void *)p, &fo) != 0 || !fo.dlfo_link_map)
     return;
+  if (!libc_map && _dl_find_object((void *)getpid, &lc) == 0)
+    libc_map = lc.dlfo_link_map;
   /* libc is never unloaded; and the exec and _exit wrappers, which may run
-   * in a vfork child or a signal handler, then never reach dlopen */
-  if (dladdr((void *)getpid, &libc) && libc.dli_fbase == info.dli_fbase)
+   * in a vfork child or a signal handler, then never reach dlopen. The
+   * program itself (no name) is not unloaded either. */
+  const char *name = ((const struct pub_link_map *)fo.dlfo_link_map)->l_name;
+  if (fo.dlfo_link_map == libc_map || !name || !name[0])
     return;
-  dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY); /* one reference, never dropped */
+  dlopen(name, RTLD_NOLOAD | RTLD_LAZY); /* one reference, never dropped */
 }
 
 /* `name` in a loaded object outside the global scope: a library the
