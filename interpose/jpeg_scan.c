@@ -246,6 +246,10 @@ int jpg_probe_header(const uint8_t *d, size_t n, jpg_probe *p) {
       read_sof(d + i + 2, len - 2, m, p);
     else if (m == 0xDD && len >= 4)
       p->restart = ((uint32_t)d[i + 2] << 8) | d[i + 3];
+    else if (m == 0xDB)
+      p->dqt = 1;
+    else if (m == 0xC4)
+      p->dht = 1;
     if (m == M_SOS)
       break;
     i += len;

@@ -68,6 +68,9 @@ typedef struct {
   int ncomp;
   int h[4], v[4];   /* sampling factors of the first 4 components */
   uint32_t restart; /* restart interval in MCUs (DRI before the first scan) */
+  int dqt, dht;     /* the datastream defines quantisation / Huffman tables
+                       before its first scan (an abbreviated one may not,
+                       and use what an earlier one left on the object) */
 } jpg_probe;
 
 /* Parse markers from SOI up to the first SOS. Returns 0 when a frame

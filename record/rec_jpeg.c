@@ -10,9 +10,10 @@
  * jpeg_read_scanlines returned it, plus the messages the library emitted
  * while decoding (so replay can emit them again at the same rows) and the
  * colour map it made when quantising. Unless colours are quantised, or the
- * image needs tables an earlier datastream gave, the rows are not copied:
- * they are hashed as the program receives them, and the trace keeps that
- * digest, from which offline tools decode the request again (jpeg_req.h).
+ * image uses tables an earlier datastream gave (own_tables), the rows are
+ * not copied: they are hashed as the program receives them, and the trace
+ * keeps that digest, from which offline tools decode the request again
+ * (jpeg_req.h).
  * Modes an accelerator would not serve run as usual and are recorded as
  * not offloadable, with the reason.
  *
@@ -218,6 +219,23 @@ static void not_offloadable(jpg_obj *o, int reason) {
   }
 }
 
+/* The image datastream defines the tables it is decoded with: no
+ * tables-only datastream came before it, and its header (read by now)
+ * holds quantisation tables and, unless arithmetic-coded, Huffman tables.
+ * An abbreviated image decoded after a complete one on the same object
+ * uses the tables that one left (libjpeg keeps them across images), which
+ * its request does not hold. */
+static int own_tables(jpg_obj *o) {
+  if (o->tables.len || o->cap.failed)
+    return 0;
+  jpg_probe h;
+  if (jpg_probe_header(o->cap.p, o->cap.len, &h) != 0)
+    return 0;
+  int arith = h.sof == 0xC9 || h.sof == 0xCA || h.sof == 0xCB || h.sof == 0xCD || h.sof == 0xCE ||
+              h.sof == 0xCF;
+  return h.dqt && (h.dht || arith);
+}
+
 /* jpeg_start_decompress returned TRUE: output geometry is known. */
 static void started(jpg_obj *o, rec_dec *x) {
   j_decompress_ptr ci = o->cinfo;
@@ -233,7 +251,7 @@ static void started(jpg_obj *o, rec_dec *x) {
      * library converts rows, so how many rows the program asked for at a
      * time (djpeg -rgb565 of a progressive 4:2:2 image came out otherwise
      * when decoded again a row at a time) */
-    x->as_digest = !rt_cfg.jpeg_pixels && !ci->quantize_colors && o->tables.len == 0 &&
+    x->as_digest = !rt_cfg.jpeg_pixels && !ci->quantize_colors && own_tables(o) &&
                    !(ci->out_color_space == JCS_RGB565 && ci->dither_mode != JDITHER_NONE);
     if (!x->as_digest) {
       x->pix = shim_alloc(x->pix_len);

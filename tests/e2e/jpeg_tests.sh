@@ -261,6 +261,9 @@ EOF
     echo "$JD -src mem -concat concat.jpg"
     echo "$JD -tables tables.jpg abbrev.jpg"
     echo "$JD -tables tables.jpg -src suspend -chunk 500 abbrev.jpg"
+    # the abbreviated image decoded with the tables a complete one left on
+    # the object: its request cannot decode again, so it keeps its rows
+    echo "$JD -one $CORPUS/s_base_422_r0.jpg abbrev.jpg"
   } >run.sh
   jpeg_same run.sh
   grep -q "tables read" nat.out || fail "no tables: $(cat nat.out)"

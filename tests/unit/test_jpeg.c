@@ -261,8 +261,22 @@ START_TEST(test_probe_reads_frame_and_restart_interval) {
   ck_assert_int_eq(p.h[1], 1);
   ck_assert_uint_eq(p.restart, 20);
   ck_assert_int_eq(jpg_subsamp(p.ncomp, p.h, p.v), ST_SUBSAMP_422);
+  ck_assert(!p.dqt && !p.dht);                          /* abbreviated: no tables of its own */
   ck_assert_int_eq(jpg_probe_header(in.b, 20, &p), -1); /* no frame in the first bytes */
   ck_assert_int_eq(p.sof, -1);
+  /* tables before the first scan count; after it they do not */
+  stream full = {.n = 0};
+  image(&full);
+  ck_assert_int_eq(jpg_probe_header(full.b, full.n, &p), 0);
+  ck_assert(p.dqt && p.dht);
+  stream late = {.n = 0};
+  marker(&late, 0xD8);
+  sof(&late, 0xC0, 64, 32, 3, 2, 2);
+  segment(&late, 0xDA, 10, 3);
+  put(&late, entropy, sizeof entropy);
+  segment(&late, 0xDB, 65, 1);
+  ck_assert_int_eq(jpg_probe_header(late.b, late.n, &p), 0);
+  ck_assert(!p.dqt && !p.dht);
 }
 END_TEST
 
