@@ -11,6 +11,7 @@
 #include <turbojpeg.h>
 
 #include "api.h"
+#include "jpeg_obj.h"
 #include "jpeg_req.h"
 #include "jpeg_tj.h"
 
@@ -42,13 +43,6 @@ static int fail(char *why, size_t whylen, const char *fmt, ...) {
   vsnprintf(why, whylen, fmt, ap);
   va_end(ap);
   return -1;
-}
-
-/* What jpeg_read_scanlines returns per row for these output parameters. */
-static size_t row_bytes(j_decompress_ptr ci) {
-  if (ci->out_color_space == JCS_RGB565)
-    return (size_t)ci->output_width * 2; /* packed 5-6-5 (never quantised here) */
-  return (size_t)ci->output_width * (size_t)ci->output_components;
 }
 
 static void set_params(j_decompress_ptr ci, const jpg_params *p) {
@@ -89,22 +83,18 @@ static int regen_tj(const jpg_params *p, const uint8_t *jpeg, size_t jpeg_len, c
       tjDestroy(h);
     return fail(why, whylen, "out of memory for %zu bytes", L.bytes);
   }
-  jpg_tj_dest d = {{NULL, NULL, NULL}, {0, 0, 0}};
-  size_t off = 0;
-  for (int i = 0; i < L.nplanes; i++) {
-    d.plane[i] = buf + off;
-    d.stride[i] = (size_t)L.row_bytes[i];
-    off += (size_t)L.row_bytes[i] * (size_t)L.rows[i];
-  }
-  int rc;
-  if (p->entry == JPG_ENTRY_TJ_RGB) {
-    rc = tjDecompress2(h, jpeg, (unsigned long)jpeg_len, buf, width, L.row_bytes[0], height,
-                       p->out_color_space, flags);
-  } else {
-    int strides[3] = {L.row_bytes[0], L.row_bytes[1], L.row_bytes[2]};
-    rc = tjDecompressToYUVPlanes(h, jpeg, (unsigned long)jpeg_len, d.plane, width, strides, height,
-                                 flags);
-  }
+  /* the planes packed one after another, each row exactly its bytes */
+  unsigned char *planes[3] = {buf, NULL, NULL};
+  int strides[3] = {L.row_bytes[0], L.row_bytes[1], L.row_bytes[2]};
+  for (int i = 1; i < L.nplanes; i++)
+    planes[i] = planes[i - 1] + (size_t)L.row_bytes[i - 1] * (size_t)L.rows[i - 1];
+  jpg_tj_dest d;
+  jpg_tj_dest_planes(&L, planes, strides, &d);
+  int rc = p->entry == JPG_ENTRY_TJ_RGB
+               ? tjDecompress2(h, jpeg, (unsigned long)jpeg_len, buf, width, strides[0], height,
+                               p->out_color_space, flags)
+               : tjDecompressToYUVPlanes(h, jpeg, (unsigned long)jpeg_len, planes, width, strides,
+                                         height, flags);
   char msg[JMSG_LENGTH_MAX];
   snprintf(msg, sizeof msg, "%s", rc ? tjGetErrorStr2(h) : "");
   tjDestroy(h);
@@ -167,7 +157,7 @@ int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_
   }
   set_params(&ci, &p);
   jpeg_start_decompress(&ci);
-  if (row_bytes(&ci) != g.row_bytes || ci.output_height != g.rows) {
+  if (jpg_row_bytes(&ci) != g.row_bytes || ci.output_height != g.rows) {
     unsigned w = ci.output_width, h = ci.output_height;
     jpeg_destroy_decompress(&ci);
     return fail(why, whylen, "libjpeg here decodes it to %ux%u, not to %u rows of %u bytes", w, h,

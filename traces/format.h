@@ -29,7 +29,6 @@
 /* Low 16 feature bits are required (a reader that does not know one must
  * refuse the file); high 16 bits are optional (ignored when unknown). */
 #define STF_FEAT_REQUIRED 0x0000ffffu
-#define STF_FEATURES_V1 0u
 /* Required bit 0: calls may carry ST_CALL_RESP_DIGEST (their response blob
  * is a digest, not the bytes). Every file this code writes sets it. */
 #define STF_FEAT_RESP_DIGEST 0x00000001u
