@@ -10,7 +10,7 @@
 #include "rdb.h"
 
 typedef struct {
-  int fd;        /* memfd holding the database */
+  int fd;        /* the unnamed file holding the database (publish) */
   uint8_t *base; /* our own mapping of it (for the summary) */
   size_t size;
   uint64_t entries, samples, files;

@@ -1,7 +1,8 @@
 /* rdb.h — the replay database: what `standin replay` prepares from a
  * recording before the program starts, and what the replay shim reads.
  *
- * It lives in one shared memory file (memfd) mapped by every process of the
+ * It lives in one unnamed file (a temporary file on disk, else a memfd:
+ * cli/replaydb.c publish) mapped by every process of the
  * replay run (forked children inherit the mapping; exec'd programs map it
  * again by path), so that occurrence counters, statistics and accelerator
  * timelines are shared by the whole run. Everything the shim needs per call

@@ -328,7 +328,7 @@ __attribute__((constructor)) static void rp_init(void) {
     return;
   uint64_t setup_t0 = shim_now_ns();
   /* standin replay passes /proc/PID/fd/N: an absolute path to a regular
-   * file (a memfd); anything else did not come from it */
+   * file (a temporary file or a memfd); anything else did not come from it */
   if (path[0] != '/') {
     shim_say("STANDIN_REPLAY_DB=%s is not an absolute path; this process runs without replay",
              path);
@@ -342,12 +342,11 @@ __attribute__((constructor)) static void rp_init(void) {
       close(fd);
     return;
   }
-  /* Not populated: page tables for all of it cost ~0.1 ms per MiB at start
-   * and again at exit, for pages most runs touch once. The read-only part
-   * faults in as it is read, 64 KiB at a time (the kernel maps the pages
-   * around a read fault), mostly front to back as entries are laid out in
-   * recorded order. A fault inside a call's window is harness time, which
-   * later calls' slack pays back (catch-up) where there is any. */
+  /* Not populated: page tables for all of it would cost at start what the
+   * pages a run never touches cost. The read-only part faults in as it is
+   * read, a large folio (cli/replaydb.c publish) or 64 KiB of a memfd at a
+   * time, mostly front to back as entries are laid out in recorded order. A fault inside a call's
+   * window is harness time, which later calls' slack pays back (catch-up) where there is any. */
   void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) {

@@ -65,6 +65,25 @@ t119_replay_wrong_predictions_are_looked_up() {
   [ "$(json sum.json lookups_mispredicted)" -gt 0 ] || fail "no wrong guess was tried"
 }
 
+# The database goes in an unnamed file in $TMPDIR (else /var/tmp, /tmp, a
+# memfd): a TMPDIR that takes no file is passed over, and the replay is the
+# same.
+t120_replay_database_in_tmpdir() {
+  "$STANDIN" record -o rec -- "$PB" basic 30 >rec.out
+  mkdir db
+  TMPDIR=$PWD/db "$STANDIN" replay -t rec --summary s.json -- sh -c \
+    'grep -c "$TMPDIR/#" /proc/self/maps; exec "$0" basic 30' "$PB" >rep.out
+  expect_eq "mappings of the database in TMPDIR" 2 "$(head -1 rep.out)"
+  tail -n +2 rep.out | cmp rec.out - || fail "replayed output differs"
+  expect_eq "replayed" "$(calls rec)" "$(json s.json calls_replayed)"
+  [ -z "$(ls -A db)" ] || fail "the database left a name in TMPDIR: $(ls -A db)"
+  touch notadir
+  TMPDIR=$PWD/notadir "$STANDIN" replay -t rec --summary s2.json -- "$PB" basic 30 >rep2.out ||
+    fail "replay with a TMPDIR that is a file"
+  cmp rec.out rep2.out || fail "replayed output differs (TMPDIR a file)"
+  expect_eq "replayed (TMPDIR a file)" "$(calls rec)" "$(json s2.json calls_replayed)"
+}
+
 t102_replay_threads() {
   replay_same "$PB" threads 8 15
 }
