@@ -563,33 +563,35 @@ static int write_all(int fd, const uint8_t *m, uint64_t len) {
  * directory takes a temporary file, or one is full, a memfd. A file whose
  * pages are still dirty after ~30 s (the kernel's default) is written back
  * to disk once: the database is never written again after this. */
+/* fd holding m[0, len), mapped shared into *base; -1 (fd closed) if it
+ * cannot be. */
+static int fill_and_map(int fd, const uint8_t *m, uint64_t len, uint8_t **base) {
+  if (fd < 0)
+    return -1;
+  if (write_all(fd, m, len) == 0) {
+    *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (*base != MAP_FAILED)
+      return fd;
+  }
+  int e = errno;
+  close(fd); /* full, say: the file goes with its descriptor */
+  errno = e;
+  return -1;
+}
+
 static int publish(const uint8_t *m, uint64_t len, rdb_built *out) {
   const char *dirs[] = {getenv("TMPDIR"), "/var/tmp", "/tmp"};
+  uint8_t *base = NULL;
   int fd = -1;
-  for (size_t i = 0; i < sizeof dirs / sizeof *dirs && fd < 0; i++) {
-    if (!dirs[i] || !*dirs[i])
-      continue;
-    fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd >= 0 && write_all(fd, m, len) != 0) {
-      close(fd); /* full, say: the file goes with its descriptor */
-      fd = -1;
-    }
-  }
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs && fd < 0; i++)
+    if (dirs[i] && *dirs[i])
+      fd = fill_and_map(open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), m, len, &base);
+  if (fd < 0)
+    fd = fill_and_map(memfd_create("standin-replay", MFD_CLOEXEC), m, len, &base);
   if (fd < 0) {
-    fd = memfd_create("standin-replay", MFD_CLOEXEC);
-    if (fd < 0 || write_all(fd, m, len) != 0) {
-      cli_err("cannot store the replay database (%llu bytes) in a temporary file or in memory: "
-              "%s; free space in $TMPDIR, /var/tmp or /tmp, or memory",
-              (unsigned long long)len, strerror(errno));
-      if (fd >= 0)
-        close(fd);
-      return -1;
-    }
-  }
-  uint8_t *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    cli_err("cannot map the replay database: %s", strerror(errno));
-    close(fd);
+    cli_err("cannot store the replay database (%llu bytes) in a temporary file or in memory: "
+            "%s; free space in $TMPDIR, /var/tmp or /tmp, or memory",
+            (unsigned long long)len, strerror(errno));
     return -1;
   }
   out->fd = fd;
