@@ -554,15 +554,6 @@ static int write_all(int fd, const uint8_t *m, uint64_t len) {
   return 0;
 }
 
-/* Put the database m[0, len) in an unnamed file every process of the run
- * maps, and map it for the summary. A temporary file on disk comes first:
- * touching every page of a 70 MB database and unmapping it took 0.9 + 0.25
- * ms from such a file, 7.2 + 5.3 ms from a memfd (shared memory, which
- * Debian gives no large folios), and a replayed pbtest basic 20000 exited
- * 1.1 ms sooner (its median start and exit, 7 alternating runs). Where no
- * directory takes a temporary file, or one is full, a memfd. A file whose
- * pages are still dirty after ~30 s (the kernel's default) is written back
- * to disk once: the database is never written again after this. */
 /* fd holding m[0, len), mapped shared into *base; -1 (fd closed) if it
  * cannot be. */
 static int fill_and_map(int fd, const uint8_t *m, uint64_t len, uint8_t **base) {
@@ -579,6 +570,16 @@ static int fill_and_map(int fd, const uint8_t *m, uint64_t len, uint8_t **base) 
   return -1;
 }
 
+/* Put the database m[0, len) in an unnamed file every process of the run
+ * maps, and map it for the summary. A temporary file on disk comes first:
+ * touching every page of a 70 MB database and unmapping it took 0.9 + 0.25
+ * ms from such a file, 7.2 + 5.3 ms from a memfd (shared memory, which
+ * Debian gives no large folios), and a replayed pbtest basic 20000 exited
+ * 1.1 ms sooner (its median start and exit, 7 alternating runs). Where no
+ * directory takes a temporary file, or one is full, a memfd. A file whose
+ * pages are still dirty after ~30 s (the kernel's default) is written back
+ * to disk once: apart from its counters the database is never written
+ * again after this. */
 static int publish(const uint8_t *m, uint64_t len, rdb_built *out) {
   const char *dirs[] = {getenv("TMPDIR"), "/var/tmp", "/tmp"};
   uint8_t *base = NULL;

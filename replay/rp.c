@@ -86,8 +86,8 @@ static void flush(local *l) {
   if (!l->dirty)
     return;
   publish_max(RDB_C_DEBT_MAX, l->debt);
-  /* every counter but the spin-error bins, and of those only the ones
-   * counted: a flush of all 670 cost ~1 us, 2-4 ns a call */
+  /* every counter but the spin-error bins (512 of the 670), and of those
+   * only the ones counted */
   for (int i = 0; i < RDB_NCOUNTERS; i++) {
     if (i == RDB_C_SPIN_ERR0) {
       for (int w = 0; w < BIN_WORDS; w++)
