@@ -83,12 +83,17 @@ t120_replay_database_in_tmpdir() {
   cmp rec.out rep2.out || fail "replayed output differs (TMPDIR a file)"
   expect_eq "replayed (TMPDIR a file)" "$(calls rec)" "$(json s2.json calls_replayed)"
   # /var/tmp and /tmp full (4 KiB file systems, in a mount namespace of
-  # our own): a memfd
+  # our own): a memfd. The build, when it lives under /tmp (a clean clone
+  # there), is bound back in place; this directory stays reachable as the
+  # working directory.
   unshare -m true 2>/dev/null || { echo "no mount namespace: rest skipped"; return 0; }
-  unshare -m sh -c 'mount -t tmpfs -o size=4k none /var/tmp && mount -t tmpfs -o size=4k none /tmp &&
+  mkdir realtmp
+  unshare -m sh -c 'set -e; mount --bind /tmp realtmp
+    mount -t tmpfs -o size=4k none /var/tmp; mount -t tmpfs -o size=4k none /tmp
+    case "$3" in /tmp/*) mkdir -p "$3"; mount --bind "realtmp/${3#/tmp/}" "$3" ;; esac
     TMPDIR= "$1" replay -t rec --summary s3.json -- sh -c \
       "grep -c memfd:standin-replay /proc/self/maps; exec \"\$0\" basic 30" "$2"' sh \
-    "$STANDIN" "$PB" >rep3.out || fail "replay with /var/tmp and /tmp full"
+    "$STANDIN" "$PB" "$B" >rep3.out || fail "replay with /var/tmp and /tmp full"
   expect_eq "mappings of the database in a memfd" 2 "$(head -1 rep3.out)"
   tail -n +2 rep3.out | cmp rec.out - || fail "replayed output differs (memfd)"
   expect_eq "replayed (memfd)" "$(calls rec)" "$(json s3.json calls_replayed)"
