@@ -32,6 +32,12 @@ ns_stats() {
   echo "$(printf '%s\n' "${v[@]}" | median) $(printf '%s\n' "${v[@]}" | spread)"
 }
 
+# harness JSON API: the harness's own ns a call for API in a --summary
+harness() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["by_api"][sys.argv[2]]
+print("%.0f" % (d["harness_ns"] / d["calls"]))' "$1" "$2"
+}
+
 rows=()
 row() { rows+=("| $1 | $2 | $3 | $4 |"); }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f", a-b}'; }
@@ -101,13 +107,17 @@ for mode in pack size unpack; do
     "$S" record -o "$T/rh" -- "$PBB" $mode $size 1000 >/dev/null 2>&1
     read -r nat nat_sp <<<"$(ns_stats "$PBB" $mode $size "$N")"
     read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rh" --iface constant:ns=0 -- "$PBB" $mode $size "$N")"
-    row "replay harness, constant:ns=0, $mode $size B: ns per call" "$rep ($rep_sp)" "native $nat ($nat_sp)" \
+    "$S" replay -t "$T/rh" --iface constant:ns=0 --summary "$T/h.json" -- "$PBB" $mode $size "$N" >/dev/null 2>&1
+    row "replay harness, constant:ns=0, $mode $size B: ns per call" "$rep ($rep_sp)" \
+      "native $nat ($nat_sp); the harness alone (\`--summary\` by_api) $(harness "$T/h.json" pb.$mode)" \
       "\`standin replay --iface constant:ns=0 -- pbbench $mode $size $N\`"
     if [ $mode = unpack ]; then # the tree as one block: cheaper, but so is its free
       read -r blk blk_sp <<<"$(ns_stats "$S" replay -t "$T/rh" --iface constant:ns=0 --unpack-trees block \
         -- "$PBB" $mode $size "$N")"
+      "$S" replay -t "$T/rh" --iface constant:ns=0 --unpack-trees block --summary "$T/h.json" \
+        -- "$PBB" $mode $size "$N" >/dev/null 2>&1
       row "replay harness, constant:ns=0, $mode $size B, trees as one block: ns per call" \
-        "$blk ($blk_sp)" "native $nat ($nat_sp)" \
+        "$blk ($blk_sp)" "native $nat ($nat_sp); the harness alone $(harness "$T/h.json" pb.$mode)" \
         "\`standin replay --iface constant:ns=0 --unpack-trees block -- pbbench $mode $size $N\`"
     fi
   done
@@ -120,8 +130,9 @@ rm -rf "$T/rn"
 "$S" record -o "$T/rn" -- "$PBB" packnew 1024 "$NNEW" >/dev/null 2>&1
 read -r nat nat_sp <<<"$(ns_stats "$PBB" packnew 1024 "$NNEW")"
 read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rn" --iface constant:ns=0 -- "$PBB" packnew 1024 "$NNEW")"
+"$S" replay -t "$T/rn" --iface constant:ns=0 --summary "$T/h.json" -- "$PBB" packnew 1024 "$NNEW" >/dev/null 2>&1
 row "replay harness, constant:ns=0, pack 1024 B, a new message each call: ns per call" "$rep ($rep_sp)" \
-  "native $nat ($nat_sp)" "\`standin replay --iface constant:ns=0 -- pbbench packnew 1024 $NNEW\`"
+  "native $nat ($nat_sp); the harness alone $(harness "$T/h.json" pb.pack)" "\`standin replay --iface constant:ns=0 -- pbbench packnew 1024 $NNEW\`"
 rm -rf "$T/r1"
 "$S" record -o "$T/r1" -- "$PBB" pack 1024 1000 >/dev/null 2>&1
 "$S" replay -t "$T/r1" --iface constant:ns=2000 --summary "$T/spin.json" -- "$PBB" pack 1024 "$N" >/dev/null 2>&1
