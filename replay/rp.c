@@ -38,7 +38,7 @@ typedef struct local {
   uint64_t a[RDB_MAX_ACCEL][RDB_A_N];
   uint32_t pending; /* calls counted since the last flush */
   uint32_t dirty;
-  /* The last spin, counted by the next call (note_spin): after its
+  /* The last spin, counted by the next call (count_spin): after its
    * deadline a call only stores these and returns. */
   uint64_t spin_from, spin_end, spin_deadline;
   uint32_t spun;
@@ -81,6 +81,14 @@ static void publish_max(int i, uint64_t v) {
 
 static void count_spin(local *l);
 
+/* l's count i into the shared counter. */
+static inline void publish_counter(local *l, int i) {
+  if (l->c[i]) {
+    atomic_fetch_add_explicit(&stats->c[i], l->c[i], memory_order_relaxed);
+    l->c[i] = 0;
+  }
+}
+
 static void flush(local *l) {
   count_spin(l);
   if (!l->dirty)
@@ -88,23 +96,14 @@ static void flush(local *l) {
   publish_max(RDB_C_DEBT_MAX, l->debt);
   /* every counter but the spin-error bins (512 of the 670), and of those
    * only the ones counted */
-  for (int i = 0; i < RDB_NCOUNTERS; i++) {
-    if (i == RDB_C_SPIN_ERR0) {
-      for (int w = 0; w < BIN_WORDS; w++)
-        for (uint64_t m = l->bins[w]; m; m &= m - 1) {
-          int b = RDB_C_SPIN_ERR0 + w * 64 + __builtin_ctzll(m);
-          atomic_fetch_add_explicit(&stats->c[b], l->c[b], memory_order_relaxed);
-          l->c[b] = 0;
-        }
-      memset(l->bins, 0, sizeof l->bins);
-      i += RDB_SPIN_BINS - 1;
-      continue;
-    }
-    if (l->c[i]) {
-      atomic_fetch_add_explicit(&stats->c[i], l->c[i], memory_order_relaxed);
-      l->c[i] = 0;
-    }
-  }
+  for (int i = 0; i < RDB_C_SPIN_ERR0; i++)
+    publish_counter(l, i);
+  for (int w = 0; w < BIN_WORDS; w++)
+    for (uint64_t m = l->bins[w]; m; m &= m - 1)
+      publish_counter(l, RDB_C_SPIN_ERR0 + w * 64 + __builtin_ctzll(m));
+  memset(l->bins, 0, sizeof l->bins);
+  for (int i = RDB_C_API0; i < RDB_NCOUNTERS; i++)
+    publish_counter(l, i);
   for (uint32_t k = 0; k < hdr->naccel; k++)
     for (int i = 0; i < RDB_A_N; i++)
       if (l->a[k][i]) {
@@ -138,7 +137,8 @@ static inline void count(int i, uint64_t v) {
   local_add(l, i, v);
 }
 
-/* l's last spin (rp_finish) into l's counters. */
+/* l's last spin (rp_finish) into l's counters: by its next call, or a
+ * flush. */
 static void count_spin(local *l) {
   if (!l->spun)
     return;
@@ -155,13 +155,6 @@ static inline void call_done(void) {
   local *l = me;
   if (l && ++l->pending >= FLUSH_EVERY)
     flush(l);
-}
-
-/* The previous call's spin (rp_finish), counted now. */
-static inline void note_spin(void) {
-  local *l = me;
-  if (l && l->spun)
-    count_spin(l);
 }
 
 /* New threads start owing what their creator owes: work the creator did
@@ -394,8 +387,9 @@ __attribute__((constructor)) static void rp_init(void) {
   /* Not populated: page tables for all of it would cost at start what the
    * pages a run never touches cost. The read-only part faults in as it is
    * read, a large folio (cli/replaydb.c publish) or 64 KiB of a memfd at a
-   * time, mostly front to back as entries are laid out in recorded order. A fault inside a call's
-   * window is harness time, which later calls' slack pays back (catch-up) where there is any. */
+   * time, mostly front to back as entries are laid out in recorded order.
+   * A fault inside a call's window is harness time, which later calls'
+   * slack pays back (catch-up) where there is any. */
   void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) {
@@ -692,8 +686,9 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
 
 void rp_finish(rp_ticket *t) {
   /* everything but the spin happens before the clock read: inside the
-   * window, as harness time */
-  note_spin();
+   * window, as harness time (the thread's previous spin is counted here) */
+  if (me)
+    count_spin(me);
   call_done();
   uint64_t now = rp_now();
   unsigned api = t->e->api;
