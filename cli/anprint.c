@@ -133,15 +133,20 @@ void anp_notes_text(FILE *f, const an_result *r) {
   if (r->run_approx)
     fprintf(f, "note: a process was not closed (killed?): its run ends at its last call\n");
   /* recording slowed the run the estimates start from: say by how much.
-   * Outside the processes' runs: standin's start-up and final flush. */
+   * Outside the processes' runs (which start when the shim does): standin's
+   * start-up and final flush, but also the program's own start before the
+   * shim's, its dynamic loading first (dnstap-read: ~5 of the 6.5 ms),
+   * which the trace cannot tell apart. */
   uint64_t outside = r->wall_recorded == 1 && r->wall_ns > r->span_ns ? r->wall_ns - r->span_ns : 0;
   if (r->nplans && r->wall_recorded != 2 && r->wall_ns &&
       (r->rec_overhead_ns + outside) * 50 >= r->wall_ns) {
     char a[32], b[32], c[32];
     fprintf(f,
-            "note: the %s the estimates start from includes standin's own time: %s on the "
-            "program's threads and %s outside the program's run (start-up, final flush); time "
-            "the program natively and give it with --native-wall\n",
+            "note: the %s the estimates start from is the recorded run's wall time: it "
+            "includes %s that recording cost the program's threads, and %s before the shim "
+            "started or after the program ended "
+            "(standin's start-up and final flush, and the program's own loading, not told "
+            "apart); time the program natively and give it with --native-wall\n",
             cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
             cli_fmt_ns(b, sizeof b, (double)r->rec_overhead_ns),
             cli_fmt_ns(c, sizeof c, (double)outside));

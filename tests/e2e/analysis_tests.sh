@@ -372,10 +372,11 @@ assert w["record_overhead_ns"] > 0, w
 PY
   # with the program's own time given, no note about recording's share
   "$STANDIN" whatif rec --iface constant:ns=0 --native-wall 50ms >w.txt
-  grep -q "includes standin's own time" w.txt && fail "note with --native-wall: $(cat w.txt)"
+  grep -q "recorded run's wall time" w.txt && fail "note with --native-wall: $(cat w.txt)"
   # without it, a 30-call run is mostly standin's start-up and final flush
   "$STANDIN" whatif rec --iface constant:ns=0 >w.txt
-  grep -q "includes standin's own time: .* on the program's threads" w.txt || fail "$(cat w.txt)"
+  grep -q "recorded run's wall time: it includes .* that recording cost the program's threads" w.txt ||
+    fail "$(cat w.txt)"
   set +e
   "$STANDIN" whatif rec --iface constant --native-wall 12parsecs 2>err
   rc=$?
