@@ -97,6 +97,8 @@ static _Atomic int writer_stop;
 /* A fatal signal asked the writer to close the file now (signals.c). */
 static _Atomic int close_signal;
 static _Atomic int closed_for_signal;
+/* The writer has returned (or never opened its file): nobody to wait for. */
+static _Atomic int writer_exited;
 static SHIM_TLS int in_writer;
 /* dlclose asked the writer to drain the rings (rt_before_unload). */
 static _Atomic uint64_t unload_req, unload_done;
@@ -435,36 +437,39 @@ static void install_signal_handlers(void) {
   }
 }
 
-/* Create this process's trace file and start the writer. Called at the
- * first intercepted call of the process (and again after a failed exec). */
+/* Start the writer, which creates this process's trace file. Called at the
+ * first intercepted call of the process (and again after a failed exec).
+ * The file is the writer's to create: opening it, allocating its buffers
+ * and the compressor, and writing its header took ~100 us of the first
+ * call's ~250 (bind9's dnstap-read; the thread's start ~40, its ring ~30,
+ * the first unwind ~25), time that a forking server's every child paid
+ * on its first request. The calls made meanwhile wait in the ring; if the
+ * file cannot be created, the writer says so and recording stops. */
 static int start_writer(void) {
   pthread_mutex_lock(&start_lock);
   int st = atomic_load(&run_state);
   if (st == RUN_IDLE) {
-    if (wr_open(&rt_cfg) != 0) {
+    atomic_store(&writer_stop, 0);
+    atomic_store(&writer_tid, 0);
+    atomic_store(&writer_idle, 0);
+    atomic_store(&writer_exited, 0);
+    writer_may_yield = may_leave_idle();
+    atomic_store(&writer_entered, 0);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* signals go to the program's threads */
+    /* the real pthread_create: the writer must not take a thread index */
+    SHIM_REAL(real_create, pthread_create);
+    /* RUN_ACTIVE first: the writer turns it off if its file fails */
+    atomic_store(&run_state, RUN_ACTIVE);
+    int rc = real_create(&writer_thread, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+      shim_say("cannot start the trace writer thread (%s); recording is off", strerror(rc));
       atomic_store(&run_state, RUN_OFF);
     } else {
-      atomic_store(&writer_stop, 0);
-      atomic_store(&writer_tid, 0);
-      atomic_store(&writer_idle, 0);
-      writer_may_yield = may_leave_idle();
-      atomic_store(&writer_entered, 0);
-      sigset_t all, old;
-      sigfillset(&all);
-      pthread_sigmask(SIG_SETMASK, &all, &old); /* signals go to the program's threads */
-      /* the real pthread_create: the writer must not take a thread index */
-      SHIM_REAL(real_create, pthread_create);
-      int rc = real_create(&writer_thread, NULL, writer_main, NULL);
-      pthread_sigmask(SIG_SETMASK, &old, NULL);
-      if (rc != 0) {
-        shim_say("cannot start the trace writer thread (%s); recording is off", strerror(rc));
-        wr_close();
-        atomic_store(&run_state, RUN_OFF);
-      } else {
-        writer_running = 1;
-        atomic_store(&run_state, RUN_ACTIVE);
-        install_signal_handlers();
-      }
+      writer_running = 1;
+      install_signal_handlers();
     }
   }
   st = atomic_load(&run_state);
@@ -625,6 +630,12 @@ static void *writer_main(void *arg) {
   /* under writer_work like every round: a fork waits for it, so no child
    * inherits an allocator lock taken here (the note allocates) */
   pthread_mutex_lock(&writer_work);
+  if (wr_open(&rt_cfg) != 0) { /* it said why; calls now pass straight through */
+    atomic_store(&run_state, RUN_OFF);
+    atomic_store(&writer_exited, 1);
+    pthread_mutex_unlock(&writer_work);
+    return NULL;
+  }
   wr_calibrate();
   atomic_store(&writer_tid, (int)syscall(SYS_gettid));
   writer_yield();
@@ -642,6 +653,7 @@ static void *writer_main(void *arg) {
     int sig = atomic_load(&close_signal);
     if (sig) {
       close_for_signal(sig);
+      atomic_store(&writer_exited, 1);
       pthread_mutex_unlock(&writer_work);
       return NULL;
     }
@@ -684,6 +696,7 @@ static void *writer_main(void *arg) {
   }
   flush_held_all();
   wr_close();
+  atomic_store(&writer_exited, 1);
   pthread_mutex_unlock(&writer_work);
   return NULL;
 }
@@ -702,7 +715,8 @@ void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns) {
   writer_boost();
   wake_writer();
   struct timespec ts = {0, (long)poll_ns};
-  for (uint64_t waited = 0; waited < wait_ns && !atomic_load(&closed_for_signal);
+  for (uint64_t waited = 0;
+       waited < wait_ns && !atomic_load(&closed_for_signal) && !atomic_load(&writer_exited);
        waited += poll_ns)
     nanosleep(&ts, NULL);
 }
@@ -720,7 +734,8 @@ void rt_before_unload(void) {
   writer_boost();
   wake_writer();
   struct timespec ts = {0, 100000};
-  for (int i = 0; i < 20000 && atomic_load(&unload_done) < want; i++)
+  for (int i = 0; i < 20000 && atomic_load(&unload_done) < want && !atomic_load(&writer_exited);
+       i++)
     nanosleep(&ts, NULL);
 }
 
