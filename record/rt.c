@@ -460,8 +460,6 @@ static int start_writer(void) {
     pthread_sigmask(SIG_SETMASK, &all, &old); /* signals go to the program's threads */
     /* the real pthread_create: the writer must not take a thread index */
     SHIM_REAL(real_create, pthread_create);
-    /* RUN_ACTIVE first: the writer turns it off if its file fails */
-    atomic_store(&run_state, RUN_ACTIVE);
     int rc = real_create(&writer_thread, NULL, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
@@ -469,7 +467,13 @@ static int start_writer(void) {
       atomic_store(&run_state, RUN_OFF);
     } else {
       writer_running = 1;
+      /* the handlers before any other thread may go on: until RUN_ACTIVE
+       * their calls wait here for start_lock (a thread that raced ahead
+       * could die before the handler that closes its trace was in, t603).
+       * A writer whose file failed already has set RUN_OFF: it stays. */
       install_signal_handlers();
+      int idle = RUN_IDLE;
+      atomic_compare_exchange_strong(&run_state, &idle, RUN_ACTIVE);
     }
   }
   st = atomic_load(&run_state);
