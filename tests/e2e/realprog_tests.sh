@@ -5,6 +5,7 @@
 # with protobuf-c; dnstap-ldns reads them back with protobuf-c unpack.
 make_dnstap() { # FILE N: N queries answered by a local REFUSED responder
   port=$((20000 + RANDOM % 20000))
+  rm -f ready.txt # a previous responder's says ready too
   python3 "$(dirname "$B")/tests/e2e/tools/dns_refuser.py" "$port" 3 >ready.txt &
   for _ in $(seq 50); do grep -q ready ready.txt 2>/dev/null && break; sleep 0.05; done
   names=$(for i in $(seq 1 "$2"); do printf 'h%d.example.com ' "$i"; done)
@@ -50,11 +51,14 @@ PY
 # (get_packed_size, pack) over TCP and unpacks the server's answer. Its
 # replay must put the same bytes on the wire, every call answered.
 riemann_send() { # LOG EVENTS CMD-PREFIX...: send EVENTS events to a fresh stub
+  # a fresh file per stub: the last call's still says ready, with its port
+  rm -f ready.txt
   python3 "$(dirname "$B")/tests/e2e/tools/riemann_stub.py" "$1" 5 >ready.txt &
   local stub=$!
-  for _ in $(seq 100); do grep -q ready ready.txt 2>/dev/null && break; sleep 0.05; done
+  for _ in $(seq 200); do grep -q ready ready.txt 2>/dev/null && break; sleep 0.05; done
   local port
   port=$(awk '{print $2}' ready.txt)
+  [ -n "$port" ] || fail "the stub server did not start"
   seq 1 "$2" | sed 's/$/ ok/' >events.txt
   "${@:3}" riemann-client send -0 -S svc -h host1 -a k=v -t t1 127.0.0.1 "$port" <events.txt
   kill "$stub" 2>/dev/null || true
