@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "jpeg_req.h"
 #include "replaydb.h"
 
 static const char usage_text[] =
@@ -203,6 +204,32 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
   }
 }
 
+/* What unusable_by slot k counts, in a few words. */
+static const char *unusable_name(size_t k, char *buf, size_t len) {
+  return k < RDB_UNUSABLE_KINDS - 1 ? jpg_no_name((unsigned)k, buf, len) : "other";
+}
+
+/* Recorded calls replay does not intercept (not offloadable when recorded:
+ * exiftran's coefficient read, a decode the program abandoned): they run
+ * for real and none of the counts above includes them. */
+static void print_unusable(const rdb_built *b) {
+  if (!b->calls_unusable)
+    return;
+  unsigned long long n = b->calls_unusable;
+  fprintf(stderr, "standin: replay: %llu recorded call%s not offloadable (", n,
+          n == 1 ? " was" : "s were");
+  const char *sep = "";
+  for (size_t k = 0; k < RDB_UNUSABLE_KINDS; k++) {
+    char buf[32];
+    if (!b->unusable_by[k])
+      continue;
+    fprintf(stderr, "%s%llu %s", sep, (unsigned long long)b->unusable_by[k],
+            unusable_name(k, buf, sizeof buf));
+    sep = ", ";
+  }
+  fprintf(stderr, "); such calls run for real, outside the counts above\n");
+}
+
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
@@ -290,6 +317,19 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   fprintf(f, "  \"repaid_ns\": %llu,\n  \"debt_ns\": %llu,\n  \"setup_ns\": %llu,\n",
           C(s, RDB_C_REPAID_NS), C(s, RDB_C_DEBT_MAX), C(s, RDB_C_SETUP_NS));
   fprintf(f, "  \"wall_adjusted_ns\": %llu,\n", (unsigned long long)wall_adjusted(s, wall));
+  /* recorded calls not intercepted at all (print_unusable) */
+  fprintf(f, "  \"calls_not_offloadable\": %llu,\n  \"not_offloadable_reasons\": {",
+          (unsigned long long)b->calls_unusable);
+  for (size_t k = 0, first = 1; k < RDB_UNUSABLE_KINDS; k++) {
+    char buf[32];
+    if (!b->unusable_by[k])
+      continue;
+    fprintf(f, "%s", first ? "" : ", ");
+    json_str(f, unusable_name(k, buf, sizeof buf));
+    fprintf(f, ": %llu", (unsigned long long)b->unusable_by[k]);
+    first = 0;
+  }
+  fprintf(f, "},\n");
   fprintf(f, "  \"bytes_to_memory\": %llu,\n", C(s, RDB_C_TO_MEMORY_BYTES));
   fprintf(f, "  \"predicted_ns\": %llu,\n  \"recorded_ns\": %llu,\n  \"spin_ns\": %llu,\n",
           C(s, RDB_C_PREDICTED_NS), C(s, RDB_C_RECORDED_NS), C(s, RDB_C_SPIN_NS));
@@ -410,6 +450,7 @@ int cmd_replay(int argc, char **argv) {
   const rdb_header *h = (const rdb_header *)b.base;
   const rdb_stats *s = (const rdb_stats *)(b.base + h->stats_off);
   print_line(s, wall);
+  print_unusable(&b);
   warn_misfit(s);
   for (size_t k = 0; k < b.nwhy; k++)
     fprintf(stderr, "standin: replay: %llu %s in software on %s: %s\n",

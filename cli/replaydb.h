@@ -9,12 +9,19 @@
 #include "plan.h"
 #include "rdb.h"
 
+/* JPG_NO_COUNT (jpeg_req.h) and one more for the rest */
+#define RDB_UNUSABLE_KINDS 12
+
 typedef struct {
   int fd;        /* the unnamed file holding the database (publish) */
   uint8_t *base; /* our own mapping of it (for the summary) */
   size_t size;
   uint64_t entries, samples, files;
-  uint64_t calls_unusable; /* calls that carry no fingerprint'able request */
+  /* recorded calls flagged not offloadable: replay does not intercept
+   * them. By st_call.reason of the JPEG APIs (JPG_NO_*); the last slot
+   * counts other reasons and other APIs. */
+  uint64_t calls_unusable;
+  uint64_t unusable_by[RDB_UNUSABLE_KINDS];
   /* why calls stay in software, per accelerator: (accel, reason) -> count */
   struct rdb_why {
     int accel;

@@ -1,6 +1,7 @@
 /* jpeg_req.c — JPEG request and response layouts (see jpeg_req.h). */
 #include "jpeg_req.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "api.h"
@@ -223,6 +224,28 @@ void jpg_ext_msg(const jpg_ext *x, uint32_t i, jpg_msg *m) {
   m->code = (int32_t)r32(d + 8);
   m->pos = r32(d + 12);
   memcpy(m->parm, d + 16, 80);
+}
+
+/* ---- why a decode is not offloadable ----------------------------------- */
+
+const char *jpg_no_name(unsigned reason, char *buf, size_t len) {
+  static const char *const names[JPG_NO_COUNT] = {
+      [JPG_NO_NONE] = "no reason recorded",
+      [JPG_NO_BUFFERED] = "buffered-image mode",
+      [JPG_NO_RAW] = "raw (downsampled) output",
+      [JPG_NO_COEF] = "jpeg_read_coefficients",
+      [JPG_NO_SKIP] = "jpeg_skip_scanlines",
+      [JPG_NO_CROP] = "jpeg_crop_scanline",
+      [JPG_NO_ABANDONED] = "ended before its last row",
+      [JPG_NO_ERROR] = "ended by the library's error_exit",
+      [JPG_NO_NOMEM] = "the recorder ran out of memory",
+      [JPG_NO_TJ_ERROR] = "TurboJPEG error or warning",
+      [JPG_NO_UNTRACKED] = "a source or error manager standin cannot follow",
+  };
+  if (reason < JPG_NO_COUNT)
+    return names[reason];
+  snprintf(buf, len, "reason %u", reason);
+  return buf;
 }
 
 /* ---- responses kept as digests ------------------------------------------ */

@@ -20,6 +20,28 @@
 #define JPG_EXT_MAGIC "SJX1"
 #define JPG_MSG_BYTES 96 /* one message record in the response extension */
 
+/* Why a decode is not offloadable (st_call.reason of jpeg.decode calls
+ * flagged ST_CALL_NOT_OFFLOADABLE, FAILED or NO_RESPONSE). Part of the
+ * trace format: append only. */
+enum {
+  JPG_NO_NONE = 0,
+  JPG_NO_BUFFERED = 1,   /* buffered-image mode */
+  JPG_NO_RAW = 2,        /* raw (downsampled) data output */
+  JPG_NO_COEF = 3,       /* jpeg_read_coefficients */
+  JPG_NO_SKIP = 4,       /* jpeg_skip_scanlines */
+  JPG_NO_CROP = 5,       /* jpeg_crop_scanline */
+  JPG_NO_ABANDONED = 6,  /* ended before the last row was read */
+  JPG_NO_ERROR = 7,      /* the library's error_exit ended it */
+  JPG_NO_NOMEM = 8,      /* the shim could not keep request or response */
+  JPG_NO_TJ_ERROR = 9,   /* TurboJPEG returned -1 (error or warning) */
+  JPG_NO_UNTRACKED = 10, /* source or error manager could not be followed */
+  JPG_NO_COUNT
+};
+
+/* What a JPG_NO_* reason means, in a few words ("reason N" beyond the
+ * known ones, for traces from a newer standin). */
+const char *jpg_no_name(unsigned reason, char *buf, size_t len);
+
 /* Which TurboJPEG function a request went to (jpg_params.entry). */
 enum {
   JPG_ENTRY_LIBJPEG = 0,

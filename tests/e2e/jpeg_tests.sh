@@ -161,6 +161,13 @@ t205_jpeg_modes_an_accelerator_would_not_serve() {
     "$("$STANDIN" dump rec --format json | python3 -c 'import json,sys; print(*sorted({json.loads(l)["reason"] for l in sys.stdin}))')"
   expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
   expect_eq "replayed" 0 "$(json sum.json calls_replayed)"
+  # replay intercepts none of them, and says why they are not in its counts
+  expect_eq "not offloadable, replay" 18 "$(json sum.json calls_not_offloadable)"
+  expect_eq "their reasons, replay" \
+    "buffered-image mode=3 ended before its last row=3 jpeg_crop_scanline=3 jpeg_read_coefficients=3 jpeg_skip_scanlines=3 raw (downsampled) output=3" \
+    "$(python3 -c 'import json; r = json.load(open("sum.json"))["not_offloadable_reasons"]; print(" ".join("%s=%d" % kv for kv in sorted(r.items())))')"
+  grep -q "^standin: replay: 18 recorded calls were not offloadable (3 buffered-image mode, .*); such calls run for real" rep.err ||
+    fail "no line on the calls replay left alone: $(grep '^standin:' rep.err)"
 }
 
 t206_jpeg_threads_decode_at_once() {
