@@ -107,6 +107,14 @@ void wr_flush(void);
 void wr_set_compress(int on); /* store chunks uncompressed while behind */
 void wr_close(void);
 void wr_forget(void); /* forked child: drop the parent's writer, no I/O */
+/* The trace file's descriptor, which the program must not close or reuse
+ * (fdguard.c): -1 when there is none. wr_release_fd moves the file off fd
+ * before the program makes fd its own (dup2 onto it). */
+int wr_trace_fd(void);
+void wr_release_fd(int fd);
+/* Set while rt_stack runs libunwind: the pipe it opens to check addresses
+ * is then standin's, kept from the program like the trace file. */
+extern SHIM_TLS int rt_in_unwind;
 void wr_calibrate(void); /* on the writer thread, before the first record */
 /* What wr_calibrate measured: the clock read and a nested pass-through. */
 void wr_calibration(uint64_t *timer_ns, uint64_t *pass_ns);

@@ -767,6 +767,8 @@ void rt_writer_failed(void) {
 
 static SHIM_TLS uintptr_t rt_stack_lo, rt_stack_hi;
 
+SHIM_TLS int rt_in_unwind;
+
 void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
   if (lo >= hi)
     lo = hi;
@@ -927,7 +929,13 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
   uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
   uintptr_t hook = (uintptr_t)__builtin_return_address(0);
   int n = rt_cfg.stack_memo ? memo_find(anchor, hook, ips, max) : 0; /* 0: plain unwind */
-  return n ? n : unwind(anchor, hook, ips, max);
+  if (n)
+    return n;
+  /* libunwind's descriptors are standin's (fdguard.c) */
+  rt_in_unwind = 1;
+  n = unwind(anchor, hook, ips, max);
+  rt_in_unwind = 0;
+  return n;
 #endif
 }
 
@@ -1338,6 +1346,8 @@ __attribute__((constructor)) static void rt_init(void) {
   rt_stack_bounds(top - grow + STACK_MARGIN, top);
   /* the trace writer's buffers stay off the program's heap (shim_alloc.h) */
   st_set_allocator(&(st_allocator){shim_alloc, shim_realloc, shim_free});
+  /* and its file out of the way of the program's descriptors (fdguard.c) */
+  st_set_high_fd(1);
   load_config();
   rt_cfg.pid = (uint32_t)getpid();
   rt_cfg.start_mono_ns = shim_now_ns();
@@ -1349,7 +1359,9 @@ __attribute__((constructor)) static void rt_init(void) {
   /* a per-thread cache of unwind info: no lock shared between threads on
    * the hot path, and no DWARF parsing once a call site has been seen */
 #ifndef __SANITIZE_THREAD__ /* see rt_stack */
+  rt_in_unwind = 1;         /* libunwind initialises here, and opens its pipe (fdguard.c) */
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  rt_in_unwind = 0;
 #endif
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
@@ -79,6 +80,41 @@ static int read_cmdline(char *buf, size_t cap, const char **argv, uint32_t *argc
   return 0;
 }
 
+/* ---- the trace file's descriptor, kept from the program ----------------- */
+
+/* A daemon that closes every descriptor, then opens files of its own,
+ * would get the trace file's number back, and the writer would append its
+ * chunks to the program's file. So the file sits near the top of the
+ * descriptor table (st_set_high_fd), the hooks in fdguard.c keep the
+ * program from closing it, and a dup2 onto it first moves it elsewhere. */
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER; /* S.w for wr_release_fd */
+static _Atomic int own_fd = -1;
+static pid_t own_pid; /* the process whose descriptor table holds own_fd */
+
+static void publish_fd(int fd) {
+  own_pid = getpid();
+  atomic_store_explicit(&own_fd, fd, memory_order_release);
+}
+
+int wr_trace_fd(void) {
+  return atomic_load_explicit(&own_fd, memory_order_acquire);
+}
+
+void wr_release_fd(int fd) {
+  pthread_mutex_lock(&fd_lock);
+  /* a vfork child shares our memory, not our descriptors: its dup2 changes
+   * only its own table, and it moves nothing */
+  if (S.w && fd == wr_trace_fd() && getpid() == own_pid) {
+    int moved = st_writer_move_fd(S.w);
+    publish_fd(moved);
+    if (moved < 0)
+      shim_say("the program took over the trace file's descriptor %d and no other was free; "
+               "recording stops here for pid %d (the trace keeps the calls written before)",
+               fd, (int)own_pid);
+  }
+  pthread_mutex_unlock(&fd_lock);
+}
+
 static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_seq) {
   for (uint32_t seq = 0; seq < 1000; seq++) {
     if (seq == 0)
@@ -89,6 +125,7 @@ static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_
     hh.exec_seq = seq;
     int rc = st_writer_open(&S.w, S.path, &hh);
     if (rc == ST_OK) {
+      publish_fd(st_writer_fd(S.w));
       *exec_seq = seq;
       return 0;
     }
@@ -207,10 +244,13 @@ void wr_close(void) {
     note_u64("size_fp_from_pack", S.size_fp_paired);
     note_u64("size_fp_unpaired", S.size_fp_unpaired);
   }
+  pthread_mutex_lock(&fd_lock);
   int rc = st_writer_close(S.w);
+  publish_fd(-1);
+  S.w = NULL;
+  pthread_mutex_unlock(&fd_lock);
   if (!S.failed)
     check(rc);
-  S.w = NULL;
   shim_free(S.sites);
   S.sites = NULL;
   S.site_cap = 0;
@@ -219,6 +259,12 @@ void wr_close(void) {
 
 void wr_forget(void) {
   S.w = NULL; /* the parent's writer; its state may be mid-update */
+  /* our copy of the parent's trace file: closing it leaves the parent's */
+  int fd = wr_trace_fd();
+  publish_fd(-1);
+  pthread_mutex_init(&fd_lock, NULL);
+  if (fd >= 0)
+    syscall(SYS_close, fd);
   S.sites = NULL;
   S.types = NULL;
   S.site_cap = S.type_cap = 0;

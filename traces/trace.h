@@ -180,6 +180,23 @@ void st_set_allocator(const st_allocator *a);
  * is left open and *w is NULL; an existing file gives ST_E_EXISTS. */
 int st_writer_open(st_writer **w, const char *path, const st_header *h);
 
+/* For a writer inside another program (the record shim): files opened
+ * from now on get a descriptor near the top of the soft limit (below
+ * 1024), out of the way of the program's own, which take the lowest free
+ * number; and a writer's descriptor may be moved (st_writer_move_fd) while
+ * its thread writes. The file is closed with the close system call itself,
+ * so a hooked close() cannot keep it open. */
+void st_set_high_fd(int on);
+/* fd moved there (close-on-exec; the old number closed), or fd itself
+ * when none is free. */
+int st_fd_to_high(int fd);
+int st_writer_fd(st_writer *w);
+/* Move w's file to another descriptor (a high one if free) before the
+ * caller lets its old number be reused; returns it, or -1 when none could
+ * be had: w's later writes then fail (EBADF) and none lands elsewhere. Safe
+ * while another thread writes with w. */
+int st_writer_move_fd(st_writer *w);
+
 /* Append records to the current chunk. A chunk is compressed and written
  * when it reaches the chunk size (st_writer_set_chunk_size), on
  * st_writer_flush, and on close. Not thread-safe: one thread per writer. */

@@ -11,11 +11,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libdeflate.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <libdeflate.h>
 #include <zlib.h>
 
 #include "format.h"
@@ -51,6 +54,7 @@ typedef struct {
 
 struct st_writer {
   int fd;
+  pthread_mutex_t io; /* held around each use of fd (st_writer_move_fd) */
   int err;      /* sticky: once a chunk write failed, nothing more is written */
   uint64_t off; /* file offset of the next write */
   size_t chunk_size;
@@ -165,7 +169,9 @@ static int write_all(st_writer *w, struct iovec *iov, int n) {
     }
     if (n == 0)
       return ST_OK;
+    pthread_mutex_lock(&w->io);
     ssize_t k = writev(w->fd, iov, n);
+    pthread_mutex_unlock(&w->io);
     if (k < 0 && errno == EINTR)
       continue;
     if (k <= 0) {
@@ -741,6 +747,7 @@ static int writer_new(st_writer **out) {
     return ST_E_NOMEM;
   memset(w, 0, sizeof *w);
   w->fd = -1;
+  pthread_mutex_init(&w->io, NULL);
   w->chunk_size = STF_DEFAULT_CHUNK;
   w->compress = 1;
   w->cap = w->chunk_size + CALL_MAX;
@@ -753,6 +760,65 @@ static int writer_new(st_writer **out) {
   start_chunk(w);
   *out = w;
   return ST_OK;
+}
+
+/* ---- The file descriptor --------------------------------------------------- */
+
+static int fd_high; /* st_set_high_fd */
+
+void st_set_high_fd(int on) {
+  fd_high = on != 0;
+}
+
+/* The lowest descriptor to move a trace file to: near the top of the
+ * soft limit, but below 1024 (a descriptor table is as large as its
+ * highest descriptor, and select() cannot see past 1023). */
+static int high_floor(void) {
+  struct rlimit rl;
+  rlim_t top = 1024;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < top)
+    top = rl.rlim_cur;
+  return (int)(top - top / 16);
+}
+
+int st_fd_to_high(int fd) {
+  int floor = high_floor();
+  if (fd < 0 || fd >= floor)
+    return fd;
+  int hi = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+  if (hi < 0)
+    return fd;
+  close(fd);
+  return hi;
+}
+
+/* fd, moved to a high descriptor when asked (st_set_high_fd). */
+static int move_high(int fd) {
+  return fd_high ? st_fd_to_high(fd) : fd;
+}
+
+/* The trace file's close goes to the kernel, not through close(): a host
+ * that hooks close() to keep the file from its program (the record shim)
+ * must not keep it from the writer. */
+static int close_file(int fd) {
+  return (int)syscall(SYS_close, fd);
+}
+
+int st_writer_fd(st_writer *w) {
+  pthread_mutex_lock(&w->io);
+  int fd = w->fd;
+  pthread_mutex_unlock(&w->io);
+  return fd;
+}
+
+int st_writer_move_fd(st_writer *w) {
+  pthread_mutex_lock(&w->io);
+  int fd = fcntl(w->fd, F_DUPFD_CLOEXEC, high_floor());
+  if (fd < 0)
+    fd = fcntl(w->fd, F_DUPFD_CLOEXEC, 3);
+  w->fd = fd; /* -1: every later write fails (EBADF), none lands elsewhere */
+  pthread_mutex_unlock(&w->io);
+  return fd;
 }
 
 int st_writer_open(st_writer **wp, const char *path, const st_header *h) {
@@ -771,10 +837,11 @@ int st_writer_open(st_writer **wp, const char *path, const st_header *h) {
     writer_free(w);
     return e;
   }
+  w->fd = move_high(w->fd);
   e = write_header(w, h);
   if (e) {
     int saved = errno;
-    close(w->fd);
+    close_file(w->fd);
     unlink(path); /* O_EXCL: the file is ours, and holds no data */
     errno = saved;
     writer_free(w);
@@ -816,7 +883,10 @@ int st_writer_close(st_writer *w) {
     e = write_index_and_trailer(w);
   int saved = errno;
   /* On Linux the descriptor is gone even when close reports EINTR. */
-  if (close(w->fd) != 0 && errno != EINTR && !e) {
+  pthread_mutex_lock(&w->io);
+  int rc = w->fd < 0 ? 0 : close_file(w->fd);
+  pthread_mutex_unlock(&w->io);
+  if (rc != 0 && errno != EINTR && !e) {
     e = ST_E_IO;
     saved = errno;
   }
@@ -831,7 +901,8 @@ void st_writer_abandon(st_writer *w) {
   /* Closing our copy of the descriptor writes nothing and cannot affect the
    * parent's copy; keeping it would leak one fd per fork. */
   int saved = errno;
-  close(w->fd);
+  if (w->fd >= 0)
+    close_file(w->fd);
   errno = saved;
   writer_free(w);
 }

@@ -87,6 +87,29 @@ t603_fatal_signal_in_a_worker_thread() {
   [ "$(calls rec)" -ge 900 ] || fail "calls: $(calls rec)"
 }
 
+# A daemon closes every descriptor it did not open, then opens files of its
+# own: the lowest free numbers. The trace file must neither be closed under
+# the writer nor handed back to the program, whose files would then get the
+# trace's chunks (they did, before fdguard.c). Each way of closing, and a
+# dup2 onto the numbers the trace file sits among: the program's files and
+# output are as without standin, and every call is in a complete trace.
+t616_daemon_closing_every_descriptor_keeps_both_files_whole() {
+  for how in loop closefrom range dup2; do
+    mkdir -p "nat-$how" "rec-$how"
+    (cd "nat-$how" && "$FAULTS" daemon "$how" 300 >out 2>err) || fail "$how: native failed: $(cat "nat-$how/err")"
+    (cd "rec-$how" && "$STANDIN" record -o rec -- "$FAULTS" daemon "$how" 300 >out 2>err) ||
+      fail "$how: recorded run failed: $(cat "rec-$how/err")"
+    for f in out daemon.0 daemon.1 daemon.2 daemon.3 daemon.4 daemon.5 daemon.6 daemon.7; do
+      cmp "nat-$how/$f" "rec-$how/$f" || fail "$how: $f differs from the native run's"
+    done
+    grep -v '^standin: recorded ' "rec-$how/err" | cmp - "nat-$how/err" ||
+      fail "$how: standin said: $(cat "rec-$how/err")"
+    trace_ok "rec-$how/rec"
+    expect_eq "$how: calls" 1800 "$(calls "rec-$how/rec")"
+    "$STANDIN" info "rec-$how/rec" | grep -q "status: complete" || fail "$how: $("$STANDIN" info "rec-$how/rec" | grep status)"
+  done
+}
+
 # A handler the program installed itself stays in charge; its _exit flushes.
 t604_program_handler_is_not_replaced() {
   "$FAULTS" own-handler 3 >native.out 2>&1 || echo $? >native.rc

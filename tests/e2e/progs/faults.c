@@ -16,11 +16,18 @@
  *                           doing N messages, then N more
  *   faults loop MS          messages for MS milliseconds (0: forever)
  *   faults paced US         one message every US microseconds, forever
+ *   faults daemon HOW N     N messages, then as a daemon: close every
+ *                           descriptor above 2 (HOW: loop, closefrom, range;
+ *                           dup2: dup a file of its own onto a trace file's
+ *                           descriptor, then close it), open 8 files
+ *                           daemon.0-7 and write a line
+ *                           to one of them per message, N more messages
  *
  * Every message goes through get_packed_size, pack and unpack (3 calls).
  * Output lines are deterministic for a given mode, so a recorded or
  * replayed run must print exactly what a native run prints. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -265,6 +272,58 @@ static int run_loop(int ms) {
   }
 }
 
+static int usage(void);
+
+static int run_daemon(const char *how, int n) {
+  messages(0, n);
+  fflush(stdout);
+  sleep_ms(50); /* the writer has the trace file open and written to */
+  long max = sysconf(_SC_OPEN_MAX);
+  if (max <= 0 || max > 1024)
+    max = 1024;
+  int fds[8];
+  if (!strcmp(how, "loop")) {
+    for (long fd = max - 1; fd >= 3; fd--)
+      close((int)fd);
+  } else if (!strcmp(how, "closefrom")) {
+    closefrom(3);
+  } else if (!strcmp(how, "range")) {
+    if (close_range(3, ~0u, 0) != 0)
+      return perror("close_range"), 1;
+  } else if (strcmp(how, "dup2") != 0) {
+    return usage();
+  }
+  for (int k = 0; k < 8; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "daemon.%d", k);
+    fds[k] = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fds[k] < 0)
+      return perror(name), 1;
+  }
+  if (!strcmp(how, "dup2")) { /* onto any descriptor of a trace file, then closed */
+    for (long fd = 3; fd < max; fd++) {
+      char link[64], target[256];
+      snprintf(link, sizeof link, "/proc/self/fd/%ld", fd);
+      ssize_t len = readlink(link, target, sizeof target - 1);
+      if (len < 6 || memcmp(target + len - 6, ".trace", 6) != 0)
+        continue;
+      if (dup2(fds[0], (int)fd) < 0)
+        return perror("dup2"), 1;
+      close((int)fd);
+    }
+  }
+  for (int i = n; i < 2 * n; i++) {
+    char line[64];
+    int len = snprintf(line, sizeof line, "msg %d %016llx\n", i, (unsigned long long)one(i));
+    if (write(fds[i % 8], line, (size_t)len) != len)
+      return perror("write"), 1;
+  }
+  for (int k = 0; k < 8; k++)
+    close(fds[k]);
+  printf("daemon done\n");
+  return 0;
+}
+
 static int usage(void) {
   fprintf(stderr, "usage: faults MODE ARGS (see the comment in faults.c)\n");
   return 2;
@@ -314,6 +373,8 @@ int main(int argc, char **argv) {
     return run_wait(argv[2], b);
   if (!strcmp(mode, "loop"))
     return run_loop(a);
+  if (!strcmp(mode, "daemon") && argc > 3)
+    return run_daemon(argv[2], b);
   if (!strcmp(mode, "paced"))
     for (int i = 0;; i++) {
       one(i);
