@@ -26,7 +26,8 @@ static const char usage_text[] =
     "saved in DIR (default standin.data), one trace file per process. Exits with\n"
     "PROGRAM's exit status.\n"
     "\n"
-    "  -o, --output DIR     recording directory (created, mode 0700)\n"
+    "  -o, --output DIR     recording directory (created, mode 0700); -t DIR, as\n"
+    "                       replay names it, is the same\n"
     "      --api LIST       APIs to record: protobuf, jpeg (default both)\n"
     "      --stack-depth N  call-site frames to keep, 0-16 (default 3)\n"
     "      --no-follow      do not record programs that PROGRAM starts with exec\n"
@@ -89,10 +90,11 @@ static int parse(int argc, char **argv, rec_opts *o, int *first) {
   int pick_given = 0;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "+o:fh", lo, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+o:t:fh", lo, NULL)) != -1) {
     char *end;
     switch (c) {
-    case 'o': o->dir = optarg; break;
+    case 'o':
+    case 't': o->dir = optarg; break;
     case 'a':
       if (check_apis(optarg))
         return -1;
@@ -241,7 +243,50 @@ static char *env_pair(const char *k, const char *v) {
   return s;
 }
 
-static void summary(const char *dir) {
+/* Processes that still run with the record shim writing into absdir: a
+ * daemon that PROGRAM started and left behind, found by the STANDIN_DIR
+ * its environment started with. *first is one of their pids. Only asked
+ * when the directory holds no trace: a scan of every process's
+ * environment is not free. */
+static size_t still_recording(const char *absdir, long *first) {
+  char want[PATH_MAX + 16];
+  int wl = snprintf(want, sizeof want, "STANDIN_DIR=%s", absdir) + 1; /* with its NUL */
+  if (wl <= 0 || (size_t)wl > sizeof want)
+    return 0;
+  DIR *d = opendir("/proc");
+  if (!d)
+    return 0;
+  static char env[1 << 16];
+  size_t n = 0;
+  uid_t me = getuid();
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    char *end;
+    long pid = strtol(de->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == (long)getpid())
+      continue;
+    char p[64];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/%ld/environ", pid);
+    if (stat(p, &st) != 0 || (me != 0 && st.st_uid != me))
+      continue;
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    ssize_t len = read(fd, env, sizeof env);
+    close(fd);
+    for (ssize_t i = 0; i + wl <= len; i += (ssize_t)strnlen(env + i, (size_t)(len - i)) + 1)
+      if (memcmp(env + i, want, (size_t)wl) == 0) {
+        if (n++ == 0)
+          *first = pid;
+        break;
+      }
+  }
+  closedir(d);
+  return n;
+}
+
+static void summary(const char *dir, const char *absdir, const char *prog) {
   struct stat dst;
   if (stat(dir, &dst) != 0) {
     cli_warn("the recording directory %s was removed while the program ran: its traces are "
@@ -262,10 +307,22 @@ static void summary(const char *dir) {
   if (td.n)
     fprintf(stderr, "standin: recorded %zu process%s into %s (%s); see 'standin info %s'\n", td.n,
             td.n == 1 ? "" : "es", dir, cli_fmt_bytes(b, sizeof b, (double)bytes), dir);
-  else
-    fprintf(stderr, "standin: no intercepted call was made, so %s holds no trace; "
-                    "'standin info %s' says more\n",
-            dir, dir);
+  else {
+    long pid = 0;
+    size_t live = still_recording(absdir, &pid);
+    if (live)
+      fprintf(stderr,
+              "standin: %s exited before any intercepted call, but %zu process%s it started "
+              "still run%s under the recorder (pid %ld%s): %s gets a trace for each one that "
+              "makes a call, closed when it exits\n",
+              prog, live, live == 1 ? "" : "es", live == 1 ? "s" : "", pid,
+              live == 1 ? "" : ", ...", dir);
+    else
+      fprintf(stderr,
+              "standin: no intercepted call was made, so %s holds no trace; "
+              "'standin info %s' says more\n",
+              dir, dir);
+  }
   cli_tracedir_free(&td);
 }
 
@@ -432,7 +489,8 @@ int cmd_record(int argc, char **argv) {
   char status[32];
   snprintf(status, sizeof status, "exit %d", rc);
   write_runinfo(o.dir, argv + first, path, dyn, status, wall);
-  summary(o.dir);
+  const char *slash = strrchr(argv[first], '/');
+  summary(o.dir, absdir, slash ? slash + 1 : argv[first]);
   if (o.retime)
     retime(&o, absdir, argv + first, env);
   for (int i = 0; env[i]; i++)

@@ -14,6 +14,10 @@ t001_record_basic_counts_outermost_calls_only() {
   grep -q "calls 80" info.out || fail "info does not report 80 calls"
   grep -q "status: complete" info.out || fail "info does not say complete"
   grep -q "standin.test.Tree" info.out || fail "info lacks the message type"
+  # -t, the trace directory as replay names it, means the same to record
+  "$STANDIN" record -t rec2 -- "$PB" basic 20 >rec2.out
+  cmp native.out rec2.out
+  expect_eq "calls with -t" 80 "$(calls rec2)"
 }
 
 t002_record_eight_threads() {

@@ -110,6 +110,27 @@ t616_daemon_closing_every_descriptor_keeps_both_files_whole() {
   done
 }
 
+# A program that leaves a daemon behind and exits before any call: record
+# says the daemon still runs under it (not that nothing was recorded), and
+# the daemon's trace is complete once it exits.
+t617_detached_daemon_is_reported_and_recorded() {
+  "$FAULTS" detach 100 >native.out 2>&1
+  for _ in $(seq 100); do [ -s detach.out ] && [ "$(wc -l <detach.out)" = 100 ] && break; sleep 0.1; done
+  mv detach.out native.detach
+  "$STANDIN" record -o rec -- "$FAULTS" detach 100 >rec.out 2>rec.err
+  grep -q "^standin: faults exited before any intercepted call, but 1 process it started still runs under the recorder (pid [0-9]*)" rec.err ||
+    fail "record said: $(cat rec.err)"
+  local i
+  for i in $(seq 200); do
+    "$STANDIN" info rec 2>/dev/null | grep -q "status: complete" && break
+    sleep 0.1
+  done
+  trace_ok rec
+  grep -q "status: complete" rec.info || fail "$(grep status rec.info)"
+  expect_eq "calls" 300 "$(calls rec)"
+  cmp native.detach detach.out
+}
+
 # A handler the program installed itself stays in charge; its _exit flushes.
 t604_program_handler_is_not_replaced() {
   "$FAULTS" own-handler 3 >native.out 2>&1 || echo $? >native.rc

@@ -16,6 +16,9 @@
  *                           doing N messages, then N more
  *   faults loop MS          messages for MS milliseconds (0: forever)
  *   faults paced US         one message every US microseconds, forever
+ *   faults detach N         fork and exit at once; the child (a daemon left
+ *                           running) waits 300 ms, writes N messages to
+ *                           detach.out and exits
  *   faults daemon HOW N     N messages, then as a daemon: close every
  *                           descriptor above 2 (HOW: loop, closefrom, range;
  *                           dup2: dup a file of its own onto a trace file's
@@ -272,6 +275,22 @@ static int run_loop(int ms) {
   }
 }
 
+static int run_detach(int n) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0)
+    return perror("fork"), 1;
+  if (pid > 0)
+    return 0; /* the program's own process ends here */
+  setsid();
+  sleep_ms(300);
+  if (!freopen("detach.out", "w", stdout))
+    _exit(1);
+  messages(0, n);
+  fflush(stdout);
+  exit(0);
+}
+
 static int usage(void);
 
 static int run_daemon(const char *how, int n) {
@@ -373,6 +392,8 @@ int main(int argc, char **argv) {
     return run_wait(argv[2], b);
   if (!strcmp(mode, "loop"))
     return run_loop(a);
+  if (!strcmp(mode, "detach"))
+    return run_detach(a);
   if (!strcmp(mode, "daemon") && argc > 3)
     return run_daemon(argv[2], b);
   if (!strcmp(mode, "paced"))
