@@ -29,6 +29,11 @@ typedef struct {
 /* 0 on success; on failure prints why (naming dir) and returns -1. A
  * directory with no trace file is not an error: n = 0. */
 int cli_tracedir_open(cli_tracedir *td, const char *dir);
+
+/* Processes (of this user; not this one) whose environment started with
+ * `entry` ("NAME=value"): those a recorded or replayed program left
+ * running, a daemon. *first is one of their pids. */
+size_t cli_procs_with_env(const char *entry, long *first);
 void cli_tracedir_free(cli_tracedir *td);
 
 /* Say that dir holds no trace for `what` (replay, report, ...): a recording

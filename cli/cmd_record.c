@@ -243,49 +243,6 @@ static char *env_pair(const char *k, const char *v) {
   return s;
 }
 
-/* Processes that still run with the record shim writing into absdir: a
- * daemon that PROGRAM started and left behind, found by the STANDIN_DIR
- * its environment started with. *first is one of their pids. Only asked
- * when the directory holds no trace: a scan of every process's
- * environment is not free. */
-static size_t still_recording(const char *absdir, long *first) {
-  char want[PATH_MAX + 16];
-  int wl = snprintf(want, sizeof want, "STANDIN_DIR=%s", absdir) + 1; /* with its NUL */
-  if (wl <= 0 || (size_t)wl > sizeof want)
-    return 0;
-  DIR *d = opendir("/proc");
-  if (!d)
-    return 0;
-  static char env[1 << 16];
-  size_t n = 0;
-  uid_t me = getuid();
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    char *end;
-    long pid = strtol(de->d_name, &end, 10);
-    if (*end || pid <= 0 || pid == (long)getpid())
-      continue;
-    char p[64];
-    struct stat st;
-    snprintf(p, sizeof p, "/proc/%ld/environ", pid);
-    if (stat(p, &st) != 0 || (me != 0 && st.st_uid != me))
-      continue;
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    ssize_t len = read(fd, env, sizeof env);
-    close(fd);
-    for (ssize_t i = 0; i + wl <= len; i += (ssize_t)strnlen(env + i, (size_t)(len - i)) + 1)
-      if (memcmp(env + i, want, (size_t)wl) == 0) {
-        if (n++ == 0)
-          *first = pid;
-        break;
-      }
-  }
-  closedir(d);
-  return n;
-}
-
 static void summary(const char *dir, const char *absdir, const char *prog) {
   struct stat dst;
   if (stat(dir, &dst) != 0) {
@@ -309,7 +266,9 @@ static void summary(const char *dir, const char *absdir, const char *prog) {
             td.n == 1 ? "" : "es", dir, cli_fmt_bytes(b, sizeof b, (double)bytes), dir);
   else {
     long pid = 0;
-    size_t live = still_recording(absdir, &pid);
+    char want[PATH_MAX + 16];
+    snprintf(want, sizeof want, "STANDIN_DIR=%s", absdir);
+    size_t live = cli_procs_with_env(want, &pid);
     if (live)
       fprintf(stderr,
               "standin: %s exited before any intercepted call, but %zu process%s it started "

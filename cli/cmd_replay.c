@@ -451,6 +451,15 @@ int cmd_replay(int argc, char **argv) {
   const rdb_stats *s = (const rdb_stats *)(b.base + h->stats_off);
   print_line(s, wall);
   print_unusable(&b);
+  long pid = 0;
+  size_t live = cli_procs_with_env(env2, &pid);
+  if (live)
+    fprintf(stderr,
+            "standin: replay: %zu process%s it started still run%s under the replay shim (pid "
+            "%ld%s): %s calls are not in these counts; run the program in the foreground to "
+            "measure them\n",
+            live, live == 1 ? "" : "es", live == 1 ? "s" : "", pid, live == 1 ? "" : ", ...",
+            live == 1 ? "its" : "their");
   warn_misfit(s);
   for (size_t k = 0; k < b.nwhy; k++)
     fprintf(stderr, "standin: replay: %llu %s in software on %s: %s\n",
