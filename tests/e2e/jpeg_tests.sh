@@ -161,6 +161,14 @@ t205_jpeg_modes_an_accelerator_would_not_serve() {
     "$("$STANDIN" dump rec --format json | python3 -c 'import json,sys; print(*sorted({json.loads(l)["reason"] for l in sys.stdin}))')"
   expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
   expect_eq "replayed" 0 "$(json sum.json calls_replayed)"
+  # info names the reasons too, per type
+  "$STANDIN" info rec >info.out
+  expect_eq "not offloadable, info" 18 \
+    "$(grep -o '[0-9]* not offloadable' info.out | awk '{n += $1} END {print n}')"
+  for why in "buffered-image mode" "raw (downsampled) output" jpeg_read_coefficients \
+    jpeg_skip_scanlines jpeg_crop_scanline "ended before its last row"; do
+    grep -q "not offloadable (.*$why" info.out || fail "info does not name '$why': $(cat info.out)"
+  done
   # replay intercepts none of them, and says why they are not in its counts
   expect_eq "not offloadable, replay" 18 "$(json sum.json calls_not_offloadable)"
   expect_eq "their reasons, replay" \
