@@ -9,7 +9,8 @@
  * pipe, and closes it to open a new one when a read fails). Both are
  * standin's: the trace file sits near the top of the table
  * (st_set_high_fd), libunwind's pipe is moved there when it is made, and
- * these hooks keep them open. To the program a close of one succeeds, a
+ * these hooks keep them open. To the program a close of one fails with
+ * EBADF, as it would without standin, where that number is not open; a
  * range skips them, and a dup2 onto the trace file first moves it to
  * another number (wr_release_fd). A dup2 onto libunwind's pipe cannot be
  * undone that way (libunwind keeps the numbers), but nothing but a guess
@@ -71,8 +72,10 @@ SHIM_EXPORT int close(int fd) {
     }
     return real(fd);
   }
-  if (is_ours(fd))
-    return 0;
+  if (is_ours(fd)) { /* as without standin, where nothing is open there */
+    errno = EBADF;
+    return -1;
+  }
   return real(fd);
 }
 
