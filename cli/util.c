@@ -474,7 +474,8 @@ int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns
 }
 
 /* Scanning every process's environment is not free (~0.3 ms for 65
- * processes here): callers ask only when the answer changes what they say. */
+ * processes here): record asks only when its directory holds no trace,
+ * replay after the program's wall time has been taken. */
 size_t cli_procs_with_env(const char *entry, long *first) {
   size_t wl = strlen(entry) + 1; /* with its NUL */
   DIR *d = opendir("/proc");
