@@ -11,8 +11,10 @@
  *   gentrace -o DIR --spec FILE
  *       exactly the processes, threads, types, sites and calls FILE lists:
  *
- *       process PID [ppid=N] [exec=N] [start=NS] [end=NS]  (a new file;
- *                                        end= writes the end_mono_ns note)
+ *       process PID [ppid=N] [exec=N] [start=NS] [end=NS] [overhead=NS]
+ *                                       (a new file; end= writes the
+ *                                       end_mono_ns note, overhead= the
+ *                                       record_overhead_ns one)
  *       thread INDEX [parent=N]
  *       type ID NAME
  *       site ID SYMBOL [MODULE]
@@ -65,13 +67,18 @@ static st_writer *open_trace(const char *dir, uint32_t pid, uint32_t ppid, uint3
   return w;
 }
 
-static void close_trace(st_writer *w, uint64_t end) {
-  char v[32];
-  if (end) {
-    snprintf(v, sizeof v, "%llu", (unsigned long long)end);
-    st_note n = {"end_mono_ns", v};
-    st_writer_add_note(w, &n);
-  }
+static void add_note_u64(st_writer *w, const char *key, uint64_t v) {
+  char s[32];
+  snprintf(s, sizeof s, "%llu", (unsigned long long)v);
+  st_note n = {key, s};
+  st_writer_add_note(w, &n);
+}
+
+static void close_trace(st_writer *w, uint64_t end, uint64_t overhead) {
+  if (end)
+    add_note_u64(w, "end_mono_ns", end);
+  if (overhead)
+    add_note_u64(w, "record_overhead_ns", overhead);
   int rc = st_writer_close(w);
   if (rc)
     die("close", rc);
@@ -158,7 +165,7 @@ static int synthetic(const char *dir, uint64_t n, int threads, uint64_t seed) {
         seq[t]++;
       }
   }
-  close_trace(w, last_end + 1000);
+  close_trace(w, last_end + 1000, 0);
   free(now);
   free(seq);
   return 0;
@@ -199,7 +206,7 @@ static uint64_t num(char **w, int n, const char *key, uint64_t dflt) {
 typedef struct {
   const char *dir;
   st_writer *w;
-  uint64_t end, seq;
+  uint64_t end, overhead, seq;
   int line;
 } spec_state;
 
@@ -234,11 +241,12 @@ static void spec_call(spec_state *st, char **w, int n) {
 static void spec_line(spec_state *st, char **w, int n) {
   if (!strcmp(w[0], "process")) {
     if (st->w)
-      close_trace(st->w, st->end);
+      close_trace(st->w, st->end, st->overhead);
     uint32_t pid = (uint32_t)strtoul(w[1], NULL, 10);
     st->w = open_trace(st->dir, pid, (uint32_t)num(w, n, "ppid", 1), (uint32_t)num(w, n, "exec", 0),
                        num(w, n, "start", 1000000000ull));
     st->end = num(w, n, "end", 0);
+    st->overhead = num(w, n, "overhead", 0);
     st->seq = 0;
   } else if (!strcmp(w[0], "thread") && st->w) {
     st_thread t = {.index = (uint32_t)strtoul(w[1], NULL, 10),
@@ -294,7 +302,7 @@ static int from_spec(const char *dir, const char *path) {
   }
   fclose(f);
   if (st.w)
-    close_trace(st.w, st.end);
+    close_trace(st.w, st.end, st.overhead);
   return 0;
 }
 

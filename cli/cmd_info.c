@@ -176,6 +176,12 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
            "above are of the slowed-down run\n",
            cli_fmt_ns(o, sizeof o, (double)f->overhead_ns),
            run ? 100.0 * (double)f->overhead_ns / (double)run : 0.0);
+    /* the cost is each thread's time in the hooks, by the clock: summed
+     * over threads that outnumber the cores, it holds their waits for one */
+    if (run && f->overhead_ns > run)
+      printf("  (summed over its %u threads; where they outnumber the cores, a thread's time in "
+             "the hooks includes waiting for one)\n",
+             f->nthreads);
   }
   if (f->writer_cpu_ns) {
     /* its start is in the total (~0.5 ms of CPU recording a one-decode

@@ -357,6 +357,31 @@ t413_no_progress_line_when_stderr_is_not_a_terminal() {
   [ ! -s err ] || fail "stderr: $(cat err)"
 }
 
+# What recording cost a program's threads is their time in the hooks, by
+# the clock, summed over threads: past the run's own length (threads that
+# outnumber the cores wait for one inside the hooks too), info says so.
+t417_info_explains_a_recording_cost_longer_than_the_run() {
+  cat >spec <<'EOF2'
+process 1 start=1000000000 end=1010000000 overhead=25000000
+thread 0
+thread 1
+thread 2
+type 1 t.Msg
+site 1 handler
+call thread=0 api=pb.pack type=1 site=1 start=1000001000 lat=500
+process 2 start=1000000000 end=1010000000 overhead=2000000
+thread 0
+type 1 t.Msg
+site 1 handler
+call thread=0 api=pb.pack type=1 site=1 start=1000001000 lat=500
+EOF2
+  "$GEN" -o g --spec spec
+  "$STANDIN" info g >info.out
+  grep -q "recording cost the program's threads 25.00 ms (250.0% of the recorded run)" info.out ||
+    fail "$(cat info.out)"
+  expect_eq "explained once" 1 "$(grep -c "summed over its 3 threads; where they outnumber the cores" info.out)"
+}
+
 t414_whatif_native_wall_is_the_baseline() {
   "$STANDIN" record -o rec -- "$PB" basic 30 >/dev/null
   "$STANDIN" whatif rec --iface constant:ns=0 --native-wall 50ms --format json >w.json
