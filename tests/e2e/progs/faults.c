@@ -17,7 +17,7 @@
  *   faults loop MS          messages for MS milliseconds (0: forever)
  *   faults paced US         one message every US microseconds, forever
  *   faults detach N         fork and exit at once; the child (a daemon left
- *                           running) waits 300 ms, writes N messages to
+ *                           running) waits 1 s, writes N messages to
  *                           detach.out and exits
  *   faults daemon HOW N     N messages, then as a daemon: close every
  *                           descriptor above 2 (HOW: loop, closefrom, range;
@@ -283,7 +283,7 @@ static int run_detach(int n) {
   if (pid > 0)
     return 0; /* the program's own process ends here */
   setsid();
-  sleep_ms(300);
+  sleep_ms(1000); /* long past its parent's exit and standin's report of it */
   if (!freopen("detach.out", "w", stdout))
     _exit(1);
   messages(0, n);
