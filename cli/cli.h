@@ -30,6 +30,15 @@ typedef struct {
  * directory with no trace file is not an error: n = 0. */
 int cli_tracedir_open(cli_tracedir *td, const char *dir);
 
+/* Recorded calls flagged not offloadable, counted by why: the JPEG APIs'
+ * JPG_NO_* reasons (jpeg_req.h) in the first CLI_NO_SLOTS - 1 slots, any
+ * other reason or API in the last. */
+#define CLI_NO_SLOTS 12
+unsigned cli_no_slot(const st_call *c);
+const char *cli_no_name(unsigned slot, char *buf, size_t len);
+/* "3 jpeg_read_coefficients, 1 other" for the non-zero slots of by[]. */
+void cli_no_list(const uint64_t by[CLI_NO_SLOTS], char *out, size_t len);
+
 /* Processes (of this user; not this one) whose environment started with
  * `entry` ("NAME=value"): those a recorded or replayed program left
  * running, a daemon. *first is one of their pids. */

@@ -6,14 +6,13 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "jpeg_req.h"
 #include "scan.h"
 
 typedef struct {
   int api;
   char *type;
   uint64_t calls, ns, req_bytes, resp_bytes, failed, not_offloadable, no_response;
-  uint64_t no_why[JPG_NO_COUNT + 1]; /* not offloadable, by JPG_NO_*; the last: other */
+  uint64_t no_why[CLI_NO_SLOTS]; /* not offloadable, by why (cli_no_slot) */
 } info_row;
 
 typedef struct {
@@ -94,9 +93,8 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   r->resp_bytes += c->resp_len;
   r->failed += !!(c->flags & ST_CALL_FAILED);
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
-    int jpeg = st_api_family(c->api) == ST_FAMILY_JPEG;
     r->not_offloadable++;
-    r->no_why[jpeg && c->reason < JPG_NO_COUNT ? c->reason : JPG_NO_COUNT]++;
+    r->no_why[cli_no_slot(c)]++;
   }
   r->no_response += !!(c->flags & ST_CALL_NO_RESPONSE);
   return 0;
@@ -258,18 +256,10 @@ static void print_rows(info_agg *a, uint64_t total_ns) {
            cli_fmt_bytes(q, sizeof q, (double)r->req_bytes),
            cli_fmt_bytes(s, sizeof s, (double)r->resp_bytes));
     if (r->failed || r->not_offloadable || r->no_response) {
-      char why[256] = "";
-      size_t at = 0;
-      for (int k = 0; k <= JPG_NO_COUNT && r->not_offloadable && at < sizeof why; k++) {
-        char buf[32];
-        if (r->no_why[k])
-          at += (size_t)snprintf(why + at, sizeof why - at, "%s%llu %s", at ? ", " : " (",
-                                 (unsigned long long)r->no_why[k],
-                                 k < JPG_NO_COUNT ? jpg_no_name((unsigned)k, buf, sizeof buf)
-                                                  : "other");
-      }
-      if (at && at < sizeof why - 1)
-        strcat(why, ")");
+      char list[256], why[264] = "";
+      cli_no_list(r->no_why, list, sizeof list);
+      if (*list)
+        snprintf(why, sizeof why, " (%s)", list);
       printf("%-18s   %llu failed in the library, %llu not offloadable%s, %llu without a saved "
              "response\n",
              "", (unsigned long long)r->failed, (unsigned long long)r->not_offloadable, why,

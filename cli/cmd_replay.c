@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "jpeg_req.h"
 #include "replaydb.h"
 
 static const char usage_text[] =
@@ -204,11 +203,6 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
   }
 }
 
-/* What unusable_by slot k counts, in a few words. */
-static const char *unusable_name(size_t k, char *buf, size_t len) {
-  return k < RDB_UNUSABLE_KINDS - 1 ? jpg_no_name((unsigned)k, buf, len) : "other";
-}
-
 /* Recorded calls replay does not intercept (not offloadable when recorded:
  * exiftran's coefficient read, a decode the program abandoned): they run
  * for real and none of the counts above includes them. */
@@ -216,18 +210,12 @@ static void print_unusable(const rdb_built *b) {
   if (!b->calls_unusable)
     return;
   unsigned long long n = b->calls_unusable;
-  fprintf(stderr, "standin: replay: %llu recorded call%s not offloadable (", n,
-          n == 1 ? " was" : "s were");
-  const char *sep = "";
-  for (size_t k = 0; k < RDB_UNUSABLE_KINDS; k++) {
-    char buf[32];
-    if (!b->unusable_by[k])
-      continue;
-    fprintf(stderr, "%s%llu %s", sep, (unsigned long long)b->unusable_by[k],
-            unusable_name(k, buf, sizeof buf));
-    sep = ", ";
-  }
-  fprintf(stderr, "); such calls run for real, outside the counts above\n");
+  char why[512];
+  cli_no_list(b->unusable_by, why, sizeof why);
+  fprintf(stderr,
+          "standin: replay: %llu recorded call%s not offloadable (%s); such calls run for "
+          "real, outside the counts above\n",
+          n, n == 1 ? " was" : "s were", why);
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -320,12 +308,12 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   /* recorded calls not intercepted at all (print_unusable) */
   fprintf(f, "  \"calls_not_offloadable\": %llu,\n  \"not_offloadable_reasons\": {",
           (unsigned long long)b->calls_unusable);
-  for (size_t k = 0, first = 1; k < RDB_UNUSABLE_KINDS; k++) {
+  for (unsigned k = 0, first = 1; k < CLI_NO_SLOTS; k++) {
     char buf[32];
     if (!b->unusable_by[k])
       continue;
     fprintf(f, "%s", first ? "" : ", ");
-    json_str(f, unusable_name(k, buf, sizeof buf));
+    json_str(f, cli_no_name(k, buf, sizeof buf));
     fprintf(f, ": %llu", (unsigned long long)b->unusable_by[k]);
     first = 0;
   }

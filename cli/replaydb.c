@@ -15,7 +15,6 @@
 
 #include "cli.h"
 #include "jpeg_regen.h"
-#include "jpeg_req.h"
 #include "pb_walk.h"
 #include "scan.h"
 #include "shim.h"
@@ -375,10 +374,8 @@ static void link_next(builder *b, const st_call *c, const b_entry *e) {
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   builder *b = arg;
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
-    int jpeg = c->api == ST_API_JPEG_DECODE || c->api == ST_API_TJ_DECODE;
     b->unusable++;
-    b->out->unusable_by[jpeg && c->reason < RDB_UNUSABLE_KINDS - 1 ? c->reason
-                                                                   : RDB_UNUSABLE_KINDS - 1]++;
+    b->out->unusable_by[cli_no_slot(c)]++;
     return 0;
   }
   int created;
@@ -813,7 +810,6 @@ int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, int unp
   }
   out->files = b.files;
   out->calls_unusable = b.unusable;
-  _Static_assert(RDB_UNUSABLE_KINDS == JPG_NO_COUNT + 1, "a slot per JPEG reason and one more");
   if (b.images_failed)
     cli_warn("%llu recorded unpack requests could not be rebuilt from their schema; they will "
              "run the real library during replay",

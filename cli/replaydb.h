@@ -6,11 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli.h"
 #include "plan.h"
 #include "rdb.h"
-
-/* JPG_NO_COUNT (jpeg_req.h) and one more for the rest */
-#define RDB_UNUSABLE_KINDS 12
 
 typedef struct {
   int fd;        /* the unnamed file holding the database (publish) */
@@ -18,10 +16,9 @@ typedef struct {
   size_t size;
   uint64_t entries, samples, files;
   /* recorded calls flagged not offloadable: replay does not intercept
-   * them. By st_call.reason of the JPEG APIs (JPG_NO_*); the last slot
-   * counts other reasons and other APIs. */
+   * them. By why (cli_no_slot). */
   uint64_t calls_unusable;
-  uint64_t unusable_by[RDB_UNUSABLE_KINDS];
+  uint64_t unusable_by[CLI_NO_SLOTS];
   /* why calls stay in software, per accelerator: (accel, reason) -> count */
   struct rdb_why {
     int accel;

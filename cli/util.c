@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "jpeg_req.h"
 
 extern char **environ;
 
@@ -510,4 +511,26 @@ size_t cli_procs_with_env(const char *entry, long *first) {
   }
   closedir(d);
   return n;
+}
+
+_Static_assert(CLI_NO_SLOTS == JPG_NO_COUNT + 1, "a slot per JPEG reason and one more");
+
+unsigned cli_no_slot(const st_call *c) {
+  int jpeg = st_api_family(c->api) == ST_FAMILY_JPEG;
+  return jpeg && c->reason < JPG_NO_COUNT ? c->reason : JPG_NO_COUNT;
+}
+
+const char *cli_no_name(unsigned slot, char *buf, size_t len) {
+  return slot < JPG_NO_COUNT ? jpg_no_name(slot, buf, len) : "other";
+}
+
+void cli_no_list(const uint64_t by[CLI_NO_SLOTS], char *out, size_t len) {
+  size_t at = 0;
+  out[0] = 0;
+  for (unsigned k = 0; k < CLI_NO_SLOTS && at < len; k++) {
+    char buf[32];
+    if (by[k])
+      at += (size_t)snprintf(out + at, len - at, "%s%llu %s", at ? ", " : "",
+                             (unsigned long long)by[k], cli_no_name(k, buf, sizeof buf));
+  }
 }

@@ -26,8 +26,9 @@
 #include "record_internal.h"
 #include "shim.h"
 
-/* libunwind's pipe: made once per process by the first unwind, again
- * only when a check finds it broken. The child of a fork keeps it. */
+/* libunwind's pipe: made once per process when libunwind initialises
+ * (rt_init), again only when a check finds it broken. The child of a fork
+ * keeps it. */
 static _Atomic int unw_pipe[2] = {-1, -1};
 
 static int is_unw_pipe(int fd) {
@@ -93,17 +94,25 @@ SHIM_EXPORT int dup3(int oldfd, int newfd, int flags) {
   return real(oldfd, newfd, flags);
 }
 
-/* close_range over [first, last] but standin's descriptors in it: the
- * gaps between them, in order. */
-static int close_around(unsigned first, unsigned last, int flags) {
-  int keep[3] = {wr_trace_fd(), atomic_load(&unw_pipe[0]), atomic_load(&unw_pipe[1])};
-  for (int i = 0; i < 3; i++) /* sorted, so the gaps come in order */
+/* standin's descriptors, ascending (-1 for none first). */
+static void ours_sorted(int keep[3]) {
+  keep[0] = wr_trace_fd();
+  keep[1] = atomic_load(&unw_pipe[0]);
+  keep[2] = atomic_load(&unw_pipe[1]);
+  for (int i = 0; i < 3; i++)
     for (int j = i + 1; j < 3; j++)
       if (keep[j] < keep[i]) {
         int t = keep[i];
         keep[i] = keep[j];
         keep[j] = t;
       }
+}
+
+/* close_range over [first, last] but standin's descriptors in it: the
+ * gaps between them, in order. */
+static int close_around(unsigned first, unsigned last, int flags) {
+  int keep[3];
+  ours_sorted(keep);
   unsigned from = first;
   for (int i = 0; i < 3; i++) {
     if (keep[i] < 0 || (unsigned)keep[i] < from || (unsigned)keep[i] > last)
@@ -120,7 +129,8 @@ static int close_around(unsigned first, unsigned last, int flags) {
 }
 
 static int any_ours_in(unsigned first, unsigned last) {
-  int keep[3] = {wr_trace_fd(), atomic_load(&unw_pipe[0]), atomic_load(&unw_pipe[1])};
+  int keep[3];
+  ours_sorted(keep);
   for (int i = 0; i < 3; i++)
     if (keep[i] >= 0 && (unsigned)keep[i] >= first && (unsigned)keep[i] <= last)
       return 1;
