@@ -41,6 +41,8 @@ typedef struct {
   uint8_t tree_fp[16];  /* pack responses: fingerprint of the decoded bytes */
   uint8_t *stream;      /* verified tree requests: the plain stream (rdb_entry) */
   uint64_t stream_len;
+  uint32_t ref_id1;                       /* b_entry.id + 1 of the entry whose response the stream's
+                                             references are into (itself for a pack), 0: none */
   const ProtobufCMessageDescriptor *desc; /* verified pack responses: their type */
   uint32_t id; /* order of creation: b_sample.next_id survives sorting */
   char *type;
@@ -199,6 +201,20 @@ static ProtobufCMessage *pack_tree(builder *b, scan_file *f, const b_entry *e, c
  * only if it decodes, with the recorded schema, to a tree that has the
  * request's fingerprint (see RDB_ENTRY_SIZE_OK); the shim checks the others
  * against the real size. */
+/* e's tree's plain stream, its references into e's response (which pack
+ * wrote from that tree). */
+static void make_stream(b_entry *e, const ProtobufCMessage *m) {
+  size_t len;
+  if (pbw_tree_stream(m, e->resp, e->resp_len, &e->stream, &len) == PBW_OK) {
+    e->stream_len = len;
+    e->ref_id1 = e->id + 1;
+  }
+}
+
+/* A verified pack entry keeps its tree's plain stream when it is short
+ * (RDB_SHORT_STREAM: the usual case when most of a message is long strings
+ * or bytes, which the stream refers to in the response); keep_stream gives
+ * one to an entry recorded more than once. */
 static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) {
   ProtobufCMessage *m = pack_tree(b, f, e, c);
   uint8_t fp[16];
@@ -208,6 +224,13 @@ static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) 
     if (!memcmp(fp, e->fp, 16)) {
       e->flags |= RDB_ENTRY_SIZE_OK;
       e->desc = m->descriptor; /* rebuilt from the schema: lives as long as b */
+      make_stream(e, m);
+      if (e->stream_len > RDB_SHORT_STREAM) {
+        free(e->stream);
+        e->stream = NULL;
+        e->stream_len = 0;
+        e->ref_id1 = 0;
+      }
     }
   }
   if (m)
@@ -215,19 +238,18 @@ static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) 
 }
 
 /* A verified pack entry recorded more than once keeps its tree's plain
- * stream (rdb_entry.stream_off): replay compares a tree with an entry's
- * stream only once the run has served that entry, so an entry recorded
- * once would never need it (the usual case: most requests are new, and
- * their streams would add about their responses' size to the database). */
+ * stream (rdb_entry.stream_off) whatever its length: replay compares a
+ * tree with a long stream only once the run has served the entry, so an
+ * entry recorded once would never need it (long streams of requests seen
+ * once would add up to their responses' size to the database). */
 static void keep_stream(b_entry *e) {
   if (!(e->flags & RDB_ENTRY_SIZE_OK) || e->stream || !e->desc || !e->resp)
     return;
   ProtobufCMessage *m = protobuf_c_message_unpack(e->desc, NULL, e->resp_len, e->resp);
-  size_t len;
-  if (m && pbw_tree_stream(m, &e->stream, &len) == PBW_OK)
-    e->stream_len = len;
-  if (m)
+  if (m) {
+    make_stream(e, m);
     protobuf_c_message_free_unpacked(m, NULL);
+  }
 }
 
 /* get_packed_size of a tree whose pack response was verified: its answer
@@ -243,11 +265,13 @@ static void verify_sizes(builder *b) {
     b_entry *s = find_entry(b, fp);
     if (s && s->api == ST_API_PB_SIZE && s->result == p->resp_len) {
       s->flags |= RDB_ENTRY_SIZE_OK;
-      if (s->n >= 2 && !s->stream) {
-        keep_stream(&b->e[i]); /* the pack may have been recorded once */
+      if (!s->stream && (s->n >= 2 || p->stream)) {
+        if (s->n >= 2)
+          keep_stream(&b->e[i]); /* the pack may have been recorded once */
         if (p->stream && (s->stream = malloc(p->stream_len)) != NULL) {
           memcpy(s->stream, p->stream, p->stream_len); /* the same tree's */
           s->stream_len = p->stream_len;
+          s->ref_id1 = p->ref_id1;
         }
       }
     }
@@ -747,11 +771,16 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   /* the streams after every response and request: read only to confirm a
    * guess, they would otherwise spread the bytes every call reads over
    * twice the memory */
-  for (size_t i = 0; i < b->n; i++)
-    if (b->e[i].stream) {
-      ents[i].stream_off = put_blob(&bs, m, &bo, b->e[i].stream, b->e[i].stream_len);
-      ents[i].stream_len = b->e[i].stream_len;
-    }
+  for (size_t i = 0; i < b->n; i++) {
+    const b_entry *e = &b->e[i];
+    size_t r = e->ref_id1 ? index_of[e->ref_id1 - 1] : 0;
+    if (!e->stream || !e->ref_id1 || !b->e[r].resp)
+      continue; /* no stream, or the response it refers to is not stored */
+    ents[i].stream_off = put_blob(&bs, m, &bo, e->stream, e->stream_len);
+    ents[i].stream_len = e->stream_len;
+    ents[i].ref_off = ents[r].resp_off;
+    ents[i].ref_len = ents[r].resp_len;
+  }
   free(bs.off);
   free(bs.len);
   free(index_of);

@@ -31,7 +31,8 @@ static void serve(const rdb_built *b) {
   const rdb_entry *streamed = NULL; /* a tree-side entry with a plain stream */
   for (uint64_t i = 0; i < h->nentries; i++)
     if (e[i].stream_len) {
-      if (e[i].stream_off > h->size || e[i].stream_len > h->size - e[i].stream_off)
+      if (e[i].stream_off > h->size || e[i].stream_len > h->size - e[i].stream_off ||
+          e[i].ref_off > h->size || e[i].ref_len > h->size - e[i].ref_off)
         abort(); /* the builder laid out a stream outside the database */
       streamed = &e[i];
     }
@@ -45,7 +46,9 @@ static void serve(const rdb_built *b) {
         /* confirming a prediction (rep_protobuf.c) compares any tree with
          * any stream: it must only read inside both */
         if (streamed)
-          (void)pbw_tree_matches(m, b->base + streamed->stream_off, streamed->stream_len);
+          (void)pbw_tree_matches(m, b->base + streamed->stream_off, streamed->stream_len,
+                                 streamed->ref_len ? b->base + streamed->ref_off : NULL,
+                                 streamed->ref_len);
         fz_use_tree(m);
       }
     }

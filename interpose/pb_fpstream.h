@@ -27,14 +27,18 @@
 
 #define FP_BUF 4096   /* stream bytes per one-shot XXH3 call */
 #define FP_DIRECT 512 /* blobs at least this long are hashed in place */
+#define FP_REF_MIN 64 /* plain streams: blobs at least this long may be references */
 #define FP_END 0u
 #define FP_UNKNOWN 0xFFFFFFFFu
 
 /* What a walk does with the stream (walk_ctx.hash). FP_MATCH and FP_EMIT
- * work on the plain stream: the same writes, but every blob's content in
- * place (no blob digests) and no chunk digests, so that two trees have the
- * same plain stream exactly when they write the same stream, and then the
- * same fingerprint. */
+ * work on the plain stream: the same writes, but no chunk digests, and
+ * every blob whole: a blob shorter than FP_REF_MIN as u64 length and
+ * content, a longer one as u64 length, then u64 0 and the content, or u64
+ * k + 1 when the content is ref[k .. k + length) (see ref below). So two
+ * trees have the same plain stream (the references read as the bytes they
+ * name) exactly when they write the same stream, and then the same
+ * fingerprint. */
 enum {
   FP_STATS = 0, /* statistics only: buf contents are dropped */
   FP_HASH = 1,  /* the fingerprint */
@@ -50,6 +54,13 @@ typedef struct {
   const uint8_t *exp; /* FP_MATCH: expected stream, exp_len bytes, pos matched */
   uint8_t *out;       /* FP_EMIT: the stream so far, pos bytes of cap */
   size_t exp_len, pos, cap;
+  /* FP_EMIT: bytes a long blob's content is looked for in, to write a
+   * reference instead; FP_MATCH: the bytes the expected stream's references
+   * name (a pack's saved response: reading it there instead of from a copy
+   * in the stream spares the memory a second copy would take, and warms the
+   * response the hook then copies). NULL: none. */
+  const uint8_t *ref;
+  size_t ref_len;
   uint8_t buf[FP_BUF];
 } walk_ctx;
 
@@ -146,13 +157,44 @@ static inline void fp_blob_digest(walk_ctx *c, size_t n, pbw__h128 h) {
   memcpy(w + 8, &h, sizeof h);
 }
 
+/* A blob of n >= FP_REF_MIN bytes in the plain stream, after its length:
+ * a reference into c->ref where its content is found there, else 0 and the
+ * content. */
+static __attribute__((unused)) void fp_plain_ref(walk_ctx *c, const void *p, size_t n) {
+  uint64_t tag = 0;
+  if (c->differs)
+    return;
+  if (c->hash == FP_MATCH) {
+    if (8 > c->exp_len - c->pos) {
+      c->differs = 1;
+      return;
+    }
+    memcpy(&tag, c->exp + c->pos, 8);
+    c->pos += 8;
+    if (tag == 0) {
+      fp_plain(c, p, n);
+      return;
+    }
+    uint64_t k = tag - 1;
+    if (c->ref == NULL || k > c->ref_len || n > c->ref_len - k || memcmp(c->ref + k, p, n) != 0)
+      c->differs = 1;
+    return;
+  }
+  const uint8_t *at = c->ref && n <= c->ref_len ? memmem(c->ref, c->ref_len, p, n) : NULL;
+  if (at != NULL)
+    tag = (uint64_t)(at - c->ref) + 1;
+  fp_plain(c, &tag, 8);
+  if (at == NULL)
+    fp_plain(c, p, n);
+}
+
 static __attribute__((unused)) void fp_blob_slow(walk_ctx *c, const void *p, size_t n) {
   uint8_t *w;
-  if (n >= FP_DIRECT && c->hash >= FP_MATCH) { /* plain stream: the content in place */
+  if (n >= FP_REF_MIN && c->hash >= FP_MATCH) { /* plain stream: see fp_plain_ref */
     uint64_t len = n;
     fp_spill(c);
     fp_plain(c, &len, 8);
-    fp_plain(c, p, n);
+    fp_plain_ref(c, p, n);
     return;
   }
   if (n >= FP_DIRECT) {

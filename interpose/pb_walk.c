@@ -554,25 +554,31 @@ int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *s
   return rc;
 }
 
-int pbw_tree_matches(const ProtobufCMessage *m, const void *stream, size_t len) {
+int pbw_tree_matches(const ProtobufCMessage *m, const void *stream, size_t len, const void *ref,
+                     size_t ref_len) {
   walk_ctx c;
   c.hash = FP_MATCH;
   c.differs = 0;
   c.exp = stream;
   c.exp_len = len;
   c.pos = 0;
+  c.ref = ref;
+  c.ref_len = ref ? ref_len : 0;
   if (walk_tree(&c, m, 0) != PBW_OK)
     return 0;
   fp_spill(&c);
   return !c.differs && c.pos == len;
 }
 
-int pbw_tree_stream(const ProtobufCMessage *m, uint8_t **out, size_t *len) {
+int pbw_tree_stream(const ProtobufCMessage *m, const void *ref, size_t ref_len, uint8_t **out,
+                    size_t *len) {
   walk_ctx c;
   c.hash = FP_EMIT;
   c.differs = 0;
   c.out = NULL;
   c.pos = c.cap = 0;
+  c.ref = ref;
+  c.ref_len = ref ? ref_len : 0;
   int rc = walk_tree(&c, m, 0);
   if (rc == PBW_OK) {
     fp_spill(&c);

@@ -51,16 +51,24 @@ typedef struct {
 int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *st);
 
 /* The fingerprint's stream written out plain (every string and bytes
- * field's content in place, no digests): *out (malloc'd, the caller frees
- * it) and *len. Two trees have the same plain stream exactly when they
- * have the same fingerprint stream, so a replay database can keep it for
- * pbw_tree_matches. PBW_E_NOMEM, or pbw_fingerprint_tree's errors. */
-int pbw_tree_stream(const ProtobufCMessage *m, uint8_t **out, size_t *len);
+ * field's content whole, no digests): *out (malloc'd, the caller frees it)
+ * and *len. With ref (ref_len bytes, may be NULL), the content of a string
+ * or bytes field of 64 bytes or more that occurs in ref is written as its
+ * offset there instead (a pack's response holds every such field of the
+ * tree it was packed from). Two trees have the same plain stream exactly
+ * when they have the same fingerprint stream, so a replay database can
+ * keep it for pbw_tree_matches. PBW_E_NOMEM, or pbw_fingerprint_tree's
+ * errors. */
+int pbw_tree_stream(const ProtobufCMessage *m, const void *ref, size_t ref_len, uint8_t **out,
+                    size_t *len);
 
-/* Whether m's plain stream is stream[0..len): then m has the fingerprint of
- * the tree that stream was written from. Costs the walk and a compare, no
- * hashing; reads nothing outside stream[0..len). Does not allocate. */
-int pbw_tree_matches(const ProtobufCMessage *m, const void *stream, size_t len);
+/* Whether m's plain stream is stream[0..len), its references read in
+ * ref[0..ref_len) (the same bytes pbw_tree_stream was given; NULL if none):
+ * then m has the fingerprint of the tree that stream was written from.
+ * Costs the walk and a compare, no hashing; reads nothing outside
+ * stream[0..len) and ref[0..ref_len). Does not allocate. */
+int pbw_tree_matches(const ProtobufCMessage *m, const void *stream, size_t len, const void *ref,
+                     size_t ref_len);
 
 /* The same fingerprint and statistics from the bytes pack wrote for the
  * tree (data, len: an encoded message of the schema's root type; schema:

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 7
+#define RDB_VERSION 8
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -158,9 +158,19 @@ typedef struct {
   uint64_t type_off;           /* NUL-terminated type name, stored once per name */
   /* pack, get_packed_size, pack_to_buffer with RDB_ENTRY_SIZE_OK: the plain
    * stream of the tree (pbw_tree_stream), so that a predicted entry is
-   * confirmed with pbw_tree_matches instead of a fingerprint; 0: none */
+   * confirmed with pbw_tree_matches instead of a fingerprint; 0: none. Its
+   * references are into ref: the packed bytes of the tree (the response of
+   * a pack entry; of the pack it was verified against for a size entry). */
   uint64_t stream_off, stream_len;
+  uint64_t ref_off, ref_len;
 } rdb_entry;
+
+/* A stream this short is kept for every verified entry and tried even on
+ * the entry's first occurrence (its few lines cost less to read than the
+ * tree's fingerprint: long strings and bytes are references into the
+ * response the hook copies anyway); a longer one only for an entry
+ * recorded more than once, and tried once the run has served it. */
+#define RDB_SHORT_STREAM 256
 
 typedef struct {
   uint64_t magic;

@@ -51,18 +51,23 @@ static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *
   } while (0)
 
 /* The predicted entry (rp_predicted) when m is the tree it was recorded
- * for: its plain stream is m's (RDB_ENTRY_SIZE_OK entries keep one). Only
- * for an entry served before: reading a stream nothing has touched yet
- * costs more than hashing the tree the program just built (on rpc, whose
- * requests are all different, pack's harness took 233 ns a call against
- * 214 by fingerprint). An unpack's bytes are read either way (a found
- * entry's are compared too), so its guesses are always tried. */
+ * for: its plain stream is m's (RDB_ENTRY_SIZE_OK entries keep one). A
+ * short stream (RDB_SHORT_STREAM) is tried on any entry: its long strings
+ * and bytes are references into the response, which a pack copies next
+ * anyway, so the compare reads little more than the fingerprint would and
+ * hashes nothing. A long one only on an entry served before: reading a
+ * stream nothing has touched yet costs more than hashing the tree the
+ * program just built (on rpc, whose requests are all different, pack's
+ * harness took 233 ns a call against 214 by fingerprint when every entry
+ * was tried). An unpack's bytes are read either way (a found entry's are
+ * compared too), so its guesses are always tried. */
 static const rdb_entry *predicted_tree(const ProtobufCMessage *m, int api) {
-  const rdb_entry *e = rp_predicted(api, 1);
-  if (!e || !e->stream_len)
+  const rdb_entry *e = rp_predicted(api, 0);
+  if (!e || !e->stream_len || (e->stream_len > RDB_SHORT_STREAM && !rp_served(e)))
     return NULL;
   const void *stream = rp_ptr(e->stream_off, e->stream_len);
-  int right = stream && pbw_tree_matches(m, stream, e->stream_len);
+  const void *ref = e->ref_len ? rp_ptr(e->ref_off, e->ref_len) : NULL;
+  int right = stream && pbw_tree_matches(m, stream, e->stream_len, ref, ref ? e->ref_len : 0);
   rp_predicted_was(e, right);
   return right ? e : NULL;
 }

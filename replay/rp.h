@@ -43,6 +43,10 @@ void rp_prefetch(int api);
 const rdb_entry *rp_predicted(int api, int served);
 void rp_predicted_was(const rdb_entry *e, int right);
 
+/* Whether the run has served an occurrence of e (its bytes are then likely
+ * in the caches). */
+int rp_served(const rdb_entry *e);
+
 /* Entry for a fingerprint (already bound to the API), or NULL. */
 const rdb_entry *rp_lookup(const uint8_t fp[16]);
 

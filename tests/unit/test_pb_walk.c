@@ -84,8 +84,40 @@ static void assert_stats_eq(const pbw_stats *a, const pbw_stats *b) {
 /* m's plain stream (pbw_tree_stream); the caller frees *s. */
 static size_t stream_of(const ProtobufCMessage *m, uint8_t **s) {
   size_t len;
-  ck_assert_int_eq(pbw_tree_stream(m, s, &len), PBW_OK);
+  ck_assert_int_eq(pbw_tree_stream(m, NULL, 0, s, &len), PBW_OK);
   return len;
+}
+
+/* m's plain stream with its long strings and bytes written as references
+ * into ref (which holds them: m's plain stream without references does);
+ * the caller frees *s. */
+static size_t ref_stream_of(const ProtobufCMessage *m, const uint8_t *ref, size_t ref_len,
+                            uint8_t **s) {
+  size_t len;
+  ck_assert_int_eq(pbw_tree_stream(m, ref, ref_len, s, &len), PBW_OK);
+  return len;
+}
+
+/* m matches its stream with references into ref, but not with ref's bytes
+ * changed or missing when the stream refers to any (it does when it is
+ * shorter than the one without references, len bytes). */
+static void check_ref_stream(const ProtobufCMessage *m, const uint8_t *ref, size_t len) {
+  uint8_t *r, *bad = malloc(len ? len : 1);
+  ck_assert_ptr_nonnull(bad);
+  size_t rlen = ref_stream_of(m, ref, len, &r);
+  ck_assert(pbw_tree_matches(m, r, rlen, ref, len));
+  for (size_t i = 0; i < len; i++)
+    bad[i] = ref[i] ^ 0xFF;
+  if (rlen < len) {
+    ck_assert(!pbw_tree_matches(m, r, rlen, bad, len));
+    ck_assert(!pbw_tree_matches(m, r, rlen, NULL, 0));
+    ck_assert(!pbw_tree_matches(m, r, rlen, ref, len / 2));
+  } else {
+    ck_assert_uint_eq(rlen, len);
+    ck_assert(pbw_tree_matches(m, r, rlen, NULL, 0));
+  }
+  free(bad);
+  free(r);
 }
 
 /* The plain stream of m, taken with plans and without, is the same, m
@@ -98,18 +130,19 @@ static void check_stream(const ProtobufCMessage *m) {
   ck_assert_uint_eq(stream_of(m, &slow), len);
   pbw__plans_off = 0;
   ck_assert_int_eq(memcmp(s, slow, len), 0);
-  ck_assert(pbw_tree_matches(m, s, len));
-  ck_assert(!pbw_tree_matches(m, s, len - 1));
+  ck_assert(pbw_tree_matches(m, s, len, NULL, 0));
+  ck_assert(!pbw_tree_matches(m, s, len - 1, NULL, 0));
+  check_ref_stream(m, s, len);
   uint8_t *longer = realloc(slow, len + 1);
   ck_assert_ptr_nonnull(longer);
   memcpy(longer, s, len);
   longer[len] = 0;
-  ck_assert(!pbw_tree_matches(m, longer, len + 1));
+  ck_assert(!pbw_tree_matches(m, longer, len + 1, NULL, 0));
   size_t at[] = {0, len / 3, len / 2, len - 1};
   for (int k = 0; k < 4; k++) {
     s[at[k]] ^= 0x10;
-    ck_assert_msg(!pbw_tree_matches(m, s, len), "byte %zu of %zu changed, still matched", at[k],
-                  len);
+    ck_assert_msg(!pbw_tree_matches(m, s, len, NULL, 0), "byte %zu of %zu changed, still matched",
+                  at[k], len);
     s[at[k]] ^= 0x10;
   }
   free(longer);
@@ -137,7 +170,7 @@ static void fingerprint(const ProtobufCMessage *m, uint8_t fp[16]) {
 static int matches(const ProtobufCMessage *a, const ProtobufCMessage *b) {
   uint8_t *s;
   size_t len = stream_of(b, &s);
-  int r = pbw_tree_matches(a, s, len);
+  int r = pbw_tree_matches(a, s, len, NULL, 0);
   free(s);
   return r;
 }
@@ -1129,16 +1162,22 @@ START_TEST(test_fp_any_single_change_changes_fingerprint) {
   uint8_t ref[16], fp[16], *rs;
   fingerprint(o.tree, ref);
   size_t rlen = stream_of(o.tree, &rs);
+  uint8_t *xs; /* the stream as a replay database keeps it, referring into rs */
+  size_t xlen = ref_stream_of(o.tree, rs, rlen, &xs);
+  ck_assert_uint_lt(xlen, rlen); /* the payload leaf's bytes are referred to */
   for (int k = 0; k < 24; k++) {
     ck_assert(mutate(t, k, 0));
     fingerprint(o.tree, fp);
     ck_assert_msg(memcmp(ref, fp, 16) != 0, "change %d kept the fingerprint", k);
-    ck_assert_msg(!pbw_tree_matches(o.tree, rs, rlen), "change %d kept the stream", k);
+    ck_assert_msg(!pbw_tree_matches(o.tree, rs, rlen, NULL, 0), "change %d kept the stream", k);
+    ck_assert_msg(!pbw_tree_matches(o.tree, xs, xlen, rs, rlen), "change %d kept the stream", k);
     mutate(t, k, 1);
     fingerprint(o.tree, fp);
     ck_assert_msg(memcmp(ref, fp, 16) == 0, "undoing change %d did not restore it", k);
-    ck_assert(pbw_tree_matches(o.tree, rs, rlen));
+    ck_assert(pbw_tree_matches(o.tree, rs, rlen, NULL, 0));
+    ck_assert(pbw_tree_matches(o.tree, xs, xlen, rs, rlen));
   }
+  free(xs);
   free(rs);
   free_owned(&o);
 }
@@ -1168,7 +1207,7 @@ START_TEST(test_fp_long_streams_depend_on_every_chunk) {
     text[at[k]][1] ^= 1;
     fingerprint(&b.base, fb);
     ck_assert_int_ne(memcmp(fa, fb, 16), 0);
-    ck_assert(!pbw_tree_matches(&b.base, as, alen));
+    ck_assert(!pbw_tree_matches(&b.base, as, alen, NULL, 0));
     text[at[k]][1] ^= 1;
   }
   free(as);
