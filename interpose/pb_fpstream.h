@@ -61,6 +61,7 @@ typedef struct {
    * response the hook then copies). NULL: none. */
   const uint8_t *ref;
   size_t ref_len;
+  size_t ref_pos; /* FP_EMIT: where the last reference ended in ref */
   uint8_t buf[FP_BUF];
 } walk_ctx;
 
@@ -157,6 +158,26 @@ static inline void fp_blob_digest(walk_ctx *c, size_t n, pbw__h128 h) {
   memcpy(w + 8, &h, sizeof h);
 }
 
+/* Where the n >= FP_REF_MIN bytes at p occur in c->ref, or NULL. A pack
+ * writes strings and bytes in the order the walk visits them, a few tag
+ * and length bytes apart: the occurrences of their first 8 bytes are
+ * tried from where the last reference ended, a few of them, before a
+ * search of the whole of ref (glibc's search for long needles
+ * preprocesses the needle: 12% of building rpc's replay database when it
+ * was the only search). */
+static __attribute__((unused)) const uint8_t *fp_ref_find(const walk_ctx *c, const uint8_t *p,
+                                                          size_t n) {
+  const uint8_t *r = c->ref, *end = r + c->ref_len, *q = r + c->ref_pos;
+  for (int tries = 0; tries < 8 && q <= end - n; tries++, q++) {
+    q = memmem(q, (size_t)(end - q), p, 8);
+    if (q == NULL || q > end - n)
+      break;
+    if (memcmp(q, p, n) == 0)
+      return q;
+  }
+  return memmem(r, c->ref_len, p, n);
+}
+
 /* A blob of n >= FP_REF_MIN bytes in the plain stream, after its length:
  * a reference into c->ref where its content is found there, else 0 and the
  * content. */
@@ -180,9 +201,11 @@ static __attribute__((unused)) void fp_plain_ref(walk_ctx *c, const void *p, siz
       c->differs = 1;
     return;
   }
-  const uint8_t *at = c->ref && n <= c->ref_len ? memmem(c->ref, c->ref_len, p, n) : NULL;
-  if (at != NULL)
+  const uint8_t *at = c->ref && n <= c->ref_len ? fp_ref_find(c, p, n) : NULL;
+  if (at != NULL) {
     tag = (uint64_t)(at - c->ref) + 1;
+    c->ref_pos = (size_t)(at - c->ref) + n;
+  }
   fp_plain(c, &tag, 8);
   if (at == NULL)
     fp_plain(c, p, n);
@@ -192,8 +215,8 @@ static __attribute__((unused)) void fp_blob_slow(walk_ctx *c, const void *p, siz
   uint8_t *w;
   if (n >= FP_REF_MIN && c->hash >= FP_MATCH) { /* plain stream: see fp_plain_ref */
     uint64_t len = n;
+    memcpy(fp_room(c, 8), &len, 8); /* passed on with what is pending: one compare */
     fp_spill(c);
-    fp_plain(c, &len, 8);
     fp_plain_ref(c, p, n);
     return;
   }

@@ -579,6 +579,7 @@ int pbw_tree_stream(const ProtobufCMessage *m, const void *ref, size_t ref_len, 
   c.pos = c.cap = 0;
   c.ref = ref;
   c.ref_len = ref ? ref_len : 0;
+  c.ref_pos = 0;
   int rc = walk_tree(&c, m, 0);
   if (rc == PBW_OK) {
     fp_spill(&c);
