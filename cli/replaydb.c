@@ -41,8 +41,9 @@ typedef struct {
   uint8_t tree_fp[16];  /* pack responses: fingerprint of the decoded bytes */
   uint8_t *stream;      /* verified tree requests: the plain stream (rdb_entry) */
   uint64_t stream_len;
-  uint32_t ref_id1;                       /* b_entry.id + 1 of the entry whose response the stream's
-                                             references are into (itself for a pack), 0: none */
+  /* b_entry.id + 1 of the entry whose response the stream's references
+   * are into (itself for a pack), 0: none */
+  uint32_t ref_id1;
   const ProtobufCMessageDescriptor *desc; /* verified pack responses: their type */
   uint32_t id; /* order of creation: b_sample.next_id survives sorting */
   char *type;
@@ -197,10 +198,6 @@ static ProtobufCMessage *pack_tree(builder *b, scan_file *f, const b_entry *e, c
   return d ? protobuf_c_message_unpack(d, NULL, e->resp_len, e->resp) : NULL;
 }
 
-/* A pack response is trusted to be the packed size of the program's tree
- * only if it decodes, with the recorded schema, to a tree that has the
- * request's fingerprint (see RDB_ENTRY_SIZE_OK); the shim checks the others
- * against the real size. */
 /* e's tree's plain stream, its references into e's response (which pack
  * wrote from that tree). */
 static void make_stream(b_entry *e, const ProtobufCMessage *m) {
@@ -211,10 +208,13 @@ static void make_stream(b_entry *e, const ProtobufCMessage *m) {
   }
 }
 
-/* A verified pack entry keeps its tree's plain stream when it is short
- * (RDB_SHORT_STREAM: the usual case when most of a message is long strings
- * or bytes, which the stream refers to in the response); keep_stream gives
- * one to an entry recorded more than once. */
+/* A pack response is trusted to be the packed size of the program's tree
+ * only if it decodes, with the recorded schema, to a tree that has the
+ * request's fingerprint (see RDB_ENTRY_SIZE_OK); the shim checks the others
+ * against the real size. A verified entry keeps its tree's plain stream
+ * when it is short (RDB_SHORT_STREAM: the usual case when most of a
+ * message is long strings or bytes, which the stream refers to in the
+ * response); keep_stream gives one to an entry recorded more than once. */
 static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) {
   ProtobufCMessage *m = pack_tree(b, f, e, c);
   uint8_t fp[16];

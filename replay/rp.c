@@ -411,7 +411,7 @@ __attribute__((constructor)) static void rp_init(void) {
               mprotect((void *)(db + hdr->ro_off), db_size - hdr->ro_off, PROT_READ) == 0;
   /* The writable part (counters, timelines) takes a write fault per page at
    * its first write: ext4's page_mkwrite, a few us, once per 512 entries
-   * as a run serves new requests (5-6% of a new 1 KB pack's harness time).
+   * as a run serves new requests (~10% of a new 1 KB pack's harness time).
    * Taken here instead, counted as setup; a huge database's counters past
    * the first 16 MiB (2 Mi entries) still fault as they are reached. */
 #ifdef MADV_POPULATE_WRITE
