@@ -29,27 +29,38 @@ for f in 0160x0120_444_base_q90 0333x0251_420_base_q70 0640x0480_420_base_q85; d
 done
 
 # ---- record: end-to-end slowdown on each bundled workload -----------------
+# Beside it, the floor of any recorder that times each call: the record
+# shim's timing-only pass (what `record --retime` runs: two clock reads and
+# 32 bytes a call, no payload, no call site, no writer thread, no launcher).
+RSO="$(cd "$B/lib/standin" && pwd)/libstandin-record.so"
+us_between() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f", (b-a)*1e6}'; }
 wl_row() { # NAME CMD...
   local name=$1
   shift
-  local nat=() rec=()
+  local nat=() rec=() tim=() t0 t1
   for _ in $(seq "$REPS"); do
-    local t0=$EPOCHREALTIME
+    t0=$EPOCHREALTIME
     "$@" >/dev/null 2>&1
-    local t1=$EPOCHREALTIME
-    nat+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", (b-a)*1e6}')")
+    t1=$EPOCHREALTIME
+    nat+=("$(us_between "$t0" "$t1")")
     rm -rf "$T/w"
     t0=$EPOCHREALTIME
     "$S" record -o "$T/w" -- "$@" >/dev/null 2>&1
     t1=$EPOCHREALTIME
-    rec+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", (b-a)*1e6}')")
+    rec+=("$(us_between "$t0" "$t1")")
+    rm -rf "$T/tm" && mkdir -p "$T/tm"
+    t0=$EPOCHREALTIME
+    STANDIN_TIMING=1 STANDIN_DIR="$T/tm" LD_PRELOAD="$RSO" "$@" >/dev/null 2>&1
+    t1=$EPOCHREALTIME
+    tim+=("$(us_between "$t0" "$t1")")
   done
-  local mn mr
+  local mn mr mt
   mn=$(printf '%s\n' "${nat[@]}" | median)
   mr=$(printf '%s\n' "${rec[@]}" | median)
+  mt=$(printf '%s\n' "${tim[@]}" | median)
   row "record slowdown, $name" "$(awk -v a="$mr" -v b="$mn" 'BEGIN{printf "%.2fx", a/b}')" \
-    "native $mn us ($(printf '%s\n' "${nat[@]}" | spread)), recorded $mr us" \
-    "wall of \`standin record -- $name\` / native"
+    "native $mn us ($(printf '%s\n' "${nat[@]}" | spread)), recorded $mr us; timing each call only $(awk -v a="$mt" -v b="$mn" 'BEGIN{printf "%.2fx", a/b}') ($mt us)" \
+    "wall of \`standin record -- $name\` / native; timing only: \`STANDIN_TIMING=1 LD_PRELOAD=libstandin-record.so\`"
 }
 wl_row "rpc -n 20000 (default work, 4 threads)" "$B/progs/rpc" -n 20000
 wl_row "rpc -n 20000 -w 8 (little protobuf)" "$B/progs/rpc" -n 20000 -w 8
