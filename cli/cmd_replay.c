@@ -427,12 +427,18 @@ int cmd_replay(int argc, char **argv) {
   }
   warn_other_program(o.dir, path);
   const char *old = getenv("LD_PRELOAD");
-  char preload[PATH_MAX * 2], dbpath[64], env1[PATH_MAX * 2 + 16], env2[96];
+  char preload[PATH_MAX * 2], dbpath[64], env1[PATH_MAX * 2 + 16], env2[96], env3[96];
   snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
   snprintf(dbpath, sizeof dbpath, "/proc/%d/fd/%d", (int)getpid(), b.fd);
   snprintf(env1, sizeof env1, "LD_PRELOAD=%s", preload);
   snprintf(env2, sizeof env2, "STANDIN_REPLAY_DB=%s", dbpath);
-  char *env[] = {env1, env2, NULL};
+  /* the writable part's own shared memory (replaydb.c publish_rw); an empty
+   * value for a program that inherited one from an outer replay */
+  if (b.fd_rw >= 0)
+    snprintf(env3, sizeof env3, "STANDIN_REPLAY_DB_RW=/proc/%d/fd/%d", (int)getpid(), b.fd_rw);
+  else
+    snprintf(env3, sizeof env3, "STANDIN_REPLAY_DB_RW=");
+  char *env[] = {env1, env2, env3, NULL};
   uint64_t wall = 0;
   int rc = cli_run(argv + first, env, &wall);
   const rdb_header *h = (const rdb_header *)b.base;

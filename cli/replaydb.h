@@ -12,6 +12,7 @@
 
 typedef struct {
   int fd;        /* the unnamed file holding the database (publish) */
+  int fd_rw;     /* shared memory holding its writable part, or -1 (publish_rw) */
   uint8_t *base; /* our own mapping of it (for the summary) */
   size_t size;
   uint64_t entries, samples, files;

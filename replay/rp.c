@@ -364,6 +364,23 @@ static void count_child(void) {
   atomic_fetch_add_explicit(&stats->c[RDB_C_PROCESSES], 1, memory_order_relaxed);
 }
 
+/* Map the shared memory at `path` over the database's writable part
+ * [0, ro_off), and check the header it then holds. */
+static int map_rw(const char *path) {
+  uint64_t ro = hdr->ro_off;
+  int fd = path[0] == '/' ? open(path, O_RDWR | O_CLOEXEC) : -1;
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != ro ||
+      mmap((void *)db, (size_t)ro, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+          MAP_FAILED) {
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  close(fd);
+  return hdr->ro_off == ro && validate() == 0 ? 0 : -1;
+}
+
 __attribute__((constructor)) static void rp_init(void) {
   const char *path = getenv("STANDIN_REPLAY_DB");
   if (!path || !*path)
@@ -405,20 +422,20 @@ __attribute__((constructor)) static void rp_init(void) {
     db = NULL;
     return;
   }
+  /* The writable part has shared memory of its own, laid over the file's
+   * copy (cli/replaydb.c publish_rw): the counters every process of the
+   * run shares are there. */
+  const char *rw = getenv("STANDIN_REPLAY_DB_RW");
+  if (rw && *rw && map_rw(rw) != 0) {
+    shim_say("cannot map the replay counters %s; this process runs without replay", rw);
+    munmap(p, db_size);
+    db = NULL;
+    return;
+  }
   /* what the shim checks once (response images) must not change after:
    * nothing writes this part, so protect it from stray writes too */
   ro_sealed = hdr->ro_off == db_size ||
               mprotect((void *)(db + hdr->ro_off), db_size - hdr->ro_off, PROT_READ) == 0;
-  /* The writable part (counters, timelines) takes a write fault per page at
-   * its first write: ext4's page_mkwrite, a few us, once per 512 entries
-   * as a run serves new requests (~10% of a new 1 KB pack's harness time).
-   * Taken here instead, counted as setup; a huge database's counters past
-   * the first 16 MiB (2 Mi entries) still fault as they are reached. */
-#ifdef MADV_POPULATE_WRITE
-  size_t wr = hdr->ro_off < (16u << 20) ? (size_t)hdr->ro_off : (16u << 20);
-  if (wr)
-    (void)madvise((void *)db, wr, MADV_POPULATE_WRITE); /* a kernel before 5.14: as before */
-#endif
   /* the launcher built every image in this run, and none can change now */
   pbw_image_trust(ro_sealed);
   stats = (rdb_stats *)(db + hdr->stats_off);

@@ -373,6 +373,15 @@ t615_bad_replay_database_is_reported_and_ignored() {
     expect_eq "$db: lines on stderr" 1 "$(wc -l <err)"
     grep -q "this process runs without replay" err || fail "$db: $(cat err)"
   done
+  # a good database whose counters' shared memory is missing or not its own
+  "$STANDIN" record -o rec -- "$PB" basic 3 >/dev/null
+  for rw in /nonexistent/rw junk.db "$PWD/junk.db" "$PWD/adir"; do
+    "$STANDIN" replay -t rec -- sh -c 'STANDIN_REPLAY_DB_RW=$1 exec "$0" basic 3' "$PB" "$rw" \
+      >out 2>err
+    cmp native.out out || fail "counters $rw: output differs"
+    grep -q "cannot map the replay counters $rw; this process runs without replay" err ||
+      fail "counters $rw: $(cat err)"
+  done
 }
 
 # Random SIGKILLs (STANDIN_KILL_TRIALS, default 20): every trace must read
