@@ -595,16 +595,6 @@ static int fill_and_map(int fd, const uint8_t *m, uint64_t len, uint8_t **base) 
   return -1;
 }
 
-/* Put the database m[0, len) in an unnamed file every process of the run
- * maps, and map it for the summary. A temporary file on disk comes first:
- * touching every page of a 70 MB database and unmapping it took 0.9 + 0.25
- * ms from such a file, 7.2 + 5.3 ms from a memfd (shared memory, which
- * Debian gives no large folios), and a replayed pbtest basic 20000 exited
- * 1.1 ms sooner (its median start and exit, 7 alternating runs). Where no
- * directory takes a temporary file, or one is full, a memfd. A file whose
- * pages are still dirty after ~30 s (the kernel's default) is written back
- * to disk once: apart from its counters the database is never written
- * again after this. */
 /* The writable part m[0, ro_off) (header, statistics, timelines, occurrence
  * counters) in shared memory of its own, mapped over the file's first
  * ro_off bytes at base (every process does the same: rp.c), so offsets stay
@@ -628,6 +618,16 @@ static int publish_rw(const uint8_t *m, uint64_t ro_off, int fd, uint8_t *base) 
   return -1;
 }
 
+/* Put the database m[0, len) in an unnamed file every process of the run
+ * maps, and map it for the summary. A temporary file on disk comes first:
+ * touching every page of a 70 MB database and unmapping it took 0.9 + 0.25
+ * ms from such a file, 7.2 + 5.3 ms from a memfd (shared memory, which
+ * Debian gives no large folios), and a replayed pbtest basic 20000 exited
+ * 1.1 ms sooner (its median start and exit, 7 alternating runs). Where no
+ * directory takes a temporary file, or one is full, a memfd. A file whose
+ * pages are still dirty after ~30 s (the kernel's default) is written back
+ * to disk once: its writable part is in a memfd of its own (publish_rw),
+ * so the file is never written again after this. */
 static int publish(const uint8_t *m, uint64_t len, uint64_t ro_off, rdb_built *out) {
   const char *dirs[] = {getenv("TMPDIR"), "/var/tmp", "/tmp"};
   uint8_t *base = NULL;
