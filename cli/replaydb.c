@@ -468,7 +468,8 @@ static uint64_t al8(uint64_t x) {
 typedef struct {
   const char *name; /* an entry's type string */
   uint64_t hash;
-  uint32_t kept, mixed; /* bit per API: every call kept / some call not */
+  uint32_t sel, unsup, mixed; /* bit per API: an entry's every call kept by the plan /
+                                refused by the model / neither */
 } b_class;
 
 static int is_protobuf_api(int api) {
@@ -476,10 +477,11 @@ static int is_protobuf_api(int api) {
          api == ST_API_PB_UNPACK;
 }
 
-/* Find the (API, type) pairs whose every recorded call the plan keeps in
- * software, not because a model refused it: the shim runs those calls
- * straight away. Marks their entries `direct`. Returns the number of
- * classes with a kept API in *out (malloc'd), or -1 out of memory. */
+/* Find the (API, type) pairs whose every recorded call stays in software
+ * for one reason, the plan's or the model's (rdb_class): the shim runs
+ * those calls straight away. Marks their entries `direct`. Returns the
+ * number of classes with a kept API in *out (malloc'd; `sel` then holds
+ * every kept API, `unsup` those the model refused), or -1 out of memory. */
 static long find_classes(builder *b, b_class **out) {
   size_t cap = 16;
   while (cap < b->n * 2)
@@ -502,21 +504,30 @@ static long find_classes(builder *b, b_class **out) {
     if (!t[j].name)
       t[j] = (b_class){.name = e->type, .hash = h};
     at[i] = j;
-    int all_kept = 1;
-    for (uint32_t k = 0; k < e->n && all_kept; k++)
-      all_kept = e->s[k].s.accel < 0 && e->s[k].s.sw_reason == RDB_SW_NOT_SELECTED;
-    t[j].kept |= (uint32_t)all_kept << e->api;
-    t[j].mixed |= (uint32_t)!all_kept << e->api;
+    int sel = 1, unsup = 1;
+    for (uint32_t k = 0; k < e->n && (sel || unsup); k++) {
+      int sw = e->s[k].s.accel < 0;
+      sel = sel && sw && e->s[k].s.sw_reason == RDB_SW_NOT_SELECTED;
+      unsup = unsup && sw && e->s[k].s.sw_reason == RDB_SW_UNSUPPORTED;
+    }
+    t[j].sel |= (uint32_t)sel << e->api;
+    t[j].unsup |= (uint32_t)unsup << e->api;
+    t[j].mixed |= (uint32_t) !(sel || unsup) << e->api;
   }
-  for (size_t j = 0; j < cap; j++)
-    t[j].kept &= ~t[j].mixed;
+  for (size_t j = 0; j < cap; j++) {
+    /* one reason for every call of the API: kept whole (a class that mixes
+     * the two is looked up, so each call is counted under its own) */
+    uint32_t kept = (t[j].sel ^ t[j].unsup) & ~t[j].mixed;
+    t[j].unsup &= kept;
+    t[j].sel = kept;
+  }
   for (size_t i = 0; i < b->n; i++)
     if (is_protobuf_api(b->e[i].api))
-      b->e[i].direct = t[at[i]].kept >> b->e[i].api & 1;
+      b->e[i].direct = t[at[i]].sel >> b->e[i].api & 1;
   free(at);
   size_t m = 0;
   for (size_t j = 0; j < cap; j++)
-    if (t[j].name && t[j].kept)
+    if (t[j].name && t[j].sel)
       t[m++] = t[j];
   *out = t;
   return (long)m;
@@ -765,7 +776,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   }
   rdb_class *dc = (rdb_class *)(m + classes_off);
   for (long i = 0; i < ncls; i++) {
-    dc[i] = (rdb_class){.name_hash = cls[i].hash, .name_off = bo, .kept = cls[i].kept};
+    dc[i] = (rdb_class){
+        .name_hash = cls[i].hash, .name_off = bo, .kept = cls[i].sel, .unsup = cls[i].unsup};
     memcpy(m + bo, cls[i].name, strlen(cls[i].name) + 1);
     bo += al8(strlen(cls[i].name) + 1);
   }

@@ -205,18 +205,20 @@ typedef struct {
   uint64_t nclasses, classes_off; /* rdb_class[], read-only part */
 } rdb_header;
 
-/* A message type some of whose APIs the plan keeps whole in software:
- * every recorded call of that API and type stays in software for the
- * reason RDB_SW_NOT_SELECTED. Such calls run the real library straight
- * away, without a fingerprint or a lookup (which cost about what a small
- * call costs, and would be an overrun on every one of them): there is no
- * response to choose, so nothing can be answered wrongly. Not built under
- * --on-miss abort, where every call must be looked up. */
+/* A message type some of whose APIs stay whole in software: every
+ * recorded call of that API and type stays in software for one and the
+ * same reason, RDB_SW_NOT_SELECTED (the plan) or RDB_SW_UNSUPPORTED (the
+ * model refused every one: protoacc has no get_packed_size). Such calls
+ * run the real library straight away, without a fingerprint or a lookup
+ * (which cost about what a small call costs, a whole tree walk for a big
+ * one, and would be an overrun on every one of them): there is no response
+ * to choose, so nothing can be answered wrongly. Not built under --on-miss
+ * abort, where every call must be looked up. */
 typedef struct {
   uint64_t name_hash; /* rdb_name_hash of the type's full name */
   uint64_t name_off;  /* NUL-terminated full name */
   uint32_t kept;      /* bit (1 << api): that API's calls of this type */
-  uint32_t pad;
+  uint32_t unsup;     /* bit (1 << api) of kept: for RDB_SW_UNSUPPORTED */
 } rdb_class;
 
 /* Hash of a type name for rdb_class (FNV-1a: names are short and hashed

@@ -16,9 +16,10 @@
 #include "shim.h"
 #include "trace.h"
 
-/* Whether the plan keeps d's calls of `api` whole in software
- * (rp_kept_apis): they then run the real library at once, uncounted by the
- * harness. Remembered per thread for the last few types. */
+/* Whether d's calls of `api` stay whole in software (rp_kept_apis): they
+ * then run the real library at once, uncounted by the harness. Remembered
+ * per thread for the last few types. Returns 0, or 1 + whether the model
+ * refused them (the reason they are counted under). */
 #define KEPT_CACHE 8
 static SHIM_TLS struct {
   const ProtobufCMessageDescriptor *d;
@@ -33,7 +34,8 @@ static inline int kept(const ProtobufCMessageDescriptor *d, int api) {
     kept_cache[k].apis = rp_kept_apis(d->name);
     kept_cache[k].d = d;
   }
-  return kept_cache[k].apis >> api & 1;
+  uint32_t a = kept_cache[k].apis;
+  return (a >> api & 1) ? 1 + (a >> (RP_KEPT_UNSUP + api) & 1) : 0;
 }
 
 static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *m) {
@@ -42,12 +44,12 @@ static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *
 
 /* Run `call` (the real library) as a call kept without a lookup: nested
  * calls pass through, as in the harness's own software path. */
-#define DIRECT(r, call)                                                                            \
+#define DIRECT(r, call, how)                                                                       \
   do {                                                                                             \
     shim_depth++;                                                                                  \
     r = call;                                                                                      \
     shim_depth--;                                                                                  \
-    rp_direct();                                                                                   \
+    rp_direct(how > 1);                                                                            \
   } while (0)
 
 /* The predicted entry (rp_predicted) when m is the tree it was recorded
@@ -126,9 +128,10 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   SHIM_REAL(real, protobuf_c_message_pack);
   if (shim_depth || !rp_on())
     return real(m, out);
-  if (kept(desc_of(m), ST_API_PB_PACK)) {
+  int how = kept(desc_of(m), ST_API_PB_PACK);
+  if (how) {
     size_t r;
-    DIRECT(r, real(m, out));
+    DIRECT(r, real(m, out), how);
     return r;
   }
   uint64_t t0 = rp_now();
@@ -160,9 +163,10 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   SHIM_REAL(real, protobuf_c_message_get_packed_size);
   if (shim_depth || !rp_on())
     return real(m);
-  if (kept(desc_of(m), ST_API_PB_SIZE)) {
+  int how = kept(desc_of(m), ST_API_PB_SIZE);
+  if (how) {
     size_t r;
-    DIRECT(r, real(m));
+    DIRECT(r, real(m), how);
     return r;
   }
   uint64_t t0 = rp_now();
@@ -192,9 +196,10 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   SHIM_REAL(real, protobuf_c_message_pack_to_buffer);
   if (shim_depth || !rp_on())
     return real(m, buf);
-  if (kept(desc_of(m), ST_API_PB_PACK_BUF)) {
+  int how = kept(desc_of(m), ST_API_PB_PACK_BUF);
+  if (how) {
     size_t r;
-    DIRECT(r, real(m, buf));
+    DIRECT(r, real(m, buf), how);
     return r;
   }
   uint64_t t0 = rp_now();
@@ -314,9 +319,10 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   SHIM_REAL(real, protobuf_c_message_unpack);
   if (shim_depth || !rp_on())
     return real(d, a, len, data);
-  if (kept(d, ST_API_PB_UNPACK)) {
+  int how = kept(d, ST_API_PB_UNPACK);
+  if (how) {
     ProtobufCMessage *r;
-    DIRECT(r, real(d, a, len, data));
+    DIRECT(r, real(d, a, len, data), how);
     return r;
   }
   uint64_t t0 = rp_now();

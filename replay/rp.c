@@ -598,15 +598,15 @@ uint32_t rp_kept_apis(const char *name) {
       continue;
     const char *n = rp_ptr(c[i].name_off, len + 1);
     if (n && memcmp(n, name, len + 1) == 0)
-      return c[i].kept;
+      return c[i].kept | (c[i].unsup & c[i].kept) << RP_KEPT_UNSUP;
   }
   return 0;
 }
 
-void rp_direct(void) {
+void rp_direct(int unsupported) {
   ADD(RDB_C_INTERCEPTED, 1);
   ADD(RDB_C_SOFTWARE, 1);
-  ADD(RDB_C_SW0 + RDB_SW_NOT_SELECTED, 1);
+  ADD(RDB_C_SW0 + (unsupported ? RDB_SW_UNSUPPORTED : RDB_SW_NOT_SELECTED), 1);
   ADD(RDB_C_DIRECT, 1);
   call_done();
 }

@@ -96,13 +96,16 @@ int rp_unpack_pieces(void);
 int rp_has_kept(void);
 
 /* Bit (1 << api) for each API whose calls of message type `name` (full
- * name) the plan keeps whole in software: such calls run the real library
- * at once, without a lookup. Not cheap (scans the class table): callers
- * remember the answer per type. */
+ * name) stay whole in software: such calls run the real library at once,
+ * without a lookup. Bit (1 << (RP_KEPT_UNSUP + api)) too when that is
+ * because the model refused every one of them, not the plan. Not cheap
+ * (scans the class table): callers remember the answer per type. */
+#define RP_KEPT_UNSUP 8
 uint32_t rp_kept_apis(const char *name);
 
-/* Count one call that ran the real library without a lookup (not timed). */
-void rp_direct(void);
+/* Count one call that ran the real library without a lookup (not timed),
+ * kept by the plan or, when `unsupported`, refused by the model. */
+void rp_direct(int unsupported);
 
 /* Remember / forget trees the replay built, so free_unpacked knows them. */
 int rp_own_add(const void *p);

@@ -132,6 +132,25 @@ t307_unsupported_requests_stay_in_software() {
   expect_eq "software (get_packed_size)" 5 "$(json s.json calls_software)"
   expect_eq "replayed" 15 "$(json s.json calls_replayed)"
   grep -q "5 calls stay in software on protoacc: get_packed_size" err || fail "$(cat err)"
+  # every recorded size was refused: they run at once, not walked and looked
+  # up first, and are counted under the model's reason
+  expect_eq "sizes without a lookup" 5 "$(json s.json calls_software_direct)"
+  expect_eq "reason" 5 "$(pyj s.json 'd["software_reasons"]["unsupported"]')"
+  expect_eq "not selected" 0 "$(pyj s.json 'd["software_reasons"]["not_selected"]')"
+  grep -q "5 kept in software (5 without a lookup)" err || fail "$(cat err)"
+  "$STANDIN" replay -t rec --iface protobuf=protoacc --on-miss abort --summary s2.json -- "$PB" basic 5 >rep2.out
+  cmp rec.out rep2.out
+  expect_eq "abort: every call looked up" 0 "$(json s2.json calls_software_direct)"
+  expect_eq "abort: reason" 5 "$(pyj s2.json 'd["software_reasons"]["unsupported"]')"
+  # the plan keeps the three smallest sizes (23, 61, 78 bytes), the model
+  # refuses the rest: one reason per class, so the sizes are looked up and
+  # each is counted under its own
+  printf 'accel pa protoacc\nkeep api=pb.size size=-100\noffload api=protobuf to pa\n' >mix.plan
+  "$STANDIN" replay -t rec --plan mix.plan --summary s3.json -- "$PB" basic 5 >rep3.out
+  cmp rec.out rep3.out
+  expect_eq "mixed: looked up" 0 "$(json s3.json calls_software_direct)"
+  expect_eq "mixed: kept" 3 "$(pyj s3.json 'd["software_reasons"]["not_selected"]')"
+  expect_eq "mixed: refused" 2 "$(pyj s3.json 'd["software_reasons"]["unsupported"]')"
   "$STANDIN" record -o one -- "$PB" basic 1 >/dev/null
   "$STANDIN" replay -t one --iface protobuf=protoacc -- "$PB" basic 1 >/dev/null 2>err1
   grep -q "1 call stays in software on protoacc: get_packed_size" err1 || fail "$(cat err1)"
