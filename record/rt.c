@@ -1332,7 +1332,47 @@ static void atfork_parent(void) {
   pthread_mutex_unlock(&start_lock);
 }
 
-__attribute__((constructor)) static void rt_init(void) {
+/* The argv the process started with (rt_cmdline): copied by rt_init,
+ * which glibc calls with main's arguments, before main can change them. */
+static char start_cmd[8192];
+static uint32_t start_cmd_len;
+static pid_t start_cmd_pid;
+
+static void keep_start_cmd(int argc, char **argv) {
+  uint32_t n = 0;
+  for (int i = 0; argv && i < argc && argv[i]; i++) {
+    size_t l = strlen(argv[i]) + 1;
+    if (n + l >= sizeof start_cmd)
+      break;
+    memcpy(start_cmd + n, argv[i], l);
+    n += (uint32_t)l;
+  }
+  start_cmd_len = n;
+  start_cmd_pid = getpid();
+}
+
+uint32_t rt_cmdline(char *buf, size_t cap) {
+  if (cap == 0)
+    return 0;
+  uint32_t n = 0;
+  if (start_cmd_len && getpid() == start_cmd_pid) {
+    n = start_cmd_len < cap - 1 ? start_cmd_len : (uint32_t)(cap - 1);
+    memcpy(buf, start_cmd, n);
+  } else {
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t r = read(fd, buf, cap - 1);
+      n = r > 0 ? (uint32_t)r : 0;
+      close(fd);
+    }
+  }
+  buf[n] = 0;
+  return n;
+}
+
+__attribute__((constructor)) static void rt_init(int argc, char **argv, char **envp) {
+  (void)envp;
+  keep_start_cmd(argc, argv);
   rt_my_index = 0; /* the thread running constructors is the main thread */
   rt_my_parent = 0;
   /* the main thread's stack, for rt_stack: from where the kernel started

@@ -119,6 +119,14 @@ void rt_timing_add(int api, uint64_t start_ns, uint64_t latency_ns, uint32_t nes
 void rt_timing_write(void); /* at exit and before exec */
 void rt_timing_forget(void); /* in a forked child */
 
+/* The process's command line, NUL-separated, into buf (at most cap - 1
+ * bytes, NUL-terminated); returns its length, 0 if unknown. The argv the
+ * process was started with (copied before main), not what the program has
+ * written over it since (tjbench cuts its file name at the dot); a forked
+ * child has no start of its own, and gives its current title (a postgres
+ * backend's "postgres: user db [local] SELECT"). */
+uint32_t rt_cmdline(char *buf, size_t cap);
+
 /* Hooks for non-offloadable modes etc. may attach a note to the trace. */
 void rt_note(const char *key, const char *value);
 

@@ -65,14 +65,9 @@ static void forget_derived(void);
 /* ---- file ---------------------------------------------------------------- */
 
 static int read_cmdline(char *buf, size_t cap, const char **argv, uint32_t *argc) {
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  ssize_t n = read(fd, buf, cap - 1);
-  close(fd);
+  ssize_t n = rt_cmdline(buf, cap);
   if (n <= 0)
     return -1;
-  buf[n] = 0;
   uint32_t k = 0;
   for (ssize_t i = 0; i < n && k < ST_MAX_ARGS; i += (ssize_t)strlen(buf + i) + 1)
     argv[k++] = buf + i;

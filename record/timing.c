@@ -176,13 +176,7 @@ void rt_timing_write(void) {
     return;
   }
   char argv[8192];
-  uint32_t alen = 0;
-  int cfd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (cfd >= 0) {
-    ssize_t n = read(cfd, argv, sizeof argv);
-    alen = n > 0 ? (uint32_t)n : 0;
-    close(cfd);
-  }
+  uint32_t alen = rt_cmdline(argv, sizeof argv); /* as the recording's header has it */
   /* threads that start now push themselves in front of h0: not in the file */
   tm_thread *h0 = atomic_load(&tm_threads);
   uint32_t nthreads = 0;

@@ -79,3 +79,28 @@ t703_riemann_client_sends_the_same_bytes_on_replay() {
   expect_eq "replayed" 300 "$(json s.json calls_replayed)"
   expect_eq "fallback" 0 "$(json s.json calls_fallback)"
 }
+
+# tjbench (libjpeg-turbo-progs) decodes one JPEG through TurboJPEG for as
+# long as -benchtime says, so a faster replay makes more calls than were
+# recorded (later occurrences reuse the recorded samples), and it cuts its
+# own argv at the file name's dot: the trace keeps the argv it started with.
+t704_tjbench_replays_a_timed_loop_and_keeps_its_argv() {
+  command -v tjbench >/dev/null || { echo "skipped: no tjbench"; return 0; }
+  corpus
+  cp "$CORPUS/m_base_420.jpg" in.jpg
+  tjbench in.jpg -benchtime 0.05 -warmup 0 -quiet >/dev/null
+  mv in_full.ppm native.ppm
+  "$STANDIN" record -o rec -- tjbench in.jpg -benchtime 0.05 -warmup 0 -quiet >/dev/null
+  cmp native.ppm in_full.ppm
+  rm in_full.ppm
+  n=$(calls rec tj.decode)
+  [ "$n" -ge 1 ] || fail "tj.decode calls: $n"
+  "$STANDIN" info rec | grep -q "^process .*: tjbench in\\.jpg -benchtime 0\\.05" || fail "argv: $("$STANDIN" info rec | grep process)"
+  # -benchtime is no part of a request: a run 4 times longer, each decode
+  # 4 times faster, matches the recorded decodes however many it makes
+  "$STANDIN" replay -t rec --iface scale:factor=0.25 --summary s.json -- tjbench in.jpg -benchtime 0.2 -warmup 0 -quiet >/dev/null
+  cmp native.ppm in_full.ppm
+  expect_eq "fallback" 0 "$(json s.json calls_fallback)"
+  expect_eq "every call replayed" "$(json s.json calls_intercepted)" "$(json s.json calls_replayed)"
+  echo "recorded $n decodes, replayed $(json s.json calls_replayed), reused $(json s.json reused_samples) samples"
+}
