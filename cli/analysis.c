@@ -175,6 +175,7 @@ typedef struct {
   progress prog;
   uint64_t tick;
   int failed;
+  uint32_t launcher_pid; /* run.info: the program's first process's parent, 0 unknown */
 } ctx;
 
 /* ---- groups -------------------------------------------------------------------- */
@@ -661,6 +662,8 @@ static int read_file(ctx *x, const tfile *tf, uint64_t *first, uint64_t *last) {
   x->r->run_ns += run;
   x->r->rec_overhead_ns += f.overhead_ns;
   x->r->run_approx |= approx;
+  if (x->launcher_pid && f.h.ppid == x->launcher_pid)
+    x->r->root_traced = 1;
   if (*last > f.h.start_mono_ns && *first)
     x->r->overlap = 1;
   if (!*first || f.h.start_mono_ns < *first)
@@ -763,6 +766,9 @@ int an_run(an_result *r, const char *dir, const an_opts *o) {
   size_t n = 0;
   uint64_t total = 0, first = 0, last = 0;
   int rc = setup(&x, r, o);
+  const char *lp = cli_runinfo_get(dir, "launcher_pid"); /* recordings since 2026-11-27 */
+  x.launcher_pid = lp ? (uint32_t)strtoul(lp, NULL, 10) : 0;
+  r->root_traced = x.launcher_pid ? 0 : -1;
   tfile *files = rc == 0 ? list_files(dir, &n, &total) : NULL;
   if (rc != 0)
     cli_err("out of memory");

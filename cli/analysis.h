@@ -93,6 +93,7 @@ typedef struct {
   uint32_t cpus;           /* CPUs the threads were assumed to share */
   uint64_t thread_span_ns; /* sum over threads of first call start to last call end */
   char other_host[64];     /* a trace's host, when it is not this machine */
+  int root_traced;         /* the program's first process made calls: 1, 0, -1 unknown */
   int damaged;             /* a file could not be read to its end */
   an_group *groups;
   size_t ngroups;

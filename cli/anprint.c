@@ -138,8 +138,21 @@ void anp_notes_text(FILE *f, const an_result *r) {
    * shim's, its dynamic loading first (dnstap-read: ~5 of the 6.5 ms),
    * which the trace cannot tell apart. */
   uint64_t outside = r->wall_recorded == 1 && r->wall_ns > r->span_ns ? r->wall_ns - r->span_ns : 0;
-  if (r->nplans && r->wall_recorded != 2 && r->wall_ns &&
-      (r->rec_overhead_ns + outside) * 50 >= r->wall_ns) {
+  if (r->nplans && r->wall_recorded != 2 && r->wall_ns && r->root_traced == 0 && outside) {
+    /* a server whose workers made the calls: the time outside their runs
+     * is mostly the first process's own (waiting for requests) */
+    char a[32], b[32], c[32];
+    fprintf(f,
+            "note: the %s the estimates start from is the recorded run's wall time, and the "
+            "program's first process made no intercepted call (its calls came from processes "
+            "it started, as a server's workers): %s of it passed outside the processes that "
+            "made calls, the program's own time as much as standin's, and recording cost the "
+            "program's threads %s; the estimate is for that whole run: to ask about the "
+            "workers alone, time them natively and give it with --native-wall\n",
+            cli_fmt_ns(a, sizeof a, (double)r->wall_ns), cli_fmt_ns(b, sizeof b, (double)outside),
+            cli_fmt_ns(c, sizeof c, (double)r->rec_overhead_ns));
+  } else if (r->nplans && r->wall_recorded != 2 && r->wall_ns &&
+             (r->rec_overhead_ns + outside) * 50 >= r->wall_ns) {
     char a[32], b[32], c[32];
     fprintf(f,
             "note: the %s the estimates start from is the recorded run's wall time: it "
@@ -171,11 +184,13 @@ void anp_recording_json(FILE *f, const an_result *r, const char *dir) {
           ", \"processes\": %llu, \"threads\": %llu, \"calls\": %llu, \"call_ns\": %llu, "
           "\"run_ns\": %llu, \"run_approx\": %s, \"wall_ns\": %llu, \"wall_source\": \"%s\", "
           "\"late_calls\": %llu, \"processes_overlap\": %s, \"damaged\": %s, \"cpus\": %u, "
-          "\"span_ns\": %llu, \"thread_span_ns\": %llu, \"record_overhead_ns\": %llu",
+          "\"span_ns\": %llu, \"thread_span_ns\": %llu, \"record_overhead_ns\": %llu, "
+          "\"first_process_made_calls\": %s",
           U(r->processes), U(r->chains), U(r->calls), U(r->call_ns), U(r->run_ns),
           r->run_approx ? "true" : "false", U(r->wall_ns), r->wall_recorded == 2 ? "native-wall" : r->wall_recorded ? "run.info" : "trace",
           U(r->late), r->overlap ? "true" : "false", r->damaged ? "true" : "false", r->cpus,
-          U(r->span_ns), U(r->thread_span_ns), U(r->rec_overhead_ns));
+          U(r->span_ns), U(r->thread_span_ns), U(r->rec_overhead_ns),
+          r->root_traced < 0 ? "null" : r->root_traced ? "true" : "false");
 }
 
 static void sw_json(FILE *f, const uint64_t *sw) {

@@ -211,8 +211,12 @@ static void write_runinfo(const char *dir, char **argv, const char *path, int dy
   fprintf(f, "tool=standin %s\ncommand=", STANDIN_VERSION);
   for (int i = 0; argv[i]; i++)
     fprintf(f, "%s%s", i ? " " : "", argv[i]);
-  fprintf(f, "\nprogram=%s\ndynamic=%d\nstatus=%s\nwall_ns=%llu\ntime=%lld\n", path, dynamic,
-          status, (unsigned long long)wall_ns, (long long)time(NULL));
+  /* launcher_pid: the program's first process is the one whose parent
+   * this is (analysis tells a server whose calls are all in its children) */
+  fprintf(f,
+          "\nprogram=%s\ndynamic=%d\nstatus=%s\nwall_ns=%llu\ntime=%lld\nlauncher_pid=%ld\n",
+          path, dynamic, status, (unsigned long long)wall_ns, (long long)time(NULL),
+          (long)getpid());
   fclose(f);
 }
 

@@ -409,6 +409,28 @@ PY
   [ "$rc" -ne 0 ] && grep -q "native-wall: '12parsecs' is not a duration" err || fail "$(cat err)"
 }
 
+# A server whose calls are all made by the processes it starts (postgres's
+# backends): the time outside their runs is the first process's own, and
+# whatif says so instead of putting it down to standin's start-up.
+t418_whatif_says_when_the_first_process_made_no_call() {
+  "$STANDIN" record -o rec -- sh -c "sleep 0.2; '$PB' basic 30 >/dev/null; true"
+  "$STANDIN" whatif rec --iface constant:ns=0 >w.txt
+  grep -q "the program's first process made no intercepted call" w.txt || fail "$(cat w.txt)"
+  grep -q "standin's start-up and final flush" w.txt && fail "start-up note too: $(cat w.txt)"
+  expect_eq "json" False "$("$STANDIN" whatif rec --iface constant:ns=0 --format json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["first_process_made_calls"])')"
+  # the program itself making the calls: the start-up note, as before
+  "$STANDIN" record -o rec2 -- "$PB" basic 30 >/dev/null
+  expect_eq "json, direct" True "$("$STANDIN" whatif rec2 --iface constant:ns=0 --format json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["first_process_made_calls"])')"
+  "$STANDIN" whatif rec2 --iface constant:ns=0 >w2.txt
+  grep -q "first process made no intercepted call" w2.txt && fail "$(cat w2.txt)"
+  # a recording from before run.info named the launcher: unknown, no claim
+  sed -i '/^launcher_pid=/d' rec/run.info
+  expect_eq "json, unknown" None "$("$STANDIN" whatif rec --iface constant:ns=0 --format json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["first_process_made_calls"])')"
+}
+
 # Threads that call at once spend more time in calls than the run lasts:
 # report says why the share passes 100%, and only then.
 t416_report_share_over_100_percent_is_explained() {
