@@ -201,6 +201,16 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
         fprintf(stderr, " %s %llu", fb_names[i], C(s, RDB_C_FB0 + i));
     fprintf(stderr, "\n");
   }
+  /* a program that repeats a request more often than when recorded (a
+   * timed benchmark loop that runs faster, a longer run) gets answers, but
+   * its later occurrences' latencies are the recorded ones again */
+  if (C(s, RDB_C_REUSED)) {
+    unsigned long long n = C(s, RDB_C_REUSED);
+    fprintf(stderr,
+            "standin: replay: %llu call%s repeated a request more often than the recording "
+            "did; %s the recorded samples again, in order (reused_samples)\n",
+            n, n == 1 ? "" : "s", n == 1 ? "it took" : "they took");
+  }
 }
 
 /* Recorded calls replay does not intercept (not offloadable when recorded:

@@ -332,3 +332,23 @@ t117_replay_trees_piece_by_piece_can_be_changed() {
     fail "valgrind, block: $(cat vg2.err)"
   cmp b.out rep3.out
 }
+
+# A request made more often than when recorded (a longer run of the same
+# loop) is still answered: occurrence k past the recorded count n takes
+# sample k mod n, counted and said. pbbench packs one message 1 + 100 + N
+# times (and sizes it once).
+t121_replay_more_occurrences_than_recorded_reuses_samples() {
+  PBB="$B/progs/pbbench"
+  "$STANDIN" record -o rec -- "$PBB" pack 64 100 >/dev/null
+  expect_eq "recorded" 201 "$(calls rec pb.pack)" # and one before the loop
+  "$STANDIN" replay -t rec --summary s.json -- "$PBB" pack 64 400 >/dev/null 2>err
+  expect_eq "replayed" 502 "$(json s.json calls_replayed)" # and one size
+  expect_eq "fallback" 0 "$(json s.json calls_fallback)"
+  expect_eq "reused" 300 "$(json s.json reused_samples)"
+  grep -q "300 calls repeated a request more often than the recording did" err || fail "$(cat err)"
+  # the same length as recorded: nothing reused, nothing said
+  "$STANDIN" replay -t rec --summary s2.json -- "$PBB" pack 64 100 >/dev/null 2>err2
+  expect_eq "reused, same run" 0 "$(json s2.json reused_samples)"
+  grep -q "more often than the recording" err2 && fail "$(cat err2)"
+  return 0
+}
