@@ -102,7 +102,11 @@ t304_shared_timeline_queues_threads_on_one_engine() {
   q1=$(accel one.json constant queue_ns)
   q8=$(accel eight.json constant queue_ns)
   [ "$q1" -gt 0 ] || fail "no queueing on one engine"
-  expect_eq "queueing on eight engines" 0 "$q8"
+  # each thread's requests follow one another on its own (catch-up keeps
+  # them in order), so 8 threads never need a 9th engine; if they did, the
+  # summary tells how late the threads ran (it failed once, 391 us, in a
+  # loaded ASan pass, and not in 30 runs since)
+  [ "$q8" = 0 ] || { python3 -m json.tool eight.json | head -60; fail "queueing on eight engines: $q8 ns"; }
 }
 
 t305_shared_timeline_spans_forked_children() {
