@@ -468,8 +468,9 @@ static uint64_t al8(uint64_t x) {
 typedef struct {
   const char *name; /* an entry's type string */
   uint64_t hash;
-  uint32_t sel, unsup, mixed; /* bit per API: an entry's every call kept by the plan /
-                                refused by the model / neither */
+  /* bit per API: some entry's every call kept by the plan / refused by the
+   * model / neither; then kept: every entry's calls for one reason */
+  uint32_t sel, unsup, mixed, kept;
 } b_class;
 
 static int is_protobuf_api(int api) {
@@ -480,8 +481,8 @@ static int is_protobuf_api(int api) {
 /* Find the (API, type) pairs whose every recorded call stays in software
  * for one reason, the plan's or the model's (rdb_class): the shim runs
  * those calls straight away. Marks their entries `direct`. Returns the
- * number of classes with a kept API in *out (malloc'd; `sel` then holds
- * every kept API, `unsup` those the model refused), or -1 out of memory. */
+ * number of classes with a kept API in *out (malloc'd; `unsup` then holds
+ * those of the kept APIs the model refused), or -1 out of memory. */
 static long find_classes(builder *b, b_class **out) {
   size_t cap = 16;
   while (cap < b->n * 2)
@@ -517,17 +518,16 @@ static long find_classes(builder *b, b_class **out) {
   for (size_t j = 0; j < cap; j++) {
     /* one reason for every call of the API: kept whole (a class that mixes
      * the two is looked up, so each call is counted under its own) */
-    uint32_t kept = (t[j].sel ^ t[j].unsup) & ~t[j].mixed;
-    t[j].unsup &= kept;
-    t[j].sel = kept;
+    t[j].kept = (t[j].sel ^ t[j].unsup) & ~t[j].mixed;
+    t[j].unsup &= t[j].kept;
   }
   for (size_t i = 0; i < b->n; i++)
     if (is_protobuf_api(b->e[i].api))
-      b->e[i].direct = t[at[i]].sel >> b->e[i].api & 1;
+      b->e[i].direct = t[at[i]].kept >> b->e[i].api & 1;
   free(at);
   size_t m = 0;
   for (size_t j = 0; j < cap; j++)
-    if (t[j].name && t[j].sel)
+    if (t[j].name && t[j].kept)
       t[m++] = t[j];
   *out = t;
   return (long)m;
@@ -777,7 +777,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   rdb_class *dc = (rdb_class *)(m + classes_off);
   for (long i = 0; i < ncls; i++) {
     dc[i] = (rdb_class){
-        .name_hash = cls[i].hash, .name_off = bo, .kept = cls[i].sel, .unsup = cls[i].unsup};
+        .name_hash = cls[i].hash, .name_off = bo, .kept = cls[i].kept, .unsup = cls[i].unsup};
     memcpy(m + bo, cls[i].name, strlen(cls[i].name) + 1);
     bo += al8(strlen(cls[i].name) + 1);
   }
