@@ -145,10 +145,10 @@ void anp_notes_text(FILE *f, const an_result *r) {
     fprintf(f,
             "note: the %s the estimates start from is the recorded run's wall time, and the "
             "program's first process made no intercepted call (its calls came from processes "
-            "it started, as a server's workers): %s of it passed outside the processes that "
-            "made calls, the program's own time as much as standin's, and recording cost the "
-            "program's threads %s; the estimate is for that whole run: to ask about the "
-            "workers alone, time them natively and give it with --native-wall\n",
+            "it started: a server's workers, a script's commands): %s of it passed outside the "
+            "processes that made calls, the program's own time as much as standin's, and recording "
+            "cost the program's threads %s; the estimate is for that whole run: to ask about the "
+            "processes alone, time them natively and give it with --native-wall\n",
             cli_fmt_ns(a, sizeof a, (double)r->wall_ns), cli_fmt_ns(b, sizeof b, (double)outside),
             cli_fmt_ns(c, sizeof c, (double)r->rec_overhead_ns));
   } else if (r->nplans && r->wall_recorded != 2 && r->wall_ns &&
