@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fatal.h"
 #include "shim_alloc.h"
 #include "shim.h"
 #include "trace.h"
@@ -42,6 +43,7 @@ typedef struct local {
    * deadline a call only stores these and returns. */
   uint64_t spin_from, spin_end, spin_deadline;
   uint32_t spun;
+  volatile uint32_t flushing; /* flush() is adding this block's counts */
   /* Harness overrun this thread has not paid back yet, starting from what
    * its creator owed when it was created: the run is late by that much on
    * this thread's path (see rp_finish). */
@@ -54,12 +56,20 @@ static pthread_key_t local_key;
 static SHIM_TLS local *me;
 static SHIM_TLS uint64_t inherited_debt; /* set by tramp_main */
 
+static void flush_before_death(int sig);
+
 static local *local_self(void) {
   if (SHIM_LIKELY(me != NULL))
     return me;
   local *l = shim_zalloc(sizeof *l); /* not from the program's heap */
   if (!l)
     return NULL;
+  /* at the process's first counted call, as record does at its first
+   * recorded one: a runtime that sets its handlers at start where none is
+   * set still does */
+  static atomic_int fatal_installed;
+  if (!atomic_exchange(&fatal_installed, 1))
+    shim_fatal_install(flush_before_death);
   l->debt = inherited_debt;
   local *head = atomic_load(&locals);
   do
@@ -93,6 +103,8 @@ static void flush(local *l) {
   count_spin(l);
   if (!l->dirty)
     return;
+  l->flushing = 1;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   publish_max(RDB_C_DEBT_MAX, l->debt);
   /* every counter but the spin-error bins (512 of the 670), and of those
    * only the ones counted */
@@ -112,6 +124,8 @@ static void flush(local *l) {
       }
   l->pending = 0;
   l->dirty = 0;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  l->flushing = 0;
 }
 
 static void flush_all(void) {
@@ -119,6 +133,20 @@ static void flush_all(void) {
     return;
   for (local *l = atomic_load(&locals); l; l = l->next)
     flush(l);
+}
+
+/* The program is dying of a signal: no exit handler will run, so add every
+ * thread's counts now (lock-free, allocation-free: safe in the handler).
+ * A block whose own thread was interrupted while adding it is left alone,
+ * so that no count is added twice; another thread's block may lose the one
+ * call it was counting. */
+static void flush_before_death(int sig) {
+  (void)sig;
+  if (!db)
+    return;
+  for (local *l = atomic_load(&locals); l; l = l->next)
+    if (!l->flushing)
+      flush(l);
 }
 
 static inline void local_add(local *l, int i, uint64_t v) {
