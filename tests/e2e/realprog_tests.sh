@@ -104,3 +104,25 @@ t704_tjbench_replays_a_timed_loop_and_keeps_its_argv() {
   expect_eq "every call replayed" "$(json s.json calls_intercepted)" "$(json s.json calls_replayed)"
   echo "recorded $n decodes, replayed $(json s.json calls_replayed), reused $(json s.json reused_samples) samples"
 }
+
+# maptool (navit) converts OpenStreetMap PBF files: every block is a
+# protobuf-c unpack of a large tree (a PrimitiveBlock: string tables and
+# packed arrays of thousands of coordinates), freed piece by piece by the
+# program. Its replay must rebuild each tree exactly, both ways (pieces and
+# one block), and with a model that refuses nothing.
+t705_maptool_replays_openstreetmap_blocks() {
+  command -v maptool >/dev/null || { echo "skipped: no maptool"; return 0; }
+  pbf="$(dirname "$B")/tests/e2e/data/grid.osm.pbf"
+  maptool -D --protobuf -i "$pbf" >native.txt 2>/dev/null
+  [ "$(wc -l <native.txt)" -gt 10000 ] || fail "maptool dumped $(wc -l <native.txt) lines"
+  "$STANDIN" record -o rec -- maptool -D --protobuf -i "$pbf" >rec.txt 2>/dev/null
+  cmp native.txt rec.txt
+  expect_eq "PrimitiveBlock unpacks" 4 "$("$STANDIN" dump rec | grep -c " pb.unpack OSMPBF.PrimitiveBlock ")"
+  for how in "--iface software" "--iface protoacc --unpack-trees block"; do
+    # shellcheck disable=SC2086
+    "$STANDIN" replay -t rec $how --summary s.json -- maptool -D --protobuf -i "$pbf" >rep.txt 2>/dev/null
+    cmp native.txt rep.txt || fail "$how: output differs"
+    expect_eq "$how: replayed" "$(calls rec)" "$(json s.json calls_replayed)"
+    expect_eq "$how: fallback" 0 "$(json s.json calls_fallback)"
+  done
+}
