@@ -13,7 +13,7 @@
 
 static const char usage_text[] =
     "usage: standin replay [-t DIR] [--iface SPEC]... | [--plan FILE] [--summary FILE]\n"
-    "                      [--on-miss fallback|abort] [--no-catch-up] -- PROGRAM [ARGS...]\n"
+    "                      [--on-miss fallback|abort|nearest] [--no-catch-up] -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the replay shim preloaded. Each protobuf-c / JPEG call that\n"
     "was recorded in DIR (default standin.data) waits for the latency the chosen\n"
@@ -33,7 +33,10 @@ static const char usage_text[] =
     "  -p, --plan FILE       an offload plan: accelerators and rules (docs/PLANS.md)\n"
     "      --summary FILE    write the run's statistics as JSON\n"
     "      --on-miss POLICY  a call not in the recording: fallback (run the real\n"
-    "                        call, counted; default) or abort (stop the program)\n"
+    "                        call, counted; default), abort (stop the program) or\n"
+    "                        nearest (protobuf: run the real call for its response,\n"
+    "                        but take the time the model gave the recorded call of\n"
+    "                        the same API and type nearest in size)\n"
     "      --unpack-trees HOW  pieces (default): a replayed unpack allocates its tree\n"
     "                        as libprotobuf-c does, one allocation per message,\n"
     "                        string, bytes and array, so the program's free_unpacked\n"
@@ -97,8 +100,10 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
         o->on_miss = RDB_MISS_FALLBACK;
       else if (!strcmp(optarg, "abort"))
         o->on_miss = RDB_MISS_ABORT;
+      else if (!strcmp(optarg, "nearest"))
+        o->on_miss = RDB_MISS_NEAREST;
       else {
-        cli_err("--on-miss: '%s' is not fallback or abort", optarg);
+        cli_err("--on-miss: '%s' is not fallback, abort or nearest", optarg);
         return -1;
       }
       break;
@@ -161,13 +166,16 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
   char a[32], b[32], c[32], d[32], e[32], g[32], direct[48] = "";
   unsigned long long calls = C(s, RDB_C_INTERCEPTED), over = T(s, RDB_API_OVERRUNS);
   unsigned long long over_ns = T(s, RDB_API_OVERRUN_NS);
+  char approx[48] = "";
   if (C(s, RDB_C_DIRECT))
     snprintf(direct, sizeof direct, " (%llu without a lookup)", C(s, RDB_C_DIRECT));
+  if (C(s, RDB_C_APPROX))
+    snprintf(approx, sizeof approx, ", %llu approximated", C(s, RDB_C_APPROX));
   fprintf(stderr,
           "standin: replay: %llu call%s, %llu replayed, %llu kept in software%s, %llu "
-          "fallback; predicted %s (recorded %s); %llu overrun%s (%s",
+          "fallback%s; predicted %s (recorded %s); %llu overrun%s (%s",
           calls, calls == 1 ? "" : "s", C(s, RDB_C_REPLAYED), C(s, RDB_C_SOFTWARE), direct,
-          C(s, RDB_C_FALLBACK), cli_fmt_ns(a, sizeof a, (double)C(s, RDB_C_PREDICTED_NS)),
+          C(s, RDB_C_FALLBACK), approx, cli_fmt_ns(a, sizeof a, (double)C(s, RDB_C_PREDICTED_NS)),
           cli_fmt_ns(b, sizeof b, (double)C(s, RDB_C_RECORDED_NS)), over, over == 1 ? "" : "s",
           cli_fmt_ns(c, sizeof c, (double)over_ns));
   if (C(s, RDB_C_REPAID_NS))
@@ -200,6 +208,17 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
       if (C(s, RDB_C_FB0 + i))
         fprintf(stderr, " %s %llu", fb_names[i], C(s, RDB_C_FB0 + i));
     fprintf(stderr, "\n");
+  }
+  if (C(s, RDB_C_APPROX)) {
+    unsigned long long n = C(s, RDB_C_APPROX);
+    double gap = C(s, RDB_C_APPROX_KEY)
+                     ? 100.0 * (double)C(s, RDB_C_APPROX_KEY_DIFF) / (double)C(s, RDB_C_APPROX_KEY)
+                     : 0.0;
+    fprintf(stderr,
+            "standin: replay: %llu call%s not in the recording ran for real, timed as the "
+            "recorded call%s of %s API and type nearest in size (%.1f%% apart in all; "
+            "--on-miss nearest: calls_approximated)\n",
+            n, n == 1 ? "" : "s", n == 1 ? "" : "s", n == 1 ? "its" : "their", gap);
   }
   /* a program that repeats a request more often than when recorded (a
    * timed benchmark loop that runs faster, a longer run) gets answers, but
@@ -307,8 +326,15 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   fprintf(f, ",\n  \"calls_fallback\": %llu,\n  \"fallback_reasons\": {", C(s, RDB_C_FALLBACK));
   for (int i = 0; i < RDB_FB_NREASONS; i++)
     fprintf(f, "%s\"%s\": %llu", i ? ", " : "", fb_names[i], C(s, RDB_C_FB0 + i));
+  /* --on-miss nearest: misses timed as their nearest recorded call, and
+   * how far apart in size, summed over them (rdb.h) */
+  fprintf(f, "},\n  \"calls_approximated\": %llu,\n  \"approximated_size_gap\": %.4f",
+          C(s, RDB_C_APPROX),
+          C(s, RDB_C_APPROX_KEY)
+              ? (double)C(s, RDB_C_APPROX_KEY_DIFF) / (double)C(s, RDB_C_APPROX_KEY)
+              : 0.0);
   /* found by following the recorded order, without a fingerprint (rp.c) */
-  fprintf(f, "},\n  \"lookups_predicted\": %llu,\n  \"lookups_mispredicted\": %llu",
+  fprintf(f, ",\n  \"lookups_predicted\": %llu,\n  \"lookups_mispredicted\": %llu",
           C(s, RDB_C_PREDICTED), C(s, RDB_C_MISPREDICTED));
   fprintf(f, ",\n  \"reused_samples\": %llu,\n  \"overruns\": %llu,\n  \"overrun_ns\": %llu,\n",
           C(s, RDB_C_REUSED), T(s, RDB_API_OVERRUNS), T(s, RDB_API_OVERRUN_NS));

@@ -667,6 +667,74 @@ static int publish(const uint8_t *m, uint64_t len, uint64_t ro_off, rdb_built *o
   return 0;
 }
 
+/* --on-miss nearest (rdb.h rdb_near): every protobuf entry a miss may be
+ * timed as, by message type, API and encoded size. Entries of a type kept
+ * whole in software are left out (their calls are never looked up), and so
+ * are unpacks the library refused (their time is a failure's). */
+typedef struct {
+  const char *type;
+  uint64_t key;
+  uint32_t entry; /* index in b->e, in its final order */
+  uint8_t api;
+} near_item;
+
+static int near_cmp(const void *x, const void *y) {
+  const near_item *a = x, *b = y;
+  int c = strcmp(a->type, b->type);
+  if (c)
+    return c;
+  if (a->api != b->api)
+    return a->api < b->api ? -1 : 1;
+  if (a->key != b->key)
+    return a->key < b->key ? -1 : 1;
+  return a->entry < b->entry ? -1 : a->entry > b->entry;
+}
+
+static int same_group(const near_item *a, const near_item *b) {
+  return a->api == b->api && strcmp(a->type, b->type) == 0;
+}
+
+/* The items, sorted, into *out (*n of them, in *ngroups groups). */
+static int near_items(const builder *b, near_item **out, size_t *n, size_t *ngroups) {
+  near_item *t = malloc((b->n ? b->n : 1) * sizeof *t);
+  if (!t)
+    return -1;
+  size_t k = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    const b_entry *e = &b->e[i];
+    if (!is_protobuf_api(e->api) || e->direct || e->n == 0 || e->nfeat == 0 ||
+        (e->flags & RDB_ENTRY_FAILED))
+      continue;
+    t[k++] = (near_item){e->type, e->feat[ST_PBF_ENCODED_SIZE], (uint32_t)i, e->api};
+  }
+  if (k > 1)
+    qsort(t, k, sizeof *t, near_cmp);
+  size_t g = 0;
+  for (size_t i = 0; i < k; i++)
+    g += i == 0 || !same_group(&t[i - 1], &t[i]);
+  *out = t;
+  *n = k;
+  *ngroups = g;
+  return 0;
+}
+
+/* Write the items and their groups; ents[] already hold their names. */
+static void near_write(uint8_t *m, const rdb_entry *ents, const near_item *t, size_t n,
+                       uint64_t groups_off, uint64_t items_off) {
+  rdb_near_group *g = (rdb_near_group *)(m + groups_off);
+  rdb_near *it = (rdb_near *)(m + items_off);
+  size_t ng = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i == 0 || !same_group(&t[i - 1], &t[i]))
+      g[ng++] = (rdb_near_group){.name_hash = rdb_name_hash(t[i].type),
+                                 .name_off = ents[t[i].entry].type_off,
+                                 .api = t[i].api,
+                                 .first = i};
+    g[ng - 1].n++;
+    it[i] = (rdb_near){.key = t[i].key, .entry = t[i].entry};
+  }
+}
+
 static int layout(builder *b, const plan *p, int on_miss, int catch_up, int pieces,
                   rdb_built *out) {
   for (size_t i = 0; i < b->n; i++)
@@ -690,6 +758,14 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   }
   for (size_t i = 0; i < b->n; i++)
     index_of[b->e[i].id] = (uint32_t)i;
+  near_item *near = NULL;
+  size_t nnear = 0, nnear_groups = 0;
+  if (on_miss == RDB_MISS_NEAREST && near_items(b, &near, &nnear, &nnear_groups) != 0) {
+    free(cls);
+    free(index_of);
+    cli_err("out of memory building the replay database");
+    return -1;
+  }
   uint64_t nslots = 16;
   while (nslots < b->n * 2)
     nslots *= 2;
@@ -726,6 +802,10 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   off = al8(off + nsamples * sizeof(rdb_sample));
   uint64_t classes_off = off;
   off = al8(off + (uint64_t)ncls * sizeof(rdb_class));
+  uint64_t near_groups_off = off;
+  off = al8(off + nnear_groups * sizeof(rdb_near_group));
+  uint64_t near_off = off;
+  off = al8(off + nnear * sizeof(rdb_near));
   uint64_t blobs_off = off;
   uint64_t size = off + blob_bytes + 8;
 
@@ -737,6 +817,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
             strerror(errno));
     free(cls);
     free(index_of);
+    free(near);
     return -1;
   }
   rdb_header *h = (rdb_header *)m;
@@ -747,7 +828,9 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
                     .nslots = nslots, .slots_off = slots_off, .naccel = (uint32_t)p->naccel,
                     .accel_off = accel_off, .stats_off = stats_off, .trace_start_ns = b->start_ns,
                     .ro_off = ro_off, .unpack_pieces = pieces != 0,
-                    .nclasses = (uint64_t)ncls, .classes_off = classes_off};
+                    .nclasses = (uint64_t)ncls, .classes_off = classes_off,
+                    .nnear_groups = nnear_groups, .near_groups_off = near_groups_off,
+                    .nnear = nnear, .near_off = near_off};
   calibrate_tsc(h);
   rdb_accel *acc = (rdb_accel *)(m + accel_off);
   for (int i = 0; i < p->naccel; i++) {
@@ -771,6 +854,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     munmap(m, size);
     free(cls);
     free(index_of);
+    free(near);
     cli_err("out of memory building the replay database");
     return -1;
   }
@@ -823,6 +907,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     ents[i].ref_off = ents[r].resp_off;
     ents[i].ref_len = ents[r].resp_len;
   }
+  near_write(m, ents, near, nnear, near_groups_off, near_off);
+  free(near);
   free(bs.off);
   free(bs.len);
   free(index_of);

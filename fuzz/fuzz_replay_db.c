@@ -36,6 +36,24 @@ static void serve(const rdb_built *b) {
         abort(); /* the builder laid out a stream outside the database */
       streamed = &e[i];
     }
+  /* --on-miss nearest's table (rdb.h): groups tile the items, keys rise
+   * within a group, every item names an entry of its group's API and type */
+  const rdb_near_group *g = (const rdb_near_group *)(b->base + h->near_groups_off);
+  const rdb_near *it = (const rdb_near *)(b->base + h->near_off);
+  uint64_t covered = 0;
+  for (uint64_t k = 0; k < h->nnear_groups; k++) {
+    if (g[k].first != covered || g[k].n == 0 || g[k].n > h->nnear - covered)
+      abort();
+    for (uint64_t j = g[k].first; j < g[k].first + g[k].n; j++) {
+      if (it[j].entry >= h->nentries || e[it[j].entry].api != g[k].api ||
+          e[it[j].entry].type_off != g[k].name_off || e[it[j].entry].nsamples == 0 ||
+          (j > g[k].first && it[j].key < it[j - 1].key))
+        abort();
+    }
+    covered += g[k].n;
+  }
+  if (covered != h->nnear)
+    abort();
   for (uint64_t i = 0; i < h->nentries; i++) {
     if (e[i].api != ST_API_PB_UNPACK || !e[i].resp_len)
       continue;
@@ -65,7 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   }
   fz_trace_file(d, n, "1.trace");
   rdb_built b;
-  if (rdb_build(fz_tmpdir(), &p, RDB_MISS_FALLBACK, 1, 1, &b) == 0)
+  /* nearest: the database fallback builds, and its nearest table */
+  if (rdb_build(fz_tmpdir(), &p, RDB_MISS_NEAREST, 1, 1, &b) == 0)
     serve(&b);
   rdb_built_free(&b);
   return 0;

@@ -20,14 +20,17 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 8
+#define RDB_VERSION 9
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
 #define RDB_SPIN_BINS 512
 #define RDB_SPIN_BIN_NS 4
 
-enum { RDB_MISS_FALLBACK = 0, RDB_MISS_ABORT = 1 };
+/* What a call not in the recording gets (replay --on-miss): the real call,
+ * counted as a fallback; the end of the program; or the real call, timed
+ * as the model timed the recorded call nearest to it (rdb_near). */
+enum { RDB_MISS_FALLBACK = 0, RDB_MISS_ABORT = 1, RDB_MISS_NEAREST = 2 };
 
 /* Why a call did not get a replayed response (rdb_stats.fallback[]). */
 enum {
@@ -103,6 +106,10 @@ enum {
                             of the processes' calibrations */
   RDB_C_TAIL_NS,         /* ns a spinning call takes past its deadline (rp.c),
                             largest of the processes' calibrations */
+  RDB_C_APPROX,          /* misses answered by the real call and timed as their
+                            nearest recorded call (--on-miss nearest) */
+  RDB_C_APPROX_KEY_DIFF, /* sum over them of |size - the nearest's size| */
+  RDB_C_APPROX_KEY,      /* sum over them of their size */
   RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */
   RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N
@@ -203,6 +210,9 @@ typedef struct {
   uint32_t unpack_pieces;
   uint32_t pad2;
   uint64_t nclasses, classes_off; /* rdb_class[], read-only part */
+  /* --on-miss nearest: rdb_near_group[], and the rdb_near[] they index */
+  uint64_t nnear_groups, near_groups_off;
+  uint64_t nnear, near_off;
 } rdb_header;
 
 /* A message type some of whose APIs stay whole in software: every
@@ -220,6 +230,27 @@ typedef struct {
   uint32_t kept;      /* bit (1 << api): that API's calls of this type */
   uint32_t unsup;     /* bit (1 << api) of kept: for RDB_SW_UNSUPPORTED */
 } rdb_class;
+
+/* --on-miss nearest. A protobuf call that is not in the recording still
+ * runs the real library (its response is the real one), but its time is
+ * that of the recorded call of the same API and message type whose size
+ * is nearest (rdb_near.key: the encoded size, the request's for unpack,
+ * the response's for the others): the service, link and accelerator that
+ * call's sample was given, queued on the shared timeline as any other.
+ * Items are sorted by (group, key); a group is one API and type. */
+typedef struct {
+  uint64_t name_hash; /* rdb_name_hash of the type's full name */
+  uint64_t name_off;  /* NUL-terminated full name */
+  uint32_t api;
+  uint32_t n;     /* its items */
+  uint64_t first; /* index of its first item in rdb_near[] */
+} rdb_near_group;
+
+typedef struct {
+  uint64_t key;   /* encoded size */
+  uint32_t entry; /* index into the entries */
+  uint32_t pad;
+} rdb_near;
 
 /* Hash of a type name for rdb_class (FNV-1a: names are short and hashed
  * once per thread and type). */

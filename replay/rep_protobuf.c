@@ -52,6 +52,25 @@ static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *
     rp_direct(how > 1);                                                                            \
   } while (0)
 
+/* The real call, for a request replay does not answer: a miss of reason
+ * why, or (why < 0) a call the plan keeps in software. What the hook did
+ * before (t0 on) is harness time no window hides. Under --on-miss nearest
+ * a miss is instead timed as the recorded call of its API and type nearest
+ * to it in size (key: the call's encoded size), the real call's own time
+ * then being harness time inside that call's window. */
+#define RUN_REAL(r, call, why, api, type, key)                                                     \
+  do {                                                                                             \
+    int near_ = (why) >= 0 && rp_miss_near((why), (api), (type), __builtin_return_address(0));    \
+    uint64_t s_ = rp_now();                                                                        \
+    if (!near_)                                                                                    \
+      rp_unhidden(s_ - t0, (api));                                                                 \
+    r = call;                                                                                      \
+    if (near_)                                                                                     \
+      rp_near_done(t0, s_, (api), (type), (key), (why));                                           \
+    else                                                                                           \
+      rp_software_done(rp_now() - s_);                                                             \
+  } while (0)
+
 /* The predicted entry (rp_predicted) when m is the tree it was recorded
  * for: its plain stream is m's (RDB_ENTRY_SIZE_OK entries keep one). A
  * short stream (RDB_SHORT_STREAM) is tried on any entry: its long strings
@@ -147,13 +166,8 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
     r = e->resp_len;
     rp_finish(&tk);
   } else {
-    if (!e || !resp)
-      rp_miss(e ? RDB_FB_NO_RESPONSE : reason, ST_API_PB_PACK, type_of(m),
-              __builtin_return_address(0));
-    uint64_t s = rp_now();
-    rp_unhidden(s - t0, ST_API_PB_PACK);
-    r = real(m, out);
-    rp_software_done(rp_now() - s);
+    int why = e && resp ? -1 : e ? RDB_FB_NO_RESPONSE : reason;
+    RUN_REAL(r, real(m, out), why, ST_API_PB_PACK, type_of(m), r);
   }
   shim_depth--;
   return r;
@@ -180,12 +194,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
     r = (size_t)e->result;
     rp_finish(&tk);
   } else {
-    if (!e)
-      rp_miss(reason, ST_API_PB_SIZE, type_of(m), __builtin_return_address(0));
-    uint64_t s = rp_now();
-    rp_unhidden(s - t0, ST_API_PB_SIZE);
-    r = real(m);
-    rp_software_done(rp_now() - s);
+    RUN_REAL(r, real(m), e ? -1 : reason, ST_API_PB_SIZE, type_of(m), r);
   }
   shim_depth--;
   return r;
@@ -215,13 +224,8 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
     r = e->resp_len;
     rp_finish(&tk);
   } else {
-    if (!e || !resp)
-      rp_miss(e ? RDB_FB_NO_RESPONSE : reason, ST_API_PB_PACK_BUF, type_of(m),
-              __builtin_return_address(0));
-    uint64_t s = rp_now();
-    rp_unhidden(s - t0, ST_API_PB_PACK_BUF);
-    r = real(m, buf);
-    rp_software_done(rp_now() - s);
+    int why = e && resp ? -1 : e ? RDB_FB_NO_RESPONSE : reason;
+    RUN_REAL(r, real(m, buf), why, ST_API_PB_PACK_BUF, type_of(m), r);
   }
   shim_depth--;
   return r;
@@ -360,15 +364,9 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
       e = NULL;
     }
   }
-  if (!served) {
-    if (!e && reason >= 0)
-      rp_miss(reason, ST_API_PB_UNPACK, d && d->name ? d->name : "?",
-              __builtin_return_address(0));
-    uint64_t s = rp_now();
-    rp_unhidden(s - t0, ST_API_PB_UNPACK);
-    m = real(d, a, len, data);
-    rp_software_done(rp_now() - s);
-  }
+  if (!served)
+    RUN_REAL(m, real(d, a, len, data), !e && reason >= 0 ? reason : -1, ST_API_PB_UNPACK,
+             d && d->name ? d->name : "?", len);
   shim_depth--;
   return m;
 }

@@ -364,8 +364,12 @@ static int validate(void) {
   if (hdr->nclasses > db_size / sizeof(rdb_class) ||
       !rp_ptr(hdr->classes_off, hdr->nclasses * sizeof(rdb_class)))
     return -1;
+  if (hdr->nnear_groups > db_size / sizeof(rdb_near_group) ||
+      !rp_ptr(hdr->near_groups_off, hdr->nnear_groups * sizeof(rdb_near_group)) ||
+      hdr->nnear > db_size / sizeof(rdb_near) || !rp_ptr(hdr->near_off, hdr->nnear * sizeof(rdb_near)))
+    return -1;
   if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off | hdr->next_off |
-       hdr->classes_off) & 7)
+       hdr->classes_off | hdr->near_groups_off | hdr->near_off) & 7)
     return -1;
   /* the writable part (header, stats, timelines, occurrence counters) lies
    * before it, the tables the hot path reads after it */
@@ -374,7 +378,9 @@ static int validate(void) {
       hdr->stats_off + sizeof(rdb_stats) > hdr->ro_off ||
       hdr->accel_off + hdr->naccel * sizeof(rdb_accel) > hdr->ro_off ||
       hdr->slots_off < hdr->ro_off || hdr->entries_off < hdr->ro_off ||
-      (hdr->nclasses && hdr->classes_off < hdr->ro_off))
+      (hdr->nclasses && hdr->classes_off < hdr->ro_off) ||
+      (hdr->nnear_groups && hdr->near_groups_off < hdr->ro_off) ||
+      (hdr->nnear && hdr->near_off < hdr->ro_off))
     return -1;
   return 0;
 }
@@ -712,6 +718,8 @@ static void account_accel(uint32_t k, const rdb_sample *s, uint64_t queue) {
   l->dirty = 1;
 }
 
+static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, uint64_t t0);
+
 int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
   ADD(RDB_C_INTERCEPTED, 1);
   const rdb_entry *ents = (const rdb_entry *)(db + hdr->entries_off);
@@ -731,10 +739,17 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
     __builtin_prefetch(ents + (s->next - 1));
     __builtin_prefetch(&nexts[s->next - 1], 1);
   }
+  return begin_sample(t, e, s, t0);
+}
+
+/* The deadline of a call of e given sample s (rp_begin), on the shared
+ * timeline; 0 when s stays in software. */
+static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, uint64_t t0) {
   t0 = t0 > outside_ns ? t0 - outside_ns : 0;
   t->e = e;
   t->s = s;
   t->t0 = t0;
+  t->approx = 0;
   if (s->accel < 0 || (uint32_t)s->accel >= hdr->naccel) {
     ADD(RDB_C_SOFTWARE, 1);
     ADD(RDB_C_SW0 + (s->sw_reason < RDB_SW_NREASONS ? s->sw_reason : 0), 1);
@@ -767,7 +782,7 @@ void rp_finish(rp_ticket *t) {
   call_done();
   uint64_t now = rp_now();
   unsigned api = t->e->api;
-  ADD(RDB_C_REPLAYED, 1);
+  ADD(t->approx ? RDB_C_APPROX : RDB_C_REPLAYED, 1);
   ADD(RDB_API(api, RDB_API_CALLS), 1);
   ADD(RDB_API(api, RDB_API_HARNESS_NS), now - t->t0);
   /* With catch-up the deadline was moved earlier by what the thread owed
@@ -854,6 +869,112 @@ void rp_miss(int reason, int api, const char *type, void *caller) {
            st_api_name(api), type ? type : "?", sym, mod,
            why[reason < RDB_FB_NREASONS ? reason : 0]);
   _exit(125);
+}
+
+int rp_miss_near(int reason, int api, const char *type, void *caller) {
+  if (db && hdr->on_miss == RDB_MISS_NEAREST)
+    return 1;
+  rp_miss(reason, api, type, caller);
+  return 0;
+}
+
+/* The group of (api, type) in the nearest table, remembered per thread for
+ * the last few pairs (the table is scanned: it has one group per type and
+ * API recorded). */
+#define NEAR_CACHE 8
+static SHIM_TLS struct {
+  const char *type;
+  int api;
+  const rdb_near_group *g; /* NULL: none */
+} near_cache[NEAR_CACHE];
+static SHIM_TLS uint32_t near_turn; /* spreads misses over equally near calls */
+
+static const rdb_near_group *near_group(int api, const char *type) {
+  unsigned k = (unsigned)(((uintptr_t)type >> 4) + (unsigned)api) % NEAR_CACHE;
+  if (near_cache[k].type == type && near_cache[k].api == api)
+    return near_cache[k].g;
+  const rdb_near_group *groups = (const rdb_near_group *)(db + hdr->near_groups_off);
+  const rdb_near_group *found = NULL;
+  uint64_t h = rdb_name_hash(type);
+  size_t len = strlen(type);
+  for (uint64_t i = 0; i < hdr->nnear_groups && !found; i++) {
+    if (groups[i].name_hash != h || groups[i].api != (uint32_t)api)
+      continue;
+    const char *n = rp_ptr(groups[i].name_off, len + 1);
+    if (n && memcmp(n, type, len + 1) == 0 && groups[i].first <= hdr->nnear &&
+        groups[i].n <= hdr->nnear - groups[i].first && groups[i].n > 0)
+      found = &groups[i];
+  }
+  near_cache[k].type = type;
+  near_cache[k].api = api;
+  near_cache[k].g = found;
+  return found;
+}
+
+/* First index in it[0, n) whose key is >= key (n: none). */
+static uint64_t near_lower(const rdb_near *it, uint64_t n, uint64_t key) {
+  uint64_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (it[mid].key < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* A sample of the recorded call of api and type nearest to key in size
+ * (*ep its entry), or NULL. Among equally near calls, and among a call's
+ * occurrences, successive misses take turns. */
+static const rdb_sample *nearest(int api, const char *type, uint64_t key, const rdb_entry **ep,
+                                 uint64_t *near_key) {
+  const rdb_near_group *g = near_group(api, type);
+  if (!g)
+    return NULL;
+  const rdb_near *it = (const rdb_near *)(db + hdr->near_off) + g->first;
+  uint64_t i = near_lower(it, g->n, key);
+  if (i == g->n || (i > 0 && key - it[i - 1].key <= it[i].key - key))
+    i--;
+  uint64_t k = it[i].key;
+  uint64_t lo = near_lower(it, g->n, k), hi = k == UINT64_MAX ? g->n : near_lower(it, g->n, k + 1);
+  uint32_t turn = near_turn++;
+  uint32_t idx = it[lo + turn % (hi - lo)].entry;
+  if (idx >= hdr->nentries)
+    return NULL;
+  const rdb_entry *e = (const rdb_entry *)(db + hdr->entries_off) + idx;
+  const rdb_sample *samples = rp_ptr(e->samples_off, (uint64_t)e->nsamples * sizeof(rdb_sample));
+  if (!samples || e->nsamples == 0 || e->api != api)
+    return NULL;
+  *ep = e;
+  *near_key = k;
+  return &samples[(turn / (hi - lo)) % e->nsamples];
+}
+
+void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t key, int reason) {
+  const rdb_entry *e = NULL;
+  uint64_t nk = 0;
+  const rdb_sample *smp = db ? nearest(api, type ? type : "", key, &e, &nk) : NULL;
+  uint64_t now = rp_now();
+  if (!smp) { /* nothing of this API and type was recorded: a fallback */
+    ADD(RDB_C_INTERCEPTED, 1);
+    ADD(RDB_C_FALLBACK, 1);
+    ADD(RDB_C_FB0 + (reason >= 0 && reason < RDB_FB_NREASONS ? reason : 0), 1);
+    rp_unhidden(s - t0, api);
+    rp_software_done(now - s);
+    return;
+  }
+  ADD(RDB_C_INTERCEPTED, 1);
+  rp_ticket tk;
+  if (!begin_sample(&tk, e, smp, t0)) { /* the nearest call stays in software */
+    rp_unhidden(s - t0, api);
+    rp_software_done(now - s);
+    return;
+  }
+  tk.approx = 1;
+  ADD(RDB_C_APPROX_KEY, key);
+  ADD(RDB_C_APPROX_KEY_DIFF, key > nk ? key - nk : nk - key);
+  rp_finish(&tk);
 }
 
 /* ---- trees built by replay ---------------------------------------------- */

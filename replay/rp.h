@@ -20,6 +20,7 @@ typedef struct {
   uint64_t t0, deadline;
   uint64_t debt;  /* what the thread owed at entry (catch-up, rp.c) */
   uint64_t shift; /* how much earlier than t0 the request was issued */
+  int approx;     /* a miss timed as its nearest recorded call (rp_near_done) */
 } rp_ticket;
 
 /* The replay clock in ns (CLOCK_MONOTONIC scale): the calibrated TSC when
@@ -82,6 +83,20 @@ void rp_software_done(uint64_t ns);
  * and where and ends the program; otherwise returns and the hook runs the
  * real call. `caller` is the hook's return address. */
 void rp_miss(int reason, int api, const char *type, void *caller);
+
+/* rp_miss for a protobuf call, which --on-miss nearest can time: returns 1
+ * (and counts nothing yet) under that policy, when the hook must run the
+ * real call and then report with rp_near_done; otherwise as rp_miss, and
+ * returns 0. */
+int rp_miss_near(int reason, int api, const char *type, void *caller);
+
+/* A miss under --on-miss nearest whose real call started at s (the hook's
+ * entry was t0) and has returned: time it as the recorded call of the same
+ * API and type (full name) whose encoded size is nearest to key, spinning
+ * to that call's deadline from t0 (the real call's time is harness time
+ * inside that window). With no recorded call of that API and type, it is a
+ * fallback of `reason`. */
+void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t key, int reason);
 
 /* This process's memo for materialising e's image, or NULL when images
  * must be checked on every use (pb_walk.h, pbw_image_materialise_memo). */

@@ -30,6 +30,8 @@ t701_dnstap_reader_replays_identically() {
 
 # kdig puts the current time in every message: a replay sees requests that
 # were never recorded. They must run for real and be counted, not answered.
+# Under --on-miss nearest they still run for real, timed as the recorded
+# message of their type nearest in size.
 t702_dnstap_writer_diverges_and_falls_back() {
   command -v kdig >/dev/null || { echo "skipped: no kdig"; return 0; }
   make_dnstap q.tap 20 "$STANDIN" record -o rec --
@@ -45,6 +47,17 @@ assert s["calls_replayed"] + s["calls_fallback"] == s["calls_intercepted"], s
 assert s["fallback_reasons"]["not_in_trace"] >= 30, s
 PY
   command -v dnstap-ldns >/dev/null && [ "$(dnstap-ldns -r q2.tap | wc -l)" -ge 38 ]
+  # --on-miss nearest times them as recorded messages of their size instead
+  make_dnstap q3.tap 20 "$STANDIN" replay -t rec --iface protoacc --on-miss nearest --summary s3.json --
+  python3 - <<'PY'
+import json
+s = json.load(open("s3.json"))
+assert s["calls_intercepted"] >= 38, s
+assert s["calls_fallback"] == 0, s
+assert s["calls_approximated"] >= 30, s
+assert s["calls_replayed"] + s["calls_approximated"] + s["calls_software"] == s["calls_intercepted"], s
+assert s["approximated_size_gap"] < 0.2, s
+PY
 }
 
 # riemann-client (riemann-c-client) sends each event as a protobuf-c Msg

@@ -155,6 +155,50 @@ t107_replay_miss_falls_back_and_is_counted() {
   python3 -c 'import json,sys; assert json.load(open("sum.json"))["fallback_reasons"]["not_in_trace"] == 40'
 }
 
+# --on-miss nearest: a request that is not in the recording runs the real
+# library (the output stays the program's own), timed as the recorded call
+# of its API and type nearest in size. With a model linear in the encoded
+# size, the approximated calls' predicted time is within the reported size
+# gap of what the exact calls would have been given. A type never recorded
+# still falls back; the default policy is unchanged (t107).
+t122_replay_miss_timed_as_the_nearest_recorded_call() {
+  "$STANDIN" record -o rec10 -- "$PB" basic 10 >/dev/null
+  "$STANDIN" record -o rec20 -- "$PB" basic 20 >/dev/null
+  "$PB" basic 20 >native.out
+  m=linear:base_ns=0,ns_per_byte=1
+  "$STANDIN" replay -t rec10 --iface $m --on-miss nearest --summary near.json -- "$PB" basic 20 \
+    >rep.out 2>err
+  cmp native.out rep.out || fail "output differs under nearest"
+  grep -q "40 approximated" err || fail "summary line: $(cat err)"
+  grep -q "timed as the recorded calls of their API and type nearest in size" err || fail "$(cat err)"
+  "$STANDIN" replay -t rec10 --iface $m --summary e10.json -- "$PB" basic 10 >/dev/null 2>&1
+  "$STANDIN" replay -t rec20 --iface $m --summary e20.json -- "$PB" basic 20 >/dev/null 2>&1
+  python3 - <<'PY'
+import json
+n, e10, e20 = (json.load(open(f)) for f in ("near.json", "e10.json", "e20.json"))
+assert n["calls_replayed"] == 40 and n["calls_approximated"] == 40, n
+assert n["calls_fallback"] == 0 and n["calls_intercepted"] == 80, n
+assert e20["calls_replayed"] == 80, e20
+approx = n["predicted_ns"] - e10["predicted_ns"]   # the 40 calls of messages 10-19
+exact = e20["predicted_ns"] - e10["predicted_ns"]  # what they are given when recorded
+gap = n["approximated_size_gap"]
+assert 0 < gap < 1, gap
+# |sum of (nearest's size - own size)| <= gap * (sum of own sizes), and the
+# sizes summed include the size calls', which the model gives 0 ns: a
+# third of the bytes the other calls are given
+assert abs(approx - exact) <= gap * exact * 4 / 3 + 40, (approx, exact, gap)
+print("approximated %d ns against %d exact; sizes %.1f%% apart" % (approx, exact, 100 * gap))
+PY
+  # proto3 types were never recorded: nothing to take the time of
+  "$PB" p3 5 >p3native.out
+  "$STANDIN" replay -t rec10 --on-miss nearest --summary p3.json -- "$PB" p3 5 >p3.out 2>/dev/null
+  cmp p3native.out p3.out
+  expect_eq "approximated p3" 0 "$(json p3.json calls_approximated)"
+  python3 -c 'import json; s = json.load(open("p3.json")); assert s["calls_fallback"] == s["calls_intercepted"] > 0 and s["fallback_reasons"]["not_in_trace"] == s["calls_fallback"], s'
+  "$STANDIN" replay -t rec10 --on-miss nearly -- "$PB" basic 1 >/dev/null 2>err && fail "bad policy accepted"
+  grep -q "is not fallback, abort or nearest" err || fail "$(cat err)"
+}
+
 t108_replay_miss_aborts_when_asked() {
   "$STANDIN" record -o rec -- "$PB" basic 3 >/dev/null
   set +e
