@@ -425,7 +425,7 @@ static void warn_other_program(const char *dir, const char *path) {
 }
 
 /* After the run: fallbacks that say the recording does not fit the program. */
-static void warn_misfit(const rdb_stats *s) {
+static void warn_misfit(const rdb_stats *s, int on_miss) {
   unsigned long long all = C(s, RDB_C_INTERCEPTED), missing = C(s, RDB_C_FB0 + RDB_FB_NOT_IN_TRACE);
   if (C(s, RDB_C_FB0 + RDB_FB_SCHEMA))
     cli_warn("%llu unpack calls did not fit the program's message types: its .proto changed "
@@ -438,8 +438,12 @@ static void warn_misfit(const rdb_stats *s) {
              C(s, RDB_C_FB0 + RDB_FB_MISMATCH));
   if (all >= 10 && missing * 2 > all)
     cli_warn("%llu of %llu calls were not in the recording: is it from another program, "
-             "version or input?",
-             missing, all);
+             "version or input?%s",
+             missing, all,
+             on_miss == RDB_MISS_FALLBACK
+                 ? " If the program puts a time or an id in its messages, --on-miss nearest "
+                   "times its protobuf calls as the recorded ones nearest in size"
+                 : "");
 }
 
 int cmd_replay(int argc, char **argv) {
@@ -490,7 +494,7 @@ int cmd_replay(int argc, char **argv) {
             "measure them\n",
             live, live == 1 ? "" : "es", live == 1 ? "s" : "", pid, live == 1 ? "" : ", ...",
             live == 1 ? "its" : "their");
-  warn_misfit(s);
+  warn_misfit(s, (int)h->on_miss);
   for (size_t k = 0; k < b.nwhy; k++)
     fprintf(stderr, "standin: replay: %llu %s in software on %s: %s\n",
             (unsigned long long)b.why[k].n, b.why[k].n == 1 ? "call stays" : "calls stay",

@@ -460,6 +460,7 @@ t631_replay_of_another_program_is_reported() {
   "$STANDIN" replay -t rec -- "$FAULTS" loop 50 >/dev/null 2>err
   grep -q "rec was recorded from $PB, not $FAULTS" err || fail "$(cat err)"
   grep -q "were not in the recording: is it from another program" err || fail "$(cat err)"
+  grep -q "an id in its messages, --on-miss nearest times its protobuf calls" err || fail "$(cat err)"
   "$STANDIN" replay -t rec -- "$PB" basic 3 >/dev/null 2>err2
   ! grep -q "was recorded from" err2 || fail "$(cat err2)"
   # a shell that makes no call itself, running the program: the program

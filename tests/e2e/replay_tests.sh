@@ -191,8 +191,10 @@ print("approximated %d ns against %d exact; sizes %.1f%% apart" % (approx, exact
 PY
   # proto3 types were never recorded: nothing to take the time of
   "$PB" p3 5 >p3native.out
-  "$STANDIN" replay -t rec10 --on-miss nearest --summary p3.json -- "$PB" p3 5 >p3.out 2>/dev/null
+  "$STANDIN" replay -t rec10 --on-miss nearest --summary p3.json -- "$PB" p3 5 >p3.out 2>p3.err
   cmp p3native.out p3.out
+  grep -q "were not in the recording" p3.err || fail "$(cat p3.err)"
+  ! grep -q "on-miss nearest times" p3.err || fail "suggests the policy in use: $(cat p3.err)"
   expect_eq "approximated p3" 0 "$(json p3.json calls_approximated)"
   python3 -c 'import json; s = json.load(open("p3.json")); assert s["calls_fallback"] == s["calls_intercepted"] > 0 and s["fallback_reasons"]["not_in_trace"] == s["calls_fallback"], s'
   "$STANDIN" replay -t rec10 --on-miss nearly -- "$PB" basic 1 >/dev/null 2>err && fail "bad policy accepted"
