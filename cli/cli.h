@@ -34,6 +34,12 @@ int cli_tracedir_open(cli_tracedir *td, const char *dir);
  * JPG_NO_* reasons (jpeg_req.h) in the first CLI_NO_SLOTS - 1 slots, any
  * other reason or API in the last. */
 #define CLI_NO_SLOTS 12
+
+/* Recorded calls this many and this short on average were timed slow by
+ * the recorder's own work between them (docs/INTERNALS.md, record
+ * --retime): info and replay say so. */
+#define CLI_SHORT_CALLS_MIN 1000
+#define CLI_SHORT_CALL_NS 2000
 unsigned cli_no_slot(const st_call *c);
 const char *cli_no_name(unsigned slot, char *buf, size_t len);
 /* "3 jpeg_read_coefficients, 1 other" for the non-zero slots of by[]. */

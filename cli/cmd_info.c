@@ -138,11 +138,6 @@ static void print_header(const scan_file *f) {
   printf("\n");
 }
 
-/* A recording whose calls are this many and this short on average gets a
- * word about --retime. */
-#define SHORT_CALLS_MIN 1000
-#define SHORT_CALL_NS 2000
-
 static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_bytes,
                           const info_agg *agg) {
   char a[32], b[32], c[32], d[32], e[32], st[256];
@@ -217,7 +212,7 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
                                               : "  latencies of %s from a timing-only second run "
                                                 "(record --retime)\n",
            f->retimed);
-  else if (f->calls >= SHORT_CALLS_MIN && call_ns < SHORT_CALL_NS * f->calls) {
+  else if (f->calls >= CLI_SHORT_CALLS_MIN && call_ns < CLI_SHORT_CALL_NS * f->calls) {
     /* the recorder's own work between calls slows the next ones (README,
      * Benchmarks: payload copies and the hook, ~1 ms each of pbtest's ~40) */
     char m[32];

@@ -446,6 +446,22 @@ static void warn_misfit(const rdb_stats *s, int on_miss) {
                  : "");
 }
 
+/* The recorder slows the calls it times when they are short (info says so
+ * of the recording): a model that takes their recorded latency (software,
+ * scale) then makes the replay that much slow. */
+static void warn_short_calls(const rdb_built *b) {
+  uint64_t n = b->as_recorded_calls;
+  if (n < CLI_SHORT_CALLS_MIN || b->as_recorded_ns >= CLI_SHORT_CALL_NS * n)
+    return;
+  char m[32];
+  fprintf(stderr,
+          "standin: replay: the recording's %llu calls that the model times by their recorded "
+          "latency (%s on average) were timed while recording, which makes calls this short a "
+          "few %% slower, and this replay with them; 'standin record --retime' times them "
+          "again without the recorder\n",
+          (unsigned long long)n, cli_fmt_ns(m, sizeof m, (double)b->as_recorded_ns / (double)n));
+}
+
 int cmd_replay(int argc, char **argv) {
   rep_opts o = {.dir = "standin.data"};
   int first;
@@ -495,6 +511,7 @@ int cmd_replay(int argc, char **argv) {
             live, live == 1 ? "" : "es", live == 1 ? "s" : "", pid, live == 1 ? "" : ", ...",
             live == 1 ? "its" : "their");
   warn_misfit(s, (int)h->on_miss);
+  warn_short_calls(&b);
   for (size_t k = 0; k < b.nwhy; k++)
     fprintf(stderr, "standin: replay: %llu %s in software on %s: %s\n",
             (unsigned long long)b.why[k].n, b.why[k].n == 1 ? "call stays" : "calls stay",

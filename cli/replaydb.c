@@ -71,6 +71,9 @@ typedef struct {
   b_descset *ds;
   size_t nds;
   const plan *plan;
+  /* accel[i]'s model predicts from the recorded latency (software, scale) */
+  uint8_t as_recorded[PLAN_MAX_ACCEL];
+  uint64_t file_as_recorded_calls, file_as_recorded_ns; /* in the file being read */
   rdb_built *out;
   /* the latest call of each thread and API in the file being read:
    * last[thread * ST_API_MAX + api] */
@@ -361,6 +364,10 @@ static void evaluate(builder *b, scan_file *f, const b_entry *e, const st_call *
     return;
   out->accel = d.accel;
   out->service_ns = d.service_ns;
+  if (b->as_recorded[d.accel]) { /* the file says at its end whether it was retimed */
+    b->file_as_recorded_calls++;
+    b->file_as_recorded_ns += c->latency_ns;
+  }
   out->link_in_ns = (uint32_t)(d.link_in_ns > UINT32_MAX ? UINT32_MAX : d.link_in_ns);
   out->link_out_ns = (uint32_t)(d.link_out_ns > UINT32_MAX ? UINT32_MAX : d.link_out_ns);
   out->out_cold = d.out_cold;
@@ -941,6 +948,11 @@ static int scan_dir(const char *dir, builder *b) {
       rc = -1;
       break;
     }
+    if (!f.retimed[0]) {
+      b->out->as_recorded_calls += b->file_as_recorded_calls;
+      b->out->as_recorded_ns += b->file_as_recorded_ns;
+    }
+    b->file_as_recorded_calls = b->file_as_recorded_ns = 0;
     if (f.status.error) {
       char st[256];
       scan_status_text(&f, st, sizeof st);
@@ -958,6 +970,10 @@ static int scan_dir(const char *dir, builder *b) {
 int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, int unpack_pieces,
               rdb_built *out) {
   builder b = {.plan = p, .out = out};
+  for (int i = 0; i < p->naccel && i < PLAN_MAX_ACCEL; i++) {
+    const char *name = if_model_name(p->accel[i].model);
+    b.as_recorded[i] = name && (!strcmp(name, "software") || !strcmp(name, "scale"));
+  }
   memset(out, 0, sizeof *out);
   out->fd = out->fd_rw = -1;
   int rc = scan_dir(dir, &b);

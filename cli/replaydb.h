@@ -27,6 +27,10 @@ typedef struct {
     uint64_t n;
   } * why;
   size_t nwhy;
+  /* calls an accelerator whose model takes the recorded latency (software,
+   * scale) serves, from processes not retimed (record --retime), and their
+   * recorded latencies summed: short ones were timed slow (cmd_replay) */
+  uint64_t as_recorded_calls, as_recorded_ns;
 } rdb_built;
 
 /* Read every trace of `dir` and build the database for plan p. Prints why
