@@ -35,8 +35,9 @@ static const char usage_text[] =
     "      --on-miss POLICY  a call not in the recording: fallback (run the real\n"
     "                        call, counted; default), abort (stop the program) or\n"
     "                        nearest (protobuf: run the real call for its response,\n"
-    "                        but take the time the model gave the recorded call of\n"
-    "                        the same API and type nearest in size)\n"
+    "                        but take the time the model gave the recorded calls\n"
+    "                        of the same API and type nearest in size,\n"
+    "                        interpolated by size)\n"
     "      --unpack-trees HOW  pieces (default): a replayed unpack allocates its tree\n"
     "                        as libprotobuf-c does, one allocation per message,\n"
     "                        string, bytes and array, so the program's free_unpacked\n"
@@ -215,10 +216,10 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
                      ? 100.0 * (double)C(s, RDB_C_APPROX_KEY_DIFF) / (double)C(s, RDB_C_APPROX_KEY)
                      : 0.0;
     fprintf(stderr,
-            "standin: replay: %llu call%s not in the recording ran for real, timed as the "
-            "recorded call%s of %s API and type nearest in size (%.1f%% apart in all; "
+            "standin: replay: %llu call%s not in the recording ran for real, timed from the "
+            "recorded calls of %s API and type nearest in size (%.1f%% apart in all; "
             "--on-miss nearest: calls_approximated)\n",
-            n, n == 1 ? "" : "s", n == 1 ? "" : "s", n == 1 ? "its" : "their", gap);
+            n, n == 1 ? "" : "s", n == 1 ? "its" : "their", gap);
   }
   /* a program that repeats a request more often than when recorded (a
    * timed benchmark loop that runs faster, a longer run) gets answers, but
@@ -326,7 +327,7 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   fprintf(f, ",\n  \"calls_fallback\": %llu,\n  \"fallback_reasons\": {", C(s, RDB_C_FALLBACK));
   for (int i = 0; i < RDB_FB_NREASONS; i++)
     fprintf(f, "%s\"%s\": %llu", i ? ", " : "", fb_names[i], C(s, RDB_C_FB0 + i));
-  /* --on-miss nearest: misses timed as their nearest recorded call, and
+  /* --on-miss nearest: misses timed from their nearest recorded calls, and
    * how far apart in size, summed over them (rdb.h) */
   fprintf(f, "},\n  \"calls_approximated\": %llu,\n  \"approximated_size_gap\": %.4f",
           C(s, RDB_C_APPROX),

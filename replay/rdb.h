@@ -232,11 +232,12 @@ typedef struct {
 } rdb_class;
 
 /* --on-miss nearest. A protobuf call that is not in the recording still
- * runs the real library (its response is the real one), but its time is
- * that of the recorded call of the same API and message type whose size
- * is nearest (rdb_near.key: the encoded size, the request's for unpack,
- * the response's for the others): the service, link and accelerator that
- * call's sample was given, queued on the shared timeline as any other.
+ * runs the real library (its response is the real one), but its time comes
+ * from the recorded calls of the same API and message type nearest in size
+ * (rdb_near.key: the encoded size, the request's for unpack, the
+ * response's for the others): the service, link and accelerator their
+ * samples were given, interpolated by size (rp.c nearest), queued on the
+ * shared timeline as any other.
  * Items are sorted by (group, key); a group is one API and type. */
 typedef struct {
   uint64_t name_hash; /* rdb_name_hash of the type's full name */

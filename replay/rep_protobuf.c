@@ -55,9 +55,9 @@ static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *
 /* The real call, for a request replay does not answer: a miss of reason
  * why, or (why < 0) a call the plan keeps in software. What the hook did
  * before (t0 on) is harness time no window hides. Under --on-miss nearest
- * a miss is instead timed as the recorded call of its API and type nearest
- * to it in size (key: the call's encoded size), the real call's own time
- * then being harness time inside that call's window. */
+ * a miss is instead timed from the recorded calls of its API and type
+ * nearest to it in size (key: the call's encoded size), the real call's
+ * own time then being harness time inside that window. */
 #define RUN_REAL(r, call, why, api, type, key)                                                     \
   do {                                                                                             \
     int near_ = (why) >= 0 && rp_miss_near((why), (api), (type), __builtin_return_address(0));    \

@@ -924,21 +924,15 @@ static uint64_t near_lower(const rdb_near *it, uint64_t n, uint64_t key) {
   return lo;
 }
 
-/* A sample of the recorded call of api and type nearest to key in size
- * (*ep its entry), or NULL. Among equally near calls, and among a call's
- * occurrences, successive misses take turns. */
-static const rdb_sample *nearest(int api, const char *type, uint64_t key, const rdb_entry **ep,
-                                 uint64_t *near_key) {
-  const rdb_near_group *g = near_group(api, type);
-  if (!g)
+/* A sample of the run of items whose key is it[at].key (*ep its entry), or
+ * NULL: among equally near calls, and among a call's occurrences,
+ * successive misses take turns. */
+static const rdb_sample *run_sample(const rdb_near *it, uint64_t n, uint64_t at, uint32_t turn,
+                                    int api, const rdb_entry **ep) {
+  uint64_t k = it[at].key;
+  uint64_t lo = near_lower(it, n, k), hi = k == UINT64_MAX ? n : near_lower(it, n, k + 1);
+  if (hi <= lo)
     return NULL;
-  const rdb_near *it = (const rdb_near *)(db + hdr->near_off) + g->first;
-  uint64_t i = near_lower(it, g->n, key);
-  if (i == g->n || (i > 0 && key - it[i - 1].key <= it[i].key - key))
-    i--;
-  uint64_t k = it[i].key;
-  uint64_t lo = near_lower(it, g->n, k), hi = k == UINT64_MAX ? g->n : near_lower(it, g->n, k + 1);
-  uint32_t turn = near_turn++;
   uint32_t idx = it[lo + turn % (hi - lo)].entry;
   if (idx >= hdr->nentries)
     return NULL;
@@ -947,16 +941,73 @@ static const rdb_sample *nearest(int api, const char *type, uint64_t key, const 
   if (!samples || e->nsamples == 0 || e->api != api)
     return NULL;
   *ep = e;
-  *near_key = k;
   return &samples[(turn / (hi - lo)) % e->nsamples];
+}
+
+/* x + (y - x) * num / den, den > 0 */
+static uint64_t lerp(uint64_t x, uint64_t y, uint64_t num, uint64_t den) {
+  __int128 d = ((__int128)y - (__int128)x) * (__int128)num / (__int128)den;
+  return (uint64_t)((__int128)x + d);
+}
+
+/* The sample a miss of api and type, key bytes in size, is timed with,
+ * into *out (*ep: the entry of the recorded call nearest in size, whose
+ * key goes to *near_key); 0 when nothing of that API and type was
+ * recorded. Between two recorded sizes served the same way (the same
+ * accelerator, or both in software), service, link and recorded times are
+ * interpolated by size; above the largest recorded size, the largest
+ * call's service and recorded times grow in proportion to the size (its
+ * link time as it is); below the smallest, or between calls served
+ * differently, the nearest call's sample is taken as it is. */
+static int nearest(int api, const char *type, uint64_t key, rdb_sample *out,
+                   const rdb_entry **ep, uint64_t *near_key) {
+  const rdb_near_group *g = near_group(api, type);
+  if (!g)
+    return 0;
+  const rdb_near *it = (const rdb_near *)(db + hdr->near_off) + g->first;
+  uint64_t n = g->n, i = near_lower(it, n, key);
+  uint32_t turn = near_turn++;
+  if (i == n || i == 0 || it[i].key == key) { /* beyond the ends, or the same size */
+    uint64_t at = i == n ? n - 1 : i;
+    const rdb_sample *s = run_sample(it, n, at, turn, api, ep);
+    if (!s)
+      return 0;
+    *out = *s;
+    *near_key = it[at].key;
+    if (i == n && it[at].key > 0) { /* larger than any recorded: in proportion */
+      out->service_ns = lerp(0, s->service_ns, key, it[at].key);
+      out->recorded_ns = lerp(0, s->recorded_ns, key, it[at].key);
+    }
+    return 1;
+  }
+  const rdb_entry *ea = NULL, *eb = NULL;
+  const rdb_sample *a = run_sample(it, n, i - 1, turn, api, &ea);
+  const rdb_sample *b = run_sample(it, n, i, turn, api, &eb);
+  uint64_t ka = it[i - 1].key, kb = it[i].key; /* ka < key < kb */
+  int lower = key - ka <= kb - key;
+  const rdb_sample *s = lower ? a : b;
+  if (!s)
+    return 0;
+  *out = *s;
+  *ep = lower ? ea : eb;
+  *near_key = lower ? ka : kb;
+  if (a && b && a->accel == b->accel) {
+    uint64_t num = key - ka, den = kb - ka;
+    out->service_ns = lerp(a->service_ns, b->service_ns, num, den);
+    out->recorded_ns = lerp(a->recorded_ns, b->recorded_ns, num, den);
+    out->link_in_ns = (uint32_t)lerp(a->link_in_ns, b->link_in_ns, num, den);
+    out->link_out_ns = (uint32_t)lerp(a->link_out_ns, b->link_out_ns, num, den);
+  }
+  return 1;
 }
 
 void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t key, int reason) {
   const rdb_entry *e = NULL;
   uint64_t nk = 0;
-  const rdb_sample *smp = db ? nearest(api, type ? type : "", key, &e, &nk) : NULL;
+  rdb_sample smp;
+  int found = db && nearest(api, type ? type : "", key, &smp, &e, &nk);
   uint64_t now = rp_now();
-  if (!smp) { /* nothing of this API and type was recorded: a fallback */
+  if (!found) { /* nothing of this API and type was recorded: a fallback */
     ADD(RDB_C_INTERCEPTED, 1);
     ADD(RDB_C_FALLBACK, 1);
     ADD(RDB_C_FB0 + (reason >= 0 && reason < RDB_FB_NREASONS ? reason : 0), 1);
@@ -966,7 +1017,7 @@ void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t k
   }
   ADD(RDB_C_INTERCEPTED, 1);
   rp_ticket tk;
-  if (!begin_sample(&tk, e, smp, t0)) { /* the nearest call stays in software */
+  if (!begin_sample(&tk, e, &smp, t0)) { /* the nearest call stays in software */
     rp_unhidden(s - t0, api);
     rp_software_done(now - s);
     return;

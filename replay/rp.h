@@ -20,7 +20,7 @@ typedef struct {
   uint64_t t0, deadline;
   uint64_t debt;  /* what the thread owed at entry (catch-up, rp.c) */
   uint64_t shift; /* how much earlier than t0 the request was issued */
-  int approx;     /* a miss timed as its nearest recorded call (rp_near_done) */
+  int approx;     /* a miss timed from its nearest recorded calls (rp_near_done) */
 } rp_ticket;
 
 /* The replay clock in ns (CLOCK_MONOTONIC scale): the calibrated TSC when
@@ -91,10 +91,10 @@ void rp_miss(int reason, int api, const char *type, void *caller);
 int rp_miss_near(int reason, int api, const char *type, void *caller);
 
 /* A miss under --on-miss nearest whose real call started at s (the hook's
- * entry was t0) and has returned: time it as the recorded call of the same
- * API and type (full name) whose encoded size is nearest to key, spinning
- * to that call's deadline from t0 (the real call's time is harness time
- * inside that window). With no recorded call of that API and type, it is a
+ * entry was t0) and has returned: time it from the recorded calls of the
+ * same API and type (full name) whose encoded sizes are nearest to key
+ * (interpolated: rp.c nearest), spinning to the deadline that gives from
+ * t0 (the real call's time is harness time inside that window). With no recorded call of that API and type, it is a
  * fallback of `reason`. */
 void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t key, int reason);
 

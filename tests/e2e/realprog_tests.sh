@@ -30,8 +30,8 @@ t701_dnstap_reader_replays_identically() {
 
 # kdig puts the current time in every message: a replay sees requests that
 # were never recorded. They must run for real and be counted, not answered.
-# Under --on-miss nearest they still run for real, timed as the recorded
-# message of their type nearest in size.
+# Under --on-miss nearest they still run for real, timed from the recorded
+# messages of their type nearest in size.
 t702_dnstap_writer_diverges_and_falls_back() {
   command -v kdig >/dev/null || { echo "skipped: no kdig"; return 0; }
   make_dnstap q.tap 20 "$STANDIN" record -o rec --

@@ -156,11 +156,14 @@ t107_replay_miss_falls_back_and_is_counted() {
 }
 
 # --on-miss nearest: a request that is not in the recording runs the real
-# library (the output stays the program's own), timed as the recorded call
-# of its API and type nearest in size. With a model linear in the encoded
-# size, the approximated calls' predicted time is within the reported size
-# gap of what the exact calls would have been given. A type never recorded
-# still falls back; the default policy is unchanged (t107).
+# library (the output stays the program's own), timed from the recorded
+# calls of its API and type nearest in size: interpolated between the two
+# around it, in proportion above the largest. With a model linear in the
+# sizes, the approximated calls' predicted time comes within 10% of what
+# the exact calls are given (2.6% here; 45% low when the nearest call was
+# taken as it is: two of the messages are 2 and 3 times the largest one
+# recorded). A type never recorded still falls back; the default policy is
+# unchanged (t107).
 t122_replay_miss_timed_as_the_nearest_recorded_call() {
   "$STANDIN" record -o rec10 -- "$PB" basic 10 >/dev/null
   "$STANDIN" record -o rec20 -- "$PB" basic 20 >/dev/null
@@ -170,7 +173,7 @@ t122_replay_miss_timed_as_the_nearest_recorded_call() {
     >rep.out 2>err
   cmp native.out rep.out || fail "output differs under nearest"
   grep -q "40 approximated" err || fail "summary line: $(cat err)"
-  grep -q "timed as the recorded calls of their API and type nearest in size" err || fail "$(cat err)"
+  grep -q "timed from the recorded calls of their API and type nearest in size" err || fail "$(cat err)"
   "$STANDIN" replay -t rec10 --iface $m --summary e10.json -- "$PB" basic 10 >/dev/null 2>&1
   "$STANDIN" replay -t rec20 --iface $m --summary e20.json -- "$PB" basic 20 >/dev/null 2>&1
   python3 - <<'PY'
@@ -183,10 +186,7 @@ approx = n["predicted_ns"] - e10["predicted_ns"]   # the 40 calls of messages 10
 exact = e20["predicted_ns"] - e10["predicted_ns"]  # what they are given when recorded
 gap = n["approximated_size_gap"]
 assert 0 < gap < 1, gap
-# |sum of (nearest's size - own size)| <= gap * (sum of own sizes), and the
-# sizes summed include the size calls', which the model gives 0 ns: a
-# third of the bytes the other calls are given
-assert abs(approx - exact) <= gap * exact * 4 / 3 + 40, (approx, exact, gap)
+assert abs(approx - exact) <= 0.1 * exact, (approx, exact, gap)
 print("approximated %d ns against %d exact; sizes %.1f%% apart" % (approx, exact, 100 * gap))
 PY
   # proto3 types were never recorded: nothing to take the time of
