@@ -163,6 +163,14 @@ static double per_call(const rdb_stats *s, int api) {
   return n ? (double)C(s, RDB_API(api, RDB_API_HARNESS_NS)) / (double)n : 0;
 }
 
+/* --on-miss nearest: how far apart in size the approximated calls and the
+ * recorded ones they were timed from were, over their sizes (rdb.h). */
+static double approx_gap(const rdb_stats *s) {
+  return C(s, RDB_C_APPROX_KEY)
+             ? (double)C(s, RDB_C_APPROX_KEY_DIFF) / (double)C(s, RDB_C_APPROX_KEY)
+             : 0.0;
+}
+
 static void print_line(const rdb_stats *s, uint64_t wall) {
   char a[32], b[32], c[32], d[32], e[32], g[32], direct[48] = "";
   unsigned long long calls = C(s, RDB_C_INTERCEPTED), over = T(s, RDB_API_OVERRUNS);
@@ -212,14 +220,11 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
   }
   if (C(s, RDB_C_APPROX)) {
     unsigned long long n = C(s, RDB_C_APPROX);
-    double gap = C(s, RDB_C_APPROX_KEY)
-                     ? 100.0 * (double)C(s, RDB_C_APPROX_KEY_DIFF) / (double)C(s, RDB_C_APPROX_KEY)
-                     : 0.0;
     fprintf(stderr,
             "standin: replay: %llu call%s not in the recording ran for real, timed from the "
             "recorded calls of %s API and type nearest in size (%.1f%% apart in all; "
             "--on-miss nearest: calls_approximated)\n",
-            n, n == 1 ? "" : "s", n == 1 ? "its" : "their", gap);
+            n, n == 1 ? "" : "s", n == 1 ? "its" : "their", 100.0 * approx_gap(s));
   }
   /* a program that repeats a request more often than when recorded (a
    * timed benchmark loop that runs faster, a longer run) gets answers, but
@@ -330,10 +335,7 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   /* --on-miss nearest: misses timed from their nearest recorded calls, and
    * how far apart in size, summed over them (rdb.h) */
   fprintf(f, "},\n  \"calls_approximated\": %llu,\n  \"approximated_size_gap\": %.4f",
-          C(s, RDB_C_APPROX),
-          C(s, RDB_C_APPROX_KEY)
-              ? (double)C(s, RDB_C_APPROX_KEY_DIFF) / (double)C(s, RDB_C_APPROX_KEY)
-              : 0.0);
+          C(s, RDB_C_APPROX), approx_gap(s));
   /* found by following the recorded order, without a fingerprint (rp.c) */
   fprintf(f, ",\n  \"lookups_predicted\": %llu,\n  \"lookups_mispredicted\": %llu",
           C(s, RDB_C_PREDICTED), C(s, RDB_C_MISPREDICTED));

@@ -617,6 +617,12 @@ const rdb_entry *rp_lookup(const uint8_t fp[16]) {
   return NULL;
 }
 
+/* Whether the NUL-terminated name stored at off is name (len bytes). */
+static int stored_name_is(uint64_t off, const char *name, size_t len) {
+  const char *n = rp_ptr(off, len + 1);
+  return n && memcmp(n, name, len + 1) == 0;
+}
+
 int rp_has_kept(void) {
   return db != NULL && hdr->nclasses != 0;
 }
@@ -630,8 +636,7 @@ uint32_t rp_kept_apis(const char *name) {
   for (uint64_t i = 0; i < hdr->nclasses; i++) {
     if (c[i].name_hash != h)
       continue;
-    const char *n = rp_ptr(c[i].name_off, len + 1);
-    if (n && memcmp(n, name, len + 1) == 0)
+    if (stored_name_is(c[i].name_off, name, len))
       return c[i].kept | (c[i].unsup & c[i].kept) << RP_KEPT_UNSUP;
   }
   return 0;
@@ -900,8 +905,7 @@ static const rdb_near_group *near_group(int api, const char *type) {
   for (uint64_t i = 0; i < hdr->nnear_groups && !found; i++) {
     if (groups[i].name_hash != h || groups[i].api != (uint32_t)api)
       continue;
-    const char *n = rp_ptr(groups[i].name_off, len + 1);
-    if (n && memcmp(n, type, len + 1) == 0 && groups[i].first <= hdr->nnear &&
+    if (stored_name_is(groups[i].name_off, type, len) && groups[i].first <= hdr->nnear &&
         groups[i].n <= hdr->nnear - groups[i].first && groups[i].n > 0)
       found = &groups[i];
   }
