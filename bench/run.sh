@@ -149,6 +149,59 @@ rm -rf "$T/r1"
 row "spin error median / p99 (ns)" "$(json "$T/spin.json" spin_error_p50_ns) / $(json "$T/spin.json" spin_error_p99_ns)" \
   "" "\`--iface constant:ns=2000 --summary\`: spin_error_p50_ns, _p99_ns"
 
+# ---- replay harness in instructions (callgrind) ----------------------------
+# The rows above are times, and on a noisy or slow-paging VM their spread
+# is wider than what they measure. Instructions executed do not depend on
+# the host: callgrind counts them for the hooked call (inclusive: lookup,
+# compare, rebuild, bookkeeping, the mallocs of a tree piece by piece)
+# against the library's own call natively. They leave out what memory costs
+# (a new message each call is mostly that), so they complement the times.
+# One run each: the counts repeat to within a few instructions a call.
+# pbbench makes 100 warm-up calls before the N it times.
+NIR=20000
+# ir_call PROFILE FUNCTION OBJECT: inclusive instructions a call of FUNCTION
+# in OBJECT (the recursion's own lines, FUNCTION'2, are inside it)
+ir_call() {
+  callgrind_annotate --inclusive=yes --tree=none "$1" 2>/dev/null | awk -v f=":$2 [" -v o="$3" '
+    index($0, f) && index($0, o) { gsub(",", "", $1); ir = $1 }
+    END { print ir + 0 }'
+}
+ir_row() { # ir_row LABEL FUNC PROFILE_REPLAY PROFILE_NATIVE CALLS CMD
+  local r n
+  r=$(ir_call "$3" "$2" libstandin-replay.so) n=$(ir_call "$4" "$2" libprotobuf-c.so)
+  [ "$r" -gt 0 ] && [ "$n" -gt 0 ] || return 0
+  row "$1" "$(awk -v a="$r" -v c="$5" 'BEGIN{printf "%.0f", a/c}')" \
+    "native $(awk -v a="$n" -v c="$5" 'BEGIN{printf "%.0f", a/c}') (harness/native $(awk -v a="$r" -v b="$n" 'BEGIN{printf "%.2f", a/b}'))" "$6"
+}
+if have valgrind && have callgrind_annotate; then
+  cg() { # cg OUT PROGRAM ARGS...: the program under callgrind
+    local out=$1
+    shift
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$@" >/dev/null 2>&1
+  }
+  cg "$T/cg.pn" "$PBB" pack 1024 "$NIR"
+  "$S" replay -t "$T/r1" --iface constant:ns=0 -- valgrind --tool=callgrind --callgrind-out-file="$T/cg.pr" \
+    "$PBB" pack 1024 "$NIR" >/dev/null 2>&1
+  ir_row "replay harness instructions a call, pack 1024 B (callgrind)" protobuf_c_message_pack \
+    "$T/cg.pr" "$T/cg.pn" $((NIR + 100)) "\`standin replay --iface constant:ns=0 -- valgrind --tool=callgrind pbbench pack 1024 $NIR\`"
+  rm -rf "$T/ru"
+  "$S" record -o "$T/ru" -- "$PBB" unpack 1024 1000 >/dev/null 2>&1
+  cg "$T/cg.un" "$PBB" unpack 1024 "$NIR"
+  for trees in pieces block; do
+    "$S" replay -t "$T/ru" --iface constant:ns=0 --unpack-trees $trees -- valgrind --tool=callgrind \
+      --callgrind-out-file="$T/cg.ur" "$PBB" unpack 1024 "$NIR" >/dev/null 2>&1
+    ir_row "replay harness instructions a call, unpack 1024 B, trees $([ $trees = block ] && echo 'as one block' || echo 'piece by piece') (callgrind)" \
+      protobuf_c_message_unpack "$T/cg.ur" "$T/cg.un" $((NIR + 100)) \
+      "\`standin replay --iface constant:ns=0 --unpack-trees $trees -- valgrind --tool=callgrind pbbench unpack 1024 $NIR\`"
+  done
+  cg "$T/cg.nn" "$PBB" packnew 1024 "$NNEW"
+  "$S" replay -t "$T/rn" --iface constant:ns=0 -- valgrind --tool=callgrind --callgrind-out-file="$T/cg.nr" \
+    "$PBB" packnew 1024 "$NNEW" >/dev/null 2>&1
+  ir_row "replay harness instructions a call, pack 1024 B, a new message each call (callgrind)" \
+    protobuf_c_message_pack "$T/cg.nr" "$T/cg.nn" $((NNEW + 100)) \
+    "\`standin replay --iface constant:ns=0 -- valgrind --tool=callgrind pbbench packnew 1024 $NNEW\`"
+fi
+
 # ---- replay with software vs native, end to end ----------------------------
 # Both times cover fork, exec and wait of the program only: native measured
 # by bash, replay by standin around the same steps (--summary wall_ns).
