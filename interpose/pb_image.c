@@ -820,22 +820,29 @@ int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessa
  * zero-length piece, which the builder never makes from a real tree
  * (libprotobuf-c leaves empty bytes NULL): such an image is refused. */
 
-/* How an image splits: pieces (start, size) by increasing start, and for
- * every fix-up the piece its slot lies in, the slot's offset there and, for
- * an internal pointer, the piece it names (UINT32_MAX otherwise). Built
- * once per image and kept in its memo when there is one; a kept plan also
- * holds what every other fix-up resolves to in this process for the root
- * descriptor it was made with (descriptors, defaults, the empty string),
- * which slot_target would otherwise work out again on every unpack (~5 ns
- * of a 1 KB unpack's ~100). */
+/* How an image splits: pieces (start, size) by increasing start, and its
+ * fix-ups, the internal pointers first (n_int of them: each names the
+ * piece its target starts), then the others: for each, the piece its slot
+ * lies in and the slot's offset there. Built once per image and kept in its
+ * memo when there is one; a kept plan also holds the image's view (its
+ * header parsed) and what every other fix-up resolves to in this process
+ * for the root descriptor it was made with (descriptors, defaults, the
+ * empty string), which slot_target would otherwise work out again on every
+ * unpack (~5 ns of a 1 KB unpack's ~100). */
+typedef struct {
+  uint32_t piece;  /* the piece the slot lies in */
+  uint32_t target; /* an internal pointer's: the piece it names */
+  uint64_t rel;    /* the slot's offset in its piece */
+} split_fix;
+
 typedef struct {
   const uint8_t *img;                     /* the image it was made for */
   const ProtobufCMessageDescriptor *root; /* with ext: the descriptor bound */
-  uint32_t n, n_fix;
+  img_view view;                          /* with ext: the image's, checked */
+  uint32_t n, n_fix, n_int;
   uint64_t *start, *size;
-  uint32_t *fix_piece, *fix_target;
-  uint64_t *fix_off;
-  const void **ext; /* NULL, or per fix-up the target of one not internal */
+  split_fix *fix;
+  const void **ext; /* NULL, or per fix-up from n_int on, its target */
 } split_plan;
 
 /* Piece starts as a bitmap over the block's words, with the count of
@@ -892,21 +899,23 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
     n++;
   }
   split_plan *sp = NULL;
-  size_t bytes = sizeof(split_plan) + (size_t)n * 16 + (size_t)v->n_fix * (want_ext ? 24 : 16);
+  uint32_t n_int = n - 1, n_ext = v->n_fix - n_int;
+  size_t bytes = sizeof(split_plan) + (size_t)n * 16 + (size_t)v->n_fix * sizeof(split_fix) +
+                 (want_ext ? (size_t)n_ext * sizeof(void *) : 0);
   *heap = bytes > cap;
   if (rc == PBW_OK && (sp = *heap ? malloc(bytes) : buf) == NULL)
     rc = PBW_E_NOMEM;
   if (rc == PBW_OK) {
     sp->img = v->img;
     sp->root = NULL;
+    sp->view = *v;
     sp->n = n;
     sp->n_fix = v->n_fix;
+    sp->n_int = n_int;
     sp->start = (uint64_t *)(sp + 1);
     sp->size = sp->start + n;
-    sp->fix_off = sp->size + n;
-    sp->ext = want_ext ? (const void **)(sp->fix_off + v->n_fix) : NULL;
-    sp->fix_piece = (uint32_t *)(sp->fix_off + v->n_fix + (want_ext ? v->n_fix : 0));
-    sp->fix_target = sp->fix_piece + v->n_fix;
+    sp->fix = (split_fix *)(sp->size + n);
+    sp->ext = want_ext ? (const void **)(sp->fix + v->n_fix) : NULL;
     uint32_t k = 0;
     for (size_t g = 0; g < m.groups; g++) {
       m.before[g] = k;
@@ -915,13 +924,16 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
     }
     for (uint32_t i = 0; i < n; i++)
       sp->size[i] = (i + 1 < n ? sp->start[i + 1] : v->block_size) - sp->start[i];
+    /* the internal pointers from the front, the others after them */
+    uint32_t fi = 0, fe = n_int;
     for (uint32_t j = 0; j < v->n_fix; j++) {
       uint64_t off = (uint64_t)pbw__ld32(v->fix + (size_t)j * 4) * 8;
       uint64_t val = pbw__ld64(v->blk + off);
-      sp->fix_piece[j] = piece_at(&m, off / 8);
-      sp->fix_off[j] = off;
-      sp->fix_target[j] =
-          val >> FX_SHIFT == FX_INTERNAL ? piece_at(&m, (val & FX_ARG_MASK) / 8) : UINT32_MAX;
+      int internal = val >> FX_SHIFT == FX_INTERNAL;
+      split_fix *f = &sp->fix[internal ? fi++ : fe++];
+      f->piece = piece_at(&m, off / 8);
+      f->rel = off - sp->start[f->piece];
+      f->target = internal ? piece_at(&m, (val & FX_ARG_MASK) / 8) : UINT32_MAX;
     }
     *out = sp;
   }
@@ -955,13 +967,18 @@ static int plan_split(const img_view *v, void *buf, size_t cap, int want_ext, sp
   return plan_split_body(v, buf, cap, want_ext, out, heap);
 }
 
+/* The image offset of fix-up f's slot. */
+static inline uint64_t fix_off(const split_plan *sp, const split_fix *f) {
+  return sp->start[f->piece] + f->rel;
+}
+
 /* Resolve a kept plan's other fix-ups once, for b's root descriptor
  * (check_fixups has checked that each one resolves). */
 static void plan_bind(split_plan *sp, const img_view *v, const binder *b) {
-  for (uint32_t j = 0; j < sp->n_fix; j++) {
-    sp->ext[j] = NULL;
-    if (sp->fix_target[j] == UINT32_MAX)
-      slot_target(b, pbw__ld64(v->blk + sp->fix_off[j]), v->blk, &sp->ext[j]);
+  for (uint32_t j = sp->n_int; j < sp->n_fix; j++) {
+    const void **t = &sp->ext[j - sp->n_int];
+    *t = NULL;
+    slot_target(b, pbw__ld64(v->blk + fix_off(sp, &sp->fix[j])), v->blk, t);
   }
   sp->root = b->root;
 }
@@ -974,42 +991,48 @@ static int build_pieces(const img_view *v, const binder *b, const split_plan *sp
   uint8_t **base = sp->n > PIECES_ON_STACK ? malloc((size_t)sp->n * sizeof *base) : st_base;
   if (base == NULL)
     return PBW_E_NOMEM;
-  int rc = PBW_OK;
   uint32_t made = 0;
-  for (; made < sp->n; made++) {
-    uint64_t size = sp->size[made];
-    base[made] = alloc ? alloc->alloc(alloc->allocator_data, size) : malloc(size);
-    if (base[made] == NULL) {
-      rc = PBW_E_NOMEM;
-      break;
+  if (alloc == NULL) {
+    for (; made < sp->n; made++) {
+      if ((base[made] = malloc(sp->size[made])) == NULL)
+        break;
+      memcpy(base[made], v->blk + sp->start[made], sp->size[made]);
     }
-    memcpy(base[made], v->blk + sp->start[made], size);
-  }
-  if (rc == PBW_OK) {
-    for (uint32_t j = 0; j < sp->n_fix; j++) {
-      uint32_t p = sp->fix_piece[j];
-      uint8_t *slot = base[p] + (sp->fix_off[j] - sp->start[p]);
-      const void *target = NULL;
-      if (sp->fix_target[j] != UINT32_MAX)
-        target = base[sp->fix_target[j]];
-      else if (sp->ext != NULL)
-        target = sp->ext[j];
-      else
-        slot_target(b, pbw__ld64(v->blk + sp->fix_off[j]), v->blk, &target); /* checked */
-      memcpy(slot, &target, sizeof target);
-    }
-    *out = (ProtobufCMessage *)base[0];
   } else {
+    for (; made < sp->n; made++) {
+      if ((base[made] = alloc->alloc(alloc->allocator_data, sp->size[made])) == NULL)
+        break;
+      memcpy(base[made], v->blk + sp->start[made], sp->size[made]);
+    }
+  }
+  if (made < sp->n) {
     for (uint32_t i = 0; i < made; i++) {
       if (alloc)
         alloc->free(alloc->allocator_data, base[i]);
       else
         free(base[i]);
     }
+    if (base != st_base)
+      free(base);
+    return PBW_E_NOMEM;
   }
+  const split_fix *f = sp->fix;
+  for (uint32_t j = 0; j < sp->n_int; j++, f++)
+    memcpy(base[f->piece] + f->rel, &base[f->target], sizeof(void *));
+  if (sp->ext != NULL) {
+    for (uint32_t j = 0; j < sp->n_fix - sp->n_int; j++, f++)
+      memcpy(base[f->piece] + f->rel, &sp->ext[j], sizeof(void *));
+  } else {
+    for (uint32_t j = sp->n_int; j < sp->n_fix; j++, f++) {
+      const void *target = NULL;
+      slot_target(b, pbw__ld64(v->blk + fix_off(sp, f)), v->blk, &target); /* checked */
+      memcpy(base[f->piece] + f->rel, &target, sizeof target);
+    }
+  }
+  *out = (ProtobufCMessage *)base[0];
   if (base != st_base)
     free(base);
-  return rc;
+  return PBW_OK;
 }
 
 int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
@@ -1018,13 +1041,16 @@ int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMes
   img_view v;
   binder b;
   *out = NULL;
+  /* a memo's plan, made once and kept for the life of the process, holds
+   * all a build needs (a memo reused for another image or descriptor has
+   * one that is not ours); else the image is checked or its memo trusted,
+   * and a plan made now, on the stack when it fits */
+  const split_plan *sp = memo ? atomic_load_explicit(&memo->pieces, memory_order_acquire) : NULL;
+  if (sp != NULL && sp->img == img && sp->root == d && sp->view.len == len && sp->ext != NULL)
+    return build_pieces(&sp->view, NULL, sp, alloc, out);
   int rc = prepare(img, len, d, memo, &v, &b);
   if (rc != PBW_OK)
     return rc;
-  /* a memo's plan, made once and kept for the life of the process (a memo
-   * reused for another image or descriptor has one that is not ours); else
-   * one made now, on the stack when it fits */
-  const split_plan *sp = memo ? atomic_load_explicit(&memo->pieces, memory_order_acquire) : NULL;
   if (sp != NULL && (sp->img != v.img || sp->root != d))
     sp = NULL;
   split_plan *mine = NULL;

@@ -522,10 +522,15 @@ static buf chain_bytes(int i) {
 typedef struct {
   void *live[LIVE_MAX];
   size_t n_live, allocs, frees, bad_frees;
+  size_t fail_at; /* 0, or the allocation (1-based) that fails */
 } tracking;
 
 static void *track_alloc(void *ad, size_t size) {
   tracking *c = ad;
+  if (c->fail_at && c->allocs + 1 == c->fail_at) {
+    c->fail_at = 0;
+    return NULL;
+  }
   void *p = malloc(size ? size : 1);
   ck_assert_ptr_nonnull(p);
   ck_assert_uint_lt(c->n_live, LIVE_MAX);
@@ -582,12 +587,22 @@ static void check_image_roundtrip(owned *o) {
     ck_assert_int_eq(memcmp(fp1, fp2, 16), 0);
     protobuf_c_message_free_unpacked(p, &ap);
   }
+  /* out of memory at the last piece, through the memo's plan: what was
+   * made is freed, nothing is returned */
+  size_t made = pcs.allocs / 3;
+  pcs.fail_at = pcs.allocs + made;
+  p = (ProtobufCMessage *)&p;
+  ck_assert_int_eq(pbw_image_materialise_pieces(img, len, o->tree->descriptor, &ap, &p, &memo),
+                   PBW_E_NOMEM);
+  ck_assert_ptr_null(p);
+  ck_assert_uint_eq(pcs.n_live, 0);
+  ck_assert_uint_eq(pcs.frees, pcs.allocs);
   free((void *)atomic_load(&memo.pieces));
   ck_assert_int_eq(pbw_image_materialise_pieces(img, len, o->tree->descriptor, &ap, &p, NULL),
                    PBW_OK);
   free(img);
   /* (unpack may also allocate scratch space it frees before returning) */
-  ck_assert_uint_eq(pcs.allocs, 4 * nat.n_live);
+  ck_assert_uint_eq(pcs.allocs, 5 * nat.n_live - 1);
   assert_packs_to(p, o->bytes);
   ck_assert_int_eq(pbw_fingerprint_tree(p, fp2, &s2), PBW_OK);
   ck_assert_int_eq(memcmp(fp1, fp2, 16), 0);
