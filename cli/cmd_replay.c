@@ -396,8 +396,20 @@ static int same_base(const char *p, const char *base) {
  * mistake: say so before it starts. Interpreters record their own exe, so
  * the script's name in argv counts too; and the program record started
  * (run.info) counts, which has no trace of its own when only its children
- * made calls (a shell script running a decoder). */
-static void warn_other_program(const char *dir, const char *path) {
+ * made calls (a shell script running a decoder). A program started
+ * through a wrapper (valgrind, taskset, env) is named by one of the words
+ * after it: those that are not options count too. */
+#define WRAPPED_WORDS 8
+
+static int wrapped_is(char *const *args, int nargs, const char *exe) {
+  const char *s = strrchr(exe, '/');
+  for (int k = 0; k < nargs && k < WRAPPED_WORDS; k++)
+    if (args[k][0] != '-' && same_base(args[k], s ? s + 1 : exe))
+      return 1;
+  return 0;
+}
+
+static void warn_other_program(const char *dir, const char *path, char *const *args, int nargs) {
   cli_tracedir td;
   if (cli_tracedir_open(&td, dir) != 0)
     return;
@@ -407,7 +419,8 @@ static void warn_other_program(const char *dir, const char *path) {
   const char *base = strrchr(want, '/') ? strrchr(want, '/') + 1 : want;
   const char *started = cli_runinfo_get(dir, "program");
   char rp[PATH_MAX];
-  int match = started && realpath(started, rp) && !strcmp(rp, want);
+  int match = started && ((realpath(started, rp) && !strcmp(rp, want)) ||
+                          wrapped_is(args, nargs, started));
   for (size_t i = 0; i < td.n && !match; i++) {
     st_reader *r;
     if (st_reader_open(&r, td.paths[i]) != ST_OK)
@@ -415,7 +428,7 @@ static void warn_other_program(const char *dir, const char *path) {
     const st_header *h = st_reader_header(r);
     if (!first[0])
       snprintf(first, sizeof first, "%s", h->exe);
-    match = !strcmp(h->exe, want) || same_base(h->exe, base);
+    match = !strcmp(h->exe, want) || same_base(h->exe, base) || wrapped_is(args, nargs, h->exe);
     for (uint32_t a = 0; a < h->argc && a < 2 && !match; a++)
       match = same_base(h->argv[a], base);
     st_reader_close(r);
@@ -484,7 +497,7 @@ int cmd_replay(int argc, char **argv) {
     plan_free(&o.plan);
     return 1;
   }
-  warn_other_program(o.dir, path);
+  warn_other_program(o.dir, path, argv + first + 1, argc - first - 1);
   const char *old = getenv("LD_PRELOAD");
   char preload[PATH_MAX * 2], dbpath[64], env1[PATH_MAX * 2 + 16], env2[96], env3[96];
   snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");

@@ -468,4 +468,10 @@ t631_replay_of_another_program_is_reported() {
   "$STANDIN" record -o sh -- sh -c '"$0" basic 3' "$PB" >/dev/null 2>&1
   "$STANDIN" replay -t sh -- sh -c '"$0" basic 3' "$PB" >/dev/null 2>err3
   ! grep -q "was recorded from" err3 || fail "$(cat err3)"
+  # through a wrapper (env here; valgrind, taskset alike): the program is
+  # one of the words after it, and the wrapper alone is still another program
+  "$STANDIN" replay -t rec -- env STANDIN_T631=1 "$PB" basic 3 >/dev/null 2>err4
+  ! grep -q "was recorded from" err4 || fail "$(cat err4)"
+  "$STANDIN" replay -t rec -- env STANDIN_T631=1 "$FAULTS" loop 5 >/dev/null 2>err5
+  grep -q "rec was recorded from $PB, not .*/env" err5 || fail "$(cat err5)"
 }
