@@ -908,7 +908,8 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
   if (rc == PBW_OK) {
     sp->img = v->img;
     sp->root = NULL;
-    sp->view = *v;
+    if (want_ext) /* only a kept plan builds trees without the image parsed again */
+      sp->view = *v;
     sp->n = n;
     sp->n_fix = v->n_fix;
     sp->n_int = n_int;

@@ -94,8 +94,8 @@ int rp_miss_near(int reason, int api, const char *type, void *caller);
  * entry was t0) and has returned: time it from the recorded calls of the
  * same API and type (full name) whose encoded sizes are nearest to key
  * (interpolated: rp.c nearest), spinning to the deadline that gives from
- * t0 (the real call's time is harness time inside that window). With no recorded call of that API and type, it is a
- * fallback of `reason`. */
+ * t0 (the real call's time is harness time inside that window). With no
+ * recorded call of that API and type, it is a fallback of `reason`. */
 void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t key, int reason);
 
 /* This process's memo for materialising e's image, or NULL when images
