@@ -79,7 +79,7 @@ typedef struct {
   size_t row_bytes;
   uint32_t out_cold; /* per mille of the rows to deliver to memory */
   uint32_t cold_acc; /* error diffusion over the rows */
-  int late;          /* rows were copied after the deadline (rp_late) */
+  int late;          /* the call's overrun is counted (rp_finish, rp_late) */
   jpg_ext ext;
   uint32_t next_msg;
   /* real */
@@ -319,14 +319,13 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
   x->state = R_SERVE;
   x->out_cold = tk.s->out_cold;
   x->cold_acc = 500;
-  x->late = 0;
   put_colormap(o, x);
   if (!x->real_started) { /* what the output pass setup of a real start sets */
     o->cinfo->output_scanline = 0;
     if (o->cinfo->progress && o->cinfo->progress->total_passes > 0)
       o->cinfo->progress->completed_passes = o->cinfo->progress->total_passes - 1;
   }
-  rp_finish(&tk);
+  x->late = rp_finish(&tk); /* an overrun already counted for this call */
   emit_due(o, x, JPG_PHASE_START, 0);
   return ID_SERVED;
 }

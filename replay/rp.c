@@ -779,7 +779,7 @@ static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, u
   return 1;
 }
 
-void rp_finish(rp_ticket *t) {
+int rp_finish(rp_ticket *t) {
   /* everything but the spin happens before the clock read: inside the
    * window, as harness time (the thread's previous spin is counted here) */
   if (me)
@@ -807,7 +807,7 @@ void rp_finish(rp_ticket *t) {
     ADD(RDB_API(api, RDB_API_OVERRUN_NS), over);
   }
   if (now >= t->deadline)
-    return;
+    return over != 0;
   uint64_t end = spin_until(t->deadline);
   /* past the deadline: three stores, counted by the thread's next call */
   if (l) {
@@ -818,6 +818,7 @@ void rp_finish(rp_ticket *t) {
   } else {
     ADD(RDB_C_SPIN_NS, end - now);
   }
+  return 0;
 }
 
 void rp_unhidden(uint64_t ns, int api) {

@@ -59,8 +59,9 @@ const void *rp_ptr(uint64_t off, uint64_t len);
  * hook runs the real call and reports with rp_software_done). */
 int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0);
 
-/* Spin until the deadline and account the call as replayed. */
-void rp_finish(rp_ticket *t);
+/* Spin until the deadline and account the call as replayed. Returns 1
+ * when the call overran (counted here), else 0. */
+int rp_finish(rp_ticket *t);
 
 /* A call that runs the real library (kept in software, or a miss) spent
  * ns in the harness first (fingerprint, lookup): time no model window
