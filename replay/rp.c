@@ -929,13 +929,11 @@ static uint64_t near_lower(const rdb_near *it, uint64_t n, uint64_t key) {
   return lo;
 }
 
-/* A sample of the run of items whose key is it[at].key (*ep its entry), or
+/* A sample of the run it[lo, hi) of items of one key (*ep its entry), or
  * NULL: among equally near calls, and among a call's occurrences,
  * successive misses take turns. */
-static const rdb_sample *run_sample(const rdb_near *it, uint64_t n, uint64_t at, uint32_t turn,
+static const rdb_sample *run_sample(const rdb_near *it, uint64_t lo, uint64_t hi, uint32_t turn,
                                     int api, const rdb_entry **ep) {
-  uint64_t k = it[at].key;
-  uint64_t lo = near_lower(it, n, k), hi = k == UINT64_MAX ? n : near_lower(it, n, k + 1);
   if (hi <= lo)
     return NULL;
   uint32_t idx = it[lo + turn % (hi - lo)].entry;
@@ -973,8 +971,10 @@ static int nearest(int api, const char *type, uint64_t key, rdb_sample *out,
   uint64_t n = g->n, i = near_lower(it, n, key);
   uint32_t turn = near_turn++;
   if (i == n || i == 0 || it[i].key == key) { /* beyond the ends, or the same size */
-    uint64_t at = i == n ? n - 1 : i;
-    const rdb_sample *s = run_sample(it, n, at, turn, api, ep);
+    uint64_t at = i == n ? n - 1 : i, k = it[at].key;
+    uint64_t lo = i == n ? near_lower(it, n, k) : i;
+    uint64_t hi = i == n ? n : k == UINT64_MAX ? n : near_lower(it, n, k + 1);
+    const rdb_sample *s = run_sample(it, lo, hi, turn, api, ep);
     if (!s)
       return 0;
     *out = *s;
@@ -985,10 +985,12 @@ static int nearest(int api, const char *type, uint64_t key, rdb_sample *out,
     }
     return 1;
   }
+  /* ka < key < kb: ka's run ends at i, where kb's starts */
+  uint64_t ka = it[i - 1].key, kb = it[i].key;
+  uint64_t b_end = kb == UINT64_MAX ? n : near_lower(it, n, kb + 1);
   const rdb_entry *ea = NULL, *eb = NULL;
-  const rdb_sample *a = run_sample(it, n, i - 1, turn, api, &ea);
-  const rdb_sample *b = run_sample(it, n, i, turn, api, &eb);
-  uint64_t ka = it[i - 1].key, kb = it[i].key; /* ka < key < kb */
+  const rdb_sample *a = run_sample(it, near_lower(it, i, ka), i, turn, api, &ea);
+  const rdb_sample *b = run_sample(it, i, b_end, turn, api, &eb);
   int lower = key - ka <= kb - key;
   const rdb_sample *s = lower ? a : b;
   if (!s)

@@ -201,6 +201,42 @@ PY
   grep -q "is not fallback, abort or nearest" err || fail "$(cat err)"
 }
 
+# Which recorded calls time a miss, and how, on a recording whose latencies
+# are 10 ns a byte: between two recorded sizes (runs of equal sizes
+# included) and above the largest, the time is interpolated or scaled, so a
+# miss of S bytes is given 10*S exactly; below the smallest (16 B against
+# 20) it takes the smallest call's time as it is.
+t124_replay_nearest_interpolates_between_recorded_sizes() {
+  {
+    echo "process 100 start=1000000000 end=2000000000"
+    echo "thread 0"
+    echo "type 1 standin.test.Tree"
+    echo "site 1 send /app"
+    i=0
+    for size in 20 20 20 23 23 3000 3000 5000; do
+      i=$((i + 1))
+      echo "call thread=0 api=pb.pack type=1 site=1 start=$((1000000000 + i * 100000))" \
+        "lat=$((10 * size)) resp=$size size=$size"
+    done
+  } >near.spec
+  "$B/progs/gentrace" -o near --spec near.spec
+  "$PB" basic 20 >native.out
+  "$STANDIN" replay -t near --on-miss nearest --summary s.json -- "$PB" basic 20 >rep.out 2>err
+  cmp native.out rep.out
+  # the packs' sizes, from a recording of the same run
+  "$STANDIN" record -o rec -- "$PB" basic 20 >/dev/null
+  "$STANDIN" dump rec --format json >d.json
+  python3 - s.json d.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+sizes = [r["resp_len"] for r in map(json.loads, open(sys.argv[2])) if r["api"] == "pb.pack"]
+assert len(sizes) == 20 and min(sizes) < 20 and max(sizes) > 5000, sizes
+want = sum(200 if n < 20 else 10 * n for n in sizes)
+assert s["calls_approximated"] == 20, s
+assert s["predicted_ns"] == want, (s["predicted_ns"], want)
+PY
+}
+
 # Short calls timed while recording come out a few % slow (info says so);
 # a replay whose model takes their recorded latency says so too, unless the
 # recording was retimed or the model does not use recorded latencies. The
