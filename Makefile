@@ -116,7 +116,11 @@ $(B)/hpb/%.so: $(HPB_DIR)/%.proto workloads/protogen/registry.sh
 $(B)/tests/test_pb_fpbytes: tests/unit/test_pb_fpbytes.c workloads/protogen/filler.h $(B)/gen/protogen_registry.c $(GEN_OBJ) $(INTERPOSE_LIB) $(TRACE_LIB) $(HPB_SO) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DHPB_SOS='"$(HPB_SO)"' -o $@ $(filter %.c %.o %.a,$^) $(CHECK_LIBS)
-OTHER_UNIT := $(filter-out $(B)/tests/test_traces $(B)/tests/test_pb_walk $(B)/tests/test_analysis $(B)/tests/test_pb_fpbytes,$(UNIT_BIN))
+# The replay shim's engine choice is a pure function of its timeline.
+$(B)/tests/test_rp_engines: tests/unit/test_rp_engines.c $(call obj,replay/rp_engines.c)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)
+OTHER_UNIT := $(filter-out $(B)/tests/test_traces $(B)/tests/test_pb_walk $(B)/tests/test_analysis $(B)/tests/test_pb_fpbytes $(B)/tests/test_rp_engines,$(UNIT_BIN))
 $(OTHER_UNIT): $(B)/tests/%: tests/unit/%.c $(GEN_OBJ) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB) | $(GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS)

@@ -30,14 +30,19 @@ static uint32_t after(const eng_engine *en, uint64_t t) {
   return lo;
 }
 
-/* Earliest start >= t of a gap of `service` ns. Most requests come after
- * every booking: that needs no search. */
-static uint64_t fit(const eng_engine *en, uint64_t t, uint64_t service) {
-  if (!en->n || en->iv[en->n - 1].e <= t)
+/* Earliest start >= t of a gap of `service` ns; *idle_from: where that gap
+ * begins (the end of the interval before it, 0: none). Most requests come
+ * after every booking: that needs no search. */
+static uint64_t fit(const eng_engine *en, uint64_t t, uint64_t service, uint64_t *idle_from) {
+  if (!en->n || en->iv[en->n - 1].e <= t) {
+    *idle_from = en->n ? en->iv[en->n - 1].e : 0;
     return t;
-  for (uint32_t i = after(en, t); i < en->n && en->iv[i].s < t + service; i++)
+  }
+  uint32_t i = after(en, t);
+  for (; i < en->n && en->iv[i].s < t + service; i++)
     if (en->iv[i].e > t)
       t = en->iv[i].e;
+  *idle_from = i > 0 && en->iv[i - 1].e <= t ? en->iv[i - 1].e : 0;
   return t;
 }
 
@@ -79,11 +84,12 @@ static void insert(eng_engine *en, uint64_t s, uint64_t e) {
 
 uint64_t engines_book(engines *g, uint64_t arrive, uint64_t service) {
   uint32_t best = 0;
-  uint64_t start = UINT64_MAX;
-  for (uint32_t k = 0; k < g->n && start != arrive; k++) {
-    uint64_t s = fit(&g->e[k], arrive, service);
-    if (s < start) {
+  uint64_t start = UINT64_MAX, best_from = 0;
+  for (uint32_t k = 0; k < g->n && !(start == arrive && best_from == arrive); k++) {
+    uint64_t from, s = fit(&g->e[k], arrive, service, &from);
+    if (s < start || (s == start && from > best_from)) {
       start = s;
+      best_from = from;
       best = k;
     }
   }

@@ -6,8 +6,12 @@
  * savings, so a request can arrive before others already booked. Each
  * engine therefore keeps its busy intervals sorted (touching intervals
  * merge, so a saturated engine holds few), and a request takes the
- * earliest gap long enough on the engine that can start it first. At most
- * ENG_MAX_INTERVALS are kept per engine; the earliest are forgotten first. */
+ * earliest gap long enough on the engine that can start it first; among
+ * engines that start it as early, the one whose idle gap it fills most
+ * tightly (the gap that began last), so that longer gaps stay free for
+ * requests that arrive late (the replay shim chooses the same way:
+ * replay/rp_engines.h). At most ENG_MAX_INTERVALS are kept per engine; the
+ * earliest are forgotten first. */
 #ifndef STANDIN_CLI_ENGINES_H
 #define STANDIN_CLI_ENGINES_H
 

@@ -14,11 +14,12 @@
 #include <unistd.h>
 
 #include "fatal.h"
+#include "rp_engines.h"
 #include "shim_alloc.h"
 #include "shim.h"
 #include "trace.h"
 
-static const uint8_t *db;  /* the mapping, NULL when off */
+static const uint8_t *db; /* the mapping, NULL when off */
 static uint64_t db_size;
 static const rdb_header *hdr;
 static rdb_stats *stats;
@@ -85,7 +86,7 @@ static void publish_max(int i, uint64_t v) {
   _Atomic uint64_t *m = &stats->c[i];
   uint64_t cur = atomic_load_explicit(m, memory_order_relaxed);
   while (v > cur && !atomic_compare_exchange_weak_explicit(m, &cur, v, memory_order_relaxed,
-                                                          memory_order_relaxed))
+                                                           memory_order_relaxed))
     ;
 }
 
@@ -366,10 +367,12 @@ static int validate(void) {
     return -1;
   if (hdr->nnear_groups > db_size / sizeof(rdb_near_group) ||
       !rp_ptr(hdr->near_groups_off, hdr->nnear_groups * sizeof(rdb_near_group)) ||
-      hdr->nnear > db_size / sizeof(rdb_near) || !rp_ptr(hdr->near_off, hdr->nnear * sizeof(rdb_near)))
+      hdr->nnear > db_size / sizeof(rdb_near) ||
+      !rp_ptr(hdr->near_off, hdr->nnear * sizeof(rdb_near)))
     return -1;
   if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off | hdr->next_off |
-       hdr->classes_off | hdr->near_groups_off | hdr->near_off) & 7)
+       hdr->classes_off | hdr->near_groups_off | hdr->near_off) &
+      7)
     return -1;
   /* the writable part (header, stats, timelines, occurrence counters) lies
    * before it, the tables the hot path reads after it */
@@ -663,51 +666,15 @@ static void unlock_accel(rdb_accel *a) {
   atomic_store_explicit(&a->lock, 0, memory_order_release);
 }
 
-/* Earliest start >= arrive at which engine e is free for `service` ns,
- * given its recent reservations. */
-static uint64_t engine_fit(const rdb_accel *a, uint32_t e, uint64_t arrive, uint64_t service) {
-  uint64_t s = arrive;
-  for (int moved = 1, rounds = 0; moved && rounds <= RDB_RES_SLOTS; rounds++) {
-    moved = 0;
-    for (int k = 0; k < RDB_RES_SLOTS; k++) {
-      uint64_t rs = a->res_start[e][k], re = a->res_end[e][k];
-      if (re > s && rs < s + service) { /* overlaps: start after it */
-        s = re;
-        moved = 1;
-      }
-    }
-  }
-  return s;
-}
-
-static void engine_book(rdb_accel *a, uint32_t e, uint64_t start, uint64_t end) {
-  int oldest = 0;
-  for (int k = 1; k < RDB_RES_SLOTS; k++)
-    if (a->res_end[e][k] < a->res_end[e][oldest])
-      oldest = k;
-  a->res_start[e][oldest] = start;
-  a->res_end[e][oldest] = end;
-}
-
-/* Book the engine that can start the request first; returns the start.
- * Engines = 0: no queueing. */
+/* Book the accelerator's engine that can start the request first
+ * (rp_engines.h); returns the start. */
 static uint64_t reserve(rdb_accel *a, uint64_t arrive, uint64_t service) {
   if (a->engines == 0)
     return arrive;
-  uint32_t n = a->engines > RDB_MAX_ENGINES ? RDB_MAX_ENGINES : a->engines;
   lock_accel(a);
-  uint32_t best = 0;
-  uint64_t best_start = UINT64_MAX;
-  for (uint32_t e = 0; e < n && best_start != arrive; e++) {
-    uint64_t s = engine_fit(a, e, arrive, service);
-    if (s < best_start) {
-      best_start = s;
-      best = e;
-    }
-  }
-  engine_book(a, best, best_start, best_start + service);
+  uint64_t start = rp_engines_book(a, arrive, service);
   unlock_accel(a);
-  return best_start;
+  return start;
 }
 
 static void account_accel(uint32_t k, const rdb_sample *s, uint64_t queue) {
@@ -863,7 +830,8 @@ void rp_miss(int reason, int api, const char *type, void *caller) {
                               "the request bytes differ from the recorded ones",
                               "the recording has no response for it",
                               "the saved response does not fit the program's message type",
-                              "out of memory", "replay is off in this process"};
+                              "out of memory",
+                              "replay is off in this process"};
   Dl_info di;
   const char *sym = "?", *mod = "?";
   if (caller && dladdr((char *)caller - 1, &di)) {
@@ -962,8 +930,8 @@ static uint64_t lerp(uint64_t x, uint64_t y, uint64_t num, uint64_t den) {
  * call's service and recorded times grow in proportion to the size (its
  * link time as it is); below the smallest, or between calls served
  * differently, the nearest call's sample is taken as it is. */
-static int nearest(int api, const char *type, uint64_t key, rdb_sample *out,
-                   const rdb_entry **ep, uint64_t *near_key) {
+static int nearest(int api, const char *type, uint64_t key, rdb_sample *out, const rdb_entry **ep,
+                   uint64_t *near_key) {
   const rdb_near_group *g = near_group(api, type);
   if (!g)
     return 0;
@@ -1076,8 +1044,7 @@ int rp_own_add(const void *p) {
   }
   for (uint32_t i = own_hash(p), n = 0; n < OWN_SLOTS; i = (i + 1) & (OWN_SLOTS - 1), n++) {
     uintptr_t cur = atomic_load_explicit(&t[i], memory_order_relaxed);
-    if ((cur == 0 || cur == OWN_TOMB) &&
-        atomic_compare_exchange_strong(&t[i], &cur, (uintptr_t)p))
+    if ((cur == 0 || cur == OWN_TOMB) && atomic_compare_exchange_strong(&t[i], &cur, (uintptr_t)p))
       return 0;
   }
   return -1;
