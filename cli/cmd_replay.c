@@ -452,11 +452,16 @@ static void warn_misfit(const rdb_stats *s, int on_miss) {
     cli_warn("%llu calls found a recorded request whose bytes or packed size differ from "
              "theirs (a damaged or doctored recording); they ran the real library",
              C(s, RDB_C_FB0 + RDB_FB_MISMATCH));
-  if (all >= 10 && missing * 2 > all)
+  /* a protobuf miss counts its lookup as harness time (rp_unhidden): the
+   * policy that times such calls is worth naming only when there were some */
+  int pb = 0;
+  for (int api = 0; api < ST_API_MAX && !pb; api++)
+    pb = st_api_family(api) == ST_FAMILY_PROTOBUF && C(s, RDB_API(api, RDB_API_CALLS)) != 0;
+  if (missing && ((all >= 10 && missing * 2 > all) || missing == all))
     cli_warn("%llu of %llu calls were not in the recording: is it from another program, "
              "version or input?%s",
              missing, all,
-             on_miss == RDB_MISS_FALLBACK
+             on_miss == RDB_MISS_FALLBACK && pb
                  ? " If the program puts a time or an id in its messages, --on-miss nearest "
                    "times its protobuf calls as the recorded ones nearest in size"
                  : "");

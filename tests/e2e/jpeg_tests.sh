@@ -236,15 +236,19 @@ t209_jpeg_miss_falls_back_or_aborts() {
   "$STANDIN" record -o rec -- "$JD" $(files s_base_420_r1) >/dev/null
   "$STANDIN" record -o rec2 -- "$JT" $(files s_base_420_r1) >/dev/null
   "$JD" $(files s_base_420_r1 s_prog_444_r0) >nat.out
-  "$STANDIN" replay -t rec --summary sum.json -- "$JD" $(files s_base_420_r1 s_prog_444_r0) >rep.out
+  "$STANDIN" replay -t rec --summary sum.json -- "$JD" $(files s_base_420_r1 s_prog_444_r0) >rep.out 2>err
   cmp nat.out rep.out
+  ! grep -q "were not in the recording" err || fail "one miss of two: $(cat err)"
   expect_eq "replayed" 1 "$(json sum.json calls_replayed)"
   expect_eq "fallback" 1 "$(json sum.json calls_fallback)"
   python3 -c 'import json; assert json.load(open("sum.json"))["fallback_reasons"]["not_in_trace"] == 1'
   "$JT" $(files s_prog_444_r0) >tnat.out
-  "$STANDIN" replay -t rec2 --summary s2.json -- "$JT" $(files s_prog_444_r0) >trep.out
+  "$STANDIN" replay -t rec2 --summary s2.json -- "$JT" $(files s_prog_444_r0) >trep.out 2>err
   cmp tnat.out trep.out
   expect_eq "tj fallback" 6 "$(json s2.json calls_fallback)"
+  # none of a few calls was recorded: said, however few
+  grep -q "6 of 6 calls were not in the recording" err || fail "$(cat err)"
+  ! grep -q "on-miss nearest" err || fail "protobuf's policy suggested for JPEG: $(cat err)"
   set +e
   "$STANDIN" replay -t rec --on-miss abort -- "$JD" $(files s_prog_444_r0) >/dev/null 2>err
   rc=$?
