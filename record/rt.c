@@ -918,6 +918,31 @@ static inline __attribute__((always_inline)) int unwind(uintptr_t anchor, uintpt
 
 #endif
 
+/* Threads inside libunwind now (rt_stack). libunwind takes mutexes of its
+ * own while it unwinds, and a fork while another thread holds one leaves
+ * it locked for good in the child, whose first unwind then hangs: t608's
+ * forked child hung so about once in 60 to 150 runs. atfork_prepare waits
+ * for every unwind to end and keeps new ones out until the fork is done. */
+static _Atomic uint32_t unwinders;
+static _Atomic uint32_t forking;
+
+#ifndef __SANITIZE_THREAD__ /* TSan: glibc's backtrace, not libunwind */
+static void unwind_enter(void) {
+  for (;;) {
+    atomic_fetch_add(&unwinders, 1); /* then read forking: both seq_cst */
+    if (!atomic_load(&forking))
+      return;
+    atomic_fetch_sub(&unwinders, 1);
+    while (atomic_load_explicit(&forking, memory_order_relaxed))
+      sched_yield();
+  }
+}
+
+static void unwind_leave(void) {
+  atomic_fetch_sub_explicit(&unwinders, 1, memory_order_release);
+}
+#endif
+
 __attribute__((noinline)) int rt_stack(void **ips, int max) {
   if (max > rt_cfg.stack_depth)
     max = rt_cfg.stack_depth;
@@ -932,9 +957,11 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
   if (n)
     return n;
   /* libunwind's descriptors are standin's (fdguard.c) */
+  unwind_enter();
   rt_in_unwind = 1;
   n = unwind(anchor, hook, ips, max);
   rt_in_unwind = 0;
+  unwind_leave();
   return n;
 #endif
 }
@@ -1268,6 +1295,8 @@ void rt_before_exit(void) {
 
 static void atfork_child(void) {
   shim_alloc_fork_release();
+  atomic_store(&unwinders, 0); /* none: the threads that could were left behind */
+  atomic_store(&forking, 0);
   atomic_store(&overhead_gone, 0);
   atomic_store(&backlog_bytes, 0); /* the parent's payloads are lost here, below */
   atomic_store(&backlog_peak, 0);
@@ -1314,6 +1343,10 @@ static void atfork_child(void) {
 }
 
 static void atfork_prepare(void) {
+  /* first, holding nothing an unwinding thread could wait for */
+  atomic_store(&forking, 1);
+  while (atomic_load(&unwinders))
+    sched_yield();
   pthread_mutex_lock(&start_lock);
   /* A writer still being born may be inside the C library or a sanitizer
    * runtime, holding a lock of theirs (ASan's allocator takes one in its
@@ -1330,6 +1363,7 @@ static void atfork_parent(void) {
   shim_alloc_fork_release();
   pthread_mutex_unlock(&writer_work);
   pthread_mutex_unlock(&start_lock);
+  atomic_store(&forking, 0);
 }
 
 /* The argv the process started with (rt_cmdline): copied by rt_init,

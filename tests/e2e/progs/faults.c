@@ -10,6 +10,12 @@
  *   faults thread-exit T    T threads call; thread 1 calls exit(5) mid-run
  *   faults forkmt T N       T threads call while main forks a child that does
  *                           N messages and leaves with _exit
+ *   faults forkstorm T F    T threads call, every other call from a new
+ *                           stack depth (the recorder then learns where its
+ *                           frames are: libunwind's slow path), while main
+ *                           forks F children that make one call each; a
+ *                           child that has not exited 10 s later is killed
+ *                           and reported ("child N hung"), exit 1
  *   faults vfork PROG N     vfork + execv "PROG basic N", then N messages
  *   faults spawn PROG N     posix_spawn "PROG basic N", then N messages
  *   faults wait FILE N      N messages, wait for FILE to exist, fork a child
@@ -226,6 +232,69 @@ static int run_forkmt(int t, int n) {
   return 0;
 }
 
+/* one() from d frames deeper */
+static int (*volatile deep_p)(int);
+static __attribute__((noinline)) int deep(int d) {
+  volatile int frame = d;
+  if (d > 0)
+    return deep_p(d - 1) + frame;
+  return (int)(one(frame) & 1);
+}
+
+static void *storm_worker(void *p) {
+  worker_arg *a = p;
+  unsigned seed = (unsigned)a->id;
+  for (int i = 0; !atomic_load(&stop_threads); i++) {
+    if (i % 2)
+      deep_p(1 + (int)(rand_r(&seed) % 48));
+    else
+      one(a->id);
+    atomic_fetch_add(&thread_calls, 1);
+  }
+  return NULL;
+}
+
+static int run_forkstorm(int t, int forks) {
+  deep_p = deep;
+  worker_arg args[16] = {{0}};
+  pthread_t th[16];
+  for (int i = 0; i < t; i++) {
+    args[i].id = i + 1;
+    pthread_create(&th[i], NULL, storm_worker, &args[i]);
+  }
+  wait_calls(20);
+  fflush(stdout);
+  int hung = 0;
+  for (int f = 0; f < forks && !hung; f++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      one(f);
+      _exit(0);
+    }
+    int st = 0, waited = 0;
+    pid_t r;
+    while ((r = waitpid(pid, &st, WNOHANG)) == 0 && waited < 10000) {
+      sleep_ms(1);
+      waited++;
+    }
+    if (r == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      printf("child %d hung\n", f);
+      hung = 1;
+    } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      printf("child %d ended with status %d\n", f, st);
+      hung = 1;
+    }
+  }
+  atomic_store(&stop_threads, 1);
+  for (int i = 0; i < t; i++)
+    pthread_join(th[i], NULL);
+  if (!hung)
+    printf("%d children exited 0\n", forks);
+  return hung;
+}
+
 static int run_exec_child(const char *how, const char *prog, int n) {
   char num[16];
   snprintf(num, sizeof num, "%d", n);
@@ -388,6 +457,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(mode, "forkmt") && argc > 3)
     return run_forkmt(a < 1 ? 1 : a > 16 ? 16 : a, b);
+  if (!strcmp(mode, "forkstorm") && argc > 3)
+    return run_forkstorm(a < 1 ? 1 : a > 16 ? 16 : a, b);
   if ((!strcmp(mode, "vfork") || !strcmp(mode, "spawn")) && argc > 3)
     return run_exec_child(mode, argv[2], b);
   if (!strcmp(mode, "wait") && argc > 3)
