@@ -34,10 +34,11 @@ static const char usage_text[] =
     "      --summary FILE    write the run's statistics as JSON\n"
     "      --on-miss POLICY  a call not in the recording: fallback (run the real\n"
     "                        call, counted; default), abort (stop the program) or\n"
-    "                        nearest (protobuf: run the real call for its response,\n"
-    "                        but take the time the model gave the recorded calls\n"
-    "                        of the same API and type nearest in size,\n"
-    "                        interpolated by size)\n"
+    "                        nearest (run the real call for its response, but\n"
+    "                        take the time the model gave the recorded calls of\n"
+    "                        the same API and type nearest in size, interpolated:\n"
+    "                        a protobuf message's bytes; a JPEG's pixels, among\n"
+    "                        decodes of its kind, scaling and restart markers)\n"
     "      --unpack-trees HOW  pieces (default): a replayed unpack allocates its tree\n"
     "                        as libprotobuf-c does, one allocation per message,\n"
     "                        string, bytes and array, so the program's free_unpacked\n"
@@ -453,7 +454,7 @@ static void warn_misfit(const rdb_stats *s, int on_miss) {
              "theirs (a damaged or doctored recording); they ran the real library",
              C(s, RDB_C_FB0 + RDB_FB_MISMATCH));
   /* a protobuf miss counts its lookup as harness time (rp_unhidden): the
-   * policy that times such calls is worth naming only when there were some */
+   * misses were JPEG decodes when no protobuf call was counted */
   int pb = 0;
   for (int api = 0; api < ST_API_MAX && !pb; api++)
     pb = st_api_family(api) == ST_FAMILY_PROTOBUF && C(s, RDB_API(api, RDB_API_CALLS)) != 0;
@@ -461,10 +462,11 @@ static void warn_misfit(const rdb_stats *s, int on_miss) {
     cli_warn("%llu of %llu calls were not in the recording: is it from another program, "
              "version or input?%s",
              missing, all,
-             on_miss == RDB_MISS_FALLBACK && pb
-                 ? " If the program puts a time or an id in its messages, --on-miss nearest "
-                   "times its protobuf calls as the recorded ones nearest in size"
-                 : "");
+             on_miss != RDB_MISS_FALLBACK ? ""
+             : pb ? " If the program puts a time or an id in its messages, --on-miss nearest "
+                    "times its protobuf calls as the recorded ones nearest in size"
+                  : " If it decodes other images, --on-miss nearest times its decodes as the "
+                    "recorded ones of their kind nearest in pixels");
 }
 
 /* The recorder slows the calls it times when they are short (info says so

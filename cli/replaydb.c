@@ -674,14 +674,18 @@ static int publish(const uint8_t *m, uint64_t len, uint64_t ro_off, rdb_built *o
   return 0;
 }
 
-/* --on-miss nearest (rdb.h rdb_near): every protobuf entry a miss may be
- * timed as, by message type, API and encoded size. Entries of a type kept
- * whole in software are left out (their calls are never looked up), and so
- * are unpacks the library refused (their time is a failure's). */
+/* --on-miss nearest (rdb.h rdb_near): every entry a miss may be timed as,
+ * by type, API and size: a protobuf message's encoded size, a JPEG image's
+ * pixels (width times height: what its decode's work grows with, whatever
+ * the output options). Entries of a type kept whole in software are left
+ * out (their calls are never looked up), and so are calls the library
+ * refused (their time is a failure's) and decodes not recorded as
+ * offloadable. */
 typedef struct {
   const char *type;
   uint64_t key;
-  uint32_t entry; /* index in b->e, in its final order */
+  uint64_t variant; /* rdb_near_variant, 0 for protobuf */
+  uint32_t entry;   /* index in b->e, in its final order */
   uint8_t api;
 } near_item;
 
@@ -692,13 +696,15 @@ static int near_cmp(const void *x, const void *y) {
     return c;
   if (a->api != b->api)
     return a->api < b->api ? -1 : 1;
+  if (a->variant != b->variant)
+    return a->variant < b->variant ? -1 : 1;
   if (a->key != b->key)
     return a->key < b->key ? -1 : 1;
   return a->entry < b->entry ? -1 : a->entry > b->entry;
 }
 
 static int same_group(const near_item *a, const near_item *b) {
-  return a->api == b->api && strcmp(a->type, b->type) == 0;
+  return a->api == b->api && a->variant == b->variant && strcmp(a->type, b->type) == 0;
 }
 
 /* The items, sorted, into *out (*n of them, in *ngroups groups). */
@@ -709,10 +715,20 @@ static int near_items(const builder *b, near_item **out, size_t *n, size_t *ngro
   size_t k = 0;
   for (size_t i = 0; i < b->n; i++) {
     const b_entry *e = &b->e[i];
-    if (!is_protobuf_api(e->api) || e->direct || e->n == 0 || e->nfeat == 0 ||
-        (e->flags & RDB_ENTRY_FAILED))
+    if (e->direct || e->n == 0 || (e->flags & RDB_ENTRY_FAILED))
       continue;
-    t[k++] = (near_item){e->type, e->feat[ST_PBF_ENCODED_SIZE], (uint32_t)i, e->api};
+    uint64_t key, variant = 0;
+    if (is_protobuf_api(e->api) && e->nfeat > ST_PBF_ENCODED_SIZE) {
+      key = e->feat[ST_PBF_ENCODED_SIZE];
+    } else if (st_api_family(e->api) == ST_FAMILY_JPEG && e->nfeat > ST_JPF_SCALE_DENOM &&
+               !(e->flags & RDB_ENTRY_NO_RESPONSE)) {
+      key = e->feat[ST_JPF_WIDTH] * e->feat[ST_JPF_HEIGHT];
+      variant = rdb_near_variant(e->feat[ST_JPF_SCALE_NUM], e->feat[ST_JPF_SCALE_DENOM],
+                                 e->feat[ST_JPF_RESTART]);
+    } else {
+      continue;
+    }
+    t[k++] = (near_item){e->type, key, variant, (uint32_t)i, e->api};
   }
   if (k > 1)
     qsort(t, k, sizeof *t, near_cmp);
@@ -736,7 +752,8 @@ static void near_write(uint8_t *m, const rdb_entry *ents, const near_item *t, si
       g[ng++] = (rdb_near_group){.name_hash = rdb_name_hash(t[i].type),
                                  .name_off = ents[t[i].entry].type_off,
                                  .api = t[i].api,
-                                 .first = i};
+                                 .first = i,
+                                 .variant = t[i].variant};
     g[ng - 1].n++;
     it[i] = (rdb_near){.key = t[i].key, .entry = t[i].entry};
   }

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 9
+#define RDB_VERSION 10
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -231,24 +231,46 @@ typedef struct {
   uint32_t unsup;     /* bit (1 << api) of kept: for RDB_SW_UNSUPPORTED */
 } rdb_class;
 
-/* --on-miss nearest. A protobuf call that is not in the recording still
- * runs the real library (its response is the real one), but its time comes
- * from the recorded calls of the same API and message type nearest in size
- * (rdb_near.key: the encoded size, the request's for unpack, the
- * response's for the others): the service, link and accelerator their
- * samples were given, interpolated by size (rp.c nearest), queued on the
- * shared timeline as any other.
- * Items are sorted by (group, key); a group is one API and type. */
+/* --on-miss nearest. A call that is not in the recording still runs the
+ * real library (its response is the real one), but its time comes from the
+ * recorded calls of the same API and type nearest in size (rdb_near.key:
+ * a protobuf message's encoded size, the request's for unpack, the
+ * response's for the others; a JPEG image's width times height): the
+ * service, link and accelerator their samples were given, interpolated by
+ * size (rp.c nearest), queued on the shared timeline as any other.
+ * Items are sorted by (group, key); a group is one API, type and variant:
+ * 0 for protobuf; for JPEG, what besides its class a model decides whether
+ * it serves a decode by (rdb_near_variant). */
 typedef struct {
   uint64_t name_hash; /* rdb_name_hash of the type's full name */
   uint64_t name_off;  /* NUL-terminated full name */
   uint32_t api;
-  uint32_t n;     /* its items */
-  uint64_t first; /* index of its first item in rdb_near[] */
+  uint32_t n;       /* its items */
+  uint64_t first;   /* index of its first item in rdb_near[] */
+  uint64_t variant; /* rdb_near_variant, 0 for protobuf */
 } rdb_near_group;
 
+/* A JPEG decode's variant for --on-miss nearest: its scaling (num/den,
+ * reduced; unscaled when either is 0) and whether the image has restart
+ * markers. A decode that is not recorded is timed only from decodes of the
+ * same class and variant, so it is never given the time of one a model
+ * serves when it would not serve it itself. */
+static inline uint64_t rdb_near_variant(uint64_t num, uint64_t den, uint64_t restart) {
+  if (!num || !den || num == den)
+    num = den = 1;
+  uint64_t a = num, b = den; /* their greatest common divisor */
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  num /= a;
+  den /= a;
+  return (num & 0xffff) << 33 | (den & 0xffff) << 1 | (restart != 0);
+}
+
 typedef struct {
-  uint64_t key;   /* encoded size */
+  uint64_t key;   /* size: encoded bytes, or pixels */
   uint32_t entry; /* index into the entries */
   uint32_t pad;
 } rdb_near;

@@ -86,6 +86,8 @@ typedef struct {
   int miss; /* RDB_FB_* + 1 of a miss to report at the end, 0 = none */
   void *miss_caller;
   const char *type;
+  uint64_t pixels;  /* the image's, for --on-miss nearest */
+  uint64_t variant; /* rdb_near_variant, likewise */
   int count_sw;     /* report its time as software at the end */
   uint64_t sw_from; /* busy_ns when the real library took over */
 } rep_dec;
@@ -98,16 +100,43 @@ static void free_dec(jpg_obj *o) {
   shim_free(x);
 }
 
-/* The decode ends (finish, abort, destroy, error). A miss is reported only
- * now: a decode may turn out to be one an accelerator would not serve
- * (skip, crop) after it was looked up, and the recording kept no response
- * for those on purpose. Then the time of the real library is reported. */
-static void account(jpg_obj *o) {
+/* --on-miss nearest, at the end of a decode that was not recorded: the
+ * real library decoded it, over the program's calls; it is timed from the
+ * recorded decodes of its class nearest in pixels, from its first call
+ * with the program's time between calls left out (as a served decode's
+ * deadline is), the real library's time being harness time inside that
+ * window. Spins in the call that ends the decode. */
+static void near_done(jpg_obj *o, rep_dec *x, int reason) {
+  uint64_t now = rp_now();
+  uint64_t busy = o->busy_ns + (o->in_call ? now - o->t_in : 0);
+  uint64_t t0 = now > busy ? now - busy : 0;
+  uint64_t before_real = x->sw_from < busy ? x->sw_from : busy;
+  /* like a decode that runs in software, its time before the real library
+   * took over (the header, the drain) is not counted apart */
+  rp_near_done(t0, t0 + before_real, ST_API_JPEG_DECODE, x->type, x->variant, x->pixels, reason,
+               0);
+}
+
+/* The decode ends (finish, abort, destroy: ok; or an error). A miss is
+ * reported only now: a decode may turn out to be one an accelerator would
+ * not serve (skip, crop) after it was looked up, and the recording kept no
+ * response for those on purpose. Then the time of the real library is
+ * reported. Under --on-miss nearest a decode that was not recorded and
+ * ended well is timed as its nearest recorded ones instead. */
+static void account(jpg_obj *o, int ok) {
   rep_dec *x = o->ext;
   if (!x)
     return;
-  if (x->miss && !x->pass)
-    rp_miss(x->miss - 1, ST_API_JPEG_DECODE, x->type, x->miss_caller);
+  if (x->miss && !x->pass) {
+    int reason = x->miss - 1;
+    x->miss = 0;
+    if (!ok || reason != RDB_FB_NOT_IN_TRACE) {
+      rp_miss(reason, ST_API_JPEG_DECODE, x->type, x->miss_caller);
+    } else if (rp_miss_near(reason, ST_API_JPEG_DECODE, x->type, x->miss_caller)) {
+      near_done(o, x, reason);
+      x->count_sw = 0; /* reported by rp_near_done */
+    }
+  }
   x->miss = 0;
   if (x->count_sw && o->busy_ns > x->sw_from)
     rp_software_done(o->busy_ns - x->sw_from);
@@ -117,7 +146,7 @@ static void account(jpg_obj *o) {
 static void on_error(jpg_obj *o, int stale) {
   if (o->in_call && !stale)
     o->busy_ns += rp_now() - o->t_in;
-  account(o);
+  account(o, 0);
 }
 
 __attribute__((constructor)) static void rep_jpeg_init(void) {
@@ -139,7 +168,7 @@ static void end_decode(jpg_obj *o) {
    * (abandoned), which is why it was not found. */
   if (x && x->state == R_REAL && o->cinfo->output_scanline < o->cinfo->output_height)
     x->pass = 1;
-  account(o);
+  account(o, 1);
   jpg_decode_end(o);
 }
 
@@ -284,7 +313,7 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
   if (d == JPG_DRAIN_ERROR)
     x->par.options |= JPG_OPT_SOURCE_ERROR;
   size_t len;
-  jpg_probe pr;
+  jpg_probe pr = {0};
   uint8_t *req = jpg_request_finish(o, &x->par, x->cmap_in, &x->scan, &len, &pr);
   x->scan_on = 0;
   const char *type = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
@@ -309,6 +338,8 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     x->miss = reason + 1;
     x->miss_caller = caller;
     x->type = type;
+    x->pixels = (uint64_t)o->cinfo->image_width * o->cinfo->image_height;
+    x->variant = rdb_near_variant(x->par.scale_num, x->par.scale_denom, pr.restart);
     go_real(o, x, 1);
     return ID_REAL;
   }
@@ -793,11 +824,16 @@ static int tj_replay(const tj_req *q, tj_real_fn real, tj_dest_fn dest, void *ar
     }
   }
   int served = e ? rp_begin(&tk, e, t0) : 0;
+  const char *type = NULL;
+  int near = 0; /* --on-miss nearest times it, if it decodes */
+  jpg_probe pr = {0};
   if (!e) {
-    jpg_probe pr;
     jpg_probe_header(q->jpeg, q->size, &pr);
-    rp_miss(reason, ST_API_TJ_DECODE, jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v)),
-            q->caller);
+    type = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
+    if (reason == RDB_FB_NOT_IN_TRACE)
+      near = rp_miss_near(reason, ST_API_TJ_DECODE, type, q->caller);
+    else
+      rp_miss(reason, ST_API_TJ_DECODE, type, q->caller);
   }
   if (served && !(e->flags & RDB_ENTRY_FAILED)) {
     uint64_t to_memory = jpg_tj_unpack_placed(&L, resp, &d, tk.s->out_cold);
@@ -807,8 +843,20 @@ static int tj_replay(const tj_req *q, tj_real_fn real, tj_dest_fn dest, void *ar
   } else { /* not recorded, failed when recorded, or kept in software */
     uint64_t s = rp_now();
     ret = real(args);
-    if (!served)
-      rp_software_done(rp_now() - s);
+    if (near && ret == 0) {
+      jpg_tj_layout M; /* the scaling TurboJPEG chose */
+      int scaled = jpg_tj_layout_of(q->jpeg, q->size, q->par.entry, q->width, q->height,
+                                    q->pixfmt, &M) == 0;
+      uint64_t variant = rdb_near_variant(scaled ? (uint64_t)M.scale_num : 1,
+                                          scaled ? (uint64_t)M.scale_denom : 1, pr.restart);
+      rp_near_done(t0, s, ST_API_TJ_DECODE, type, variant, (uint64_t)pr.width * pr.height, reason,
+                   0);
+    } else {
+      if (near) /* it failed: its time is a failure's, not a decode's */
+        rp_miss(reason, ST_API_TJ_DECODE, type, q->caller);
+      if (!served)
+        rp_software_done(rp_now() - s);
+    }
   }
   if (served)
     rp_finish(&tk);

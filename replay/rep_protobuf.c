@@ -66,7 +66,7 @@ static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *
       rp_unhidden(s_ - t0, (api));                                                                 \
     r = call;                                                                                      \
     if (near_)                                                                                     \
-      rp_near_done(t0, s_, (api), (type), (key), (why));                                           \
+      rp_near_done(t0, s_, (api), (type), 0, (key), (why), 1);                                     \
     else                                                                                           \
       rp_software_done(rp_now() - s_);                                                             \
   } while (0)

@@ -859,20 +859,22 @@ int rp_miss_near(int reason, int api, const char *type, void *caller) {
 static SHIM_TLS struct {
   const char *type;
   int api;
+  uint64_t variant;
   const rdb_near_group *g; /* NULL: none */
 } near_cache[NEAR_CACHE];
 static SHIM_TLS uint32_t near_turn; /* spreads misses over equally near calls */
 
-static const rdb_near_group *near_group(int api, const char *type) {
-  unsigned k = (unsigned)(((uintptr_t)type >> 4) + (unsigned)api) % NEAR_CACHE;
-  if (near_cache[k].type == type && near_cache[k].api == api)
+static const rdb_near_group *near_group(int api, const char *type, uint64_t variant) {
+  unsigned k = (unsigned)(((uintptr_t)type >> 4) + (unsigned)api + (unsigned)variant) % NEAR_CACHE;
+  if (near_cache[k].type == type && near_cache[k].api == api && near_cache[k].variant == variant)
     return near_cache[k].g;
   const rdb_near_group *groups = (const rdb_near_group *)(db + hdr->near_groups_off);
   const rdb_near_group *found = NULL;
   uint64_t h = rdb_name_hash(type);
   size_t len = strlen(type);
   for (uint64_t i = 0; i < hdr->nnear_groups && !found; i++) {
-    if (groups[i].name_hash != h || groups[i].api != (uint32_t)api)
+    if (groups[i].name_hash != h || groups[i].api != (uint32_t)api ||
+        groups[i].variant != variant)
       continue;
     if (stored_name_is(groups[i].name_off, type, len) && groups[i].first <= hdr->nnear &&
         groups[i].n <= hdr->nnear - groups[i].first && groups[i].n > 0)
@@ -880,6 +882,7 @@ static const rdb_near_group *near_group(int api, const char *type) {
   }
   near_cache[k].type = type;
   near_cache[k].api = api;
+  near_cache[k].variant = variant;
   near_cache[k].g = found;
   return found;
 }
@@ -921,18 +924,18 @@ static uint64_t lerp(uint64_t x, uint64_t y, uint64_t num, uint64_t den) {
   return (uint64_t)((__int128)x + d);
 }
 
-/* The sample a miss of api and type, key bytes in size, is timed with,
+/* The sample a miss of api, type and variant, of size key, is timed with,
  * into *out (*ep: the entry of the recorded call nearest in size, whose
- * key goes to *near_key); 0 when nothing of that API and type was
+ * key goes to *near_key); 0 when nothing of that API, type and variant was
  * recorded. Between two recorded sizes served the same way (the same
  * accelerator, or both in software), service, link and recorded times are
  * interpolated by size; above the largest recorded size, the largest
  * call's service and recorded times grow in proportion to the size (its
  * link time as it is); below the smallest, or between calls served
  * differently, the nearest call's sample is taken as it is. */
-static int nearest(int api, const char *type, uint64_t key, rdb_sample *out, const rdb_entry **ep,
-                   uint64_t *near_key) {
-  const rdb_near_group *g = near_group(api, type);
+static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rdb_sample *out,
+                   const rdb_entry **ep, uint64_t *near_key) {
+  const rdb_near_group *g = near_group(api, type, variant);
   if (!g)
     return 0;
   const rdb_near *it = (const rdb_near *)(db + hdr->near_off) + g->first;
@@ -976,24 +979,27 @@ static int nearest(int api, const char *type, uint64_t key, rdb_sample *out, con
   return 1;
 }
 
-void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t key, int reason) {
+void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t variant,
+                  uint64_t key, int reason, int unhide) {
   const rdb_entry *e = NULL;
   uint64_t nk = 0;
   rdb_sample smp;
-  int found = db && nearest(api, type ? type : "", key, &smp, &e, &nk);
+  int found = db && nearest(api, type ? type : "", variant, key, &smp, &e, &nk);
   uint64_t now = rp_now();
   if (!found) { /* nothing of this API and type was recorded: a fallback */
     ADD(RDB_C_INTERCEPTED, 1);
     ADD(RDB_C_FALLBACK, 1);
     ADD(RDB_C_FB0 + (reason >= 0 && reason < RDB_FB_NREASONS ? reason : 0), 1);
-    rp_unhidden(s - t0, api);
+    if (unhide)
+      rp_unhidden(s - t0, api);
     rp_software_done(now - s);
     return;
   }
   ADD(RDB_C_INTERCEPTED, 1);
   rp_ticket tk;
   if (!begin_sample(&tk, e, &smp, t0)) { /* the nearest call stays in software */
-    rp_unhidden(s - t0, api);
+    if (unhide)
+      rp_unhidden(s - t0, api);
     rp_software_done(now - s);
     return;
   }

@@ -85,7 +85,8 @@ void rp_software_done(uint64_t ns);
  * real call. `caller` is the hook's return address. */
 void rp_miss(int reason, int api, const char *type, void *caller);
 
-/* rp_miss for a protobuf call, which --on-miss nearest can time: returns 1
+/* rp_miss for a call --on-miss nearest can time (protobuf, or a JPEG
+ * decode not in the recording): returns 1
  * (and counts nothing yet) under that policy, when the hook must run the
  * real call and then report with rp_near_done; otherwise as rp_miss, and
  * returns 0. */
@@ -93,11 +94,16 @@ int rp_miss_near(int reason, int api, const char *type, void *caller);
 
 /* A miss under --on-miss nearest whose real call started at s (the hook's
  * entry was t0) and has returned: time it from the recorded calls of the
- * same API and type (full name) whose encoded sizes are nearest to key
- * (interpolated: rp.c nearest), spinning to the deadline that gives from
- * t0 (the real call's time is harness time inside that window). With no
- * recorded call of that API and type, it is a fallback of `reason`. */
-void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t key, int reason);
+ * same API, type (full name) and variant (rdb_near_variant; 0 for
+ * protobuf) whose sizes (encoded bytes; a JPEG's pixels) are nearest to
+ * key (interpolated: rp.c nearest), spinning to the deadline that gives
+ * from t0 (the real call's time is harness time inside that window). With
+ * no recorded call of that API, type and variant, it is a fallback of
+ * `reason`; when that call, or the one it takes the time of, runs in
+ * software, unhide says whether t0..s counts as harness time no window
+ * hides (rp_unhidden), as the hook's own misses count it. */
+void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t variant,
+                  uint64_t key, int reason, int unhide);
 
 /* This process's memo for materialising e's image, or NULL when images
  * must be checked on every use (pb_walk.h, pbw_image_materialise_memo). */

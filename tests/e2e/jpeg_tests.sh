@@ -248,13 +248,62 @@ t209_jpeg_miss_falls_back_or_aborts() {
   expect_eq "tj fallback" 6 "$(json s2.json calls_fallback)"
   # none of a few calls was recorded: said, however few
   grep -q "6 of 6 calls were not in the recording" err || fail "$(cat err)"
-  ! grep -q "on-miss nearest" err || fail "protobuf's policy suggested for JPEG: $(cat err)"
+  grep -q "If it decodes other images, --on-miss nearest times its decodes" err || fail "$(cat err)"
+  ! grep -q "protobuf calls" err || fail "protobuf's hint given for JPEG: $(cat err)"
   set +e
   "$STANDIN" replay -t rec --on-miss abort -- "$JD" $(files s_prog_444_r0) >/dev/null 2>err
   rc=$?
   set -e
   [ "$rc" -ne 0 ] || fail "exit status 0"
   grep -q "replay miss in jpeg.decode for progressive 4:4:4" err || fail "message: $(cat err)"
+}
+
+# --on-miss nearest times a decode that was not recorded as the recorded
+# decodes of its class nearest in pixels: 800x450 between 320x240 and
+# 1920x1080, interpolated; the same images with another DCT as the ones
+# recorded. A class never recorded, or a call that fails, falls back, and
+# so does a scaling never recorded (a model may serve unscaled decodes
+# only); the same scaling written otherwise (4/8, 1/2) is the same.
+t217_jpeg_miss_timed_as_the_nearest_recorded_decodes() {
+  corpus
+  "$STANDIN" record -o rec -- "$JD" $(files c_base_420 l_base_420) >/dev/null
+  "$JD" -dct float $(files c_base_420 m_base_420 l_base_420 s_prog_444_r0) >nat.out
+  "$STANDIN" replay -t rec --on-miss nearest --summary s.json \
+    -- "$JD" -dct float $(files c_base_420 m_base_420 l_base_420 s_prog_444_r0) >rep.out 2>err
+  cmp nat.out rep.out
+  grep -q "3 calls not in the recording ran for real, timed from" err || fail "$(cat err)"
+  "$STANDIN" dump rec --format json >d.json
+  python3 - s.json d.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+rec = {(r["features"]["width"], r["features"]["height"]): r["latency_ns"]
+       for r in map(json.loads, open(sys.argv[2]))}
+lo, hi = rec[(320, 240)], rec[(1920, 1080)]
+num, den = 800 * 450 - 320 * 240, 1920 * 1080 - 320 * 240
+mid = lo + int((hi - lo) * num / den) if hi >= lo else lo - int((lo - hi) * num / den)
+assert s["calls_approximated"] == 3 and s["calls_replayed"] == 0, s
+assert s["calls_fallback"] == 1 and s["fallback_reasons"]["not_in_trace"] == 1, s
+assert abs(s["predicted_ns"] - (lo + mid + hi)) <= 1, (s["predicted_ns"], lo, mid, hi)
+PY
+  "$JD" -scale 1/2 $(files m_base_420) >half.out
+  "$STANDIN" replay -t rec --on-miss nearest --summary h.json -- "$JD" -scale 1/2 \
+    $(files m_base_420) >rep-half.out
+  cmp half.out rep-half.out
+  expect_eq "scaled, approximated" 0 "$(json h.json calls_approximated)"
+  expect_eq "scaled, fallback" 1 "$(json h.json calls_fallback)"
+  "$STANDIN" record -o rhalf -- "$JD" -scale 4/8 $(files c_base_420) >/dev/null
+  "$STANDIN" replay -t rhalf --on-miss nearest --summary h2.json -- "$JD" -scale 1/2 \
+    $(files m_base_420) >rep-half2.out
+  cmp half.out rep-half2.out
+  expect_eq "scaled as recorded, approximated" 1 "$(json h2.json calls_approximated)"
+  # TurboJPEG: five decodes of a picture not recorded are timed, the one
+  # that fails (a scale the library refuses) falls back
+  "$STANDIN" record -o rtj -- "$JT" $(files c_base_420 l_base_420) >/dev/null
+  "$JT" $(files m_base_420) >tnat.out
+  "$STANDIN" replay -t rtj --on-miss nearest --summary t.json -- "$JT" $(files m_base_420) >trep.out
+  cmp tnat.out trep.out
+  expect_eq "tj approximated" 5 "$(json t.json calls_approximated)"
+  expect_eq "tj fallback" 1 "$(json t.json calls_fallback)"
 }
 
 t210_jpeg_several_images_per_object_and_abbreviated_streams() {
