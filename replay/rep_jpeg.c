@@ -117,6 +117,15 @@ static void near_done(jpg_obj *o, rep_dec *x, int reason) {
                0);
 }
 
+/* A decode's miss of `reason`: counted at once, or, when --on-miss nearest
+ * may time it (a request not recorded), 1 and counted by rp_near_done. */
+static int miss_or_near(int reason, int api, const char *type, void *caller) {
+  if (reason == RDB_FB_NOT_IN_TRACE)
+    return rp_miss_near(reason, api, type, caller);
+  rp_miss(reason, api, type, caller);
+  return 0;
+}
+
 /* The decode ends (finish, abort, destroy: ok; or an error). A miss is
  * reported only now: a decode may turn out to be one an accelerator would
  * not serve (skip, crop) after it was looked up, and the recording kept no
@@ -130,9 +139,9 @@ static void account(jpg_obj *o, int ok) {
   if (x->miss && !x->pass) {
     int reason = x->miss - 1;
     x->miss = 0;
-    if (!ok || reason != RDB_FB_NOT_IN_TRACE) {
+    if (!ok) {
       rp_miss(reason, ST_API_JPEG_DECODE, x->type, x->miss_caller);
-    } else if (rp_miss_near(reason, ST_API_JPEG_DECODE, x->type, x->miss_caller)) {
+    } else if (miss_or_near(reason, ST_API_JPEG_DECODE, x->type, x->miss_caller)) {
       near_done(o, x, reason);
       x->count_sw = 0; /* reported by rp_near_done */
     }
@@ -830,10 +839,7 @@ static int tj_replay(const tj_req *q, tj_real_fn real, tj_dest_fn dest, void *ar
   if (!e) {
     jpg_probe_header(q->jpeg, q->size, &pr);
     type = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
-    if (reason == RDB_FB_NOT_IN_TRACE)
-      near = rp_miss_near(reason, ST_API_TJ_DECODE, type, q->caller);
-    else
-      rp_miss(reason, ST_API_TJ_DECODE, type, q->caller);
+    near = miss_or_near(reason, ST_API_TJ_DECODE, type, q->caller);
   }
   if (served && !(e->flags & RDB_ENTRY_FAILED)) {
     uint64_t to_memory = jpg_tj_unpack_placed(&L, resp, &d, tk.s->out_cold);
@@ -844,11 +850,11 @@ static int tj_replay(const tj_req *q, tj_real_fn real, tj_dest_fn dest, void *ar
     uint64_t s = rp_now();
     ret = real(args);
     if (near && ret == 0) {
-      jpg_tj_layout M; /* the scaling TurboJPEG chose */
-      int scaled = jpg_tj_layout_of(q->jpeg, q->size, q->par.entry, q->width, q->height,
-                                    q->pixfmt, &M) == 0;
-      uint64_t variant = rdb_near_variant(scaled ? (uint64_t)M.scale_num : 1,
-                                          scaled ? (uint64_t)M.scale_denom : 1, pr.restart);
+      jpg_tj_layout lay; /* the scaling TurboJPEG chose */
+      int known = jpg_tj_layout_of(q->jpeg, q->size, q->par.entry, q->width, q->height,
+                                   q->pixfmt, &lay) == 0;
+      uint64_t variant = rdb_near_variant(known ? (uint64_t)lay.scale_num : 1,
+                                          known ? (uint64_t)lay.scale_denom : 1, pr.restart);
       rp_near_done(t0, s, ST_API_TJ_DECODE, type, variant, (uint64_t)pr.width * pr.height, reason,
                    0);
     } else {
