@@ -734,7 +734,13 @@ int cli_retime(const char *dir, const char *const *tdirs, unsigned npass, int pi
       ncalls[i]++;
       if (c->thread >= nth) {
         uint32_t m = c->thread + 16;
-        if (c->thread >= (1u << 20) || !(h = realloc(h, m * 8)) || !(n = realloc(n, m * 8))) {
+        uint64_t *nh = c->thread < (1u << 20) ? realloc(h, m * 8) : NULL;
+        if (nh)
+          h = nh;
+        uint64_t *nn = nh ? realloc(n, m * 8) : NULL;
+        if (nn)
+          n = nn;
+        if (!nn) {
           ncalls[i] = 0; /* cannot be paired by content; by rank it still can */
           break;
         }
