@@ -491,6 +491,13 @@ void plan_reset(const plan *p) {
       if_model_reset(p->accel[i].model);
 }
 
+int plan_stateful(const plan *p) {
+  for (int i = 0; i < p->naccel; i++)
+    if (p->accel[i].model && if_model_stateful(p->accel[i].model))
+      return 1;
+  return 0;
+}
+
 void plan_evaluate(const plan *p, const standin_request *r, const st_site *site, uint64_t size,
                    uint64_t resp_bytes, plan_decision *d) {
   plan_decide(p, plan_match(p, (int)r->api, r->type, site, size), r, resp_bytes, d);

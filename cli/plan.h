@@ -108,6 +108,8 @@ void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t res
 /* Before a pass over a recording: models that tell a request's occurrences
  * apart (table) count them from the first again. */
 void plan_reset(const plan *p);
+/* Whether any of the plan's models is stateful (if_model_stateful). */
+int plan_stateful(const plan *p);
 
 /* plan_match on (r->api, r->type, site, size), then plan_decide. */
 void plan_evaluate(const plan *p, const standin_request *r, const st_site *site, uint64_t size,

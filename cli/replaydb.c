@@ -50,6 +50,10 @@ typedef struct {
   b_sample *s;
   uint32_t n, cap;
   int direct; /* its type and API are kept whole in software (rdb_class) */
+  /* JPEG: some call's decision changed with its restart markers toggled
+   * (restart_probe), so it may not stand in for decodes of the other
+   * restart variant under --on-miss nearest */
+  uint8_t restart_bound;
 } b_entry;
 
 /* Descriptors rebuilt from a recorded schema, keyed by the schema's hash
@@ -71,6 +75,7 @@ typedef struct {
   b_descset *ds;
   size_t nds;
   const plan *plan;
+  int probe_restart; /* the plan's models may be asked again (plan_stateful) */
   /* accel[i]'s model predicts from the recorded latency (software, scale) */
   uint8_t as_recorded[PLAN_MAX_ACCEL];
   uint64_t file_as_recorded_calls, file_as_recorded_ns; /* in the file being read */
@@ -335,11 +340,42 @@ static void count_why(builder *b, int accel, const char *why) {
   o->why[o->nwhy++] = (struct rdb_why){accel, why, 1};
 }
 
+static int same_decision(const plan_decision *x, const plan_decision *y) {
+  return x->outcome == y->outcome && x->accel == y->accel && x->service_ns == y->service_ns &&
+         x->link_in_ns == y->link_in_ns && x->link_out_ns == y->link_out_ns &&
+         x->out_cold == y->out_cold;
+}
+
+/* Whether the plan decides a JPEG decode as it decided it (d) with the
+ * image's restart markers toggled: none for an image that has them; for
+ * one that has none, an interval of 1 MCU and of 65535 (the largest a DRI
+ * marker holds). If so, under --on-miss nearest the decode may stand in
+ * for a decode of the other restart variant (rdb_near_variant). */
+static int restart_blind(const builder *b, const standin_request *r, const st_site *site,
+                         uint64_t size, uint64_t resp_bytes, const plan_decision *d) {
+  if (r->nfeat <= ST_JPF_RESTART || r->nfeat > ST_MAX_FEAT)
+    return 0;
+  uint64_t feat[ST_MAX_FEAT];
+  memcpy(feat, r->feat, r->nfeat * sizeof *feat);
+  standin_request q = *r;
+  q.feat = feat;
+  static const uint64_t none[] = {0}, some[] = {1, 65535};
+  const uint64_t *probe = r->feat[ST_JPF_RESTART] ? none : some;
+  size_t n = r->feat[ST_JPF_RESTART] ? 1 : 2;
+  for (size_t i = 0; i < n; i++) {
+    feat[ST_JPF_RESTART] = probe[i];
+    plan_decision p;
+    plan_evaluate(b->plan, &q, site, size, resp_bytes, &p);
+    if (!same_decision(&p, d))
+      return 0;
+  }
+  return 1;
+}
+
 /* Decide one recorded call (plan_evaluate): which accelerator, its
  * predicted service time and link cost, or why it stays in software. The
  * model sees the entry's saved bytes. */
-static void evaluate(builder *b, scan_file *f, const b_entry *e, const st_call *c,
-                     rdb_sample *out) {
+static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, rdb_sample *out) {
   memset(out, 0, sizeof *out);
   out->recorded_ns = c->latency_ns;
   out->accel = -1;
@@ -360,6 +396,9 @@ static void evaluate(builder *b, scan_file *f, const b_entry *e, const st_call *
     out->sw_reason = RDB_SW_UNSUPPORTED;
     count_why(b, d.accel, d.why);
   }
+  if (st_api_family(e->api) == ST_FAMILY_JPEG && !e->restart_bound &&
+      (!b->probe_restart || !restart_blind(b, &r, site, size, c->resp_len, &d)))
+    e->restart_bound = 1;
   if (d.outcome != PLAN_OFFLOAD)
     return;
   out->accel = d.accel;
@@ -709,7 +748,8 @@ static int same_group(const near_item *a, const near_item *b) {
 
 /* The items, sorted, into *out (*n of them, in *ngroups groups). */
 static int near_items(const builder *b, near_item **out, size_t *n, size_t *ngroups) {
-  near_item *t = malloc((b->n ? b->n : 1) * sizeof *t);
+  /* a JPEG entry may be in two groups (restart_bound) */
+  near_item *t = malloc((b->n ? b->n * 2 : 1) * sizeof *t);
   if (!t)
     return -1;
   size_t k = 0;
@@ -718,6 +758,7 @@ static int near_items(const builder *b, near_item **out, size_t *n, size_t *ngro
     if (e->direct || e->n == 0 || (e->flags & RDB_ENTRY_FAILED))
       continue;
     uint64_t key, variant = 0;
+    int both = 0; /* in both restart variants */
     if (is_protobuf_api(e->api) && e->nfeat > ST_PBF_ENCODED_SIZE) {
       key = e->feat[ST_PBF_ENCODED_SIZE];
     } else if (st_api_family(e->api) == ST_FAMILY_JPEG && e->nfeat > ST_JPF_SCALE_DENOM &&
@@ -725,10 +766,13 @@ static int near_items(const builder *b, near_item **out, size_t *n, size_t *ngro
       key = e->feat[ST_JPF_WIDTH] * e->feat[ST_JPF_HEIGHT];
       variant = rdb_near_variant(e->feat[ST_JPF_SCALE_NUM], e->feat[ST_JPF_SCALE_DENOM],
                                  e->feat[ST_JPF_RESTART]);
+      both = !e->restart_bound;
     } else {
       continue;
     }
     t[k++] = (near_item){e->type, key, variant, (uint32_t)i, e->api};
+    if (both)
+      t[k++] = (near_item){e->type, key, variant ^ 1, (uint32_t)i, e->api};
   }
   if (k > 1)
     qsort(t, k, sizeof *t, near_cmp);
@@ -987,6 +1031,7 @@ static int scan_dir(const char *dir, builder *b) {
 int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, int unpack_pieces,
               rdb_built *out) {
   builder b = {.plan = p, .out = out};
+  b.probe_restart = on_miss == RDB_MISS_NEAREST && !plan_stateful(p);
   for (int i = 0; i < p->naccel && i < PLAN_MAX_ACCEL; i++) {
     const char *name = if_model_name(p->accel[i].model);
     b.as_recorded[i] = name && (!strcmp(name, "software") || !strcmp(name, "scale"));

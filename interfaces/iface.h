@@ -31,6 +31,10 @@ const char *if_model_why(void);
 /* A new pass over a recording begins: a model that tells occurrences of a
  * request apart (table) counts them from the first again. */
 void if_model_reset(if_model *m);
+/* Whether a prediction changes the model's state (table counts each
+ * request's occurrences): a prediction made only to compare answers
+ * (replaydb's restart probe) must not be asked of such a model. */
+int if_model_stateful(const if_model *m);
 
 /* Where the model's implementation leaves a response: of its cache lines,
  * per mille, how many outside the caches. software and scale: as recorded

@@ -202,6 +202,10 @@ void if_model_reset(if_model *m) {
     ifb_table_reset(m->inst);
 }
 
+int if_model_stateful(const if_model *m) {
+  return m->iface == &ifb_table;
+}
+
 int if_model_out_cold(const if_model *m, const standin_request *r) {
   if (m->iface == &ifb_table)
     return ifb_table_out_cold(m->inst, r);

@@ -306,6 +306,36 @@ PY
   expect_eq "tj fallback" 1 "$(json t.json calls_fallback)"
 }
 
+# --on-miss nearest groups decodes by restart markers only where the model
+# tells them apart: software times an image with markers from recorded ones
+# without (and back); jpeg-core, which refuses markers, does not.
+t218_jpeg_nearest_across_restart_markers_only_where_the_model_allows() {
+  corpus
+  "$STANDIN" record -o rec -- "$JD" $(files c_base_420 l_base_420) >/dev/null
+  "$JD" $(files s_base_420_r1) >nat.out
+  for m in software jpeg-core; do
+    "$STANDIN" replay -t rec --iface "$m" --on-miss nearest --summary "$m.json" \
+      -- "$JD" $(files s_base_420_r1) >"rep-$m.out" 2>"err-$m"
+    cmp nat.out "rep-$m.out" || fail "$m: output differs"
+  done
+  expect_eq "software, approximated" 1 "$(json software.json calls_approximated)"
+  expect_eq "software, fallback" 0 "$(json software.json calls_fallback)"
+  expect_eq "jpeg-core, approximated" 0 "$(json jpeg-core.json calls_approximated)"
+  expect_eq "jpeg-core, fallback" 1 "$(json jpeg-core.json calls_fallback)"
+  # the other way: recorded with markers, replayed without
+  "$STANDIN" record -o rec1 -- "$JD" $(files s_base_420_r1) >/dev/null
+  "$JD" $(files m_base_420) >nat1.out
+  "$STANDIN" replay -t rec1 --on-miss nearest --summary s1.json -- "$JD" $(files m_base_420) \
+    >rep1.out 2>err1
+  cmp nat1.out rep1.out
+  expect_eq "software, from markers, approximated" 1 "$(json s1.json calls_approximated)"
+  # a model that counts occurrences (table) is not asked twice: no stand-in
+  "$STANDIN" replay -t rec --iface table:trace=rec --on-miss nearest --summary tb.json \
+    -- "$JD" $(files s_base_420_r1) >rep-tb.out 2>err-tb
+  cmp nat.out rep-tb.out
+  expect_eq "table, approximated" 0 "$(json tb.json calls_approximated)"
+}
+
 t210_jpeg_several_images_per_object_and_abbreviated_streams() {
   corpus
   fs=$(files $SMALL)
