@@ -918,10 +918,31 @@ static const rdb_sample *run_sample(const rdb_near *it, uint64_t lo, uint64_t hi
   return &samples[(turn / (hi - lo)) % e->nsamples];
 }
 
-/* x + (y - x) * num / den, den > 0 */
+/* x + (y - x) * num / den, den > 0, kept within 0 .. UINT64_MAX (the
+ * sizes and times come from the recording: no product may overflow) */
 static uint64_t lerp(uint64_t x, uint64_t y, uint64_t num, uint64_t den) {
-  __int128 d = ((__int128)y - (__int128)x) * (__int128)num / (__int128)den;
-  return (uint64_t)((__int128)x + d);
+  unsigned __int128 d = (unsigned __int128)(y > x ? y - x : x - y) * num / den;
+  if (y >= x)
+    return d > UINT64_MAX - x ? UINT64_MAX : x + (uint64_t)d;
+  return d > x ? 0 : x - (uint64_t)d;
+}
+
+/* Beyond the recorded sizes: the line through (kn, vn), the recorded size
+ * nearest key, and (kf, vf), the next one, at key, kept between vn as it is
+ * (none of the time grows with size) and vn in proportion to key / kn (all
+ * of it does). */
+static uint64_t extrapolate(uint64_t kn, uint64_t vn, uint64_t kf, uint64_t vf, uint64_t key) {
+  if ((kn | vn | kf | vf | key) >> 62 || kn == 0 || kn == kf)
+    return vn; /* no product below may overflow */
+  __int128 line = (__int128)vn + ((__int128)vf - (__int128)vn) * ((__int128)key - (__int128)kn) /
+                                     ((__int128)kf - (__int128)kn);
+  __int128 prop = (__int128)vn * key / kn;
+  __int128 lo = prop < vn ? prop : vn, hi = prop < vn ? vn : prop;
+  return (uint64_t)(line < lo ? lo : line > hi ? hi : line);
+}
+
+static uint32_t sat32(uint64_t v) {
+  return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
 /* The sample a miss of api, type and variant, of size key, is timed with,
@@ -929,10 +950,13 @@ static uint64_t lerp(uint64_t x, uint64_t y, uint64_t num, uint64_t den) {
  * key goes to *near_key); 0 when nothing of that API, type and variant was
  * recorded. Between two recorded sizes served the same way (the same
  * accelerator, or both in software), service, link and recorded times are
- * interpolated by size; above the largest recorded size, the largest
- * call's service and recorded times grow in proportion to the size (its
- * link time as it is); below the smallest, or between calls served
- * differently, the nearest call's sample is taken as it is. */
+ * interpolated by size. Beyond the recorded sizes, where the two nearest
+ * were served the same way, the line through them is extended, within
+ * bounds (extrapolate); where only one size was recorded (or the two were
+ * served differently), above it the call's service and recorded times grow
+ * in proportion to the size (its link time as it is), and below it its
+ * sample is taken as it is. Between calls served differently, the nearest
+ * call's sample is taken as it is. */
 static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rdb_sample *out,
                    const rdb_entry **ep, uint64_t *near_key) {
   const rdb_near_group *g = near_group(api, type, variant);
@@ -949,10 +973,28 @@ static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rd
     if (!s)
       return 0;
     *out = *s;
-    *near_key = it[at].key;
-    if (i == n && it[at].key > 0) { /* larger than any recorded: in proportion */
-      out->service_ns = lerp(0, s->service_ns, key, it[at].key);
-      out->recorded_ns = lerp(0, s->recorded_ns, key, it[at].key);
+    *near_key = k;
+    if ((i != 0 && i != n) || k == key || k == 0)
+      return 1;
+    /* beyond the ends: the next recorded size, on the same side */
+    const rdb_entry *ef = NULL;
+    const rdb_sample *f = NULL;
+    uint64_t kf = 0;
+    if (i == 0 && hi < n) {
+      kf = it[hi].key;
+      f = run_sample(it, hi, kf == UINT64_MAX ? n : near_lower(it, n, kf + 1), turn, api, &ef);
+    } else if (i == n && lo > 0) {
+      kf = it[lo - 1].key;
+      f = run_sample(it, near_lower(it, lo, kf), lo, turn, api, &ef);
+    }
+    if (f && f->accel == s->accel) {
+      out->service_ns = extrapolate(k, s->service_ns, kf, f->service_ns, key);
+      out->recorded_ns = extrapolate(k, s->recorded_ns, kf, f->recorded_ns, key);
+      out->link_in_ns = sat32(extrapolate(k, s->link_in_ns, kf, f->link_in_ns, key));
+      out->link_out_ns = sat32(extrapolate(k, s->link_out_ns, kf, f->link_out_ns, key));
+    } else if (i == n) { /* larger than any recorded: in proportion */
+      out->service_ns = lerp(0, s->service_ns, key, k);
+      out->recorded_ns = lerp(0, s->recorded_ns, key, k);
     }
     return 1;
   }

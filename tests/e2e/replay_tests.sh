@@ -203,37 +203,84 @@ PY
 
 # Which recorded calls time a miss, and how, on a recording whose latencies
 # are 10 ns a byte: between two recorded sizes (runs of equal sizes
-# included) and above the largest, the time is interpolated or scaled, so a
-# miss of S bytes is given 10*S exactly; below the smallest (16 B against
-# 20) it takes the smallest call's time as it is.
-t124_replay_nearest_interpolates_between_recorded_sizes() {
+# included) the time is interpolated, and beyond them (16 B against 20,
+# 5 KB and more against 5000) extended along the two nearest, so a miss of
+# S bytes is given 10*S exactly. Two more recordings are not linear: there
+# the extension must stay between the nearest call's time as it is and that
+# time in proportion to size (bent: below 20 B the line falls under the
+# proportional time, above 5000 B under the time as it is; steep: the
+# other way round).
+near_spec() { # FILE SIZE:LATENCY...
+  local f=$1 i=0 size lat
+  shift
   {
     echo "process 100 start=1000000000 end=2000000000"
     echo "thread 0"
     echo "type 1 standin.test.Tree"
     echo "site 1 send /app"
-    i=0
-    for size in 20 20 20 23 23 3000 3000 5000; do
-      i=$((i + 1))
+    for sl in "$@"; do
+      i=$((i + 1)) size=${sl%:*} lat=${sl#*:}
       echo "call thread=0 api=pb.pack type=1 site=1 start=$((1000000000 + i * 100000))" \
-        "lat=$((10 * size)) resp=$size size=$size"
+        "lat=$lat resp=$size size=$size"
     done
-  } >near.spec
-  "$B/progs/gentrace" -o near --spec near.spec
+  } >"$f"
+}
+t124_replay_nearest_interpolates_between_recorded_sizes() {
+  near_spec near.spec 20:200 20:200 20:200 23:230 23:230 3000:30000 3000:30000 5000:50000
+  near_spec bent.spec 20:1000 23:4000 3000:40000 5000:30000
+  near_spec steep.spec 20:1000 23:500 3000:30000 5000:60000
   "$PB" basic 20 >native.out
-  "$STANDIN" replay -t near --on-miss nearest --summary s.json -- "$PB" basic 20 >rep.out 2>err
-  cmp native.out rep.out
+  for r in near bent steep; do
+    "$B/progs/gentrace" -o $r --spec $r.spec
+    "$STANDIN" replay -t $r --on-miss nearest --summary $r.json -- "$PB" basic 20 >rep.out 2>err
+    cmp native.out rep.out
+  done
   # the packs' sizes, from a recording of the same run
   "$STANDIN" record -o rec -- "$PB" basic 20 >/dev/null
   "$STANDIN" dump rec --format json >d.json
-  python3 - s.json d.json <<'PY'
+  python3 - d.json <<'PY'
 import json, sys
-s = json.load(open(sys.argv[1]))
-sizes = [r["resp_len"] for r in map(json.loads, open(sys.argv[2])) if r["api"] == "pb.pack"]
-assert len(sizes) == 20 and min(sizes) < 20 and max(sizes) > 5000, sizes
-want = sum(200 if n < 20 else 10 * n for n in sizes)
+s, b, st = (json.load(open(f + ".json")) for f in ("near", "bent", "steep"))
+sizes = [r["resp_len"] for r in map(json.loads, open(sys.argv[1])) if r["api"] == "pb.pack"]
+assert len(sizes) == 20 and min(sizes) < 19 and max(sizes) > 5000, sizes
+assert 1 < sum(23 < n < 3000 for n in sizes), sizes
+# 10 ns a byte at every size: between recorded sizes by interpolation,
+# beyond them along the line through the two nearest (smaller than 20 bytes
+# the smallest recorded call's 200 ns had been taken as it was)
+want = sum(10 * n for n in sizes)
 assert s["calls_approximated"] == 20, s
 assert s["predicted_ns"] == want, (s["predicted_ns"], want)
+def tdiv(a, b):  # C's integer division, toward zero
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+def lerp(x, y, num, den):
+    d = abs(y - x) * num // den
+    return x + d if y >= x else max(x - d, 0)
+def beyond(kn, vn, kf, vf, n):
+    line = vn + tdiv((vf - vn) * (n - kn), kf - kn)
+    prop = vn * n // kn
+    return min(max(line, min(prop, vn)), max(prop, vn))
+def timed(pts, n):
+    ks = [k for k, _ in pts]
+    if n < ks[0]:
+        return beyond(*pts[0], *pts[1], n)
+    if n > ks[-1]:
+        return beyond(*pts[-1], *pts[-2], n)
+    for (ka, va), (kb, vb) in zip(pts, pts[1:]):
+        if ka <= n <= kb:
+            return va if n == ka else lerp(va, vb, n - ka, kb - ka)
+# beyond the ends each call is held at a bound: in proportion to size, or
+# the nearest call's time as it is
+ends = {"bent": (lambda n: 1000 * n // 20, lambda n: 30000),
+        "steep": (lambda n: 1000, lambda n: 60000 * n // 5000)}
+for name, got, pts in (("bent", b, [(20, 1000), (23, 4000), (3000, 40000), (5000, 30000)]),
+                       ("steep", st, [(20, 1000), (23, 500), (3000, 30000), (5000, 60000)])):
+    for n in sizes:
+        end = ends[name][0] if n < 20 else ends[name][1] if n > 5000 else None
+        assert end is None or timed(pts, n) == end(n), (name, n)
+    want = sum(timed(pts, n) for n in sizes)
+    assert got["calls_approximated"] == 20, (name, got)
+    assert got["predicted_ns"] == want, (name, got["predicted_ns"], want, sizes)
 PY
 }
 
