@@ -13,18 +13,31 @@ C=fuzz/corpus
 rm -rf "$C"
 mkdir -p $C/trace_reader $C/trace_cli $C/replay_db $C/plan $C/model_spec $C/schema $C/pb_image
 
-"$STANDIN" record -o "$T/basic" -- "$PB" basic 3 >/dev/null 2>&1
-"$STANDIN" record -o "$T/p3" -- "$PB" p3 2 >/dev/null 2>&1
-"$STANDIN" record -o "$T/bad" -- "$PB" bad >/dev/null 2>&1
-"$STANDIN" record -o "$T/threads" -- "$PB" threads 2 1 >/dev/null 2>&1
-"$STANDIN" record -o "$T/big" -- "$PB" basic 40 >/dev/null 2>&1
+mkdir -p "$T/pb" "$T/jpeg"
+"$STANDIN" record -o "$T/pb/basic" -- "$PB" basic 3 >/dev/null 2>&1
+"$STANDIN" record -o "$T/pb/p3" -- "$PB" p3 2 >/dev/null 2>&1
+"$STANDIN" record -o "$T/pb/bad" -- "$PB" bad >/dev/null 2>&1
+"$STANDIN" record -o "$T/pb/threads" -- "$PB" threads 2 1 >/dev/null 2>&1
+"$STANDIN" record -o "$T/pb/big" -- "$PB" basic 40 >/dev/null 2>&1
+# JPEG decodes of tiny images (a seed stays under 12 KB): baseline, with
+# restart markers, progressive, scaled; the rows kept once; TurboJPEG
+"$B/progs/jpegmkppm" 24 16 >"$T/t.ppm"
+cjpeg -quality 75 "$T/t.ppm" >"$T/b.jpg"
+cjpeg -quality 75 -restart 1 "$T/t.ppm" >"$T/r.jpg"
+cjpeg -quality 75 -progressive "$T/t.ppm" >"$T/p.jpg"
+JD="$B/progs/jpegdec"
+"$STANDIN" record -o "$T/jpeg/dec" -- "$JD" "$T/b.jpg" "$T/r.jpg" "$T/p.jpg" >/dev/null 2>&1
+"$STANDIN" record -o "$T/jpeg/scaled" -- "$JD" -scale 1/2 "$T/b.jpg" >/dev/null 2>&1
+"$STANDIN" record --keep-pixels -o "$T/jpeg/kept" -- "$JD" "$T/b.jpg" >/dev/null 2>&1
+"$STANDIN" record -o "$T/jpeg/tj" -- "$B/progs/jpegtj" "$T/b.jpg" >/dev/null 2>&1
 
 # Trace inputs: byte 0 = 0 (the file as is), or 1/3/5/7 (records wrapped
 # into a well-formed file, see fuzz_common.h): the records of each chunk,
-# taken from the recordings.
-python3 - "$T" "$C" <<'EOF'
+# taken from the recordings in FOLDER.
+trace_seeds() { # FOLDER HARNESS...
+python3 - "$C" "$@" <<'EOF'
 import os, sys, zlib, struct
-t, c = sys.argv[1], sys.argv[2]
+c, t, harnesses = sys.argv[1], sys.argv[2], sys.argv[3:]
 
 def chunks(data):
     """(type, raw payload) of each chunk of a trace file."""
@@ -57,16 +70,19 @@ for rec in sorted(os.listdir(t)):
             if index:
                 seeds.append(b"\x03" + b"\xfe\xedCK".join(data_chunks + index))
         for s in seeds:
-            for h in ("trace_reader", "trace_cli", "replay_db"):
+            for h in harnesses:
                 open(os.path.join(c, h, "%s-%s-%d" % (rec, name, n)), "wb").write(s)
             n += 1
-print("trace seeds:", n)
+print("trace seeds from %s:" % os.path.basename(t), n)
 EOF
+}
+trace_seeds "$T/pb" trace_reader trace_cli replay_db
+trace_seeds "$T/jpeg" trace_reader trace_cli replay_db
 
 # Schemas with message bytes, and replay images, from the unpack calls.
 for rec in basic p3; do
   mkdir -p "$T/seeds-$rec"
-  "$B/fuzz/seeds" "$(ls "$T/$rec"/*.trace | head -1)" "$T/seeds-$rec"
+  "$B/fuzz/seeds" "$(ls "$T/pb/$rec"/*.trace | head -1)" "$T/seeds-$rec"
   for k in schema pb_image; do
     for f in "$T/seeds-$rec/$k"/*; do cp "$f" "$C/$k/$rec-$(basename "$f")"; done
   done
