@@ -28,6 +28,7 @@ int anopt_take(anopt *o, int c, const char *arg) {
   switch (c) {
   case 'p':
   case 'i': return take_plan(o, c, arg);
+  case 't': o->trace = arg; return 1;
   case 'F':
     if (strcmp(arg, "text") && strcmp(arg, "json")) {
       cli_err("--format: '%s' is not text or json", arg);
@@ -59,7 +60,7 @@ int anopt_take(anopt *o, int c, const char *arg) {
 
 int anopt_next(anopt *o, int argc, char **argv, const struct option *lo) {
   int c, rc;
-  while ((c = getopt_long(argc, argv, "p:i:h", lo, NULL)) != -1)
+  while ((c = getopt_long(argc, argv, "p:i:t:h", lo, NULL)) != -1)
     if ((rc = anopt_take(o, c, optarg)) <= 0)
       return rc < 0 ? 0 : c;
   return -1;
@@ -77,12 +78,7 @@ int anopt_parse(anopt *o, int argc, char **argv, const char *usage) {
 }
 
 int anopt_dir(int argc, char **argv, const anopt *o, const char **dir) {
-  *dir = optind < argc ? argv[optind++] : "standin.data";
-  if (optind < argc) {
-    cli_err("%s: one directory at a time ('%s' is extra)", o->cmd, argv[optind]);
-    return -1;
-  }
-  return 0;
+  return cli_trace_dir(o->cmd, o->trace, argc, argv, dir);
 }
 
 void anopt_free(anopt *o) {

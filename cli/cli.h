@@ -30,6 +30,11 @@ typedef struct {
  * directory with no trace file is not an error: n = 0. */
 int cli_tracedir_open(cli_tracedir *td, const char *dir);
 
+/* The recording an offline command reads: `trace` (its -t/--trace DIR, as
+ * replay takes it; NULL when not given) or the one operand left at optind,
+ * else standin.data. -1 with a message naming cmd when there are two. */
+int cli_trace_dir(const char *cmd, const char *trace, int argc, char **argv, const char **dir);
+
 /* Recorded calls flagged not offloadable, counted by why: the JPEG APIs'
  * JPG_NO_* reasons (jpeg_req.h) in the first CLI_NO_SLOTS - 1 slots, any
  * other reason or API in the last. */

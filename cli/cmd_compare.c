@@ -23,6 +23,7 @@ static const char usage_text[] =
     "accelerator the measured and estimated requests and queueing. The last row is the\n"
     "median over the summaries.\n"
     "\n"
+    "  -t, --trace DIR   the recording, as for replay (or DIR)\n"
     "  -p, --plan FILE   the plan the replays used\n"
     "  -i, --iface SPEC  or its --iface options, repeated as they were given to replay\n"
     "      --format F    text (default) or json\n"
@@ -45,7 +46,8 @@ typedef struct {
 static int parse(int argc, char **argv, cmp_opts *o) {
   if (anopt_parse(&o->a, argc, argv, usage_text) != 0)
     return -1;
-  /* the recording is the one argument that is a directory */
+  /* the recording is -t DIR, or the one argument that is not a .json */
+  o->dir = o->a.trace;
   for (; optind < argc; optind++) {
     size_t n = strlen(argv[optind]);
     if (n > 5 && !strcmp(argv[optind] + n - 5, ".json")) {
@@ -56,6 +58,10 @@ static int parse(int argc, char **argv, cmp_opts *o) {
       o->files[o->nfiles++] = argv[optind];
     } else if (!o->dir) {
       o->dir = argv[optind];
+    } else if (o->a.trace) {
+      cli_err("compare: the recording is %s (-t); '%s' is not a .json summary", o->a.trace,
+              argv[optind]);
+      return -1;
     } else {
       cli_err("compare: '%s' is neither the recording nor a .json summary", argv[optind]);
       return -1;

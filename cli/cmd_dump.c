@@ -15,6 +15,7 @@ static const char usage_text[] =
     "file order (by process, then as written). JSON lines carry every field,\n"
     "features by name and the call site's frames.\n"
     "\n"
+    "  -t, --trace DIR      the recording, as for replay (or DIR)\n"
     "  -n, --limit N        stop after N calls\n"
     "      --format F       text (default) or json\n"
     "      --payload        decode the protobuf message of each call (JSON only)\n";
@@ -126,11 +127,13 @@ static int parse(int argc, char **argv, dump_opts *o, const char **dir) {
   static const struct option lo[] = {{"limit", required_argument, 0, 'n'},
                                      {"format", required_argument, 0, 'F'},
                                      {"payload", no_argument, 0, 'p'},
+                                     {"trace", required_argument, 0, 't'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
+  const char *trace = NULL;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "n:t:h", lo, NULL)) != -1) {
     char *end;
     switch (c) {
     case 'n':
@@ -148,16 +151,12 @@ static int parse(int argc, char **argv, dump_opts *o, const char **dir) {
       o->json = !strcmp(optarg, "json");
       break;
     case 'p': o->payload = 1; break;
+    case 't': trace = optarg; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     default: fputs(usage_text, stderr); return -1;
     }
   }
-  *dir = optind < argc ? argv[optind] : "standin.data";
-  if (optind + 1 < argc) {
-    cli_err("dump: one directory at a time ('%s' is extra)", argv[optind + 1]);
-    return -1;
-  }
-  return 0;
+  return cli_trace_dir("dump", trace, argc, argv, dir);
 }
 
 int cmd_dump(int argc, char **argv) {

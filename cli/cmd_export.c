@@ -31,6 +31,7 @@ static const char usage_text[] =
     "          dur in us, args with sizes, site and features — and metadata events\n"
     "          (ph \"M\") naming processes and threads. Open it in ui.perfetto.dev.\n"
     "\n"
+    "  -t, --trace DIR  the recording, as for replay (or DIR)\n"
     "  -F, --format F   csv, json or chrome (required)\n"
     "  -o, --output F   write to F instead of standard output\n";
 
@@ -365,12 +366,14 @@ static int export_files(ex_ctx *x, const cli_tracedir *td) {
 static int parse(int argc, char **argv, ex_ctx *x) {
   static const struct option lo[] = {{"format", required_argument, 0, 'F'},
                                      {"output", required_argument, 0, 'o'},
+                                     {"trace", required_argument, 0, 't'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
+  const char *trace = NULL;
   int c;
   x->fmt = -1;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "F:o:h", lo, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "F:o:t:h", lo, NULL)) != -1) {
     switch (c) {
     case 'F':
       x->fmt = !strcmp(optarg, "csv")      ? FMT_CSV
@@ -383,15 +386,13 @@ static int parse(int argc, char **argv, ex_ctx *x) {
       }
       break;
     case 'o': x->out_path = optarg; break;
+    case 't': trace = optarg; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     default: fputs(usage_text, stderr); return -1;
     }
   }
-  x->dir = optind < argc ? argv[optind++] : "standin.data";
-  if (optind < argc) {
-    cli_err("export: one directory at a time ('%s' is extra)", argv[optind]);
+  if (cli_trace_dir("export", trace, argc, argv, &x->dir) != 0)
     return -1;
-  }
   if (x->fmt < 0) {
     cli_err("export: choose --format csv, json or chrome");
     return -1;

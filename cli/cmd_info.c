@@ -264,17 +264,27 @@ static void print_rows(info_agg *a, uint64_t total_ns) {
 }
 
 int cmd_info(int argc, char **argv) {
-  if (argc != 2 || argv[1][0] == '-') {
-    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-      printf("usage: standin info [DIR]\n\nSummarises a recording (default standin.data).\n");
+  static const char usage[] = "usage: standin info [DIR]\n\n"
+                              "Summarises a recording (default standin.data).\n\n"
+                              "  -t, --trace DIR   the recording, as for replay (or DIR)\n";
+  static const struct option lo[] = {
+      {"trace", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  const char *trace = NULL, *dir;
+  int opt;
+  optind = 1;
+  while ((opt = getopt_long(argc, argv, "t:h", lo, NULL)) != -1) {
+    if (opt == 'h') {
+      fputs(usage, stdout);
       return 0;
     }
-    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
-      cli_err("usage: standin info [DIR]");
+    if (opt != 't') {
+      fputs(usage, stderr);
       return EXIT_USAGE;
     }
+    trace = optarg;
   }
-  const char *dir = argc == 2 ? argv[1] : "standin.data";
+  if (cli_trace_dir("info", trace, argc, argv, &dir) != 0)
+    return EXIT_USAGE;
   cli_tracedir td;
   if (cli_tracedir_open(&td, dir) != 0)
     return 1;

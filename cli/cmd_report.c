@@ -28,6 +28,7 @@ static const char usage_text[] =
     "start times, per process); per accelerator the totals; and the end-to-end\n"
     "estimate of `standin whatif`.\n"
     "\n"
+    "  -t, --trace DIR   the recording, as for replay (or DIR)\n"
     "  --by G            group by api, type (API and message type; default), site\n"
     "                    (call-site label) or thread (process and thread index)\n"
     "  -p, --plan FILE   an offload plan (docs/PLANS.md)\n"

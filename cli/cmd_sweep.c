@@ -37,6 +37,7 @@ static const char usage_text[] =
     "as often, in the same rounds, and the estimates start from its median wall\n"
     "time (a recorded run's wall includes what recording cost).\n"
     "\n"
+    "  -t, --trace DIR        the recording, as for replay (or DIR)\n"
     "  -p, --plan FILE        the plan to vary\n"
     "  -i, --iface SPEC       [API=]MODEL[:key=value,...], as for replay; repeatable\n"
     "      --vary A.P=V,...   the parameter and its values\n"

@@ -31,6 +31,7 @@ static const char usage_text[] =
     "`standin replay --summary` measures wall_ns, or else the trace's span.\n"
     "docs/ANALYSIS.md explains the model and its approximations.\n"
     "\n"
+    "  -t, --trace DIR   the recording, as for replay (or DIR)\n"
     "  -p, --plan FILE   a plan to estimate (repeatable: one row each)\n"
     "  -i, --iface SPEC  [API=]MODEL[:key=value,...]; all --iface options together\n"
     "                    form one plan, as for replay\n"

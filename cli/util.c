@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -76,6 +77,18 @@ static int trace_cmp(const void *a, const void *b) {
 static int is_trace_name(const char *s) {
   size_t n = strlen(s);
   return n > 6 && !strcmp(s + n - 6, ".trace") && s[0] >= '0' && s[0] <= '9';
+}
+
+int cli_trace_dir(const char *cmd, const char *trace, int argc, char **argv, const char **dir) {
+  *dir = trace ? trace : optind < argc ? argv[optind++] : "standin.data";
+  if (optind < argc) {
+    if (trace)
+      cli_err("%s: the recording is %s (-t); '%s' is extra", cmd, trace, argv[optind]);
+    else
+      cli_err("%s: one directory at a time ('%s' is extra)", cmd, argv[optind]);
+    return -1;
+  }
+  return 0;
 }
 
 int cli_tracedir_open(cli_tracedir *td, const char *dir) {

@@ -456,3 +456,33 @@ SPEC
   set -e
   [ $rc -ne 0 ] && grep -q "give the program's native time with --native-wall" err || fail "$(cat err)"
 }
+
+# Every command that reads a recording takes it as replay does (-t DIR,
+# --trace DIR) as well as as an operand, with the same output; both at
+# once is an error that names them, and nothing is read.
+t419_offline_commands_take_the_recording_with_t() {
+  "$STANDIN" record -o rec -- "$PB" basic 5 >/dev/null
+  "$STANDIN" replay -t rec --summary s.json -- "$PB" basic 5 >/dev/null 2>&1
+  local cmds=("info" "dump" "dump --format json --payload" "report --by site"
+    "report --iface protoacc" "whatif --iface protoacc" "export --format csv"
+    "sweep --iface protoacc --vary protoacc.clock_mhz=1000,2000"
+    "compare --iface software s.json")
+  local c n=0
+  for c in "${cmds[@]}"; do
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    "$STANDIN" $c rec >op.$n 2>&1 || fail "$c rec: $(cat op.$n)"
+    # shellcheck disable=SC2086
+    "$STANDIN" $c -t rec >t.$n 2>&1 || fail "$c -t rec: $(cat t.$n)"
+    # shellcheck disable=SC2086
+    "$STANDIN" $c --trace rec >tt.$n 2>&1 || fail "$c --trace rec: $(cat tt.$n)"
+    # timings of this run (sweep's progress, compare's medians) are the
+    # recording's, so the three outputs are the same
+    cmp op.$n t.$n || fail "$c: -t differs: $(diff op.$n t.$n | head -5)"
+    cmp op.$n tt.$n || fail "$c: --trace differs"
+    # shellcheck disable=SC2086
+    "$STANDIN" $c -t rec rec >both 2>&1 && fail "$c: two recordings accepted"
+    grep -q "the recording is rec (-t); 'rec' is" both || fail "$c: $(cat both)"
+  done
+  expect_eq "commands" 9 "$n"
+}
