@@ -507,6 +507,8 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   hist_add(&r->all, c->latency_ns);
   r->calls++;
   r->call_ns += c->latency_ns;
+  if (c->flags & ST_CALL_NOT_OFFLOADABLE)
+    r->not_offloadable_by[cli_no_slot(c)]++;
   r->chains += !x->seen[t];
   x->seen[t] = 1;
   thread_info *ti = &x->th[t];

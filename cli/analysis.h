@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "hist.h"
+#include "cli.h"
 #include "plan.h"
 
 typedef enum { AN_BY_API, AN_BY_TYPE, AN_BY_SITE, AN_BY_THREAD } an_by;
@@ -81,6 +82,9 @@ typedef struct {
 typedef struct {
   uint64_t files, processes, chains; /* chains: threads that made calls */
   uint64_t calls, call_ns;
+  /* recorded calls not offloadable (their sw[] slot is AN_SW_NO_RESPONSE),
+   * by why (cli_no_slot) */
+  uint64_t not_offloadable_by[CLI_NO_SLOTS];
   uint64_t run_ns;         /* sum of the processes' run times */
   uint64_t rec_overhead_ns; /* standin's own time on the program's threads, summed */
   int run_approx;          /* a process's end is its last call's (writer killed) */

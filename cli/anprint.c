@@ -91,14 +91,26 @@ void anp_software_text(FILE *f, const an_result *r, int k) {
   const an_plan *pr = &r->plans[k];
   static const char *const what[AN_SW_N] = {
       "not selected by any rule", "kept in software by a keep rule",
-      "unsupported by the accelerator's model", "without a recorded response (replay runs them)"};
-  for (int i = 0; i < AN_SW_N; i++)
-    if (pr->sw[i])
-      fprintf(f, "  %llu call%s %s\n", (unsigned long long)pr->sw[i], pr->sw[i] == 1 ? "" : "s",
-              what[i]);
-  for (size_t i = 0; i < pr->nwhy; i++)
-    fprintf(f, "    %llu on %s: %s\n", (unsigned long long)pr->why[i].n,
-            pr->p->accel[pr->why[i].accel].name, pr->why[i].why);
+      "unsupported by the accelerator's model",
+      "not offloadable, or without a recorded response (replay runs them)"};
+  uint64_t no = 0;
+  for (int i = 0; i < CLI_NO_SLOTS; i++)
+    no += r->not_offloadable_by[i];
+  for (int i = 0; i < AN_SW_N; i++) {
+    if (!pr->sw[i])
+      continue;
+    fprintf(f, "  %llu call%s %s\n", (unsigned long long)pr->sw[i], pr->sw[i] == 1 ? "" : "s",
+            what[i]);
+    if (i == AN_SW_UNSUPPORTED) /* what each model said */
+      for (size_t w = 0; w < pr->nwhy; w++)
+        fprintf(f, "    %llu on %s: %s\n", (unsigned long long)pr->why[w].n,
+                pr->p->accel[pr->why[w].accel].name, pr->why[w].why);
+    if (i == AN_SW_NO_RESPONSE && no) { /* those no plan could offload, and why */
+      char list[256];
+      cli_no_list(r->not_offloadable_by, list, sizeof list);
+      fprintf(f, "    %llu not offloadable: %s\n", (unsigned long long)no, list);
+    }
+  }
 }
 
 static double pct(uint64_t now, uint64_t before) {
@@ -191,6 +203,8 @@ void anp_recording_json(FILE *f, const an_result *r, const char *dir) {
           U(r->late), r->overlap ? "true" : "false", r->damaged ? "true" : "false", r->cpus,
           U(r->span_ns), U(r->thread_span_ns), U(r->rec_overhead_ns),
           r->root_traced < 0 ? "null" : r->root_traced ? "true" : "false");
+  fprintf(f, ", \"not_offloadable_reasons\": ");
+  cli_no_json(f, r->not_offloadable_by);
 }
 
 static void sw_json(FILE *f, const uint64_t *sw) {

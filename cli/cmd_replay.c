@@ -347,18 +347,10 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
           C(s, RDB_C_REPAID_NS), C(s, RDB_C_DEBT_MAX), C(s, RDB_C_SETUP_NS));
   fprintf(f, "  \"wall_adjusted_ns\": %llu,\n", (unsigned long long)wall_adjusted(s, wall));
   /* recorded calls not intercepted at all (print_unusable) */
-  fprintf(f, "  \"calls_not_offloadable\": %llu,\n  \"not_offloadable_reasons\": {",
+  fprintf(f, "  \"calls_not_offloadable\": %llu,\n  \"not_offloadable_reasons\": ",
           (unsigned long long)b->calls_unusable);
-  for (unsigned k = 0, first = 1; k < CLI_NO_SLOTS; k++) {
-    char buf[32];
-    if (!b->unusable_by[k])
-      continue;
-    fprintf(f, "%s", first ? "" : ", ");
-    json_str(f, cli_no_name(k, buf, sizeof buf));
-    fprintf(f, ": %llu", (unsigned long long)b->unusable_by[k]);
-    first = 0;
-  }
-  fprintf(f, "},\n");
+  cli_no_json(f, b->unusable_by);
+  fprintf(f, ",\n");
   fprintf(f, "  \"bytes_to_memory\": %llu,\n", C(s, RDB_C_TO_MEMORY_BYTES));
   fprintf(f, "  \"predicted_ns\": %llu,\n  \"recorded_ns\": %llu,\n  \"spin_ns\": %llu,\n",
           C(s, RDB_C_PREDICTED_NS), C(s, RDB_C_RECORDED_NS), C(s, RDB_C_SPIN_NS));

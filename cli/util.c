@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "jpeg_req.h"
+#include "json.h"
 
 extern char **environ;
 
@@ -535,6 +536,20 @@ unsigned cli_no_slot(const st_call *c) {
 
 const char *cli_no_name(unsigned slot, char *buf, size_t len) {
   return slot < JPG_NO_COUNT ? jpg_no_name(slot, buf, len) : "other";
+}
+
+void cli_no_json(FILE *f, const uint64_t by[CLI_NO_SLOTS]) {
+  fputc('{', f);
+  for (unsigned k = 0, first = 1; k < CLI_NO_SLOTS; k++) {
+    char buf[32];
+    if (!by[k])
+      continue;
+    fputs(first ? "" : ", ", f);
+    json_write_str(f, cli_no_name(k, buf, sizeof buf));
+    fprintf(f, ": %llu", (unsigned long long)by[k]);
+    first = 0;
+  }
+  fputc('}', f);
 }
 
 void cli_no_list(const uint64_t by[CLI_NO_SLOTS], char *out, size_t len) {

@@ -179,6 +179,13 @@ t205_jpeg_modes_an_accelerator_would_not_serve() {
     "$(python3 -c 'import json; r = json.load(open("sum.json"))["not_offloadable_reasons"]; print(" ".join("%s=%d" % kv for kv in sorted(r.items())))')"
   grep -q "^standin: replay: 18 recorded calls were not offloadable (3 buffered-image mode, .*); such calls run for real" rep.err ||
     fail "no line on the calls replay left alone: $(grep '^standin:' rep.err)"
+  # report names them too, under the plan's calls left in software
+  "$STANDIN" report rec --iface jpeg-core >rep.txt
+  grep -q "^  18 calls not offloadable, or without a recorded response" rep.txt || fail "$(cat rep.txt)"
+  grep -q "^    18 not offloadable: 3 buffered-image mode, 3 raw (downsampled) output, " rep.txt ||
+    fail "report does not say why: $(cat rep.txt)"
+  expect_eq "their reasons, report" 6 "$("$STANDIN" report rec --iface jpeg-core --format json |
+    python3 -c 'import json,sys; r = json.load(sys.stdin)["not_offloadable_reasons"]; assert set(r.values()) == {3}, r; print(len(r))')"
 }
 
 t206_jpeg_threads_decode_at_once() {
