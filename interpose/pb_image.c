@@ -798,12 +798,24 @@ static int prepare(const void *img, size_t len, const ProtobufCMessageDescriptor
   return PBW_OK;
 }
 
+static int materialise_kept(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                            ProtobufCAllocator *alloc, ProtobufCMessage **out,
+                            pbw_image_memo *memo, int pieces);
+
 int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
                                ProtobufCAllocator *alloc, ProtobufCMessage **out,
                                pbw_image_memo *memo) {
   img_view v;
   binder b;
   *out = NULL;
+  /* with a memo, the kept split plan (below) builds the block without the
+   * header parsed or the outside pointers resolved again; an image that
+   * does not split is built as before */
+  if (memo != NULL) {
+    int rc = materialise_kept(img, len, d, alloc, out, memo, 0);
+    if (rc != PBW_E_UNSUPPORTED)
+      return rc;
+  }
   int rc = prepare(img, len, d, memo, &v, &b);
   return rc == PBW_OK ? build_tree(&v, &b, alloc, out) : rc;
 }
@@ -1036,9 +1048,33 @@ static int build_pieces(const img_view *v, const binder *b, const split_plan *sp
   return PBW_OK;
 }
 
-int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
-                                 ProtobufCAllocator *alloc, ProtobufCMessage **out,
-                                 pbw_image_memo *memo) {
+/* The block from a kept plan (one that split the image into pieces): the
+ * block copied whole, its internal pointers set to their pieces' starts in
+ * the copy, the others to what the plan resolved them to. */
+static int build_block(const split_plan *sp, ProtobufCAllocator *alloc, ProtobufCMessage **out) {
+  uint64_t size = sp->view.block_size;
+  uint8_t *blk = alloc ? alloc->alloc(alloc->allocator_data, size) : malloc(size);
+  if (blk == NULL)
+    return PBW_E_NOMEM;
+  memcpy(blk, sp->view.blk, size);
+  const split_fix *f = sp->fix;
+  for (uint32_t j = 0; j < sp->n_int; j++, f++) {
+    uint8_t *target = blk + sp->start[f->target];
+    memcpy(blk + fix_off(sp, f), &target, sizeof target);
+  }
+  for (uint32_t j = 0; j < sp->n_fix - sp->n_int; j++, f++)
+    memcpy(blk + fix_off(sp, f), &sp->ext[j], sizeof(void *));
+  *out = (ProtobufCMessage *)blk;
+  return PBW_OK;
+}
+
+/* A tree from memo's kept split plan, piece by piece or (pieces = 0) as one
+ * block; the plan is made and kept on first use. A block is not built from
+ * a plan that is not kept: PBW_E_UNSUPPORTED then, with nothing allocated,
+ * as for an image that does not split (the caller builds it as before). */
+static int materialise_kept(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                            ProtobufCAllocator *alloc, ProtobufCMessage **out,
+                            pbw_image_memo *memo, int pieces) {
   img_view v;
   binder b;
   *out = NULL;
@@ -1048,7 +1084,7 @@ int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMes
    * and a plan made now, on the stack when it fits */
   const split_plan *sp = memo ? atomic_load_explicit(&memo->pieces, memory_order_acquire) : NULL;
   if (sp != NULL && sp->img == img && sp->root == d && sp->view.len == len && sp->ext != NULL)
-    return build_pieces(&sp->view, NULL, sp, alloc, out);
+    return pieces ? build_pieces(&sp->view, NULL, sp, alloc, out) : build_block(sp, alloc, out);
   int rc = prepare(img, len, d, memo, &v, &b);
   if (rc != PBW_OK)
     return rc;
@@ -1059,6 +1095,8 @@ int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMes
   if (sp == NULL) {
     _Alignas(16) unsigned char stack[4096];
     int keep = memo != NULL && atomic_load_explicit(&memo->root, memory_order_acquire) == d;
+    if (!keep && !pieces)
+      return PBW_E_UNSUPPORTED;
     rc = plan_split(&v, keep ? NULL : stack, keep ? 0 : sizeof stack, keep, &mine, &heap);
     if (rc != PBW_OK)
       return rc;
@@ -1067,12 +1105,20 @@ int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMes
     const void *expect = NULL;
     if (keep && atomic_compare_exchange_strong(&memo->pieces, &expect, (const void *)mine))
       heap = 0; /* the memo's now */
-    rc = build_pieces(&v, &b, mine, alloc, out);
+    rc = pieces ? build_pieces(&v, &b, mine, alloc, out) : build_block(mine, alloc, out);
     if (heap)
       free(mine);
     return rc;
   }
+  if (!pieces) /* a kept plan for another length of this image: not ours */
+    return PBW_E_UNSUPPORTED;
   return build_pieces(&v, &b, sp, alloc, out);
+}
+
+int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
+                                 ProtobufCAllocator *alloc, ProtobufCMessage **out,
+                                 pbw_image_memo *memo) {
+  return materialise_kept(img, len, d, alloc, out, memo, 1);
 }
 
 int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDescriptor *d,

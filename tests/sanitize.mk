@@ -34,7 +34,7 @@ SAN_TSAN_ENV := STANDIN_SANITIZER=tsan \
 # accelerator timelines. Not forks: TSan cannot follow a process that forks
 # while it has threads, and the writer thread makes every recording process
 # threaded (ASan covers the fork tests).
-SAN_TSAN_TESTS := t002_ t021_ t022_ t102_ t103_ t304_ t603_ t606_ t607_
+SAN_TSAN_TESTS := t002_ t021_ t022_ t102_ t103_ t125_ t304_ t603_ t606_ t607_
 
 .PHONY: check-sanitize check-asan check-tsan
 check-sanitize: deps

@@ -508,6 +508,21 @@ t117_replay_trees_piece_by_piece_can_be_changed() {
   cmp b.out rep3.out
 }
 
+# Trees as one block are built from the entry's kept plan (its header read
+# and its outside pointers resolved once), by threads at once too: the
+# same output as native, every unpack answered.
+t125_replay_block_trees_from_threads() {
+  "$PB" threads 4 200 >native.out
+  "$STANDIN" record -o rec -- "$PB" threads 4 200 >/dev/null
+  for trees in block pieces; do
+    "$STANDIN" replay -t rec --unpack-trees $trees --summary $trees.json -- "$PB" threads 4 200 \
+      >rep.out
+    cmp native.out rep.out || fail "$trees: output differs"
+    expect_eq "$trees: fallback" 0 "$(json $trees.json calls_fallback)"
+    python3 -c 'import json,sys; s = json.load(open(sys.argv[1])); assert s["by_api"]["pb.unpack"]["calls"] > 0, s' $trees.json
+  done
+}
+
 # A request made more often than when recorded (a longer run of the same
 # loop) is still answered: occurrence k past the recorded count n takes
 # sample k mod n, counted and said. pbbench packs one message 1 + 100 + N
