@@ -23,7 +23,8 @@
 #define MERGE_LAG_NS 1000000000ull /* a call is in the file within 1 s of its start */
 #define MAX_THREADS (1u << 20)
 
-const char *const an_sw_names[AN_SW_N] = {"not_selected", "kept", "unsupported", "no_response"};
+const char *const an_sw_names[AN_SW_N] = {"not_selected", "kept", "unsupported", "no_response",
+                                          "not_offloadable"};
 
 /* ---- small hash maps --------------------------------------------------------- */
 
@@ -352,8 +353,9 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
   an_gplan *gp = &g->plan[k];
   out->accel = -1;
   int reason;
-  if ((c->flags & ST_CALL_NOT_OFFLOADABLE) ||
-      ((c->flags & ST_CALL_NO_RESPONSE) && !(c->flags & ST_CALL_FAILED))) {
+  if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
+    reason = AN_SW_NOT_OFFLOADABLE;
+  } else if ((c->flags & ST_CALL_NO_RESPONSE) && !(c->flags & ST_CALL_FAILED)) {
     reason = AN_SW_NO_RESPONSE;
   } else {
     uint64_t size = plan_request_size(c);

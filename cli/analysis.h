@@ -26,7 +26,9 @@ enum {
   AN_SW_KEPT = 1,         /* a keep rule */
   AN_SW_UNSUPPORTED = 2,  /* the accelerator's model cannot serve it */
   AN_SW_NO_RESPONSE = 3,  /* the recording cannot answer it: replay runs the real call */
-  AN_SW_N = 4
+  AN_SW_NOT_OFFLOADABLE = 4, /* a use of the API no accelerator takes (ST_CALL_NOT_OFFLOADABLE):
+                              * replay runs the real call */
+  AN_SW_N = 5
 };
 extern const char *const an_sw_names[AN_SW_N]; /* "not_selected", ... */
 
@@ -82,7 +84,7 @@ typedef struct {
 typedef struct {
   uint64_t files, processes, chains; /* chains: threads that made calls */
   uint64_t calls, call_ns;
-  /* recorded calls not offloadable (their sw[] slot is AN_SW_NO_RESPONSE),
+  /* recorded calls not offloadable (their sw[] slot is AN_SW_NOT_OFFLOADABLE),
    * by why (cli_no_slot) */
   uint64_t not_offloadable_by[CLI_NO_SLOTS];
   uint64_t run_ns;         /* sum of the processes' run times */

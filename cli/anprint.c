@@ -92,24 +92,23 @@ void anp_software_text(FILE *f, const an_result *r, int k) {
   static const char *const what[AN_SW_N] = {
       "not selected by any rule", "kept in software by a keep rule",
       "unsupported by the accelerator's model",
-      "not offloadable, or without a recorded response (replay runs them)"};
-  uint64_t no = 0;
-  for (int i = 0; i < CLI_NO_SLOTS; i++)
-    no += r->not_offloadable_by[i];
+      "without a recorded response (replay runs them)",
+      "not offloadable (replay runs them)"};
   for (int i = 0; i < AN_SW_N; i++) {
     if (!pr->sw[i])
       continue;
-    fprintf(f, "  %llu call%s %s\n", (unsigned long long)pr->sw[i], pr->sw[i] == 1 ? "" : "s",
+    fprintf(f, "  %llu call%s %s", (unsigned long long)pr->sw[i], pr->sw[i] == 1 ? "" : "s",
             what[i]);
+    if (i == AN_SW_NOT_OFFLOADABLE) { /* why no plan could offload them */
+      char list[256];
+      cli_no_list(r->not_offloadable_by, list, sizeof list);
+      fprintf(f, ": %s", list);
+    }
+    fprintf(f, "\n");
     if (i == AN_SW_UNSUPPORTED) /* what each model said */
       for (size_t w = 0; w < pr->nwhy; w++)
         fprintf(f, "    %llu on %s: %s\n", (unsigned long long)pr->why[w].n,
                 pr->p->accel[pr->why[w].accel].name, pr->why[w].why);
-    if (i == AN_SW_NO_RESPONSE && no) { /* those no plan could offload, and why */
-      char list[256];
-      cli_no_list(r->not_offloadable_by, list, sizeof list);
-      fprintf(f, "    %llu not offloadable: %s\n", (unsigned long long)no, list);
-    }
   }
 }
 
