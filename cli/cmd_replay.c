@@ -528,8 +528,10 @@ int cmd_replay(int argc, char **argv) {
             live == 1 ? "its" : "their");
   warn_misfit(s, (int)h->on_miss);
   warn_short_calls(&b);
+  /* decided when the database was built: about the recording's calls, which
+   * this run may not all have made */
   for (size_t k = 0; k < b.nwhy; k++)
-    fprintf(stderr, "standin: replay: %llu %s in software on %s: %s\n",
+    fprintf(stderr, "standin: replay: %llu recorded %s in software on %s: %s\n",
             (unsigned long long)b.why[k].n, b.why[k].n == 1 ? "call stays" : "calls stay",
             o.plan.accel[b.why[k].accel].name, b.why[k].why);
   if (o.summary && write_summary(o.summary, &b, &o.plan, wall, rc) != 0 && rc == 0)
