@@ -19,6 +19,7 @@ PKGS=(
   knot-dnsutils dnstap-ldns  # real protobuf-c programs the tests record and replay (kdig, dnstap-ldns)
   maptool                  # navit's OpenStreetMap converter: large protobuf-c unpacks the tests replay
   riemann-c-client         # riemann-client: a protobuf-c network client the tests record and replay
+  poppler-utils webp       # pdftoppm and cwebp: real libjpeg programs the tests record and replay
 )
 
 missing=()

@@ -139,3 +139,46 @@ t705_maptool_replays_openstreetmap_blocks() {
     expect_eq "$how: fallback" 0 "$(json s.json calls_fallback)"
   done
 }
+
+# pdftoppm (poppler) renders a PDF whose pages are JPEG images embedded as
+# they are (DCTDecode): C++ that feeds libjpeg from its own source manager,
+# three decodes of different kinds in one process. On jpeg-core the
+# progressive and the restart-marker pages stay in software, for real.
+t706_pdftoppm_replays_embedded_jpegs() {
+  command -v pdftoppm >/dev/null || { echo "skipped: no pdftoppm"; return 0; }
+  corpus
+  python3 "$(dirname "$B")/tests/e2e/tools/jpeg_pdf.py" doc.pdf \
+    "$CORPUS/o_base_420.jpg" "$CORPUS/m_prog_444_r2.jpg" "$CORPUS/s_base_gray_r1.jpg"
+  pdftoppm -r 30 doc.pdf native
+  "$STANDIN" record -o rec -- pdftoppm -r 30 doc.pdf rec
+  for p in 1 2 3; do cmp "native-$p.ppm" "rec-$p.ppm"; done
+  expect_eq "decodes" 3 "$(calls rec jpeg.decode)"
+  for m in software jpeg-core; do
+    rm -f rep-*.ppm
+    "$STANDIN" replay -t rec --iface $m --summary $m.json -- pdftoppm -r 30 doc.pdf rep 2>$m.err
+    for p in 1 2 3; do cmp "native-$p.ppm" "rep-$p.ppm" || fail "$m: page $p differs"; done
+    expect_eq "$m: fallback" 0 "$(json $m.json calls_fallback)"
+  done
+  expect_eq "software: replayed" 3 "$(json software.json calls_replayed)"
+  expect_eq "jpeg-core: replayed, in software" "1 2" \
+    "$(json jpeg-core.json calls_replayed) $(json jpeg-core.json calls_software)"
+  grep -q "1 recorded call stays in software on jpeg-core: progressive JPEG" jpeg-core.err ||
+    fail "no reason given: $(cat jpeg-core.err)"
+}
+
+# cwebp (libwebp's encoder) reads a JPEG with libjpeg, row by row, into its
+# picture, then encodes it: the rows replay delivers are what it encodes.
+t707_cwebp_encodes_the_replayed_rows() {
+  command -v cwebp >/dev/null || { echo "skipped: no cwebp"; return 0; }
+  corpus
+  for f in o_base_420 s_prog_420_r1; do
+    cwebp -quiet "$CORPUS/$f.jpg" -o "native_$f.webp"
+    "$STANDIN" record -f -o rec -- cwebp -quiet "$CORPUS/$f.jpg" -o "rec_$f.webp"
+    cmp "native_$f.webp" "rec_$f.webp"
+    expect_eq "$f: decodes" 1 "$(calls rec jpeg.decode)"
+    "$STANDIN" replay -t rec --iface scale:factor=0.5 --summary s.json -- \
+      cwebp -quiet "$CORPUS/$f.jpg" -o "rep_$f.webp"
+    cmp "native_$f.webp" "rep_$f.webp" || fail "$f: the WebP differs"
+    expect_eq "$f: replayed" 1 "$(json s.json calls_replayed)"
+  done
+}
