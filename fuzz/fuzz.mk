@@ -46,9 +46,9 @@ $(B)/fuzz/seeds: fuzz/seeds.c $(INTERPOSE_LIB) $(TRACE_LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
 
 # ---- running --------------------------------------------------------------
-FUZZ_LF_MAKE = $(MAKE) --no-print-directory B=build-fuzz CC=clang \
+FUZZ_LF_MAKE = $(MAKE) --no-print-directory -j$(NPROC) B=build-fuzz CC=clang \
 	CFLAGS="-O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link" FUZZ_MAIN=-fsanitize=fuzzer fuzz-bins
-FUZZ_GCC_MAKE = $(MAKE) --no-print-directory B=build-fuzz-gcc CC=gcc \
+FUZZ_GCC_MAKE = $(MAKE) --no-print-directory -j$(NPROC) B=build-fuzz-gcc CC=gcc \
 	CFLAGS="-O1 -g $(FUZZ_SAN)" fuzz-bins
 
 # fuzz_run NAME SECONDS: the crashes saved for NAME, then SECONDS of fuzzing
@@ -76,7 +76,7 @@ fuzz: deps
 fuzz-check:
 	@if [ "$(FUZZ_HAVE_LIBFUZZER)" = yes ]; then \
 		mkdir -p build-fuzz && $(FUZZ_LF_MAKE) >build-fuzz/build.log 2>&1 || { tail -30 build-fuzz/build.log; exit 1; }; \
-		$(foreach n,$(FUZZ_NAMES),$(call fuzz_run,$(n),$(FUZZ_CHECK_SECONDS)) &&) true; \
+		$(MAKE) --no-print-directory -j$(NPROC) $(addprefix fuzz-check-run-,$(FUZZ_NAMES)); \
 	else \
 		echo "fuzz-check: no libFuzzer here: the corpus and saved crashes run under gcc ASan/UBSan"; \
 		mkdir -p build-fuzz-gcc && $(FUZZ_GCC_MAKE) >build-fuzz-gcc/build.log 2>&1 || { tail -30 build-fuzz-gcc/build.log; exit 1; }; \
@@ -85,6 +85,10 @@ fuzz-check:
 			>build-fuzz-gcc/$(n).log 2>&1 && tail -1 build-fuzz-gcc/$(n).log || \
 			{ tail -40 build-fuzz-gcc/$(n).log; exit 1; } &&) true; \
 	fi
+
+# one harness's share of fuzz-check, run side by side with the others
+fuzz-check-run-%:
+	@$(call fuzz_run,$*,$(FUZZ_CHECK_SECONDS))
 
 fuzz-seeds: all $(PROG_BIN) $(B)/fuzz/seeds
 	@B=$(B) fuzz/make_corpus.sh

@@ -14,6 +14,11 @@ B=$(cd "${B:-build}" && pwd)
 MK="$B/progs/jpegmkppm"
 STAMP="$DIR/.corpus-v1"
 [ -e "$STAMP" ] && exit 0
+# tests run side by side (run.sh E2E_JOBS): one makes the corpus, the
+# others wait for it
+exec 9>"$DIR/.lock"
+flock 9
+[ -e "$STAMP" ] && exit 0
 mkdir -p "$DIR"
 cd "$DIR"
 "$MK" 320 240 >s.ppm

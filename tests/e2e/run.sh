@@ -53,16 +53,14 @@ for f in "$(dirname "$0")"/*_tests.sh; do
   source "$f"
 done
 
-for t in $(declare -F | awk '{print $3}' | grep -E '^t[0-9]{3}_' | sort); do
-  if [ $# -gt 0 ]; then
-    match=0
-    for p in "$@"; do [[ "$t" == *$p* ]] && match=1; done
-    [ $match = 1 ] || continue
-  fi
+# run_one TEST: run it in $T/TEST as its own process group, under a
+# watchdog (a hang becomes a failure with every stuck process's stacks, not
+# a CI timeout); its status goes to $T/TEST.rc, its time to $T/TEST.time
+run_one() {
+  local t=$1 tpid wpid rc s0
   mkdir -p "$T/$t"
-  # not inside `if`: set -e must stay in force in the test's subshell.
-  # Each test runs as its own process group, under a watchdog: a hang
-  # becomes a failure with every stuck process's stacks, not a CI timeout.
+  s0=$(date +%s%N)
+  # not inside `if`: set -e must stay in force in the test's subshell
   set -m
   (cd "$T/$t" && set -e && "$t") </dev/null >"$T/$t.log" 2>&1 &
   tpid=$!
@@ -73,19 +71,64 @@ for t in $(declare -F | awk '{print $3}' | grep -E '^t[0-9]{3}_' | sort); do
   rc=$?
   kill -- -"$wpid" 2>/dev/null
   wait "$wpid" 2>/dev/null
-  if [ $rc -eq 0 ]; then
+  echo $((($(date +%s%N) - s0) / 1000000)) >"$T/$t.time"
+  echo "$rc" >"$T/$t.rc"
+}
+
+report() { # TEST: its line, and its log if it failed
+  local t=$1 rc secs
+  rc=$(cat "$T/$t.rc" 2>/dev/null || echo 1)
+  secs=$(awk '{printf "%.1f", $1 / 1000}' "$T/$t.time" 2>/dev/null)
+  if [ "$rc" -eq 0 ]; then
     PASS=$((PASS + 1))
-    echo "  ok   $t"
+    echo "  ok   $t (${secs} s)"
   else
     FAIL=$((FAIL + 1))
     FAILED+=("$t")
-    echo "  FAIL $t"
+    echo "  FAIL $t (${secs} s)"
     if grep -q "still running after" "$T/$t.log"; then
       sed -n '/still running after/,$p' "$T/$t.log" | head -400 | sed 's/^/       | /'
     else
       sed 's/^/       | /' "$T/$t.log" | tail -25
     fi
   fi
+}
+
+# E2E_JOBS tests at a time (default: one per CPU, at most 4): tests assert
+# outcomes, not timings, so they may share the machine.
+E2E_JOBS=${E2E_JOBS:-$(n=$(nproc 2>/dev/null || echo 1); [ "$n" -gt 4 ] && n=4; echo "$n")}
+TESTS=()
+for t in $(declare -F | awk '{print $3}' | grep -E '^t[0-9]{3}_' | sort); do
+  if [ $# -gt 0 ]; then
+    match=0
+    for p in "$@"; do [[ "$t" == *$p* ]] && match=1; done
+    [ $match = 1 ] || continue
+  fi
+  TESTS+=("$t")
 done
-echo "e2e: $PASS passed, $FAIL failed"
+declare -A RUNNING=()
+reap() { # report the tests that have ended; wait until one has if $1 = 1
+  local pid
+  while :; do
+    for pid in "${!RUNNING[@]}"; do
+      if [ ! -e "$T/${RUNNING[$pid]}.rc" ] && kill -0 "$pid" 2>/dev/null; then continue; fi
+      wait "$pid" 2>/dev/null
+      report "${RUNNING[$pid]}"
+      unset "RUNNING[$pid]"
+      return 0
+    done
+    [ "$1" = 1 ] || return 0
+    sleep 0.05
+  done
+}
+T0=$(date +%s)
+for t in "${TESTS[@]}"; do
+  while [ ${#RUNNING[@]} -ge "$E2E_JOBS" ]; do reap 1; done
+  run_one "$t" &
+  RUNNING[$!]=$t
+done
+while [ ${#RUNNING[@]} -gt 0 ]; do reap 1; done
+n=${#TESTS[@]}
+[ "$n" -gt "$E2E_JOBS" ] && n=$E2E_JOBS
+echo "e2e: $PASS passed, $FAIL failed ($(($(date +%s) - T0)) s, $n at a time)"
 [ "$FAIL" -eq 0 ]
