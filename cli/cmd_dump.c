@@ -65,6 +65,10 @@ static void print_frames(const scan_file *f, uint32_t site) {
       json_str(s->frames[i].module);
       printf(",\"offset\":%llu,\"symbol\":", (unsigned long long)s->frames[i].offset);
       json_str(s->frames[i].symbol);
+      if (s->frames[i].pretty) {
+        printf(",\"demangled\":");
+        json_str(s->frames[i].pretty);
+      }
       printf("}");
     }
   }

@@ -393,6 +393,9 @@ static int site_matches(const char *glob, const st_site *s, int modules) {
       continue;
     if (fnmatch(glob, v, 0) == 0)
       return 1;
+    /* a C++ symbol also as report shows it ("ns::Cls::fn") */
+    if (!modules && s->frames[i].pretty && fnmatch(glob, s->frames[i].pretty, 0) == 0)
+      return 1;
     const char *base = strrchr(v, '/');
     if (modules && base && fnmatch(glob, base + 1, 0) == 0)
       return 1;

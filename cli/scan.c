@@ -54,9 +54,10 @@ static const char *basename_of(const char *p) {
   return s ? s + 1 : p;
 }
 
-/* Copy a site with its strings into one allocation, and make a label from
- * the innermost frame that has a symbol (the hook's caller is often
- * generated code, so show the first two). */
+/* Copy a site with its strings into one allocation, C++ symbols demangled
+ * beside them (st_frame.pretty), and make a label from the innermost frame
+ * that has a symbol (the hook's caller is often generated code, so show the
+ * first two), demangled. */
 static void add_site(scan_file *f, const st_site *st) {
   if (!id_plausible(f, st->id) || grow((void **)&f->sites, &f->nsites, st->id, sizeof *f->sites))
     return;
@@ -65,27 +66,35 @@ static void add_site(scan_file *f, const st_site *st) {
   free(s->label);
   size_t need = 1;
   uint32_t nf = st->nframes > ST_MAX_FRAMES ? ST_MAX_FRAMES : st->nframes;
-  for (uint32_t i = 0; i < nf; i++)
-    need += strlen(st->frames[i].module) + strlen(st->frames[i].symbol) + 2;
+  char pretty[ST_MAX_FRAMES][256];
+  for (uint32_t i = 0; i < nf; i++) {
+    cli_demangle(st->frames[i].symbol, pretty[i], sizeof pretty[i]);
+    need += strlen(st->frames[i].module) + strlen(st->frames[i].symbol) + strlen(pretty[i]) + 3;
+  }
   s->strings = malloc(need);
   s->site = *st;
   s->site.nframes = nf;
   char *p = s->strings;
   for (uint32_t i = 0; p && i < nf; i++) {
     size_t a = strlen(st->frames[i].module) + 1, b = strlen(st->frames[i].symbol) + 1;
+    size_t c = strlen(pretty[i]) + 1;
     memcpy(p, st->frames[i].module, a);
     s->site.frames[i].module = p;
     p += a;
     memcpy(p, st->frames[i].symbol, b);
     s->site.frames[i].symbol = p;
     p += b;
+    memcpy(p, pretty[i], c);
+    s->site.frames[i].pretty = c > 1 ? p : NULL;
+    p += c;
   }
   char label[512] = "";
   size_t o = 0;
   for (uint32_t i = 0; i < nf && i < 2 && o < sizeof label; i++) {
     const st_frame *fr = &s->site.frames[i];
     if (fr->symbol[0])
-      o += (size_t)snprintf(label + o, sizeof label - o, "%s%s+0x%llx", i ? " < " : "", fr->symbol,
+      o += (size_t)snprintf(label + o, sizeof label - o, "%s%s+0x%llx", i ? " < " : "",
+                            fr->pretty ? fr->pretty : fr->symbol,
                             (unsigned long long)fr->sym_offset);
     else
       o += (size_t)snprintf(label + o, sizeof label - o, "%s%s+0x%llx", i ? " < " : "",

@@ -1,6 +1,7 @@
 /* util.c — helpers shared by the subcommands: messages, finding the
  * runtime libraries, listing trace files, running the program. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -561,4 +562,93 @@ void cli_no_list(const uint64_t by[CLI_NO_SLOTS], char *out, size_t len) {
       at += (size_t)snprintf(out + at, len - at, "%s%llu %s", at ? ", " : "",
                              (unsigned long long)by[k], cli_no_name(k, buf, sizeof buf));
   }
+}
+
+/* ---- C++ symbols ------------------------------------------------------------ */
+
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+/* libstdc++'s __cxa_demangle, loaded the first time a C++ symbol is met, so
+ * that the CLI of a C program's recording never loads it; NULL without it
+ * (labels then keep the mangled names). */
+static demangle_fn demangler(void) {
+  static int tried;
+  static demangle_fn fn;
+  if (!tried) {
+    tried = 1;
+    fn = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (!fn) {
+      void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+      fn = h ? (demangle_fn)dlsym(h, "__cxa_demangle") : NULL;
+    }
+  }
+  return fn;
+}
+
+/* The end of the name in d: its parameter list's '(' at the top level,
+ * skipping "(anonymous namespace)", template arguments, lambdas' braces,
+ * operator names ("operator()", "operator<<") and a function's own
+ * parameters where a local name follows them ("f()::{lambda()#1}"). */
+static size_t name_end(const char *d) {
+  int angle = 0, brace = 0;
+  for (size_t i = 0; d[i]; i++) {
+    if (!strncmp(d + i, "operator", 8)) {
+      i += 8;
+      if (d[i] == '(' && d[i + 1] == ')')
+        i++;
+      else
+        while (d[i] && strchr("<>=!+-*/%^&|~[],", d[i]))
+          i++;
+      i--;
+      continue;
+    }
+    if (!strncmp(d + i, "(anonymous namespace)", 21)) {
+      i += 20;
+      continue;
+    }
+    switch (d[i]) {
+    case '<': angle++; break;
+    case '>': angle -= angle > 0; break;
+    case '{': brace++; break;
+    case '}': brace -= brace > 0; break;
+    case '(':
+      if (!angle && !brace) {
+        size_t j = i;
+        for (int paren = 0; d[j]; j++) { /* its matching ')' */
+          paren += d[j] == '(';
+          paren -= d[j] == ')';
+          if (!paren)
+            break;
+        }
+        if (d[j] && !strncmp(d + j + 1, "::", 2)) {
+          i = j;
+          continue;
+        }
+        return i;
+      }
+      break;
+    }
+  }
+  return strlen(d);
+}
+
+int cli_demangle(const char *sym, char *out, size_t cap) {
+  if (cap)
+    out[0] = 0;
+  /* the demangler recurses: long names (none real) are left alone */
+  if (!sym || strncmp(sym, "_Z", 2) != 0 || strlen(sym) > 4096 || cap == 0)
+    return 0;
+  demangle_fn fn = demangler();
+  int status = -1;
+  char *d = fn ? fn(sym, NULL, NULL, &status) : NULL;
+  if (!d || status != 0) {
+    free(d);
+    return 0;
+  }
+  size_t n = name_end(d);
+  if (n == 0)
+    n = strlen(d);
+  snprintf(out, cap, "%.*s", (int)n, d);
+  free(d);
+  return 1;
 }

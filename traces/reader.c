@@ -534,6 +534,7 @@ static void decode_site(st_reader *r, stf_cur *b, st_site *s) {
     f->module = get_str(r, b);
     f->symbol = get_str(r, b);
     f->sym_offset = stf_get_varint(b);
+    f->pretty = NULL;
   }
 }
 

@@ -109,6 +109,9 @@ typedef struct {
   const char *module;  /* path of the object, "" if unknown */
   const char *symbol;  /* nearest symbol, "" if unknown */
   uint64_t sym_offset; /* ip - symbol start */
+  /* a C++ symbol demangled, without its parameters ("ns::Cls::fn"); NULL
+   * when not set (the trace does not hold it: the CLI's scan sets it) */
+  const char *pretty;
 } st_frame;
 
 /* A call site: the stack above the intercepted call, innermost first. */

@@ -164,6 +164,14 @@ t706_pdftoppm_replays_embedded_jpegs() {
     "$(json jpeg-core.json calls_replayed) $(json jpeg-core.json calls_software)"
   grep -q "1 recorded call stays in software on jpeg-core: progressive JPEG" jpeg-core.err ||
     fail "no reason given: $(cat jpeg-core.err)"
+  # its call sites are C++: shown demangled, and a plan selects them either way
+  "$STANDIN" report rec --by site >site.txt
+  grep -q " < SplashOutputDev::drawImage+0x" site.txt || fail "site not demangled: $(cat site.txt)"
+  for g in 'SplashOutputDev::draw*' '_ZN15SplashOutputDev9drawImage*'; do
+    printf 'accel s software\noffload site=%s to s\n' "$g" >plan.txt
+    expect_eq "site=$g" 3 "$("$STANDIN" report rec --plan plan.txt --format json |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["offloaded"])')"
+  done
 }
 
 # cwebp (libwebp's encoder) reads a JPEG with libjpeg, row by row, into its

@@ -701,6 +701,39 @@ START_TEST(test_tsc_calibration_is_cached_per_boot) {
 }
 END_TEST
 
+/* C++ call-site symbols read as report shows them: the name without its
+ * parameters, whatever brackets the name itself holds. */
+START_TEST(test_demangle_keeps_the_name_without_parameters) {
+  static const char *const cases[][2] = {
+      {"_ZN15SplashOutputDev9drawImageEP8GfxStateP6ObjectP6StreamiiP16GfxImageColorMapbPKib",
+       "SplashOutputDev::drawImage"},
+      {"_ZN3FooclEi", "Foo::operator()"},
+      {"_ZlsRSoRK3Foo", "operator<<"},
+      {"_ZN3FooltERKS_", "Foo::operator<"},
+      {"_ZN3FooptEv", "Foo::operator->"},
+      {"_ZN3BarIiE3runEv", "Bar<int>::run"},
+      {"_ZN12_GLOBAL__N_13fooEv", "(anonymous namespace)::foo"},
+      {"_ZZ4mainENKUlvE_clEv", "main::{lambda()#1}::operator()"},
+      {"_ZZ3fooiENKUlvE_clEv", "foo(int)::{lambda()#1}::operator()"},
+      {"_ZN3Foo3barEv.cold", "Foo::bar"},
+  };
+  char out[256];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ck_assert_msg(cli_demangle(cases[i][0], out, sizeof out), "%s did not demangle", cases[i][0]);
+    ck_assert_str_eq(out, cases[i][1]);
+  }
+  /* not C++, or not a valid name: left alone */
+  ck_assert_int_eq(cli_demangle("handle_request", out, sizeof out), 0);
+  ck_assert_str_eq(out, "");
+  ck_assert_int_eq(cli_demangle("_Zzzz", out, sizeof out), 0);
+  ck_assert_int_eq(cli_demangle("", out, sizeof out), 0);
+  /* a small buffer truncates, never overflows */
+  char small[8];
+  ck_assert(cli_demangle("_ZN3BarIiE3runEv", small, sizeof small));
+  ck_assert_str_eq(small, "Bar<int");
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("analysis");
   TCase *t = tcase_create("core");
@@ -724,6 +757,7 @@ static Suite *suite(void) {
   tcase_add_test(t, test_report_groups_by_thread_and_site);
   tcase_add_test(t, test_json_reads_summaries_and_rejects_bad_input);
   tcase_add_test(t, test_tsc_calibration_is_cached_per_boot);
+  tcase_add_test(t, test_demangle_keeps_the_name_without_parameters);
   suite_add_tcase(s, t);
   return s;
 }
