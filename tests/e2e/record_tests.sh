@@ -189,13 +189,15 @@ E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # note DIR KEY: the value of note KEY in DIR's trace files, summed (notes are
 # written at close, in a data chunk).
+# note DIR KEY...: each KEY's values in DIR's traces, summed, one line each
 note() {
-  python3 - "$1" "$2" "$E2E_DIR" <<'PYEOF'
+  python3 - "$E2E_DIR" "$@" <<'PYEOF'
 import glob, struct, sys, zlib
-sys.path.insert(0, sys.argv[3])
+sys.path.insert(0, sys.argv[1])
 from tracefmt import varint
-total = 0
-for path in glob.glob(sys.argv[1] + "/*.trace"):
+keys = sys.argv[3:]
+total = dict.fromkeys(keys, 0)
+for path in glob.glob(sys.argv[2] + "/*.trace"):
     data = open(path, "rb").read()
     off = 28 + struct.unpack_from("<I", data, 16)[0]
     while off + 32 <= len(data) and data[off:off + 4] == b"STCK":
@@ -214,10 +216,11 @@ for path in glob.glob(sys.argv[1] + "/*.trace"):
             if kind != 6:
                 continue
             klen, p = varint(rec, 0)
-            if rec[p:p + klen].decode() == sys.argv[2]:
+            key = rec[p:p + klen].decode()
+            if key in total:
                 vlen, q = varint(rec, p + klen)
-                total += int(rec[q:q + vlen])
-print(total)
+                total[key] += int(rec[q:q + vlen])
+print("\n".join(str(total[k]) for k in keys))
 PYEOF
 }
 
@@ -228,7 +231,7 @@ calls_canon() {
   "$STANDIN" dump "$1" --format json | python3 -c '
 import json, sys
 keep = ("api", "type", "thread", "req_len", "resp_len", "result", "flags", "reason", "fp", "features", "site")
-rows = [json.dumps({k: json.loads(l)[k] for k in keep}, sort_keys=True) for l in sys.stdin]
+rows = [json.dumps({k: d[k] for k in keep}, sort_keys=True) for d in map(json.loads, sys.stdin)]
 print("\n".join(sorted(rows)))'
 }
 
@@ -254,13 +257,16 @@ t017_record_pack_fingerprints_from_bytes_equal_the_walk() {
     calls_canon bytes$i >bytes$i.calls
     [ -s walk$i.calls ] || fail "$prog $args: no calls"
     cmp walk$i.calls bytes$i.calls || fail "$prog $args: traces differ: $(diff walk$i.calls bytes$i.calls | head -4)"
-    expect_eq "$prog $args: derived with walk" 0 "$(note walk$i pack_fp_from_bytes)"
-    derived=$((derived + $(note bytes$i pack_fp_from_bytes)))
-    expect_eq "$prog $args: not derived" 0 "$(note bytes$i pack_fp_not_derived)"
+    { read -r w_derived; read -r w_sized; } < <(note walk$i pack_fp_from_bytes size_fp_from_pack)
+    { read -r b_derived; read -r b_not; read -r b_sized; read -r b_unpaired; } < \
+      <(note bytes$i pack_fp_from_bytes pack_fp_not_derived size_fp_from_pack size_fp_unpaired)
+    expect_eq "$prog $args: derived with walk" 0 "$w_derived"
+    derived=$((derived + b_derived))
+    expect_eq "$prog $args: not derived" 0 "$b_not"
     # get_packed_size then pack: the size takes the pack's fingerprint
-    sized=$((sized + $(note bytes$i size_fp_from_pack)))
-    expect_eq "$prog $args: sizes with no pack" 0 "$(note bytes$i size_fp_unpaired)"
-    expect_eq "$prog $args: sizes paired with walk" 0 "$(note walk$i size_fp_from_pack)"
+    sized=$((sized + b_sized))
+    expect_eq "$prog $args: sizes with no pack" 0 "$b_unpaired"
+    expect_eq "$prog $args: sizes paired with walk" 0 "$w_sized"
   done <<LIST
 pbtest basic 300
 pbtest p3 3000

@@ -359,7 +359,9 @@ t612_file_size_limit_program_goes_on() {
 # keeps working (and is lost with the directory), a process started later
 # cannot create its file and says so, the program goes on.
 t613_trace_directory_removed_during_the_run() {
+  touch go # natively nothing waits: else it polls for 20 s
   "$FAULTS" wait go 5 >native.out
+  rm go
   "$STANDIN" record -o rec -- "$FAULTS" wait go 5 >rec.out 2>err &
   spid=$!
   for _ in $(seq 200); do
