@@ -22,10 +22,10 @@ typedef enum { AN_BY_API, AN_BY_TYPE, AN_BY_SITE, AN_BY_THREAD } an_by;
 
 /* Why a call stays in software under a plan. */
 enum {
-  AN_SW_NOT_SELECTED = 0, /* no rule sends it anywhere */
-  AN_SW_KEPT = 1,         /* a keep rule */
-  AN_SW_UNSUPPORTED = 2,  /* the accelerator's model cannot serve it */
-  AN_SW_NO_RESPONSE = 3,  /* the recording cannot answer it: replay runs the real call */
+  AN_SW_NOT_SELECTED = 0,    /* no rule sends it anywhere */
+  AN_SW_KEPT = 1,            /* a keep rule */
+  AN_SW_UNSUPPORTED = 2,     /* the accelerator's model cannot serve it */
+  AN_SW_NO_RESPONSE = 3,     /* the recording cannot answer it: replay runs the real call */
   AN_SW_NOT_OFFLOADABLE = 4, /* a use of the API no accelerator takes (ST_CALL_NOT_OFFLOADABLE):
                               * replay runs the real call */
   AN_SW_N = 5

@@ -91,8 +91,7 @@ void anp_software_text(FILE *f, const an_result *r, int k) {
   const an_plan *pr = &r->plans[k];
   static const char *const what[AN_SW_N] = {
       "not selected by any rule", "kept in software by a keep rule",
-      "unsupported by the accelerator's model",
-      "without a recorded response (replay runs them)",
+      "unsupported by the accelerator's model", "without a recorded response (replay runs them)",
       "not offloadable (replay runs them)"};
   for (int i = 0; i < AN_SW_N; i++) {
     if (!pr->sw[i])

@@ -108,7 +108,7 @@ static void print_calls(const an_result *r, const size_t *ix, an_by by, int w) {
 /* "not-selected 3, unsupported 9" */
 static void why_cell(const an_gplan *gp, char *buf, size_t cap) {
   static const char *const shortn[AN_SW_N] = {"not-selected", "kept", "unsupported", "no-response",
-                                             "not-offloadable"};
+                                              "not-offloadable"};
   size_t o = 0;
   buf[0] = 0;
   for (int i = 0; i < AN_SW_N && o < cap; i++)
