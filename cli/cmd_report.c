@@ -126,7 +126,13 @@ static void print_plan(const an_result *r, const size_t *ix, an_by by, int w, co
   printf("\nplan %s: %s of %s calls offloaded (%.1f%%), %llu stay in software\n", name,
          cli_fmt_count(a, sizeof a, pr->offloaded), cli_fmt_count(b, sizeof b, r->calls),
          r->calls ? 100.0 * (double)pr->offloaded / (double)r->calls : 0.0, (unsigned long long)sw);
-  printf("%-*s %9s %9s %-28s %11s %11s %11s %11s %11s\n", w, "GROUP", "OFFLOADED", "SOFTWARE",
+  int ww = 12; /* the WHY SOFTWARE column: as wide as its widest cell */
+  for (size_t i = 0; i < r->ngroups; i++) {
+    char why[128];
+    why_cell(&r->groups[i].plan[0], why, sizeof why);
+    ww = (int)strlen(why) > ww ? (int)strlen(why) : ww;
+  }
+  printf("%-*s %9s %9s %-*s %11s %11s %11s %11s %11s\n", w, "GROUP", "OFFLOADED", "SOFTWARE", ww,
          "WHY SOFTWARE", "RECORDED", "SERVICE", "LINK", "QUEUE", "PREDICTED");
   for (size_t i = 0; i < r->ngroups; i++) {
     const an_group *g = &r->groups[ix[i]];
@@ -134,9 +140,9 @@ static void print_plan(const an_result *r, const size_t *ix, an_by by, int w, co
     char l[1024], why[128], rec[32], s[32], lk[32], q[32], p[32];
     anp_group_label(g, by, l, sizeof l);
     why_cell(gp, why, sizeof why);
-    printf("%-*.*s %9llu %9llu %-28s %11s %11s %11s %11s %11s\n", w, w, l,
-           (unsigned long long)gp->offloaded, (unsigned long long)(g->calls - gp->offloaded), why,
-           cli_fmt_ns(rec, sizeof rec, (double)gp->offloaded_rec_ns),
+    printf("%-*.*s %9llu %9llu %-*s %11s %11s %11s %11s %11s\n", w, w, l,
+           (unsigned long long)gp->offloaded, (unsigned long long)(g->calls - gp->offloaded), ww,
+           why, cli_fmt_ns(rec, sizeof rec, (double)gp->offloaded_rec_ns),
            cli_fmt_ns(s, sizeof s, (double)gp->service_ns),
            cli_fmt_ns(lk, sizeof lk, (double)gp->link_ns),
            cli_fmt_ns(q, sizeof q, (double)gp->queue_ns),
@@ -368,7 +374,7 @@ int cmd_report(int argc, char **argv) {
                 .nplans = o.a.ps.n,
                 .what = "report",
                 .cpus = o.a.cpus,
-                  .native_wall_ns = o.a.native_wall_ns};
+                .native_wall_ns = o.a.native_wall_ns};
   an_result r;
   int rc = an_run(&r, o.dir, &ao);
   size_t *ix = rc == 0 ? anp_groups_by_time(&r) : NULL;

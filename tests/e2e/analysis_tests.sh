@@ -486,3 +486,36 @@ t419_offline_commands_take_the_recording_with_t() {
   done
   expect_eq "commands" 9 "$n"
 }
+
+# Every reason a call stays in software, in one group: each is counted as
+# itself, and the WHY SOFTWARE column widens to hold them all, so the
+# columns after it stay under their headings.
+t420_report_software_reasons_apart_and_aligned() {
+  cat >s.spec <<'SPEC'
+process 100 start=1000000000 end=1000100000
+thread 0
+type 1 app.Req
+site 1 handle_req /app
+call thread=0 api=pb.unpack type=1 site=1 start=1000001000 lat=1000 req=100 size=100
+call thread=0 api=pb.unpack type=1 site=1 start=1000010000 lat=2000 req=200 size=200
+call thread=0 api=pb.unpack type=1 site=1 start=1000020000 lat=3000 req=300 size=300
+call thread=0 api=pb.unpack type=1 site=1 start=1000030000 lat=4000 req=400 size=400 flags=not_offloadable
+call thread=0 api=pb.unpack type=1 site=1 start=1000040000 lat=5000 req=500 size=500 flags=no_response
+SPEC
+  "$GEN" -o rec --spec s.spec
+  printf 'accel dev constant:ns=500\noffload api=pb.unpack size=-150 to dev\n' >plan.txt
+  "$STANDIN" report rec --plan plan.txt --format json >r.json
+  expect_eq "software reasons" "2 0 0 1 1" "$(pyj r.json '" ".join(str(d["plan"]["software"][k]) for k in ("not_selected", "kept", "unsupported", "no_response", "not_offloadable"))')"
+  "$STANDIN" report rec --plan plan.txt >r.txt
+  grep -q "^  1 call without a recorded response (replay runs them)$" r.txt || fail "$(cat r.txt)"
+  grep -q "^  1 call not offloadable (replay runs them): " r.txt || fail "$(cat r.txt)"
+  python3 - r.txt <<'PYEOF'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+h = next(i for i, l in enumerate(lines) if l.startswith("GROUP") and "WHY SOFTWARE" in l)
+end = lines[h].index("RECORDED") + len("RECORDED")
+row = lines[h + 1]
+assert "not-selected 2, no-response 1, not-offloadable 1" in row, row
+assert row[end - 1] != " " and row[end:end + 1] == " ", "RECORDED is not under its heading:\n%s\n%s" % (lines[h], row)
+PYEOF
+}
