@@ -89,6 +89,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
         free(pieces.p[j]);
       pieces.lost = 0;
     }
+    /* and as one block from the same memo (--unpack-trees block): from the
+     * kept plan when there is one, else from the image itself */
+    for (int k = 0; rc == PBW_OK && k < 2; k++) {
+      if (pbw_image_materialise_memo(img, n, descs[i], NULL, &m, &memo) == PBW_OK)
+        free(m);
+      else if (m)
+        abort();
+    }
     free((void *)atomic_load(&memo.pieces));
   }
   free(img);

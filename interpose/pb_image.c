@@ -809,13 +809,9 @@ int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessa
   binder b;
   *out = NULL;
   /* with a memo, the kept split plan (below) builds the block without the
-   * header parsed or the outside pointers resolved again; an image that
-   * does not split is built as before */
-  if (memo != NULL) {
-    int rc = materialise_kept(img, len, d, alloc, out, memo, 0);
-    if (rc != PBW_E_UNSUPPORTED)
-      return rc;
-  }
+   * header parsed or the outside pointers resolved again */
+  if (memo != NULL)
+    return materialise_kept(img, len, d, alloc, out, memo, 0);
   int rc = prepare(img, len, d, memo, &v, &b);
   return rc == PBW_OK ? build_tree(&v, &b, alloc, out) : rc;
 }
@@ -1069,9 +1065,9 @@ static int build_block(const split_plan *sp, ProtobufCAllocator *alloc, Protobuf
 }
 
 /* A tree from memo's kept split plan, piece by piece or (pieces = 0) as one
- * block; the plan is made and kept on first use. A block is not built from
- * a plan that is not kept: PBW_E_UNSUPPORTED then, with nothing allocated,
- * as for an image that does not split (the caller builds it as before). */
+ * block; the plan is made and kept on first use. A block without a kept
+ * plan (none can be kept, or the image does not split) is built from the
+ * image checked here (build_tree), so its header is read once. */
 static int materialise_kept(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
                             ProtobufCAllocator *alloc, ProtobufCMessage **out,
                             pbw_image_memo *memo, int pieces) {
@@ -1096,8 +1092,10 @@ static int materialise_kept(const void *img, size_t len, const ProtobufCMessageD
     _Alignas(16) unsigned char stack[4096];
     int keep = memo != NULL && atomic_load_explicit(&memo->root, memory_order_acquire) == d;
     if (!keep && !pieces)
-      return PBW_E_UNSUPPORTED;
+      return build_tree(&v, &b, alloc, out);
     rc = plan_split(&v, keep ? NULL : stack, keep ? 0 : sizeof stack, keep, &mine, &heap);
+    if (rc == PBW_E_UNSUPPORTED && !pieces) /* it does not split */
+      return build_tree(&v, &b, alloc, out);
     if (rc != PBW_OK)
       return rc;
     if (keep)
@@ -1111,7 +1109,7 @@ static int materialise_kept(const void *img, size_t len, const ProtobufCMessageD
     return rc;
   }
   if (!pieces) /* a kept plan for another length of this image: not ours */
-    return PBW_E_UNSUPPORTED;
+    return build_tree(&v, &b, alloc, out);
   return build_pieces(&v, &b, sp, alloc, out);
 }
 
