@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "hist.h"
 #include "cli.h"
+#include "hist.h"
 #include "plan.h"
 
 typedef enum { AN_BY_API, AN_BY_TYPE, AN_BY_SITE, AN_BY_THREAD } an_by;

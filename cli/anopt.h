@@ -32,9 +32,8 @@ void anopt_init(anopt *o, const char *cmd, int one_plan);
  * not, -1 (with a message) if its value is bad. */
 int anopt_take(anopt *o, int c, const char *arg);
 
-/* getopt_long over lo (which holds ANOPT_LONG; short options p:i:h) that
- * (short options p:i:t:h) takes the shared options itself: the next other
- * option, -1 at the end,
+/* getopt_long over lo (which holds ANOPT_LONG; short options p:i:t:h) that
+ * takes the shared options itself: the next other option, -1 at the end,
  * or 0 after a bad value of a shared option (message printed). */
 int anopt_next(anopt *o, int argc, char **argv, const struct option *lo);
 

@@ -50,12 +50,13 @@ const char *cli_no_name(unsigned slot, char *buf, size_t len);
 /* "3 jpeg_read_coefficients, 1 other" for the non-zero slots of by[]. */
 void cli_no_list(const uint64_t by[CLI_NO_SLOTS], char *out, size_t len);
 
+/* The same as a JSON object: {"jpeg_read_coefficients": 3, "other": 1}. */
+void cli_no_json(FILE *f, const uint64_t by[CLI_NO_SLOTS]);
+
 /* A C++ symbol (Itanium ABI, "_Z...") demangled without its parameter
  * list ("SplashOutputDev::drawImage"), in out; 0 if sym is not one or does
  * not demangle (out is then ""). */
 int cli_demangle(const char *sym, char *out, size_t cap);
-/* The same as a JSON object: {"jpeg_read_coefficients": 3, "other": 1}. */
-void cli_no_json(FILE *f, const uint64_t by[CLI_NO_SLOTS]);
 
 /* Processes (of this user; not this one) whose environment started with
  * `entry` ("NAME=value"): those a recorded or replayed program left
