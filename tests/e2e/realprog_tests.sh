@@ -190,3 +190,50 @@ t707_cwebp_encodes_the_replayed_rows() {
     expect_eq "$f: replayed" 1 "$(json s.json calls_replayed)"
   done
 }
+
+# mapserv (MapServer 8) serves vector tiles: each tile is one process that
+# sizes and packs a vector_tile.Tile (layers of features, tags, geometry)
+# with protobuf-c. A shell loop asks for five tiles, so recording and replay
+# follow five execs, and the replay's tiles must be the recorded bytes. A
+# tile that was never recorded runs for real (or, under abort, stops its
+# process with the call site named); on protoacc get_packed_size stays in
+# software, with the reason.
+t708_mapserv_vector_tiles_replay_identically() {
+  command -v mapserv >/dev/null || { echo "skipped: no mapserv"; return 0; }
+  python3 "$(dirname "$B")/tests/e2e/tools/mvt_map.py" tiles.map ms.conf 100
+  cat >tiles.sh <<SH
+#!/bin/sh
+export MAPSERVER_CONFIG_FILE="$PWD/ms.conf"
+for t in "\$@"; do
+  mapserv -nh "QUERY_STRING=map=$PWD/tiles.map&mode=tile&tilemode=gmap&tile=\$t&layers=all&map.imagetype=mvt"
+done
+SH
+  chmod +x tiles.sh
+  set -- 0+0+0 0+0+1 1+0+1 0+1+1 1+1+1
+  ./tiles.sh "$@" >native.out
+  [ "$(head -c 1 native.out | od -An -tx1)" = " 1a" ] || fail "not a vector tile: $(head -c 200 native.out)"
+  "$STANDIN" record -o rec -- ./tiles.sh "$@" >rec.out
+  cmp native.out rec.out
+  expect_eq "processes" 5 "$("$STANDIN" info rec | grep -c '^process .*: mapserv ')"
+  expect_eq "pack calls" 5 "$(calls rec pb.pack)"
+  expect_eq "size calls" 5 "$(calls rec pb.size)"
+  "$STANDIN" report rec --by site | grep -q "msMVTWriteTile+0x" || fail "no call site: $("$STANDIN" report rec --by site)"
+  "$STANDIN" replay -t rec --summary sw.json -- ./tiles.sh "$@" >sw.out
+  cmp native.out sw.out || fail "software: the tiles differ"
+  expect_eq "software: replayed" 10 "$(json sw.json calls_replayed)"
+  "$STANDIN" replay -t rec --iface protoacc --summary pa.json -- ./tiles.sh "$@" >pa.out 2>pa.err
+  cmp native.out pa.out || fail "protoacc: the tiles differ"
+  expect_eq "protoacc: replayed, in software" "5 5" \
+    "$(json pa.json calls_replayed) $(json pa.json calls_software)"
+  grep -q "5 recorded calls stay in software on protoacc: get_packed_size has no device counterpart" pa.err ||
+    fail "no reason given: $(cat pa.err)"
+  # a zoom-2 tile was never recorded: it runs for real, or stops mapserv
+  ./tiles.sh 0+0+0 2+1+2 >native2.out
+  "$STANDIN" replay -t rec --summary miss.json -- ./tiles.sh 0+0+0 2+1+2 >miss.out
+  cmp native2.out miss.out || fail "fallback: the tiles differ"
+  expect_eq "replayed, fallback" "2 2" "$(json miss.json calls_replayed) $(json miss.json calls_fallback)"
+  "$STANDIN" replay -t rec --on-miss abort -- ./tiles.sh 2+1+2 >abort.out 2>abort.err && fail "abort: mapserv went on"
+  grep -q "replay miss in pb.size for vector_tile.Tile (called from msMVTWriteTile in .*libmapserver" abort.err ||
+    fail "abort message: $(cat abort.err)"
+  [ ! -s abort.out ] || fail "abort: mapserv wrote $(wc -c <abort.out) bytes"
+}
