@@ -403,7 +403,8 @@ static int wrapped_is(char *const *args, int nargs, const char *exe) {
   return 0;
 }
 
-static void warn_other_program(const char *dir, const char *path, char *const *args, int nargs) {
+static void warn_other_program(const char *dir, const char *path, char *const *args, int nargs,
+                               int on_miss) {
   cli_tracedir td;
   if (cli_tracedir_open(&td, dir) != 0)
     return;
@@ -427,10 +428,20 @@ static void warn_other_program(const char *dir, const char *path, char *const *a
       match = same_base(h->argv[a], base);
     st_reader_close(r);
   }
+  /* the program record started, when its calls came from another (the
+   * shell running a script's commands) */
+  char also[PATH_MAX + 64] = "";
+  const char *sb = started ? strrchr(started, '/') : NULL;
+  if (started && !same_base(first, sb ? sb + 1 : started))
+    snprintf(also, sizeof also, " (started as %s)", started);
+  const char *then =
+      on_miss == RDB_MISS_ABORT     ? "the first call that is not in the recording stops it"
+      : on_miss == RDB_MISS_NEAREST ? "calls that are not in the recording run the real library, "
+                                      "timed from the recorded calls nearest in size"
+                                    : "calls that are not in the recording run the real library "
+                                      "(counted as fallbacks)";
   if (!match && first[0])
-    cli_warn("%s was recorded from %s, not %s: calls that are not in the recording run the "
-             "real library (counted as fallbacks)",
-             dir, first, want);
+    cli_warn("%s was recorded from %s%s, not %s: %s", dir, first, also, want, then);
   cli_tracedir_free(&td);
 }
 
@@ -497,7 +508,7 @@ int cmd_replay(int argc, char **argv) {
     plan_free(&o.plan);
     return 1;
   }
-  warn_other_program(o.dir, path, argv + first + 1, argc - first - 1);
+  warn_other_program(o.dir, path, argv + first + 1, argc - first - 1, o.on_miss);
   const char *old = getenv("LD_PRELOAD");
   char preload[PATH_MAX * 2], dbpath[64], env1[PATH_MAX * 2 + 16], env2[96], env3[96];
   snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");

@@ -485,6 +485,11 @@ t631_replay_of_another_program_is_reported() {
   "$STANDIN" record -o sh -- sh -c '"$0" basic 3' "$PB" >/dev/null 2>&1
   "$STANDIN" replay -t sh -- sh -c '"$0" basic 3' "$PB" >/dev/null 2>err3
   ! grep -q "was recorded from" err3 || fail "$(cat err3)"
+  # another program against it: the warning names both, and says what
+  # the policy does with calls that are not in the recording
+  "$STANDIN" replay -t sh --on-miss nearest -- "$FAULTS" loop 5 >/dev/null 2>err6
+  grep -q "sh was recorded from $PB (started as .*sh), not $FAULTS: calls that are not in the recording run the real library, timed from the recorded calls nearest in size" err6 ||
+    fail "$(cat err6)"
   # through a wrapper (env here; valgrind, taskset alike): the program is
   # one of the words after it, and the wrapper alone is still another program
   "$STANDIN" replay -t rec -- env STANDIN_T631=1 "$PB" basic 3 >/dev/null 2>err4
