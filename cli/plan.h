@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "iface.h"
-#include "link.h"
+#include "iface_link.h"
 #include "trace.h"
 
 #define PLAN_MAX_ACCEL 16

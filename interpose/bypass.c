@@ -8,14 +8,11 @@
  * calibration loop measures, so recorded latencies kept ~20 ns a call of
  * hook time). Rewriting the library's own GOT slots for those names to its
  * own definitions sends them where an unhooked process sends them; calls
- * from the program and from other libraries still reach the hooks.
- *
- * <link.h> is shadowed by interfaces/link.h in this build, so the few
- * declarations needed from it are made here (glibc's layout of the first
- * members of struct dl_phdr_info, which is ABI). */
+ * from the program and from other libraries still reach the hooks. */
 #include "bypass.h"
 
 #include <elf.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,14 +21,6 @@
 #include <unistd.h>
 
 #if defined(__x86_64__) && defined(__LP64__)
-
-struct dl_phdr_info {
-  Elf64_Addr dlpi_addr;
-  const char *dlpi_name;
-  const Elf64_Phdr *dlpi_phdr;
-  Elf64_Half dlpi_phnum;
-};
-extern int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
 
 typedef struct {
   const char *object; /* substring of the object's path */

@@ -1,5 +1,6 @@
 #include "shim.h"
 
+#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,8 @@
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+
+#include "shim_alloc.h"
 
 SHIM_TLS int shim_depth;
 SHIM_TLS uint32_t shim_nested;
@@ -27,13 +30,6 @@ void shim_say(const char *fmt, ...) {
   (void)w;
 }
 
-/* The public head of glibc's struct link_map (<link.h>, which
- * interfaces/link.h shadows in this build): part of the ABI. */
-struct pub_link_map {
-  uintptr_t l_addr;
-  const char *l_name;
-};
-
 /* Keep the object that defines p loaded for good: a hook caches the real
  * function, and a library that the program dlopen'ed and later dlclose'd
  * would otherwise leave the cache pointing at unmapped memory. The object
@@ -50,7 +46,7 @@ static void pin_object(const void *p) {
   /* libc is never unloaded; and the exec and _exit wrappers, which may run
    * in a vfork child or a signal handler, then never reach dlopen. The
    * program itself (no name) is not unloaded either. */
-  const char *name = ((const struct pub_link_map *)fo.dlfo_link_map)->l_name;
+  const char *name = fo.dlfo_link_map->l_name;
   if (fo.dlfo_link_map == libc_map || !name || !name[0])
     return;
   dlopen(name, RTLD_NOLOAD | RTLD_LAZY); /* one reference, never dropped */
@@ -59,28 +55,41 @@ static void pin_object(const void *p) {
 /* `name` in a loaded object outside the global scope: a library the
  * program dlopen'ed with RTLD_LOCAL (often as the dependency of a plugin)
  * still reaches our exported hooks, since the global scope, where
- * LD_PRELOAD puts us, is searched first; RTLD_NEXT cannot see it. The
- * objects are listed from /proc/self/maps (<link.h> is shadowed by
- * interfaces/link.h in this build); this runs once per hook. */
+ * LD_PRELOAD puts us, is searched first; RTLD_NEXT cannot see it. This
+ * runs once per hook. The objects' names are copied out first: dlopen is
+ * not called while dl_iterate_phdr holds the loader's list. */
+#define NAMES_BYTES (64u * 1024u) /* the objects' paths, NUL after each */
+
+typedef struct {
+  char *buf;
+  size_t used;
+} object_list;
+
+static int list_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  object_list *o = data;
+  const char *name = info->dlpi_name;
+  size_t n = name ? strlen(name) + 1 : 0;
+  /* as the loader named it (relative if dlopen was given a relative path:
+   * dlopen matches that name before it looks at any file) */
+  if (n > 1 && strchr(name, '/') && strstr(name, ".so") && n <= NAMES_BYTES - o->used) {
+    memcpy(o->buf + o->used, name, n);
+    o->used += n;
+  }
+  return 0;
+}
+
 static void *find_in_local_objects(const char *name) {
   Dl_info self;
-  FILE *maps = fopen("/proc/self/maps", "re");
-  if (!maps || !dladdr((void *)find_in_local_objects, &self)) {
-    if (maps)
-      fclose(maps);
+  object_list o = {shim_alloc(NAMES_BYTES), 0};
+  if (!o.buf || !dladdr((void *)find_in_local_objects, &self)) {
+    shim_free(o.buf);
     return NULL;
   }
-  char line[4096 + 128], last[4096 + 128] = "";
+  dl_iterate_phdr(list_object, &o);
   void *found = NULL;
-  while (!found && fgets(line, sizeof line, maps)) {
-    char *path = strchr(line, '/');
-    if (!path || !strstr(path, ".so"))
-      continue;
-    path[strcspn(path, "\n")] = 0;
-    if (!strcmp(path, last))
-      continue; /* the next mapping of the same object */
-    snprintf(last, sizeof last, "%s", path);
-    void *h = dlopen(path, RTLD_NOLOAD | RTLD_LAZY);
+  for (size_t at = 0; at < o.used && !found; at += strlen(o.buf + at) + 1) {
+    void *h = dlopen(o.buf + at, RTLD_NOLOAD | RTLD_LAZY);
     void *p = h ? dlsym(h, name) : NULL;
     Dl_info where;
     if (p && dladdr(p, &where) && where.dli_fbase != self.dli_fbase)
@@ -88,7 +97,7 @@ static void *find_in_local_objects(const char *name) {
     if (h)
       dlclose(h);
   }
-  fclose(maps);
+  shim_free(o.buf);
   return found;
 }
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "iface.h"
-#include "link.h"
+#include "iface_link.h"
 #include "trace.h"
 
 static if_model *model(const char *spec) {

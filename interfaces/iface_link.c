@@ -1,5 +1,5 @@
-/* link.c — device link costs (see link.h for the model and its sources). */
-#include "link.h"
+/* iface_link.c — device link costs (see iface_link.h for the model and its sources). */
+#include "iface_link.h"
 
 #include <errno.h>
 #include <math.h>

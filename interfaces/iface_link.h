@@ -1,4 +1,4 @@
-/* link.h — the cost of reaching an accelerator, composable with any model.
+/* iface_link.h — the cost of reaching an accelerator, composable with any model.
  *
  * none:   no cost.
  * onchip: a co-processor invoked by a few instructions that shares the cache
