@@ -288,7 +288,11 @@ EOF
   cat >host.c <<'EOF'
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 int main(int argc, char **argv) {
+  if (argc > 3 && !strcmp(argv[3], "clearenv"))
+    clearenv();
   for (int round = 0; round < 3; round++) {
     void *h = dlopen(argv[1], RTLD_NOW | (argv[2][0] == 'g' ? RTLD_GLOBAL : RTLD_LOCAL));
     if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }
@@ -311,6 +315,14 @@ EOF
     cmp n-$scope.out p-$scope.out
     expect_eq "$scope: replayed" 36 "$(json s-$scope.json calls_replayed)"
   done
+  # host has no hooked library at start: it maps the recording at its first
+  # call, from the environment it started with (cleared since), and the
+  # shell around it, which never loads one, does not map it at all
+  "$STANDIN" replay -t r-local --summary s-env.json -- \
+    sh -c './host ./plugin.so local clearenv; true' >p-env.out
+  cmp n-local.out p-env.out
+  expect_eq "cleared environment: replayed" 36 "$(json s-env.json calls_replayed)"
+  expect_eq "processes that mapped the recording" 1 "$(json s-env.json processes)"
 }
 
 # Disk full: one message naming the file, the program goes on unharmed, the
