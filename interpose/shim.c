@@ -81,8 +81,12 @@ static int list_object(struct dl_phdr_info *info, size_t size, void *data) {
 
 static void *find_in_local_objects(const char *name) {
   Dl_info self;
+  /* libc's dlclose, not the record shim's hook, which first waits for the
+   * trace writer to drain (rt_before_unload): these handles only drop the
+   * reference dlopen just took, and unload nothing */
+  int (*close_handle)(void *) = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
   object_list o = {shim_alloc(NAMES_BYTES), 0};
-  if (!o.buf || !dladdr((void *)find_in_local_objects, &self)) {
+  if (!o.buf || !close_handle || !dladdr((void *)find_in_local_objects, &self)) {
     shim_free(o.buf);
     return NULL;
   }
@@ -95,7 +99,7 @@ static void *find_in_local_objects(const char *name) {
     if (p && dladdr(p, &where) && where.dli_fbase != self.dli_fbase)
       found = p;
     if (h)
-      dlclose(h);
+      close_handle(h);
   }
   shim_free(o.buf);
   return found;

@@ -88,7 +88,8 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
  * not be in the middle of anything when another thread forks. */
 static pthread_mutex_t writer_work = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t writer_thread;
-static int writer_running; /* writer_thread exists; under start_lock */
+static _Atomic int writer_running; /* writer_thread exists; set under start_lock, read
+                                    * without it (rt_before_unload, signals) */
 /* The writer has reached writer_main: the sanitizer runtimes' own thread
  * start (which allocates, under allocator locks that fork does not take)
  * is over. */

@@ -338,24 +338,27 @@ int rp_unpack_pieces(void) {
 }
 
 static atomic_int setup_deferred; /* rp_init: mapped at the first hooked call */
+static atomic_int ready;          /* rp_setup has mapped and checked everything */
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static void rp_setup(void);
 
 /* A process that had none of the hooked libraries loaded at start maps the
  * database when one of its calls first reaches a hook, before that call's
- * clock starts (so it counts as setup, as at start). */
+ * clock starts (so it counts as setup, as at start). Other threads may be
+ * calling then: they wait in pthread_once, and no thread goes on before
+ * `ready` says setup is complete (db is set part way through it). */
 static void setup_late(void) {
   rp_setup();
   atomic_store_explicit(&setup_deferred, 0, memory_order_release);
 }
 
 int rp_on(void) {
-  if (SHIM_LIKELY(db != NULL))
+  if (SHIM_LIKELY(atomic_load_explicit(&ready, memory_order_acquire)))
     return 1;
   if (!atomic_load_explicit(&setup_deferred, memory_order_acquire))
     return 0;
   pthread_once(&setup_once, setup_late);
-  return db != NULL;
+  return atomic_load_explicit(&ready, memory_order_acquire);
 }
 
 const void *rp_ptr(uint64_t off, uint64_t len) {
@@ -559,6 +562,7 @@ static void rp_setup(void) {
   pthread_key_create(&local_key, thread_gone);
   pthread_atfork(NULL, NULL, count_child);
   pthread_atfork(shim_alloc_fork_prepare, shim_alloc_fork_release, shim_alloc_fork_release);
+  atomic_store_explicit(&ready, 1, memory_order_release);
 }
 
 /* Entries are laid out in the order of their first recorded occurrence

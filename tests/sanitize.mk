@@ -35,7 +35,7 @@ SAN_TSAN_ENV := STANDIN_SANITIZER=tsan \
 # while it has threads, and the writer thread makes every recording process
 # threaded (ASan covers the fork tests). One at a time: under TSan a dying
 # program's wait for its trace is near its limit already (above).
-SAN_TSAN_TESTS := t002_ t021_ t022_ t102_ t103_ t125_ t304_ t603_ t606_ t607_
+SAN_TSAN_TESTS := t002_ t021_ t022_ t102_ t103_ t125_ t304_ t603_ t606_ t607_ t632_
 
 .PHONY: check-sanitize check-asan check-tsan
 check-sanitize: deps

@@ -258,11 +258,10 @@ t609_vfork_and_posix_spawn() {
   done
 }
 
-# A plugin that links libprotobuf-c, loaded with dlopen (RTLD_LOCAL) by a
-# program that does not: its calls reach the hooks, which must find the
-# real functions outside the global scope; dlclose and a new dlopen must
-# not leave the writer with unloaded descriptors.
-t610_protobuf_loaded_by_dlopen_after_start() {
+# plugin.so: plugin_work(n) sizes, packs, unpacks and frees n messages
+# with libprotobuf-c, which it links (the program that loads it need not).
+# Extra arguments go to gcc (a sanitizer).
+make_pb_plugin() {
   cat >plugin.c <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +284,15 @@ unsigned long plugin_work(int n) {
   return sum;
 }
 EOF
+  gcc "$@" -shared -fPIC -I"$B/gen" -o plugin.so plugin.c "$B/gen/sample.pb-c.c" -lprotobuf-c
+}
+
+# A plugin that links libprotobuf-c, loaded with dlopen (RTLD_LOCAL) by a
+# program that does not: its calls reach the hooks, which must find the
+# real functions outside the global scope; dlclose and a new dlopen must
+# not leave the writer with unloaded descriptors.
+t610_protobuf_loaded_by_dlopen_after_start() {
+  make_pb_plugin
   cat >host.c <<'EOF'
 #include <dlfcn.h>
 #include <stdio.h>
@@ -304,7 +312,6 @@ int main(int argc, char **argv) {
   return 0;
 }
 EOF
-  gcc -shared -fPIC -I"$B/gen" -o plugin.so plugin.c "$B/gen/sample.pb-c.c" -lprotobuf-c
   gcc -o host host.c -ldl
   for scope in local global; do
     ./host ./plugin.so $scope >n-$scope.out
@@ -508,4 +515,55 @@ t631_replay_of_another_program_is_reported() {
   ! grep -q "was recorded from" err4 || fail "$(cat err4)"
   "$STANDIN" replay -t rec -- env STANDIN_T631=1 "$FAULTS" loop 5 >/dev/null 2>err5
   grep -q "rec was recorded from $PB, not .*/env" err5 || fail "$(cat err5)"
+}
+
+# A process with no hooked library at start maps the recording at its first
+# hooked call (rp.c rp_on). Here four threads make their first calls at
+# once, right after the library is loaded with dlopen: every call must be
+# replayed, none may see the recording half set up (TSan runs this too).
+t632_first_calls_of_many_threads_after_dlopen() {
+  cat >host.c <<'EOF2'
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+static unsigned long (*work)(int);
+static pthread_barrier_t start;
+static unsigned long sums[4];
+static void *run(void *p) {
+  int who = (int)(long)p;
+  pthread_barrier_wait(&start);
+  sums[who] = work(50 + who);
+  return NULL;
+}
+int main(int argc, char **argv) {
+  void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+  work = (unsigned long (*)(int))dlsym(h, "plugin_work");
+  pthread_t th[4];
+  pthread_barrier_init(&start, NULL, 4);
+  for (long i = 0; i < 4; i++)
+    pthread_create(&th[i], NULL, run, (void *)i);
+  for (int i = 0; i < 4; i++)
+    pthread_join(th[i], NULL);
+  for (int i = 0; i < 4; i++)
+    printf("thread %d sum %lu\n", i, sums[i]);
+  return 0;
+}
+EOF2
+  # under TSan the program must be built with it too (its runtime does not
+  # take an uninstrumented main program)
+  local san=""
+  [ "${STANDIN_SANITIZER:-}" = tsan ] && san="-fsanitize=thread"
+  make_pb_plugin $san
+  gcc $san -pthread -o host host.c -ldl
+  ./host ./plugin.so >native.out
+  "$STANDIN" record -o rec -- ./host ./plugin.so >rec.out
+  cmp native.out rec.out
+  expect_eq "calls" 618 "$(calls rec)"
+  for round in 1 2 3; do
+    "$STANDIN" replay -t rec --summary s.json -- ./host ./plugin.so >rep.out
+    cmp native.out rep.out || fail "round $round: output differs"
+    expect_eq "round $round: replayed" 618 "$(json s.json calls_replayed)"
+    expect_eq "round $round: processes" 1 "$(json s.json processes)"
+  done
 }
