@@ -76,6 +76,9 @@ int cli_reader_open(st_reader **r, const char *path);
 char *cli_fmt_ns(char *buf, size_t cap, double ns);
 char *cli_fmt_bytes(char *buf, size_t cap, double bytes);
 char *cli_fmt_count(char *buf, size_t cap, uint64_t n);
+/* The REQ or RESP cell of a group: its bytes, or "-" when no call in it
+ * has that side as bytes (is_bytes 0: a message tree, a size). */
+char *cli_fmt_side(char *buf, size_t cap, unsigned is_bytes, uint64_t bytes);
 
 /* Lines of DIR/run.info (written by `standin record`): value for key, or
  * NULL. Returned string is static storage, valid until the next call. */

@@ -12,6 +12,7 @@ typedef struct {
   int api;
   char *type;
   uint64_t calls, ns, req_bytes, resp_bytes, failed, not_offloadable, no_response;
+  unsigned byte_sides;           /* st_api_byte_sides of its calls, or'ed */
   uint64_t no_why[CLI_NO_SLOTS]; /* not offloadable, by why (cli_no_slot) */
 } info_row;
 
@@ -91,6 +92,7 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   r->ns += c->latency_ns;
   r->req_bytes += c->req_len;
   r->resp_bytes += c->resp_len;
+  r->byte_sides |= st_api_byte_sides(c->api);
   r->failed += !!(c->flags & ST_CALL_FAILED);
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
     r->not_offloadable++;
@@ -248,8 +250,8 @@ static void print_rows(info_agg *a, uint64_t total_ns) {
            cli_fmt_count(c, sizeof c, r->calls), cli_fmt_ns(t, sizeof t, (double)r->ns),
            total_ns ? 100.0 * (double)r->ns / (double)total_ns : 0.0,
            cli_fmt_ns(m, sizeof m, r->calls ? (double)r->ns / (double)r->calls : 0),
-           cli_fmt_bytes(q, sizeof q, (double)r->req_bytes),
-           cli_fmt_bytes(s, sizeof s, (double)r->resp_bytes));
+           cli_fmt_side(q, sizeof q, r->byte_sides & ST_SIDE_REQ, r->req_bytes),
+           cli_fmt_side(s, sizeof s, r->byte_sides & ST_SIDE_RESP, r->resp_bytes));
     if (r->failed || r->not_offloadable || r->no_response) {
       char list[256], why[264] = "";
       cli_no_list(r->no_why, list, sizeof list);

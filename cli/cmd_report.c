@@ -100,8 +100,8 @@ static void print_calls(const an_result *r, const size_t *ix, an_by by, int w) {
            cli_fmt_ns(p9, sizeof p9, (double)hist_quantile(g->h, 0.9)),
            cli_fmt_ns(p99, sizeof p99, (double)hist_quantile(g->h, 0.99)),
            cli_fmt_ns(mx, sizeof mx, (double)g->h->max),
-           cli_fmt_bytes(q, sizeof q, (double)g->req_bytes),
-           cli_fmt_bytes(s, sizeof s, (double)g->resp_bytes));
+           cli_fmt_side(q, sizeof q, g->byte_sides & ST_SIDE_REQ, g->req_bytes),
+           cli_fmt_side(s, sizeof s, g->byte_sides & ST_SIDE_RESP, g->resp_bytes));
   }
 }
 

@@ -207,6 +207,14 @@ char *cli_fmt_bytes(char *buf, size_t cap, double b) {
   return buf;
 }
 
+char *cli_fmt_side(char *buf, size_t cap, unsigned is_bytes, uint64_t bytes) {
+  if (!is_bytes) {
+    snprintf(buf, cap, "-");
+    return buf;
+  }
+  return cli_fmt_bytes(buf, cap, (double)bytes);
+}
+
 char *cli_fmt_count(char *buf, size_t cap, uint64_t n) {
   char tmp[32];
   int len = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)n);

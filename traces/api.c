@@ -37,3 +37,12 @@ const char *st_feature_name(int api, int slot) {
   default: return NULL;
   }
 }
+
+unsigned st_api_byte_sides(int api) {
+  switch (api) {
+  case ST_API_PB_PACK:
+  case ST_API_PB_PACK_BUF: return ST_SIDE_RESP;
+  case ST_API_PB_SIZE: return 0;
+  default: return ST_SIDE_REQ | ST_SIDE_RESP;
+  }
+}

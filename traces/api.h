@@ -75,6 +75,13 @@ typedef enum {
 const char *st_api_name(int api);
 /* Family an API belongs to. */
 st_family st_api_family(int api);
+
+/* Which sides of a call of api are bytes: ST_SIDE_REQ when its request is
+ * (unpack's encoded message, a JPEG image; pack's and get_packed_size's is a
+ * message tree), ST_SIDE_RESP when its response is (get_packed_size's is a
+ * number). */
+enum { ST_SIDE_REQ = 1, ST_SIDE_RESP = 2 };
+unsigned st_api_byte_sides(int api);
 /* Name of a feature slot of an API ("encoded_size"), or NULL past the end. */
 const char *st_feature_name(int api, int slot);
 
