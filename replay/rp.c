@@ -450,7 +450,7 @@ static int hooked_lib(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
   (void)data;
   const char *name = info->dlpi_name ? info->dlpi_name : "";
-  const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+  const char *slash = strrchr(name, '/'), *base = slash ? slash + 1 : name;
   return !strncmp(base, "libprotobuf-c.so", 16) || !strncmp(base, "libjpeg.so", 10) ||
          !strncmp(base, "libturbojpeg.so", 15);
 }
