@@ -1,6 +1,7 @@
 /* cmd_replay.c — `standin replay`: rerun the program, answering each
  * recorded call after the latency a performance interface predicts. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -54,6 +55,22 @@ typedef struct {
   int on_miss, ifaces, no_catch_up, block_trees;
   plan plan;
 } rep_opts;
+
+/* A summary that cannot be written is said before the program runs, not
+ * after a long run whose statistics would then be lost. A file made only to
+ * find that out is removed again. */
+static int summary_writable(const char *path) {
+  int existed = access(path, F_OK) == 0;
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    cli_err("cannot write summary %s: %s; nothing was run", path, strerror(errno));
+    return -1;
+  }
+  close(fd);
+  if (!existed)
+    unlink(path);
+  return 0;
+}
 
 static int parse(int argc, char **argv, rep_opts *o, int *first) {
   static const struct option lo[] = {{"trace", required_argument, 0, 't'},
@@ -129,6 +146,8 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
     return -1;
   }
   if (!o->plan_file && o->plan.naccel == 0 && plan_add_iface(&o->plan, "software") != 0)
+    return -1;
+  if (o->summary && summary_writable(o->summary) != 0)
     return -1;
   *first = optind;
   return 0;

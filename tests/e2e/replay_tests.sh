@@ -389,6 +389,17 @@ t111_replay_bad_iface_and_missing_trace_errors() {
   grep -q "rec was recorded from: $PB basic 2" e5 || fail "e5: $(cat e5)"
   grep -q -- "-- $PB basic 2\$" e5 || fail "e5: $(cat e5)"
   [ ! -s out ] || fail "the program ran: $(cat out)"
+  # a summary that cannot be written is said before the program runs
+  set +e
+  "$STANDIN" replay -t rec --summary nodir/s.json -- "$PB" basic 2 >out 2>e6
+  r6=$?
+  set -e
+  expect_eq "replay with an unwritable summary" 2 $r6
+  grep -q "cannot write summary nodir/s.json: No such file or directory; nothing was run" e6 ||
+    fail "e6: $(cat e6)"
+  [ ! -s out ] || fail "the program ran: $(cat out)"
+  "$STANDIN" replay -t rec --summary s.json -- "$PB" basic 2 >out
+  [ -s s.json ] || fail "no summary written"
 }
 
 t112_replay_corrupted_trace_is_reported() {
