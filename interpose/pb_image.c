@@ -788,7 +788,15 @@ static int prepare(const void *img, size_t len, const ProtobufCMessageDescriptor
   if (memo != NULL && b->tab != NULL) {
     uint64_t key = pbw__hash64(v->types, (size_t)v->n_types * IMG_TYPE_REC + v->names_len);
     const ProtobufCMessageDescriptor *const *tab = publish_tab(d, key, v->n_types, b->tab);
-    if (tab != NULL) {
+    /* published once, by the thread that claims the empty memo: threads
+     * that checked the same image at the same time do not write it again
+     * under a reader that has already seen it (a claimed memo matches no
+     * descriptor until its fields are in) */
+    static const char claimed;
+    const ProtobufCMessageDescriptor *empty = NULL;
+    if (tab != NULL &&
+        atomic_compare_exchange_strong(&memo->root, &empty,
+                                       (const ProtobufCMessageDescriptor *)(const void *)&claimed)) {
       memo->img = img;
       memo->len = len;
       memo->tab = tab;

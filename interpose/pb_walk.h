@@ -143,7 +143,8 @@ int pbw_image_materialise(const void *img, size_t len, const ProtobufCMessageDes
  * pbw_image_build and cannot change (the replay shim maps them read-only),
  * so the checksum is not verified even on the first call; the structural
  * checks are. A zeroed memo is empty; memo = NULL is
- * pbw_image_materialise. Threads may share a memo. */
+ * pbw_image_materialise. Threads may share a memo; it is filled once, for
+ * the first image and descriptor checked with it. */
 typedef struct {
   _Atomic(const ProtobufCMessageDescriptor *) root;
   const void *img;
