@@ -27,7 +27,7 @@
 #include "shim.h"
 
 /* libunwind's pipe: made once per process when libunwind initialises
- * (rt_init), again only when a check finds it broken. The child of a fork
+ * (the process's first unwind), again only when a check finds it broken. The child of a fork
  * keeps it. */
 static _Atomic int unw_pipe[2] = {-1, -1};
 

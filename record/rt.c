@@ -21,12 +21,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-#ifdef __SANITIZE_THREAD__
 #include <execinfo.h>
-#endif
 
+#include "lazylibs.h"
 #include "record_internal.h"
 #include "shim_alloc.h"
 #include "ring.h"
@@ -263,13 +260,17 @@ static void thread_exit(void *p) {
   atomic_store_explicit(&t->dead, 1, memory_order_release);
 }
 
+/* A thread's mapping: its rt_thread, then its stack memo (rt_stack). */
+#define THREAD_HEAD (((sizeof(rt_thread) + 63) / 64) * 64)
+static size_t thread_map_size(void);
+
 static rt_thread *thread_new(void) {
   /* Mapped, not from the program's malloc: a shim's allocations move the
    * program's own (the struct's size moved thumbnailer's row buffers to
    * another alignment, and with them which rows libjpeg-turbo writes with
    * non-temporal stores). A mapping is page-aligned, as the ring's
    * cache-line-aligned indices need, and zeroed. */
-  rt_thread *t = mmap(NULL, sizeof(rt_thread), PROT_READ | PROT_WRITE,
+  rt_thread *t = mmap(NULL, thread_map_size(), PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (t == MAP_FAILED)
     return NULL;
@@ -279,14 +280,14 @@ static rt_thread *thread_new(void) {
   void *buf = mmap(NULL, rt_cfg.ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
   if (buf == MAP_FAILED) {
-    munmap(t, sizeof *t);
+    munmap(t, thread_map_size());
     return NULL;
   }
   size_t pop = rt_cfg.ring_bytes < RING_POPULATE ? rt_cfg.ring_bytes : RING_POPULATE;
   if (mmap(buf, pop, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE,
            -1, 0) == MAP_FAILED) {
     munmap(buf, rt_cfg.ring_bytes);
-    munmap(t, sizeof *t);
+    munmap(t, thread_map_size());
     return NULL;
   }
   t->r.buf = buf;
@@ -315,7 +316,7 @@ uint64_t rt_ring_waits(uint64_t *ns) {
 static void thread_free(rt_thread *t) {
   atomic_fetch_add(&overhead_gone, atomic_load_explicit(&t->overhead_ns, memory_order_relaxed));
   munmap(t->r.buf, t->r.cap);
-  munmap(t, sizeof *t);
+  munmap(t, thread_map_size());
 }
 
 uint64_t rt_overhead_ns(void) {
@@ -780,14 +781,15 @@ void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
 /* The stack above the hook without the memo: libunwind's unw_backtrace,
  * or glibc's backtrace under TSan (libunwind keeps a per-thread cache whose
  * thread-key destructor runs after ThreadSanitizer has torn the thread
- * down, and crashes in TSan's mutex interceptor). Inlined into rt_stack:
- * frame 0 is rt_stack, frame 1 the hook. */
+ * down, and crashes in TSan's mutex interceptor) and where libunwind could
+ * not be loaded (lazylibs.c). Inlined into rt_stack: frame 0 is rt_stack,
+ * frame 1 the hook. */
 static inline __attribute__((always_inline)) int plain_unwind(void **ips, int max) {
   void *buf[ST_MAX_FRAMES + 2];
 #ifdef __SANITIZE_THREAD__
   int n = backtrace(buf, max + 2);
 #else
-  int n = unw_backtrace(buf, max + 2);
+  int n = rt_unw.backtrace ? rt_unw.backtrace(buf, max + 2) : backtrace(buf, max + 2);
 #endif
   int k = 0;
   for (int i = 2; i < n; i++)
@@ -813,35 +815,49 @@ typedef struct {
   uint32_t n;
 } stack_memo;
 
-static SHIM_TLS stack_memo memo[MEMO_SETS][MEMO_WAYS];
-static SHIM_TLS unsigned memo_next[MEMO_SETS]; /* way to replace next */
-static SHIM_TLS struct {
-  uintptr_t hook;
-  uint32_t off; /* slot of the program's return address */
-} memo_hook[MEMO_HOOKS];
-static SHIM_TLS int memo_credit = MEMO_CREDIT;
+/* A thread's memo (14 KB) sits in its rt_thread's mapping (memo_of), not
+ * in TLS: static TLS is cleared in every thread the program starts, and in
+ * every process, recording or not, which on the test VM cost each its
+ * first touches of four pages. */
+typedef struct memo_tab {
+  stack_memo set[MEMO_SETS][MEMO_WAYS];
+  unsigned next[MEMO_SETS]; /* way to replace next */
+  struct {
+    uintptr_t hook;
+    uint32_t off; /* slot of the program's return address */
+  } hook[MEMO_HOOKS];
+  int spent; /* credit used: MEMO_CREDIT - spent is left */
+} memo_tab;
+
+static memo_tab *memo_of(rt_thread *t) {
+  return t ? (memo_tab *)((char *)t + THREAD_HEAD) : NULL;
+}
+
+static size_t thread_map_size(void) {
+  return THREAD_HEAD + sizeof(memo_tab);
+}
 
 static unsigned memo_set(uintptr_t hook, uintptr_t ra) {
   uint64_t h = ((uint64_t)hook ^ ((uint64_t)ra * 0x9E3779B97F4A7C15ull)) >> 29;
   return (unsigned)(h % MEMO_SETS);
 }
 
-static int memo_hook_find(uintptr_t hook) {
-  for (int i = 0; i < MEMO_HOOKS && memo_hook[i].hook; i++)
-    if (memo_hook[i].hook == hook)
+static int memo_hook_find(const memo_tab *mt, uintptr_t hook) {
+  for (int i = 0; i < MEMO_HOOKS && mt->hook[i].hook; i++)
+    if (mt->hook[i].hook == hook)
       return i;
   return -1;
 }
 
 /* The remembered stack, or 0 when there is none that still holds. */
-static int memo_find(uintptr_t anchor, uintptr_t hook, void **ips, int max) {
+static int memo_find(memo_tab *mt, uintptr_t anchor, uintptr_t hook, void **ips, int max) {
   if (anchor < rt_stack_lo || anchor >= rt_stack_hi)
     return 0;
-  int h = memo_hook_find(hook);
-  if (h < 0 || anchor + memo_hook[h].off + 8 > rt_stack_hi)
+  int h = memo_hook_find(mt, hook);
+  if (h < 0 || anchor + mt->hook[h].off + 8 > rt_stack_hi)
     return 0;
-  uintptr_t ra0 = *(const uintptr_t *)(anchor + memo_hook[h].off);
-  const stack_memo *set = memo[memo_set(hook, ra0)];
+  uintptr_t ra0 = *(const uintptr_t *)(anchor + mt->hook[h].off);
+  const stack_memo *set = mt->set[memo_set(hook, ra0)];
   for (int w = 0; w < MEMO_WAYS; w++) {
     const stack_memo *m = &set[w];
     if (m->hook != hook || m->ra[0] != ra0 || (int)m->n < max)
@@ -854,46 +870,46 @@ static int memo_find(uintptr_t anchor, uintptr_t hook, void **ips, int max) {
       continue;
     for (k = 0; k < max; k++)
       ips[k] = (void *)m->ra[k];
-    if (memo_credit < MEMO_CREDIT)
-      memo_credit++;
+    if (mt->spent > 0)
+      mt->spent--;
     return max;
   }
   return 0;
 }
 
-static void memo_keep(const stack_memo *m) {
-  int h = memo_hook_find(m->hook);
+static void memo_keep(memo_tab *mt, const stack_memo *m) {
+  int h = memo_hook_find(mt, m->hook);
   if (h < 0) {
-    for (h = 0; h < MEMO_HOOKS && memo_hook[h].hook; h++)
+    for (h = 0; h < MEMO_HOOKS && mt->hook[h].hook; h++)
       ;
     if (h == MEMO_HOOKS)
       return; /* more call sites of rt_stack than there are */
-    memo_hook[h].hook = m->hook;
+    mt->hook[h].hook = m->hook;
   }
-  memo_hook[h].off = m->off[0];
+  mt->hook[h].off = m->off[0];
   unsigned s = memo_set(m->hook, m->ra[0]);
-  memo[s][memo_next[s]] = *m;
-  memo_next[s] = (memo_next[s] + 1) % MEMO_WAYS;
+  mt->set[s][mt->next[s]] = *m;
+  mt->next[s] = (mt->next[s] + 1) % MEMO_WAYS;
 }
 
 /* Unwind, and remember where each return address was when every one is
  * a plain return address on this stack (not a signal frame's). */
-static inline __attribute__((always_inline)) int unwind(uintptr_t anchor, uintptr_t hook,
-                                                       void **ips, int max) {
-  int keep = rt_cfg.stack_memo && max <= MEMO_FRAMES && anchor >= rt_stack_lo &&
-             anchor < rt_stack_hi && memo_credit > 0;
+static inline __attribute__((always_inline)) int unwind(memo_tab *mt, uintptr_t anchor,
+                                                       uintptr_t hook, void **ips, int max) {
+  int keep = mt && rt_unw.getcontext && max <= MEMO_FRAMES && anchor >= rt_stack_lo &&
+             anchor < rt_stack_hi && mt->spent < MEMO_CREDIT;
   if (!keep)
     return plain_unwind(ips, max);
-  memo_credit--;
+  mt->spent++;
   unw_context_t uc;
   unw_cursor_t cur;
-  if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
+  if (rt_unw.getcontext(&uc) != 0 || rt_unw.init_local(&cur, &uc) != 0)
     return 0;
   stack_memo m = {.hook = hook};
   int k = 0;
-  for (int frame = 1; k < max && unw_step(&cur) > 0; frame++) {
+  for (int frame = 1; k < max && rt_unw.step(&cur) > 0; frame++) {
     unw_word_t ip, sp;
-    if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || unw_get_reg(&cur, UNW_REG_SP, &sp) != 0)
+    if (rt_unw.get_reg(&cur, UNW_REG_IP, &ip) != 0 || rt_unw.get_reg(&cur, UNW_REG_SP, &sp) != 0)
       break;
     if (frame == 1) {
       keep &= ip == hook;
@@ -912,11 +928,15 @@ static inline __attribute__((always_inline)) int unwind(uintptr_t anchor, uintpt
   }
   if (keep && k == max) {
     m.n = (uint32_t)k;
-    memo_keep(&m);
+    memo_keep(mt, &m);
   }
   return k;
 }
 
+#else
+static size_t thread_map_size(void) {
+  return THREAD_HEAD;
+}
 #endif
 
 /* Threads inside libunwind now (rt_stack). libunwind takes mutexes of its
@@ -954,13 +974,18 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
 #else
   uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
   uintptr_t hook = (uintptr_t)__builtin_return_address(0);
-  int n = rt_cfg.stack_memo ? memo_find(anchor, hook, ips, max) : 0; /* 0: plain unwind */
+  /* the thread's ring, with its memo, is made here at its first call: a
+   * first unwind without the memo would be libunwind's unw_backtrace,
+   * whose per-thread cache clears 256 KiB */
+  memo_tab *mt = rt_cfg.stack_memo ? memo_of(thread_self()) : NULL;
+  int n = mt ? memo_find(mt, anchor, hook, ips, max) : 0; /* 0: plain unwind */
   if (n)
     return n;
   /* libunwind's descriptors are standin's (fdguard.c) */
   unwind_enter();
   rt_in_unwind = 1;
-  n = unwind(anchor, hook, ips, max);
+  rt_unw_ready(); /* loaded at the process's first unwind; a fork waits for it */
+  n = unwind(mt, anchor, hook, ips, max);
   rt_in_unwind = 0;
   unwind_leave();
   return n;
@@ -1431,13 +1456,7 @@ __attribute__((constructor)) static void rt_init(int argc, char **argv, char **e
   rt_cfg.start_real_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
   pthread_key_create(&thread_key, thread_exit);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-  /* a per-thread cache of unwind info: no lock shared between threads on
-   * the hot path, and no DWARF parsing once a call site has been seen */
-#ifndef __SANITIZE_THREAD__ /* see rt_stack */
-  rt_in_unwind = 1;         /* libunwind initialises here, and opens its pipe (fdguard.c) */
-  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-  rt_in_unwind = 0;
-#endif
+  /* libunwind and libdeflate load when first needed (lazylibs.c) */
 }
 
 __attribute__((destructor)) static void rt_fini(void) {

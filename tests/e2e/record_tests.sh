@@ -683,3 +683,18 @@ t026_record_reads_back_simple_buffers() {
   expect_eq "replayed" 80 "$(json s.json calls_replayed)"
   expect_eq "fallback" 0 "$(json s.json calls_fallback)"
 }
+
+# Every process of a run loads the record shim, a script's shell and its
+# tools as well as the program; only a process that records a call loads
+# libunwind (and, for its trace, libdeflate): grep, which makes none, maps
+# neither, and pbtest maps libunwind once it has made its calls.
+t030_record_loads_its_libraries_only_in_calling_processes() {
+  "$STANDIN" record -o rec -- sh -c \
+    'grep -c -e libunwind -e libdeflate -e liblzma /proc/self/maps; exec "$0" maps 5' \
+    "$B/progs/pbtest" >out || fail "record failed"
+  expect_eq "standin's libraries mapped by grep" 0 "$(head -1 out)"
+  grep -q "^maps libunwind\.so" out || fail "pbtest did not map libunwind: $(grep '^maps' out)"
+  expect_eq "calls" 20 "$(calls rec)"
+  "$STANDIN" report -t rec --by site >rep || fail "report failed"
+  grep -q "pbtest+0x" rep || fail "no call site in the report: $(cat rep)"
+}

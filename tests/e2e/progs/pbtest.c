@@ -617,12 +617,36 @@ static int run_stacks(int n) {
   return 0;
 }
 
+/* After the calls: the files this process maps, by name, once each (what
+ * the record shim loaded for them). */
+static int run_maps(int n) {
+  basic(0, n);
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) {
+    perror("/proc/self/maps");
+    return 1;
+  }
+  char line[4096], last[4096] = "";
+  while (fgets(line, sizeof line, f)) {
+    char *path = strchr(line, '/');
+    if (!path)
+      continue;
+    path[strcspn(path, "\n")] = 0;
+    const char *base = strrchr(path, '/') + 1;
+    if (strcmp(base, last)) /* an object's mappings are adjacent */
+      printf("maps %s\n", base);
+    snprintf(last, sizeof last, "%s", base);
+  }
+  fclose(f);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: pbtest "
             "basic|reverse|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|"
-            "lonesize|stacks|linger|surgery "
+            "lonesize|stacks|linger|surgery|maps "
             "[args]\n");
     return 2;
   }
@@ -667,6 +691,8 @@ int main(int argc, char **argv) {
     rc = run_lonesize(a);
   else if (!strcmp(mode, "surgery"))
     rc = run_surgery(a);
+  else if (!strcmp(mode, "maps"))
+    rc = run_maps(a);
   else if (!strcmp(mode, "linger")) { /* one message, then A ms of nothing */
     basic(0, 1);
     fflush(stdout);
