@@ -20,6 +20,7 @@ PKGS=(
   maptool                  # navit's OpenStreetMap converter: large protobuf-c unpacks the tests replay
   riemann-c-client         # riemann-client: a protobuf-c network client the tests record and replay
   poppler-utils webp       # pdftoppm and cwebp: real libjpeg programs the tests record and replay
+  ghostscript              # gs: a real libjpeg program whose source suspends
   mapserver-bin            # mapserv: vector tiles, protobuf-c packs of deep trees, the tests record and replay
 )
 

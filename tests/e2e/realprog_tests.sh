@@ -237,3 +237,33 @@ SH
     fail "abort message: $(cat abort.err)"
   [ ! -s abort.out ] || fail "abort: mapserv wrote $(wc -c <abort.out) bytes"
 }
+
+# Ghostscript renders t706's PDF (pdfi, its C PDF interpreter): its
+# DCTDecode filter feeds libjpeg from a suspending source, so
+# jpeg_start_decompress returns "suspended" until the filter has read
+# enough of the stream (50 times over the three pages, by ltrace). Replay's
+# rows must be the recorded ones all the same, and on jpeg-core the
+# progressive and restart-marker pages stay in software.
+t709_ghostscript_replays_jpegs_from_a_suspending_source() {
+  command -v gs >/dev/null || { echo "skipped: no gs"; return 0; }
+  corpus
+  python3 "$(dirname "$B")/tests/e2e/tools/jpeg_pdf.py" doc.pdf \
+    "$CORPUS/o_base_420.jpg" "$CORPUS/m_prog_444_r2.jpg" "$CORPUS/s_base_gray_r1.jpg"
+  local gsr=(gs -q -dSAFER -dNOPAUSE -dBATCH -sDEVICE=ppmraw -r30)
+  "${gsr[@]}" -o native-%d.ppm doc.pdf
+  "$STANDIN" record -o rec -- "${gsr[@]}" -o rec-%d.ppm doc.pdf
+  for p in 1 2 3; do cmp "native-$p.ppm" "rec-$p.ppm"; done
+  expect_eq "decodes" 3 "$(calls rec jpeg.decode)"
+  for m in software jpeg-core; do
+    rm -f rep-*.ppm
+    "$STANDIN" replay -t rec --iface $m --summary $m.json -- "${gsr[@]}" -o rep-%d.ppm doc.pdf \
+      2>$m.err
+    for p in 1 2 3; do cmp "native-$p.ppm" "rep-$p.ppm" || fail "$m: page $p differs"; done
+    expect_eq "$m: fallback" 0 "$(json $m.json calls_fallback)"
+  done
+  expect_eq "software: replayed" 3 "$(json software.json calls_replayed)"
+  expect_eq "jpeg-core: replayed, in software" "1 2" \
+    "$(json jpeg-core.json calls_replayed) $(json jpeg-core.json calls_software)"
+  grep -q "1 recorded call stays in software on jpeg-core: progressive JPEG" jpeg-core.err ||
+    fail "no reason given: $(cat jpeg-core.err)"
+}
