@@ -31,12 +31,11 @@
 rt_unw_fns rt_unw;
 static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
 
-static void *need(void *h, const char *lib, const char *sym, int *ok) {
+/* The symbol, or NULL with the first one missing kept in *missing. */
+static void *need(void *h, const char *sym, const char **missing) {
   void *p = dlsym(h, sym);
-  if (!p) {
-    shim_say("%s has no %s (%s)", lib, sym, dlerror());
-    *ok = 0;
-  }
+  if (!p && !*missing)
+    *missing = sym;
   return p;
 }
 
@@ -49,19 +48,21 @@ static void unw_load(void) {
              lib, dlerror());
     return;
   }
-  int ok = 1;
+  const char *missing = NULL;
   rt_unw_fns f;
-  f.getcontext = (int (*)(unw_context_t *))need(h, lib, STR(unw_tdep_getcontext), &ok);
-  f.init_local = (int (*)(unw_cursor_t *, unw_context_t *))need(h, lib, STR(unw_init_local), &ok);
-  f.step = (int (*)(unw_cursor_t *))need(h, lib, STR(unw_step), &ok);
-  f.get_reg = (int (*)(unw_cursor_t *, int, unw_word_t *))need(h, lib, STR(unw_get_reg), &ok);
-  f.backtrace = (int (*)(void **, int))need(h, lib, "unw_backtrace", &ok);
+  f.getcontext = (int (*)(unw_context_t *))need(h, STR(unw_tdep_getcontext), &missing);
+  f.init_local = (int (*)(unw_cursor_t *, unw_context_t *))need(h, STR(unw_init_local), &missing);
+  f.step = (int (*)(unw_cursor_t *))need(h, STR(unw_step), &missing);
+  f.get_reg = (int (*)(unw_cursor_t *, int, unw_word_t *))need(h, STR(unw_get_reg), &missing);
+  f.backtrace = (int (*)(void **, int))need(h, "unw_backtrace", &missing);
   int (*policy)(unw_addr_space_t, unw_caching_policy_t) =
-      (int (*)(unw_addr_space_t, unw_caching_policy_t))need(h, lib, STR(unw_set_caching_policy),
-                                                            &ok);
-  unw_addr_space_t *local = need(h, lib, STR(unw_local_addr_space), &ok);
-  if (!ok)
-    return; /* the handle stays: nothing of it is used */
+      (int (*)(unw_addr_space_t, unw_caching_policy_t))need(h, STR(unw_set_caching_policy),
+                                                            &missing);
+  unw_addr_space_t *local = need(h, STR(unw_local_addr_space), &missing);
+  if (missing) { /* the handle stays: nothing of it is used */
+    shim_say("%s has no %s; call sites come from glibc's backtrace", lib, missing);
+    return;
+  }
   /* a per-thread cache of unwind info: no lock shared between threads on
    * the hot path, and no DWARF parsing once a call site has been seen */
   policy(*local, UNW_CACHE_PER_THREAD);
@@ -91,7 +92,9 @@ static void dfl_load(void) {
   const char *lib = "libdeflate.so.0";
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    shim_say("cannot load %s (%s): no trace can be written. Install libdeflate0", lib, dlerror());
+    shim_say("cannot load %s (%s): the trace is written uncompressed. Install libdeflate0 to "
+             "compress it",
+             lib, dlerror());
     return;
   }
   void *a = dlsym(h, "libdeflate_alloc_compressor");
@@ -100,7 +103,7 @@ static void dfl_load(void) {
   void *s = dlsym(h, "libdeflate_set_memory_allocator");
   void *c = dlsym(h, "libdeflate_crc32");
   if (!a || !z || !f || !s || !c) {
-    shim_say("%s lacks the compressor functions standin calls: no trace can be written", lib);
+    shim_say("%s lacks the functions standin calls: the trace is written uncompressed", lib);
     return;
   }
   dfl.zlib = (size_t(*)(struct libdeflate_compressor *, const void *, size_t, void *, size_t))z;
@@ -134,8 +137,29 @@ void libdeflate_free_compressor(struct libdeflate_compressor *c) {
     dfl.free(c);
 }
 
-/* The writer sums only what it writes to a file, which it creates only
- * once its compressor was allocated: the library is loaded by then. */
+/* Without libdeflate the writer still stores its chunks, and sums them
+ * here, a byte at a time (zlib's CRC-32). */
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void) {
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++)
+      c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+    crc_table[i] = c;
+  }
+}
+
+/* Called by the writer thread only, after it has tried to allocate its
+ * compressor, which loads the library. */
 uint32_t libdeflate_crc32(uint32_t crc, const void *buf, size_t len) {
-  return dfl.crc32(crc, buf, len);
+  if (dfl.crc32)
+    return dfl.crc32(crc, buf, len);
+  pthread_once(&crc_once, crc_init);
+  const unsigned char *p = buf;
+  crc = ~crc;
+  while (len--)
+    crc = (crc >> 8) ^ crc_table[(crc ^ *p++) & 0xFF];
+  return ~crc;
 }

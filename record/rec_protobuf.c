@@ -118,7 +118,9 @@ static void tree_call(rt_call *c, int api, const ProtobufCMessage *m, uint64_t t
   put_stats(c, &st, result);
 }
 
-static void submit(rt_call *c) {
+/* Inlined into every hook, at every optimisation level: rt_stack's return
+ * address must be in the hook, whose caller's frame comes next. */
+static inline __attribute__((always_inline)) void submit(rt_call *c) {
   void *ips[ST_MAX_FRAMES];
   int n = rt_stack(ips, ST_MAX_FRAMES);
   rt_submit(c, ips, n);

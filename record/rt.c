@@ -782,17 +782,27 @@ void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
  * or glibc's backtrace under TSan (libunwind keeps a per-thread cache whose
  * thread-key destructor runs after ThreadSanitizer has torn the thread
  * down, and crashes in TSan's mutex interceptor) and where libunwind could
- * not be loaded (lazylibs.c). Inlined into rt_stack: frame 0 is rt_stack,
- * frame 1 the hook. */
-static inline __attribute__((always_inline)) int plain_unwind(void **ips, int max) {
-  void *buf[ST_MAX_FRAMES + 2];
+ * not be loaded (lazylibs.c). Inlined into rt_stack, so frame 0 is
+ * rt_stack and frame 1 the hook (`hook`, the address rt_stack returns to),
+ * unless the unwinder adds frames of its own (a sanitizer's interceptor of
+ * backtrace does): the program's frames start after the hook's. */
+#define PLAIN_SLACK 3 /* frames an unwinder may add before rt_stack's */
+static inline __attribute__((always_inline)) int plain_unwind(void **ips, int max, uintptr_t hook) {
+  void *buf[ST_MAX_FRAMES + 2 + PLAIN_SLACK];
 #ifdef __SANITIZE_THREAD__
-  int n = backtrace(buf, max + 2);
+  int n = backtrace(buf, max + 2 + PLAIN_SLACK);
 #else
-  int n = rt_unw.backtrace ? rt_unw.backtrace(buf, max + 2) : backtrace(buf, max + 2);
+  int n = rt_unw.backtrace ? rt_unw.backtrace(buf, max + 2 + PLAIN_SLACK)
+                           : backtrace(buf, max + 2 + PLAIN_SLACK);
 #endif
+  int from = 2;
+  for (int i = 0; i < n && i < 2 + PLAIN_SLACK; i++)
+    if ((uintptr_t)buf[i] == hook) {
+      from = i + 1;
+      break;
+    }
   int k = 0;
-  for (int i = 2; i < n; i++)
+  for (int i = from; i < n && k < max; i++)
     ips[k++] = buf[i];
   return k;
 }
@@ -899,7 +909,7 @@ static inline __attribute__((always_inline)) int unwind(memo_tab *mt, uintptr_t 
   int keep = mt && rt_unw.getcontext && max <= MEMO_FRAMES && anchor >= rt_stack_lo &&
              anchor < rt_stack_hi && mt->spent < MEMO_CREDIT;
   if (!keep)
-    return plain_unwind(ips, max);
+    return plain_unwind(ips, max, hook);
   mt->spent++;
   unw_context_t uc;
   unw_cursor_t cur;
@@ -969,11 +979,11 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
     max = rt_cfg.stack_depth;
   if (max <= 0)
     return 0;
+  uintptr_t hook = (uintptr_t)__builtin_return_address(0);
 #ifdef __SANITIZE_THREAD__
-  return plain_unwind(ips, max);
+  return plain_unwind(ips, max, hook);
 #else
   uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
-  uintptr_t hook = (uintptr_t)__builtin_return_address(0);
   /* the thread's ring, with its memo, is made here at its first call: a
    * first unwind without the memo would be libunwind's unw_backtrace,
    * whose per-thread cache clears 256 KiB */

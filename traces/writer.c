@@ -749,14 +749,17 @@ static int writer_new(st_writer **out) {
   w->fd = -1;
   pthread_mutex_init(&w->io, NULL);
   w->chunk_size = STF_DEFAULT_CHUNK;
-  w->compress = 1;
   w->cap = w->chunk_size + CALL_MAX;
   w->buf = mem.alloc(w->cap);
-  w->z = libdeflate_alloc_compressor(STF_ZLIB_LEVEL);
-  if (!w->buf || !w->z) {
+  if (!w->buf) {
     writer_free(w);
     return ST_E_NOMEM;
   }
+  /* Without a compressor (none could be allocated, or the record shim
+   * could not load libdeflate: record/lazylibs.c) every chunk is stored:
+   * a larger file, the same trace. */
+  w->z = libdeflate_alloc_compressor(STF_ZLIB_LEVEL);
+  w->compress = w->z != NULL;
   start_chunk(w);
   *out = w;
   return ST_OK;
@@ -852,7 +855,7 @@ int st_writer_open(st_writer **wp, const char *path, const st_header *h) {
 }
 
 void st_writer_set_compress(st_writer *w, int on) {
-  w->compress = on != 0;
+  w->compress = on && w->z;
 }
 
 void st_writer_set_chunk_size(st_writer *w, size_t bytes) {
