@@ -88,9 +88,21 @@ static void *(*want_malloc)(size_t);
 static void (*want_free)(void *);
 static pthread_once_t dfl_once = PTHREAD_ONCE_INIT;
 
+/* The program's own libdeflate was loaded before the shim's: its allocator
+ * is left as it is. */
+static int program_owns;
+
 static void dfl_load(void) {
   const char *lib = "libdeflate.so.0";
-  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  /* A program that loaded libdeflate itself may hold memory from its
+   * allocator, which libdeflate frees with whatever allocator is set by
+   * then: switching it to the shim's heap now would hand that heap the
+   * program's blocks (which stops the program, t034). The writer's
+   * compressor then comes from the program's allocator. */
+  void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+  program_owns = h != NULL;
+  if (!h)
+    h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     shim_say("cannot load %s (%s): the trace is written uncompressed. Install libdeflate0 to "
              "compress it",
@@ -110,7 +122,7 @@ static void dfl_load(void) {
   dfl.free = (void (*)(struct libdeflate_compressor *))f;
   dfl.set_allocator = (void (*)(void *(*)(size_t), void (*)(void *)))s;
   dfl.crc32 = (uint32_t(*)(uint32_t, const void *, size_t))c;
-  if (want_malloc)
+  if (want_malloc && !program_owns)
     dfl.set_allocator(want_malloc, want_free);
   dfl.alloc = (struct libdeflate_compressor * (*)(int)) a; /* last: the one callers test */
 }
@@ -118,7 +130,7 @@ static void dfl_load(void) {
 void libdeflate_set_memory_allocator(void *(*malloc_func)(size_t), void (*free_func)(void *)) {
   want_malloc = malloc_func;
   want_free = free_func;
-  if (dfl.set_allocator)
+  if (dfl.set_allocator && !program_owns)
     dfl.set_allocator(malloc_func, free_func);
 }
 

@@ -684,6 +684,22 @@ t026_record_reads_back_simple_buffers() {
   expect_eq "fallback" 0 "$(json s.json calls_fallback)"
 }
 
+# A program with a libdeflate of its own: its compressor and decompressor
+# are allocated before its first protobuf-c call and freed after its last.
+# The recorder, which loads libdeflate at that first call, must leave the
+# allocator of the program's libdeflate as it was: once it switched it to
+# its own heap, whose free stopped the program at a block it had not given.
+t034_record_leaves_the_programs_libdeflate_allocator_alone() {
+  local pd="$B/progs/pbdeflate"
+  "$pd" 3000 >native.out
+  "$STANDIN" record -o rec -- "$pd" 3000 >rec.out 2>rec.err || fail "record failed: $(cat rec.err)"
+  cmp native.out rec.out || fail "output differs"
+  expect_eq "calls" 9000 "$(calls rec)"
+  "$STANDIN" replay -t rec --summary s.json -- "$pd" 3000 >rep.out
+  cmp native.out rep.out || fail "replayed output differs"
+  expect_eq "replayed" 9000 "$(json s.json calls_replayed)"
+}
+
 # Every process of a run loads the record shim, a script's shell and its
 # tools as well as the program; only a process that records a call loads
 # libunwind (and, for its trace, libdeflate): grep, which makes none, maps
