@@ -41,7 +41,13 @@ static void *need(void *h, const char *sym, const char **missing) {
 
 static void unw_load(void) {
   const char *lib = "libunwind.so.8";
-  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  /* A program's own libunwind keeps its caching policy: changing it while
+   * one of the program's threads unwinds could leave that thread holding
+   * the global cache's lock, with every signal blocked. */
+  void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+  int program_has = h != NULL;
+  if (!h)
+    h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     shim_say("cannot load %s (%s); call sites come from glibc's backtrace, which may be "
              "slower. Install libunwind8 to record them as usual",
@@ -65,7 +71,8 @@ static void unw_load(void) {
   }
   /* a per-thread cache of unwind info: no lock shared between threads on
    * the hot path, and no DWARF parsing once a call site has been seen */
-  policy(*local, UNW_CACHE_PER_THREAD);
+  if (!program_has)
+    policy(*local, UNW_CACHE_PER_THREAD);
   rt_unw = f;
 }
 
