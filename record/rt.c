@@ -977,7 +977,7 @@ static void unwind_leave(void) {
 __attribute__((noinline)) int rt_stack(void **ips, int max) {
   if (max > rt_cfg.stack_depth)
     max = rt_cfg.stack_depth;
-  if (max <= 0)
+  if (max <= 0 || rt_cfg.timing) /* a timing run keeps no stacks (nor rings) */
     return 0;
   uintptr_t hook = (uintptr_t)__builtin_return_address(0);
 #ifdef __SANITIZE_THREAD__

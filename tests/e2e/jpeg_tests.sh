@@ -641,3 +641,18 @@ PY
   expect_eq "tj: bytes to memory, deliver=memory" "$ttotal" "$(json t-memory.json bytes_to_memory)"
   expect_eq "tj: bytes to memory, deliver=cache" 0 "$(json t-cache.json bytes_to_memory)"
 }
+
+# A timing run (record --retime) times calls and keeps nothing else: no call
+# stacks, so it neither unwinds nor loads libunwind (nor maps a ring), JPEG
+# decodes included, whose header hook took the stack before the decode's
+# clock starts. The loader's log (LD_DEBUG=files) says which processes
+# initialised libunwind: the recording run only, not its two timing runs.
+t219_jpeg_timing_runs_take_no_stacks() {
+  corpus
+  LD_DEBUG=files LD_DEBUG_OUTPUT=$PWD/ld "$STANDIN" record --retime=2 -o rec -- \
+    "$JD" "$CORPUS/c_base_420.jpg" >/dev/null || fail "record failed"
+  expect_eq "runs" 3 "$(grep -l 'initialize program: .*/jpegdec' ld.* | wc -l)"
+  expect_eq "runs that loaded libunwind" 1 "$(grep -l 'calling init: .*libunwind' ld.* | wc -l)"
+  expect_eq "decodes" 1 "$(calls rec jpeg.decode)"
+  "$STANDIN" report -t rec --by site | grep -q "jpegdec+0x" || fail "no call site recorded"
+}
