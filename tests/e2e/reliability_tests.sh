@@ -584,7 +584,8 @@ t633_record_without_libunwind_or_libdeflate() {
   [ -n "$libs" ] || { echo "skipped: pbtest needs libdeflate itself, and TSan has no libunwind"; return 0; }
   for lib in $libs; do
     local path
-    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+    path=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p |
+      awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
     [ -n "$path" ] || fail "$lib not in ld.so.cache"
     "$STANDIN" record -o "rec_$lib" -- unshare -m sh -c \
       'mount --bind /dev/null "$1" && exec "$0" basic 300' "$pb" "$(readlink -f "$path")" \
