@@ -27,8 +27,8 @@
 #include "shim.h"
 
 /* libunwind's pipe: made once per process when libunwind initialises
- * (the process's first unwind), again only when a check finds it broken. The child of a fork
- * keeps it. */
+ * (the process's first unwind), again only when a check finds it broken.
+ * The child of a fork keeps it. */
 static _Atomic int unw_pipe[2] = {-1, -1};
 
 static int is_unw_pipe(int fd) {

@@ -27,9 +27,18 @@
 #define STR_(x) #x
 #define STR(x) STR_(x) /* the name a libunwind macro stands for */
 
-#ifndef __SANITIZE_THREAD__
-rt_unw_fns rt_unw;
-static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
+/* The library: the program's own copy if it has loaded one (*program_has
+ * set; standin then leaves its settings alone), else a copy loaded here.
+ * NULL, having said why and what follows (`without`), if there is none. */
+static void *load(const char *lib, int *program_has, const char *without) {
+  void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+  *program_has = h != NULL;
+  if (!h)
+    h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    shim_say("cannot load %s (%s): %s", lib, dlerror(), without);
+  return h;
+}
 
 /* The symbol, or NULL with the first one missing kept in *missing. */
 static void *need(void *h, const char *sym, const char **missing) {
@@ -39,21 +48,21 @@ static void *need(void *h, const char *sym, const char **missing) {
   return p;
 }
 
+#ifndef __SANITIZE_THREAD__
+rt_unw_fns rt_unw;
+static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
+
 static void unw_load(void) {
   const char *lib = "libunwind.so.8";
   /* A program's own libunwind keeps its caching policy: changing it while
    * one of the program's threads unwinds could leave that thread holding
    * the global cache's lock, with every signal blocked. */
-  void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-  int program_has = h != NULL;
+  int program_has;
+  void *h = load(lib, &program_has,
+                 "call sites come from glibc's backtrace, which may be slower. Install "
+                 "libunwind8 to record them as usual");
   if (!h)
-    h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    shim_say("cannot load %s (%s); call sites come from glibc's backtrace, which may be "
-             "slower. Install libunwind8 to record them as usual",
-             lib, dlerror());
     return;
-  }
   const char *missing = NULL;
   rt_unw_fns f;
   f.getcontext = (int (*)(unw_context_t *))need(h, STR(unw_tdep_getcontext), &missing);
@@ -106,23 +115,18 @@ static void dfl_load(void) {
    * then: switching it to the shim's heap now would hand that heap the
    * program's blocks (which stops the program, t034). The writer's
    * compressor then comes from the program's allocator. */
-  void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-  program_owns = h != NULL;
+  void *h = load(lib, &program_owns,
+                 "the trace is written uncompressed. Install libdeflate0 to compress it");
   if (!h)
-    h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    shim_say("cannot load %s (%s): the trace is written uncompressed. Install libdeflate0 to "
-             "compress it",
-             lib, dlerror());
     return;
-  }
-  void *a = dlsym(h, "libdeflate_alloc_compressor");
-  void *z = dlsym(h, "libdeflate_zlib_compress");
-  void *f = dlsym(h, "libdeflate_free_compressor");
-  void *s = dlsym(h, "libdeflate_set_memory_allocator");
-  void *c = dlsym(h, "libdeflate_crc32");
-  if (!a || !z || !f || !s || !c) {
-    shim_say("%s lacks the functions standin calls: the trace is written uncompressed", lib);
+  const char *missing = NULL;
+  void *a = need(h, "libdeflate_alloc_compressor", &missing);
+  void *z = need(h, "libdeflate_zlib_compress", &missing);
+  void *f = need(h, "libdeflate_free_compressor", &missing);
+  void *s = need(h, "libdeflate_set_memory_allocator", &missing);
+  void *c = need(h, "libdeflate_crc32", &missing);
+  if (missing) {
+    shim_say("%s has no %s: the trace is written uncompressed", lib, missing);
     return;
   }
   dfl.zlib = (size_t(*)(struct libdeflate_compressor *, const void *, size_t, void *, size_t))z;

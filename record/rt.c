@@ -260,9 +260,42 @@ static void thread_exit(void *p) {
   atomic_store_explicit(&t->dead, 1, memory_order_release);
 }
 
-/* A thread's mapping: its rt_thread, then its stack memo (rt_stack). */
+/* ---- per-thread call-stack memo (rt_stack) ----------------------------- */
+
+#define MEMO_FRAMES 8 /* deeper --stack-depth: always unwound */
+#define MEMO_SETS 32  /* per thread; each set holds MEMO_WAYS stacks */
+#define MEMO_WAYS 4   /* stacks of one (hook, call site) kept at once */
+#define MEMO_HOOKS 16 /* call sites of rt_stack in the hooks */
+/* Learning where the return addresses are (unw_step) costs more than a
+ * plain unwind (unw_backtrace); a thread learns on a miss only while it has
+ * credit, earned by hits, so a call site reached along more stacks than
+ * the memo holds costs what it did before the memo. */
+#define MEMO_CREDIT 64
+
+typedef struct {
+  uintptr_t hook, ra[MEMO_FRAMES]; /* key: hook, ra[0] */
+  uint32_t off[MEMO_FRAMES];       /* slot of ra[k], above the anchor */
+  uint32_t n;
+} stack_memo;
+
+/* A thread's memo (14 KB) sits in its rt_thread's mapping (memo_of), not
+ * in TLS: static TLS is cleared in every thread the program starts, and in
+ * every process, recording or not, which on the test VM cost each its
+ * first touches of four pages. */
+typedef struct memo_tab {
+  stack_memo set[MEMO_SETS][MEMO_WAYS];
+  unsigned next[MEMO_SETS]; /* way to replace next */
+  struct {
+    uintptr_t hook;
+    uint32_t off; /* slot of the program's return address */
+  } hook[MEMO_HOOKS];
+  int spent; /* credit used: MEMO_CREDIT - spent is left */
+} memo_tab;
+
+/* A thread's mapping: its rt_thread, then its stack memo (unused by TSan
+ * builds, which always unwind). */
 #define THREAD_HEAD (((sizeof(rt_thread) + 63) / 64) * 64)
-static size_t thread_map_size(void);
+#define THREAD_MAP (THREAD_HEAD + sizeof(memo_tab))
 
 static rt_thread *thread_new(void) {
   /* Mapped, not from the program's malloc: a shim's allocations move the
@@ -270,7 +303,7 @@ static rt_thread *thread_new(void) {
    * another alignment, and with them which rows libjpeg-turbo writes with
    * non-temporal stores). A mapping is page-aligned, as the ring's
    * cache-line-aligned indices need, and zeroed. */
-  rt_thread *t = mmap(NULL, thread_map_size(), PROT_READ | PROT_WRITE,
+  rt_thread *t = mmap(NULL, THREAD_MAP, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (t == MAP_FAILED)
     return NULL;
@@ -280,14 +313,14 @@ static rt_thread *thread_new(void) {
   void *buf = mmap(NULL, rt_cfg.ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
   if (buf == MAP_FAILED) {
-    munmap(t, thread_map_size());
+    munmap(t, THREAD_MAP);
     return NULL;
   }
   size_t pop = rt_cfg.ring_bytes < RING_POPULATE ? rt_cfg.ring_bytes : RING_POPULATE;
   if (mmap(buf, pop, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE,
            -1, 0) == MAP_FAILED) {
     munmap(buf, rt_cfg.ring_bytes);
-    munmap(t, thread_map_size());
+    munmap(t, THREAD_MAP);
     return NULL;
   }
   t->r.buf = buf;
@@ -316,7 +349,7 @@ uint64_t rt_ring_waits(uint64_t *ns) {
 static void thread_free(rt_thread *t) {
   atomic_fetch_add(&overhead_gone, atomic_load_explicit(&t->overhead_ns, memory_order_relaxed));
   munmap(t->r.buf, t->r.cap);
-  munmap(t, thread_map_size());
+  munmap(t, THREAD_MAP);
 }
 
 uint64_t rt_overhead_ns(void) {
@@ -809,42 +842,8 @@ static inline __attribute__((always_inline)) int plain_unwind(void **ips, int ma
 
 #ifndef __SANITIZE_THREAD__ /* TSan: plain_unwind, no memo */
 
-#define MEMO_FRAMES 8 /* deeper --stack-depth: always unwound */
-#define MEMO_SETS 32  /* per thread; each set holds MEMO_WAYS stacks */
-#define MEMO_WAYS 4   /* stacks of one (hook, call site) kept at once */
-#define MEMO_HOOKS 16 /* call sites of rt_stack in the hooks */
-/* Learning where the return addresses are (unw_step) costs more than a
- * plain unwind (unw_backtrace); a thread learns on a miss only while it has
- * credit, earned by hits, so a call site reached along more stacks than
- * the memo holds costs what it did before the memo. */
-#define MEMO_CREDIT 64
-
-typedef struct {
-  uintptr_t hook, ra[MEMO_FRAMES]; /* key: hook, ra[0] */
-  uint32_t off[MEMO_FRAMES];       /* slot of ra[k], above the anchor */
-  uint32_t n;
-} stack_memo;
-
-/* A thread's memo (14 KB) sits in its rt_thread's mapping (memo_of), not
- * in TLS: static TLS is cleared in every thread the program starts, and in
- * every process, recording or not, which on the test VM cost each its
- * first touches of four pages. */
-typedef struct memo_tab {
-  stack_memo set[MEMO_SETS][MEMO_WAYS];
-  unsigned next[MEMO_SETS]; /* way to replace next */
-  struct {
-    uintptr_t hook;
-    uint32_t off; /* slot of the program's return address */
-  } hook[MEMO_HOOKS];
-  int spent; /* credit used: MEMO_CREDIT - spent is left */
-} memo_tab;
-
 static memo_tab *memo_of(rt_thread *t) {
   return t ? (memo_tab *)((char *)t + THREAD_HEAD) : NULL;
-}
-
-static size_t thread_map_size(void) {
-  return THREAD_HEAD + sizeof(memo_tab);
 }
 
 static unsigned memo_set(uintptr_t hook, uintptr_t ra) {
@@ -943,10 +942,6 @@ static inline __attribute__((always_inline)) int unwind(memo_tab *mt, uintptr_t 
   return k;
 }
 
-#else
-static size_t thread_map_size(void) {
-  return THREAD_HEAD;
-}
 #endif
 
 /* Threads inside libunwind now (rt_stack). libunwind takes mutexes of its

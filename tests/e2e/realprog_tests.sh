@@ -140,22 +140,23 @@ t705_maptool_replays_openstreetmap_blocks() {
   done
 }
 
-# pdftoppm (poppler) renders a PDF whose pages are JPEG images embedded as
-# they are (DCTDecode): C++ that feeds libjpeg from its own source manager,
-# three decodes of different kinds in one process. On jpeg-core the
-# progressive and the restart-marker pages stay in software, for real.
-t706_pdftoppm_replays_embedded_jpegs() {
-  command -v pdftoppm >/dev/null || { echo "skipped: no pdftoppm"; return 0; }
+# pdf_pages_replay ARGV...: ARGV renders doc.pdf, made here (baseline,
+# progressive with restart markers, grey with restart markers), into
+# @OUT@-N.ppm (@OUT@ stands for native, rec or rep). Recorded, then
+# replayed on software and jpeg-core, the pages are the native ones, no call
+# falls back, and jpeg-core keeps the progressive and restart-marker pages
+# in software, saying why. The recording is left in rec.
+pdf_pages_replay() {
   corpus
   python3 "$(dirname "$B")/tests/e2e/tools/jpeg_pdf.py" doc.pdf \
     "$CORPUS/o_base_420.jpg" "$CORPUS/m_prog_444_r2.jpg" "$CORPUS/s_base_gray_r1.jpg"
-  pdftoppm -r 30 doc.pdf native
-  "$STANDIN" record -o rec -- pdftoppm -r 30 doc.pdf rec
+  "${@//@OUT@/native}"
+  "$STANDIN" record -o rec -- "${@//@OUT@/rec}"
   for p in 1 2 3; do cmp "native-$p.ppm" "rec-$p.ppm"; done
   expect_eq "decodes" 3 "$(calls rec jpeg.decode)"
   for m in software jpeg-core; do
     rm -f rep-*.ppm
-    "$STANDIN" replay -t rec --iface $m --summary $m.json -- pdftoppm -r 30 doc.pdf rep 2>$m.err
+    "$STANDIN" replay -t rec --iface $m --summary $m.json -- "${@//@OUT@/rep}" 2>$m.err
     for p in 1 2 3; do cmp "native-$p.ppm" "rep-$p.ppm" || fail "$m: page $p differs"; done
     expect_eq "$m: fallback" 0 "$(json $m.json calls_fallback)"
   done
@@ -164,6 +165,15 @@ t706_pdftoppm_replays_embedded_jpegs() {
     "$(json jpeg-core.json calls_replayed) $(json jpeg-core.json calls_software)"
   grep -q "1 recorded call stays in software on jpeg-core: progressive JPEG" jpeg-core.err ||
     fail "no reason given: $(cat jpeg-core.err)"
+}
+
+# pdftoppm (poppler) renders a PDF whose pages are JPEG images embedded as
+# they are (DCTDecode): C++ that feeds libjpeg from its own source manager,
+# three decodes of different kinds in one process. On jpeg-core the
+# progressive and the restart-marker pages stay in software, for real.
+t706_pdftoppm_replays_embedded_jpegs() {
+  command -v pdftoppm >/dev/null || { echo "skipped: no pdftoppm"; return 0; }
+  pdf_pages_replay pdftoppm -r 30 doc.pdf @OUT@
   # its call sites are C++: shown demangled, and a plan selects them either way
   "$STANDIN" report rec --by site >site.txt
   grep -q " < SplashOutputDev::drawImage+0x" site.txt || fail "site not demangled: $(cat site.txt)"
@@ -246,24 +256,5 @@ SH
 # progressive and restart-marker pages stay in software.
 t709_ghostscript_replays_jpegs_from_a_suspending_source() {
   command -v gs >/dev/null || { echo "skipped: no gs"; return 0; }
-  corpus
-  python3 "$(dirname "$B")/tests/e2e/tools/jpeg_pdf.py" doc.pdf \
-    "$CORPUS/o_base_420.jpg" "$CORPUS/m_prog_444_r2.jpg" "$CORPUS/s_base_gray_r1.jpg"
-  local gsr=(gs -q -dSAFER -dNOPAUSE -dBATCH -sDEVICE=ppmraw -r30)
-  "${gsr[@]}" -o native-%d.ppm doc.pdf
-  "$STANDIN" record -o rec -- "${gsr[@]}" -o rec-%d.ppm doc.pdf
-  for p in 1 2 3; do cmp "native-$p.ppm" "rec-$p.ppm"; done
-  expect_eq "decodes" 3 "$(calls rec jpeg.decode)"
-  for m in software jpeg-core; do
-    rm -f rep-*.ppm
-    "$STANDIN" replay -t rec --iface $m --summary $m.json -- "${gsr[@]}" -o rep-%d.ppm doc.pdf \
-      2>$m.err
-    for p in 1 2 3; do cmp "native-$p.ppm" "rep-$p.ppm" || fail "$m: page $p differs"; done
-    expect_eq "$m: fallback" 0 "$(json $m.json calls_fallback)"
-  done
-  expect_eq "software: replayed" 3 "$(json software.json calls_replayed)"
-  expect_eq "jpeg-core: replayed, in software" "1 2" \
-    "$(json jpeg-core.json calls_replayed) $(json jpeg-core.json calls_software)"
-  grep -q "1 recorded call stays in software on jpeg-core: progressive JPEG" jpeg-core.err ||
-    fail "no reason given: $(cat jpeg-core.err)"
+  pdf_pages_replay gs -q -dSAFER -dNOPAUSE -dBATCH -sDEVICE=ppmraw -r30 -o @OUT@-%d.ppm doc.pdf
 }
