@@ -189,6 +189,13 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
              cli_fmt_ns(pc, sizeof pc, (double)f->writer_cpu_ns / (double)f->calls));
     printf("\n");
   }
+  if (f->has_stacks_unwound && f->stacks_unwound) {
+    /* each thread remembers where the return addresses of the stacks it
+     * has seen were, and checks them instead of unwinding (rt_stack) */
+    char u[32];
+    printf("  call stacks unwound: %s; the other calls' came from the thread's memo of stacks\n",
+           cli_fmt_count(u, sizeof u, f->stacks_unwound));
+  }
   if (f->ring_waits) {
     char w[32], r[32], rb[32], pk[32], mx[32];
     printf("  the program's threads waited %s time%s for ring space (%s in all): the writer\n"

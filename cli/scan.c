@@ -121,7 +121,10 @@ static void on_note(scan_file *f, const st_note *n) {
     f->overhead_ns = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "writer_cpu_ns"))
     f->writer_cpu_ns = strtoull(n->value, NULL, 10);
-  else if (!strcmp(n->key, "ring_waits"))
+  else if (!strcmp(n->key, "stacks_unwound")) {
+    f->stacks_unwound = strtoull(n->value, NULL, 10);
+    f->has_stacks_unwound = 1;
+  } else if (!strcmp(n->key, "ring_waits"))
     f->ring_waits = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "ring_wait_ns"))
     f->ring_wait_ns = strtoull(n->value, NULL, 10);

@@ -36,6 +36,8 @@ typedef struct scan_file {
   uint64_t corr_timer_ns, corr_nested_ns; /* latency corrections applied */
   uint64_t overhead_ns; /* standin's own time on the program's threads */
   uint64_t writer_cpu_ns; /* CPU time of the trace writer thread (0: not noted) */
+  uint64_t stacks_unwound; /* call stacks not found in a thread's memo */
+  int has_stacks_unwound;  /* noted (recordings since 2026-11-28) */
   int writer_normal;    /* the trace writer could not yield to the program */
   uint64_t ring_waits, ring_wait_ns, ring_bytes; /* threads waited for the writer */
   uint64_t backlog_peak, backlog_max;            /* heap payload bytes waiting for the

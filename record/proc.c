@@ -22,7 +22,6 @@ struct tramp {
   void *(*fn)(void *);
   void *arg;
   uint32_t index, parent;
-  size_t stack; /* the thread's stack size; 0 if unknown */
 };
 
 static _Atomic uint32_t thread_counter = 1; /* main thread is 0 */
@@ -32,25 +31,10 @@ static void *tramp_main(void *p) {
   shim_free(p);
   rt_my_index = t.index;
   rt_my_parent = t.parent;
-  /* every frame of the program's thread is below this one */
-  uintptr_t hi = (uintptr_t)__builtin_frame_address(0);
-  if (t.stack > STACK_MARGIN)
-    rt_stack_bounds(hi - t.stack + STACK_MARGIN, hi);
+  /* the stack's bounds are asked for at the thread's first unwind
+   * (rt_stack): not this frame's address, which t.fn's frames are not
+   * all below once the call to it is a tail call */
   return t.fn(t.arg);
-}
-
-/* The stack size a thread created with attr gets (0: cannot tell). */
-static size_t stack_size(const pthread_attr_t *attr) {
-  pthread_attr_t def;
-  size_t size = 0;
-  if (attr)
-    return pthread_attr_getstacksize(attr, &size) == 0 ? size : 0;
-  if (pthread_getattr_default_np(&def) != 0)
-    return 0;
-  if (pthread_attr_getstacksize(&def, &size) != 0)
-    size = 0;
-  pthread_attr_destroy(&def);
-  return size;
 }
 
 SHIM_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
@@ -63,7 +47,6 @@ SHIM_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *
   t->arg = arg;
   t->index = atomic_fetch_add(&thread_counter, 1);
   t->parent = rt_my_index == UINT32_MAX ? 0 : rt_my_index;
-  t->stack = stack_size(attr);
   int rc = real(th, attr, tramp_main, t);
   if (rc != 0)
     shim_free(t);

@@ -37,7 +37,8 @@ extern SHIM_TLS uint32_t rt_my_index;
 extern SHIM_TLS uint32_t rt_my_parent;
 
 /* The calling thread's stack is [lo, hi) (no slot outside it is read):
- * set by the main thread's constructor and each thread's start. Within
+ * set by the main thread's constructor, and by other threads at their
+ * first unwind (rt_stack). Within
  * STACK_MARGIN of the low end, calls just unwind (guard pages, TLS). */
 #define STACK_MARGIN (64u << 10)
 void rt_stack_bounds(uintptr_t lo, uintptr_t hi);
@@ -123,6 +124,7 @@ void wr_forget_types(void); /* descriptors may be unloaded: start a new table */
 
 /* Standin's own time on the program's threads so far (writer thread). */
 uint64_t rt_overhead_ns(void);
+uint64_t rt_stacks_unwound(void); /* call stacks not found in a memo */
 /* CPU time the trace writer thread has used so far (0 if unknown). */
 uint64_t rt_writer_cpu_ns(void);
 

@@ -276,6 +276,8 @@ typedef struct {
   uintptr_t hook, ra[MEMO_FRAMES]; /* key: hook, ra[0] */
   uint32_t off[MEMO_FRAMES];       /* slot of ra[k], above the anchor */
   uint32_t n;
+  uint32_t ended; /* the stack ends after n frames (ra[n - 1] is in the
+                   * outermost function: _start's, a thread's clone3) */
 } stack_memo;
 
 /* A thread's memo (14 KB) sits in its rt_thread's mapping (memo_of), not
@@ -811,6 +813,14 @@ void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
   rt_stack_hi = hi;
 }
 
+/* Unwinds (memo misses), for the trace's notes: a relaxed add on the slow
+ * path only. */
+static _Atomic uint64_t stacks_unwound;
+
+uint64_t rt_stacks_unwound(void) {
+  return atomic_load_explicit(&stacks_unwound, memory_order_relaxed);
+}
+
 /* The stack above the hook without the memo: libunwind's unw_backtrace,
  * or glibc's backtrace under TSan (libunwind keeps a per-thread cache whose
  * thread-key destructor runs after ThreadSanitizer has torn the thread
@@ -842,6 +852,27 @@ static inline __attribute__((always_inline)) int plain_unwind(void **ips, int ma
 
 #ifndef __SANITIZE_THREAD__ /* TSan: plain_unwind, no memo */
 
+/* A thread other than the main one (whose stack the constructor knows:
+ * glibc would read /proc/self/maps for it) asks glibc where its stack is
+ * at its first unwind, after the call's clock has stopped. The whole
+ * block, up to glibc's thread descriptor at its top, is mapped: the frame
+ * of the function the thread started in is not the top, since the
+ * trampoline of pthread_create (proc.c) may tail-call it. */
+static void own_stack_bounds(void) {
+  pthread_attr_t a;
+  void *addr;
+  size_t size;
+  uintptr_t lo = 1, hi = 1; /* asked, and unknown: an empty range */
+  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+    if (pthread_attr_getstack(&a, &addr, &size) == 0 && size > STACK_MARGIN) {
+      lo = (uintptr_t)addr + STACK_MARGIN;
+      hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&a);
+  }
+  rt_stack_bounds(lo, hi);
+}
+
 static memo_tab *memo_of(rt_thread *t) {
   return t ? (memo_tab *)((char *)t + THREAD_HEAD) : NULL;
 }
@@ -869,19 +900,21 @@ static int memo_find(memo_tab *mt, uintptr_t anchor, uintptr_t hook, void **ips,
   const stack_memo *set = mt->set[memo_set(hook, ra0)];
   for (int w = 0; w < MEMO_WAYS; w++) {
     const stack_memo *m = &set[w];
-    if (m->hook != hook || m->ra[0] != ra0 || (int)m->n < max)
+    /* a stack shallower than max holds only if it ended there */
+    int n = (int)m->n < max ? (int)m->n : max;
+    if (m->hook != hook || m->ra[0] != ra0 || (n < max && !m->ended))
       continue;
     int k = 1;
-    while (k < max && anchor + m->off[k] + 8 <= rt_stack_hi &&
+    while (k < n && anchor + m->off[k] + 8 <= rt_stack_hi &&
            *(const uintptr_t *)(anchor + m->off[k]) == m->ra[k])
       k++;
-    if (k < max)
+    if (k < n)
       continue;
-    for (k = 0; k < max; k++)
+    for (k = 0; k < n; k++)
       ips[k] = (void *)m->ra[k];
     if (mt->spent > 0)
       mt->spent--;
-    return max;
+    return n;
   }
   return 0;
 }
@@ -915,8 +948,8 @@ static inline __attribute__((always_inline)) int unwind(memo_tab *mt, uintptr_t 
   if (rt_unw.getcontext(&uc) != 0 || rt_unw.init_local(&cur, &uc) != 0)
     return 0;
   stack_memo m = {.hook = hook};
-  int k = 0;
-  for (int frame = 1; k < max && rt_unw.step(&cur) > 0; frame++) {
+  int k = 0, step = 1;
+  for (int frame = 1; k < max && (step = rt_unw.step(&cur)) > 0; frame++) {
     unw_word_t ip, sp;
     if (rt_unw.get_reg(&cur, UNW_REG_IP, &ip) != 0 || rt_unw.get_reg(&cur, UNW_REG_SP, &sp) != 0)
       break;
@@ -935,8 +968,12 @@ static inline __attribute__((always_inline)) int unwind(memo_tab *mt, uintptr_t 
     }
     k++;
   }
-  if (keep && k == max) {
+  /* a stack that ended before max frames (step 0: the outermost frame's
+   * return address is undefined) is kept as it is: the same return
+   * addresses in the same slots lead to the same outermost function */
+  if (keep && k > 0 && (k == max || step == 0)) {
     m.n = (uint32_t)k;
+    m.ended = k < max;
     memo_keep(mt, &m);
   }
   return k;
@@ -976,6 +1013,7 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
     return 0;
   uintptr_t hook = (uintptr_t)__builtin_return_address(0);
 #ifdef __SANITIZE_THREAD__
+  atomic_fetch_add_explicit(&stacks_unwound, 1, memory_order_relaxed);
   return plain_unwind(ips, max, hook);
 #else
   uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
@@ -983,9 +1021,12 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
    * first unwind without the memo would be libunwind's unw_backtrace,
    * whose per-thread cache clears 256 KiB */
   memo_tab *mt = rt_cfg.stack_memo ? memo_of(thread_self()) : NULL;
+  if (SHIM_UNLIKELY(mt && !rt_stack_hi))
+    own_stack_bounds();
   int n = mt ? memo_find(mt, anchor, hook, ips, max) : 0; /* 0: plain unwind */
   if (n)
     return n;
+  atomic_fetch_add_explicit(&stacks_unwound, 1, memory_order_relaxed);
   /* libunwind's descriptors are standin's (fdguard.c) */
   unwind_enter();
   rt_in_unwind = 1;
@@ -1331,6 +1372,7 @@ static void atfork_child(void) {
   atomic_store(&overhead_gone, 0);
   atomic_store(&backlog_bytes, 0); /* the parent's payloads are lost here, below */
   atomic_store(&backlog_peak, 0);
+  atomic_store(&stacks_unwound, 0); /* the parent's */
   if (rt_cfg.timing)
     rt_timing_forget();
   /* The child's writer learns its types afresh: until it has, calls walk. */

@@ -564,7 +564,8 @@ t022_record_retime_median_and_pools() {
 # are still where they were; the call stacks in the trace must be exactly
 # what unwinding every call gives (STANDIN_STACK_MEMO=0), for one call
 # site reached through two parents, recursion of varying depth and a frame
-# of varying size, at several depths, and on threads.
+# of varying size, at several depths, and on threads (whose stacks end
+# before the deepest).
 t023_record_stack_memo_gives_the_unwound_stacks() {
   frames() {
     "$STANDIN" dump "$1" --format json | python3 -c '
@@ -586,11 +587,16 @@ for l in sys.stdin:
   done
   # the stacks really differ from call to call at depth 6
   [ "$(sort -u memo6.frames | wc -l)" -ge 6 ] || fail "only $(sort -u memo6.frames | wc -l) stacks"
-  "$STANDIN" record -o th --stack-depth 4 -- "$B/progs/pbtest" threads 4 200 >th.out
-  STANDIN_STACK_MEMO=0 "$STANDIN" record -o thu --stack-depth 4 -- "$B/progs/pbtest" threads 4 200 >thu.out
-  frames th | sort >th.frames
-  frames thu | sort >thu.frames
-  cmp th.frames thu.frames || fail "threads: stacks differ: $(diff th.frames thu.frames | head -4)"
+  # on threads, at 8 deeper than their stacks (kept as ending there)
+  for depth in 4 8; do
+    "$STANDIN" record -o th$depth --stack-depth $depth -- "$B/progs/pbtest" threads 4 200 >th.out
+    STANDIN_STACK_MEMO=0 "$STANDIN" record -o thu$depth --stack-depth $depth -- \
+      "$B/progs/pbtest" threads 4 200 >thu.out
+    frames th$depth | sort >th.frames
+    frames thu$depth | sort >thu.frames
+    cmp th.frames thu.frames ||
+      fail "threads, depth $depth: stacks differ: $(diff th.frames thu.frames | head -4)"
+  done
 }
 
 # When the writer falls behind, the program's threads wait for ring space;
@@ -721,4 +727,31 @@ t030_record_loads_its_libraries_only_in_calling_processes() {
   expect_eq "calls (program's libunwind)" 20 "$(calls own)"
   "$STANDIN" report -t own --by site >own.rep
   grep -q "^pbtest+0x" own.rep || fail "no call site (program's libunwind): $(cat own.rep)"
+}
+
+# Each thread unwinds a call site's stack once and then checks the return
+# addresses where it found them (rt_stack's memo); info says how many
+# stacks were unwound. A thread whose function makes the calls itself has
+# stacks that reach the top of its stack (start_thread, clone3), and a
+# deeper --stack-depth than the stack holds ends them early: both used to
+# be unwound on every call (the bounds stopped at the trampoline's frame,
+# which tail-calls the thread's function; a stack shorter than the depth
+# was never kept): 15,000-odd of pbtest's 16,000 calls.
+t035_record_threads_unwind_each_stack_once() {
+  unwound() {
+    "$STANDIN" info "$1" | sed -n 's/.*call stacks unwound: \([0-9,]*\);.*/\1/p' | tr -d ,
+  }
+  for depth in 3 8; do
+    "$STANDIN" record -o th$depth --stack-depth $depth -- "$PB" threads 2 2000 >th$depth.out
+    expect_eq "depth $depth: calls" 16000 "$(calls th$depth)"
+    n=$(unwound th$depth)
+    [ -n "$n" ] && [ "$n" -le 64 ] || fail "depth $depth: $n stacks unwound for 16,000 calls"
+  done
+  "$STANDIN" record -o pool -- "$B/progs/rpc" -n 2000 >pool.out
+  n=$(unwound pool)
+  [ -n "$n" ] && [ "$n" -le 64 ] || fail "rpc's pool: $n stacks unwound for $(calls pool) calls"
+  # the count is of unwinds: without the memo, every call's
+  STANDIN_STACK_MEMO=0 "$STANDIN" record -o off -- "$PB" threads 2 2000 >off.out
+  expect_eq "unwound without the memo" 16000 "$(unwound off)"
+  cmp th3.out off.out
 }
