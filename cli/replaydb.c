@@ -888,6 +888,11 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     free(near);
     return -1;
   }
+  /* filled whole, then written out and unmapped: huge pages where the
+   * kernel has them (THP "madvise"). On a shadow-paged VM, where a 4 KiB
+   * page's first touch costs ~10 us, building pbtest basic 20000's 71 MB
+   * took 1.05 s against 1.94 (medians of 6 alternating runs). */
+  madvise(m, size, MADV_HUGEPAGE);
   rdb_header *h = (rdb_header *)m;
   *h = (rdb_header){.magic = RDB_MAGIC, .version = RDB_VERSION, .on_miss = (uint32_t)on_miss,
                     .catch_up = catch_up != 0,
