@@ -222,12 +222,12 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
                                                 "(record --retime)\n",
            f->retimed);
   else if (f->calls >= CLI_SHORT_CALLS_MIN && call_ns < CLI_SHORT_CALL_NS * f->calls) {
-    /* the recorder's own work between calls slows the next ones (README,
-     * Benchmarks: payload copies and the hook, ~1 ms each of pbtest's ~40) */
+    /* the recorder's own work between calls slows the next ones
+     * (INTERNALS.md, record --retime: payload copies and the hook) */
     char m[32];
     printf("  calls this short (%s on average) were timed with the recorder running, which\n"
-           "  slows them a few %% (pbtest's ~500 ns calls: 1-9%%); 'standin record --retime'\n"
-           "  times them again without it\n",
+           "  slows them (pbtest's ~500 ns calls: 1-9%% on one test VM, 8-16%% on another);\n"
+           "  'standin record --retime' times them again without it\n",
            cli_fmt_ns(m, sizeof m, (double)call_ns / (double)f->calls));
   }
   if (agg->file_out > 0 && agg->file_cold >= 0.01 * agg->file_out) { /* below: probe noise */
