@@ -566,14 +566,17 @@ t022_record_retime_median_and_pools() {
 # site reached through two parents, recursion of varying depth and a frame
 # of varying size, at several depths, and on threads (whose stacks end
 # before the deepest).
-t023_record_stack_memo_gives_the_unwound_stacks() {
-  frames() {
-    "$STANDIN" dump "$1" --format json | python3 -c '
+# call_frames DIR: each recorded call's thread and call-stack offsets
+call_frames() {
+  "$STANDIN" dump "$1" --format json | python3 -c '
 import json, sys
 for l in sys.stdin:
     c = json.loads(l)
     print(c["thread"], " ".join(str(f["offset"]) for f in c["frames"]))'
-  }
+}
+
+t023_record_stack_memo_gives_the_unwound_stacks() {
+  frames() { call_frames "$@"; }
   for depth in 1 3 6 12; do
     "$STANDIN" record -o memo$depth --stack-depth $depth -- "$B/progs/pbtest" stacks 600 >memo$depth.out
     STANDIN_STACK_MEMO=0 "$STANDIN" record -o unw$depth --stack-depth $depth -- \
@@ -736,7 +739,8 @@ t030_record_loads_its_libraries_only_in_calling_processes() {
 # deeper --stack-depth than the stack holds ends them early: both used to
 # be unwound on every call (the bounds stopped at the trampoline's frame,
 # which tail-calls the thread's function; a stack shorter than the depth
-# was never kept): 15,000-odd of pbtest's 16,000 calls.
+# was never kept): all 16,000 of pbtest's calls. Threads on stacks
+# the program allocated are asked for the same way.
 t035_record_threads_unwind_each_stack_once() {
   unwound() {
     "$STANDIN" info "$1" | sed -n 's/.*call stacks unwound: \([0-9,]*\);.*/\1/p' | tr -d ,
@@ -754,4 +758,14 @@ t035_record_threads_unwind_each_stack_once() {
   STANDIN_STACK_MEMO=0 "$STANDIN" record -o off -- "$PB" threads 2 2000 >off.out
   expect_eq "unwound without the memo" 16000 "$(unwound off)"
   cmp th3.out off.out
+  # threads on stacks the program allocated (pthread_attr_setstack): glibc
+  # says where they are too, and the stacks are those an unwind gives
+  "$STANDIN" record -o us --stack-depth 8 -- "$PB" userstack 2 2000 >us.out
+  cmp th3.out us.out
+  n=$(unwound us)
+  [ -n "$n" ] && [ "$n" -le 64 ] || fail "user stacks: $n stacks unwound for 16,000 calls"
+  STANDIN_STACK_MEMO=0 "$STANDIN" record -o usu --stack-depth 8 -- "$PB" userstack 2 2000 >/dev/null
+  call_frames us | sort >us.frames
+  call_frames usu | sort >usu.frames
+  cmp us.frames usu.frames || fail "user stacks differ: $(diff us.frames usu.frames | head -4)"
 }

@@ -310,17 +310,31 @@ static void *thread_main(void *p) {
   return NULL;
 }
 
-static int run_threads(int nt, int n) {
+/* Threads doing basic's work; with user_stack, on stacks the program
+ * allocated itself (pthread_attr_setstack), as some servers do. */
+static int run_threads(int nt, int n, int user_stack) {
   pthread_t th[64];
   job jobs[64];
+  void *stacks[64] = {0};
+  const size_t stack_size = 512 << 10;
   for (int t = 0; t < nt && t < 64; t++) {
     jobs[t] = (job){t * 1000, n, calloc((size_t)n, 160)};
-    pthread_create(&th[t], NULL, thread_main, &jobs[t]);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (user_stack) {
+      if (posix_memalign(&stacks[t], 4096, stack_size) != 0)
+        return 1;
+      pthread_attr_setstack(&attr, stacks[t], stack_size);
+    }
+    if (pthread_create(&th[t], &attr, thread_main, &jobs[t]) != 0)
+      return 1;
+    pthread_attr_destroy(&attr);
   }
   for (int t = 0; t < nt && t < 64; t++) {
     pthread_join(th[t], NULL);
     fputs(jobs[t].out, stdout);
     free(jobs[t].out);
+    free(stacks[t]);
   }
   return 0;
 }
@@ -646,7 +660,7 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: pbtest "
             "basic|reverse|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|"
-            "lonesize|stacks|linger|surgery|maps "
+            "lonesize|stacks|linger|surgery|maps|userstack "
             "[args]\n");
     return 2;
   }
@@ -666,7 +680,9 @@ int main(int argc, char **argv) {
     basic(0, a);
     basic(0, a);
   } else if (!strcmp(mode, "threads"))
-    rc = run_threads(a, b);
+    rc = run_threads(a, b, 0);
+  else if (!strcmp(mode, "userstack")) /* threads, on stacks of the program's */
+    rc = run_threads(a, b, 1);
   else if (!strcmp(mode, "pool"))
     rc = run_pool(a, b);
   else if (!strcmp(mode, "rotpool"))
