@@ -31,8 +31,8 @@ static void *tramp_main(void *p) {
   shim_free(p);
   rt_my_index = t.index;
   rt_my_parent = t.parent;
-  /* the stack's bounds are asked for at the thread's first unwind
-   * (rt_stack): not this frame's address, which t.fn's frames are not
+  /* the stack's bounds are asked for at the thread's first call
+   * (thread_self): not this frame's address, which t.fn's frames are not
    * all below once the call to it is a tail call */
   return t.fn(t.arg);
 }

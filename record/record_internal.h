@@ -37,8 +37,8 @@ extern SHIM_TLS uint32_t rt_my_index;
 extern SHIM_TLS uint32_t rt_my_parent;
 
 /* The calling thread's stack is [lo, hi) (no slot outside it is read):
- * set by the main thread's constructor, and by other threads at their
- * first unwind (rt_stack). Within
+ * set by the main thread's constructor, and by other threads when their
+ * ring is made (their first call). Within
  * STACK_MARGIN of the low end, calls just unwind (guard pages, TLS). */
 #define STACK_MARGIN (64u << 10)
 void rt_stack_bounds(uintptr_t lo, uintptr_t hi);

@@ -370,6 +370,37 @@ uint64_t rt_writer_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's stack, for rt_stack's memo (below). */
+static SHIM_TLS uintptr_t rt_stack_lo, rt_stack_hi;
+
+void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
+  if (lo >= hi)
+    lo = hi;
+  rt_stack_lo = lo;
+  rt_stack_hi = hi;
+}
+
+/* A thread other than the main one (whose stack the constructor knows:
+ * glibc would read /proc/self/maps for it) asks glibc where its stack is
+ * when its ring is made, at its first call, after the call's clock has
+ * stopped. The whole block, up to glibc's thread descriptor at its top, is
+ * mapped: the frame of the function the thread started in is not the top,
+ * since the trampoline of pthread_create (proc.c) may tail-call it. */
+static void own_stack_bounds(void) {
+  pthread_attr_t a;
+  void *addr;
+  size_t size;
+  uintptr_t lo = 1, hi = 1; /* asked, and unknown: an empty range */
+  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+    if (pthread_attr_getstack(&a, &addr, &size) == 0 && size > STACK_MARGIN) {
+      lo = (uintptr_t)addr + STACK_MARGIN;
+      hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&a);
+  }
+  rt_stack_bounds(lo, hi);
+}
+
 /* Ring of the calling thread, registered on first use. */
 static rt_thread *thread_self(void) {
   if (SHIM_LIKELY(self != NULL))
@@ -377,6 +408,8 @@ static rt_thread *thread_self(void) {
   rt_thread *t = thread_new();
   if (!t)
     return NULL;
+  if (!rt_stack_hi)
+    own_stack_bounds();
   rt_thread *head = atomic_load(&threads);
   do
     t->next = head;
@@ -802,16 +835,7 @@ void rt_writer_failed(void) {
  * stack (rt_stack_bounds), so a program on a stack of its own (coroutines)
  * just unwinds every time. */
 
-static SHIM_TLS uintptr_t rt_stack_lo, rt_stack_hi;
-
 SHIM_TLS int rt_in_unwind;
-
-void rt_stack_bounds(uintptr_t lo, uintptr_t hi) {
-  if (lo >= hi)
-    lo = hi;
-  rt_stack_lo = lo;
-  rt_stack_hi = hi;
-}
 
 /* Unwinds (memo misses), for the trace's notes: a relaxed add on the slow
  * path only. */
@@ -851,27 +875,6 @@ static inline __attribute__((always_inline)) int plain_unwind(void **ips, int ma
 }
 
 #ifndef __SANITIZE_THREAD__ /* TSan: plain_unwind, no memo */
-
-/* A thread other than the main one (whose stack the constructor knows:
- * glibc would read /proc/self/maps for it) asks glibc where its stack is
- * at its first unwind, after the call's clock has stopped. The whole
- * block, up to glibc's thread descriptor at its top, is mapped: the frame
- * of the function the thread started in is not the top, since the
- * trampoline of pthread_create (proc.c) may tail-call it. */
-static void own_stack_bounds(void) {
-  pthread_attr_t a;
-  void *addr;
-  size_t size;
-  uintptr_t lo = 1, hi = 1; /* asked, and unknown: an empty range */
-  if (pthread_getattr_np(pthread_self(), &a) == 0) {
-    if (pthread_attr_getstack(&a, &addr, &size) == 0 && size > STACK_MARGIN) {
-      lo = (uintptr_t)addr + STACK_MARGIN;
-      hi = (uintptr_t)addr + size;
-    }
-    pthread_attr_destroy(&a);
-  }
-  rt_stack_bounds(lo, hi);
-}
 
 static memo_tab *memo_of(rt_thread *t) {
   return t ? (memo_tab *)((char *)t + THREAD_HEAD) : NULL;
@@ -1021,8 +1024,6 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
    * first unwind without the memo would be libunwind's unw_backtrace,
    * whose per-thread cache clears 256 KiB */
   memo_tab *mt = rt_cfg.stack_memo ? memo_of(thread_self()) : NULL;
-  if (SHIM_UNLIKELY(mt && !rt_stack_hi))
-    own_stack_bounds();
   int n = mt ? memo_find(mt, anchor, hook, ips, max) : 0; /* 0: plain unwind */
   if (n)
     return n;
@@ -1318,8 +1319,8 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
   /* The hook's work is finished here, before the program goes on: still
    * in flight when its next call starts, it slows that call, whose latency
    * is what is recorded. On the AMD EPYC VM of 2026-11-28 a recorded 64 B
-   * pack in a loop measured 137-276 ns without a fence, 138-182 with a
-   * locked instruction (a store barrier) and 48-123 with MFENCE (45-50
+   * pack in a loop measured 129-184 ns without a fence, 138-182 with a
+   * locked instruction (a store barrier) and 47-134 with MFENCE (45-50
    * retimed, record --retime; the native loop takes 57-60 ns an
    * iteration). The wait is the hook's time, counted below. */
 #if defined(__x86_64__) || defined(__i386__)
