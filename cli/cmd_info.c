@@ -193,8 +193,9 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
     /* each thread remembers where the return addresses of the stacks it
      * has seen were, and checks them instead of unwinding (rt_stack) */
     char u[32];
-    printf("  call stacks unwound: %s; the other calls' came from the thread's memo of stacks\n",
-           cli_fmt_count(u, sizeof u, f->stacks_unwound));
+    printf("  call stacks unwound: %s%s\n", cli_fmt_count(u, sizeof u, f->stacks_unwound),
+           f->stacks_unwound < f->calls ? "; the other calls' came from the thread's memo of stacks"
+                                        : "; none came from the thread's memo of stacks");
   }
   if (f->ring_waits) {
     char w[32], r[32], rb[32], pk[32], mx[32];
