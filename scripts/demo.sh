@@ -28,32 +28,36 @@ echo "== 2. where the time goes (standin report)"
 "$S" report "$OUT/rec" | head -20
 echo
 echo "== 3. offline estimates and measured replays, $RUNS runs each (outputs compared byte for byte)"
+# Rounds of one native run and one replay per plan, side by side: a shared
+# VM's speed drifts by 10-20% over tens of seconds, and a native measured
+# only before all the replays would compare them with another machine.
 nat=()
-for _ in $(seq $RUNS); do
+declare -A walls
+for r in $(seq $RUNS); do
   t0=$EPOCHREALTIME
   "${PROG[@]}" >"$OUT/native.out" 2>/dev/null
   t1=$EPOCHREALTIME
   nat+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", (b-a)*1e9}')")
+  cmp -s "$OUT/native.out" "$OUT/recorded.out" || { echo "recorded output differs from native" >&2; exit 1; }
+  for p in "${PLANS[@]}"; do
+    "$S" replay -t "$OUT/rec" --plan "workloads/plans/$p.plan" --summary "$OUT/$p.$r.json" -- "${PROG[@]}" \
+      >"$OUT/$p.out" 2>/dev/null
+    cmp -s "$OUT/native.out" "$OUT/$p.out" || { echo "replayed output differs ($p)" >&2; exit 1; }
+    walls[$p]+="$(json "$OUT/$p.$r.json" wall_ns) "
+  done
 done
 native=$(printf '%s\n' "${nat[@]}" | median)
-cmp -s "$OUT/native.out" "$OUT/recorded.out" || { echo "recorded output differs from native" >&2; exit 1; }
 
 rows=()
 for p in "${PLANS[@]}"; do
   plan="workloads/plans/$p.plan"
-  # the estimate starts from the native time we just measured: the recorded
-  # run itself was slowed down by recording
+  # the estimate starts from the native time measured beside the replays:
+  # the recorded run itself was slowed down by recording
   "$S" whatif "$OUT/rec" --plan "$plan" --native-wall "${native}ns" --format json \
     >"$OUT/$p.whatif.json"
   est=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["plans"][0]["estimate_ns"])' "$OUT/$p.whatif.json")
-  walls=()
-  for r in $(seq $RUNS); do
-    "$S" replay -t "$OUT/rec" --plan "$plan" --summary "$OUT/$p.$r.json" -- "${PROG[@]}" \
-      >"$OUT/$p.out" 2>/dev/null
-    cmp -s "$OUT/native.out" "$OUT/$p.out" || { echo "replayed output differs ($p)" >&2; exit 1; }
-    walls+=("$(json "$OUT/$p.$r.json" wall_ns)")
-  done
-  wall=$(printf '%s\n' "${walls[@]}" | median)
+  # shellcheck disable=SC2086
+  wall=$(printf '%s\n' ${walls[$p]} | median)
   s="$OUT/$p.$RUNS.json"
   kept=$(($(json "$s" calls_software) + $(json "$s" calls_fallback)))
   rows+=("$(printf '%-16s %9s %10s %10s %8s %10s %8s' "$p" "$(ms "$native")" "$(ms "$est")" \
@@ -67,7 +71,8 @@ printf '%-16s %9s %10s %10s %8s %10s %8s\n' "" "(ms)" "(ms)" "(ms)" "" "(calls)"
 printf '%s\n' "${rows[@]}" | tee "$OUT/table.txt"
 echo
 echo "estimate = offline, from the recording and the native wall time (standin whatif"
-echo "--native-wall); replayed = measured by standin replay (median of $RUNS runs);"
+echo "--native-wall); replayed = measured by standin replay (median of $RUNS runs, each"
+echo "round one native run and one replay of each plan, side by side);"
 echo "speedup = native / replayed wall time; 'software' = calls the plan or the model"
 echo "kept in software (not selected, unsupported: e.g. progressive or 4:2:2 JPEGs on"
 echo "core_jpeg) plus any the recording could not answer. Every replayed run printed"
