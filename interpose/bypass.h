@@ -22,4 +22,12 @@ int shim_bypass_own_calls(const char *object, const char *const *names, size_t n
  * hooks (which pass them through). */
 int shim_bypass_protobuf(void);
 
+/* Point the slots through which lm and the objects loaded after it reach
+ * a function this shim exports (imports of those names) at the shim's
+ * definitions: what they bind to when not loaded with RTLD_DEEPBIND
+ * (deepbind.c). Returns the number of slots changed (0 on other
+ * architectures). */
+struct link_map;
+int shim_rebind_to_shim(struct link_map *lm);
+
 #endif

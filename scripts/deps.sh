@@ -22,6 +22,7 @@ PKGS=(
   poppler-utils webp       # pdftoppm and cwebp: real libjpeg programs the tests record and replay
   ghostscript              # gs: a real libjpeg program whose source suspends
   mapserver-bin            # mapserv: vector tiles, protobuf-c packs of deep trees, the tests record and replay
+  php8.2-cli php8.2-gd php8.2-pinba  # PHP loads extensions with RTLD_DEEPBIND: GD's libjpeg and pinba's protobuf-c (t710)
 )
 
 missing=()

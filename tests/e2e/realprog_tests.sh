@@ -258,3 +258,67 @@ t709_ghostscript_replays_jpegs_from_a_suspending_source() {
   command -v gs >/dev/null || { echo "skipped: no gs"; return 0; }
   pdf_pages_replay gs -q -dSAFER -dNOPAUSE -dBATCH -sDEVICE=ppmraw -r30 -o @OUT@-%d.ppm doc.pdf
 }
+
+# PHP loads every extension with RTLD_DEEPBIND, so GD's libjpeg and pinba's
+# protobuf-c bind to their own libraries before the preloaded hooks
+# (deepbind.c points them back). GD decodes each image (a truncated one
+# with libjpeg's warning, which PHP prints when told not to ignore it) and the script prints an MD5 of
+# its pixels, as PNG; pinba packs one message per flush, sent over UDP to a
+# port nobody listens on. Its messages hold times and resource usage: a
+# replay sees new ones, which run for real (or, under --on-miss nearest,
+# are timed from the recorded ones).
+t710_php_extensions_loaded_with_deepbind_are_recorded() {
+  command -v php >/dev/null && php -m 2>/dev/null | grep -qx gd || { echo "skipped: no php with gd"; return 0; }
+  [ -z "${STANDIN_SANITIZER:-}" ] || { echo "RTLD_DEEPBIND under a sanitizer (it refuses it): skipped"; return 0; }
+  corpus
+  cat >gd.php <<'EOF2'
+<?php
+foreach (array_slice($argv, 1) as $f) {
+  $im = imagecreatefromjpeg($f);
+  if (!$im) { echo basename($f), ": failed\n"; continue; }
+  ob_start(); imagepng($im); $png = ob_get_clean();
+  echo basename($f), ": ", imagesx($im), "x", imagesy($im), " ", md5($png), "\n";
+  imagedestroy($im);
+}
+EOF2
+  local imgs php=(php -d gd.jpeg_ignore_warning=0 -d pinba.enabled=0)
+  imgs=$(files c_base_420 m_base_420 s_prog_422_r0 s_base_444_r1 s_base_gray_r0 t_base_420 a_arith_420)
+  # shellcheck disable=SC2086
+  "${php[@]}" gd.php $imgs >native.out 2>&1
+  expect_eq "images" 7 "$(grep -c ': [0-9]*x[0-9]* ' native.out)"
+  grep -q "Premature end of JPEG file" native.out || fail "no warning for the truncated image: $(cat native.out)"
+  # shellcheck disable=SC2086
+  "$STANDIN" record -o rec -- "${php[@]}" gd.php $imgs >rec.out 2>&1
+  grep -v '^standin: ' rec.out | cmp - native.out || fail "recorded output differs"
+  expect_eq "decodes recorded" 7 "$(calls rec jpeg.decode)"
+  for iface in software jpeg-core; do
+    # shellcheck disable=SC2086
+    "$STANDIN" replay -t rec --iface $iface --summary s-$iface.json -- "${php[@]}" gd.php $imgs >rep.out 2>&1
+    grep -v '^standin: ' rep.out | cmp - native.out || fail "$iface: replayed output differs"
+    expect_eq "$iface: fallback" 0 "$(json s-$iface.json calls_fallback)"
+  done
+  expect_eq "software: replayed" 7 "$(json s-software.json calls_replayed)"
+
+  php -m 2>/dev/null | grep -qx pinba || { echo "pinba: skipped (no php pinba)"; return 0; }
+  cat >pinba.php <<'EOF2'
+<?php
+for ($i = 0; $i < 50; $i++) {
+  $t = pinba_timer_start(array("group" => "db", "op" => "q" . ($i % 7)));
+  pinba_timer_stop($t);
+  pinba_flush("script-$i");
+}
+echo "flushed\n";
+EOF2
+  local port=$((20000 + RANDOM % 20000))
+  local opts=(-d pinba.enabled=1 -d pinba.server=127.0.0.1:$port)
+  "$STANDIN" record -o recp -- php "${opts[@]}" pinba.php >rec.out
+  expect_eq "pinba output" flushed "$(cat rec.out)"
+  # 50 flushes and the one at exit
+  expect_eq "pinba packs recorded" 51 "$(calls recp pb.pack_to_buffer)"
+  "$STANDIN" dump recp --format json --limit 1 | grep -q '"type":"Pinba.Request"' || fail "type"
+  "$STANDIN" replay -t recp --summary sp.json -- php "${opts[@]}" pinba.php >rep.out
+  expect_eq "pinba replayed output" flushed "$(cat rep.out)"
+  expect_eq "pinba packs seen" 51 "$(json sp.json calls_intercepted)"
+  expect_eq "pinba packs run for real" 51 \
+    "$(($(json sp.json calls_fallback) + $(json sp.json calls_replayed)))"
+}

@@ -609,3 +609,81 @@ t633_record_without_libunwind_or_libdeflate() {
   cmp native.out rep.out || fail "replay of the uncompressed trace differs"
   expect_eq "replayed" 1200 "$(json s.json calls_replayed)"
 }
+
+# A plugin dlopen'ed with RTLD_DEEPBIND (as PHP loads every extension) binds
+# to its own dependencies first, libprotobuf-c here, past the preloaded
+# hooks: its calls must still be recorded and replayed. Nothing else may
+# change: the plugin's own which_one() still beats the program's (DEEPBIND's
+# rule). A plugin built -fno-plt (GOT calls) and one that calls through a
+# pointer in its data are caught too.
+t634_deepbind_plugins_reach_the_hooks() {
+  [ -z "${STANDIN_SANITIZER:-}" ] || { echo "RTLD_DEEPBIND under a sanitizer (it refuses it): skipped"; return 0; }
+  make_pb_plugin -fno-plt
+  mv plugin.so plugin-noplt.so
+  make_pb_plugin
+  cat >which.c <<'EOF2'
+const char *which_one(void) { return "plugin"; }
+const char *plugin_which(void) { return which_one(); }
+EOF2
+  gcc -shared -fPIC -o which.so which.c
+  # sizes through a pointer in the plugin's data (an absolute relocation)
+  cat >ptr.c <<'EOF2'
+#include <stdlib.h>
+#include "sample.pb-c.h"
+/* volatile: read from the data slot, not folded into a GOT load */
+static size_t (*volatile size_of)(const ProtobufCMessage *) = protobuf_c_message_get_packed_size;
+unsigned long plugin_work(int n) {
+  unsigned long sum = 0;
+  for (int i = 0; i < n; i++) {
+    Standin__Test__Tree t = STANDIN__TEST__TREE__INIT;
+    t.title = "via a pointer";
+    size_t len = size_of(&t.base);
+    unsigned char *buf = malloc(len);
+    standin__test__tree__pack(&t, buf);
+    Standin__Test__Tree *u = standin__test__tree__unpack(NULL, len, buf);
+    sum += len * 31 + (unsigned char)u->title[4] + (unsigned long)i;
+    standin__test__tree__free_unpacked(u, NULL);
+    free(buf);
+  }
+  return sum;
+}
+EOF2
+  gcc -O0 -shared -fPIC -I"$B/gen" -o plugin-ptr.so ptr.c "$B/gen/sample.pb-c.c" -lprotobuf-c
+  readelf -rW plugin-ptr.so | grep -q 'R_X86_64_64 .* protobuf_c_message_get_packed_size' ||
+    fail "plugin-ptr.so has no absolute relocation for the pointer: $(readelf -rW plugin-ptr.so | grep packed_size)"
+  cat >host.c <<'EOF2'
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+const char *which_one(void) { return "host"; }
+int main(int argc, char **argv) {
+  int mode = RTLD_DEEPBIND | (strchr(argv[2], 'l') ? RTLD_LAZY : RTLD_NOW) |
+             (strchr(argv[2], 'g') ? RTLD_GLOBAL : RTLD_LOCAL);
+  void *w = dlopen("./which.so", mode);
+  if (!w) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+  printf("which: %s\n", ((const char *(*)(void))dlsym(w, "plugin_which"))());
+  for (int round = 0; round < 2; round++) {
+    void *h = dlopen(argv[1], mode);
+    if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+    unsigned long (*work)(int) = (unsigned long (*)(int))dlsym(h, "plugin_work");
+    printf("round %d sum %lu\n", round, work(5));
+    dlclose(h);
+  }
+  return 0;
+}
+EOF2
+  gcc -rdynamic -o host host.c -ldl
+  for p in plugin plugin-noplt plugin-ptr; do
+    for mode in now lazy-global; do
+      local k=$p-$mode
+      ./host ./$p.so $mode >n-$k.out
+      grep -q "which: plugin" n-$k.out || fail "$k: DEEPBIND did not bind which_one to the plugin's"
+      "$STANDIN" record -o r-$k -- ./host ./$p.so $mode >r-$k.out
+      cmp n-$k.out r-$k.out || fail "$k: recorded output differs"
+      expect_eq "$k: recorded calls" 30 "$(calls r-$k)"
+      "$STANDIN" replay -t r-$k --summary s-$k.json -- ./host ./$p.so $mode >p-$k.out
+      cmp n-$k.out p-$k.out || fail "$k: replayed output differs"
+      expect_eq "$k: replayed" 30 "$(json s-$k.json calls_replayed)"
+    done
+  done
+}
