@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,8 +18,8 @@
 
 #include "fatal.h"
 #include "rp_engines.h"
-#include "shim_alloc.h"
 #include "shim.h"
+#include "shim_alloc.h"
 #include "trace.h"
 
 static const uint8_t *db; /* the mapping, NULL when off */
@@ -894,9 +895,16 @@ void rp_miss(int reason, int api, const char *type, void *caller) {
                               "replay is off in this process"};
   Dl_info di;
   const char *sym = "?", *mod = "?";
+  char at[96]; /* a stripped or static caller: its object and offset, as report names sites */
   if (caller && dladdr((char *)caller - 1, &di)) {
-    sym = di.dli_sname ? di.dli_sname : "?";
-    mod = di.dli_fname ? di.dli_fname : "?";
+    mod = di.dli_fname && di.dli_fname[0] ? di.dli_fname : "?";
+    sym = di.dli_sname;
+    if (!sym) {
+      const char *base = strrchr(mod, '/');
+      snprintf(at, sizeof at, "%.60s+0x%lx", base ? base + 1 : mod,
+               (unsigned long)((uintptr_t)caller - (uintptr_t)di.dli_fbase));
+      sym = at;
+    }
   }
   shim_say("replay miss in %s for %s (called from %s in %s): %s; stopping because of "
            "--on-miss abort",
@@ -933,8 +941,7 @@ static const rdb_near_group *near_group(int api, const char *type, uint64_t vari
   uint64_t h = rdb_name_hash(type);
   size_t len = strlen(type);
   for (uint64_t i = 0; i < hdr->nnear_groups && !found; i++) {
-    if (groups[i].name_hash != h || groups[i].api != (uint32_t)api ||
-        groups[i].variant != variant)
+    if (groups[i].name_hash != h || groups[i].api != (uint32_t)api || groups[i].variant != variant)
       continue;
     if (stored_name_is(groups[i].name_off, type, len) && groups[i].first <= hdr->nnear &&
         groups[i].n <= hdr->nnear - groups[i].first && groups[i].n > 0)
