@@ -403,6 +403,18 @@ static void forward(int sig) {
     kill(child_pid, sig);
 }
 
+/* SIGINT and SIGQUIT: the terminal sends them to the whole foreground
+ * process group, the program included, so one from it (si_code > 0) is left
+ * to the program alone: forwarded, a program that stops gracefully on the
+ * first Ctrl-C and at once on the second would see two. One sent to
+ * standin by kill(2) or sigqueue (a script stopping a recorded server) is
+ * passed on, and the program decides, as if it had been sent to it. */
+static void forward_sent(int sig, siginfo_t *si, void *ctx) {
+  (void)ctx;
+  if (si && si->si_code <= 0 && child_pid > 0)
+    kill(child_pid, sig);
+}
+
 static uint64_t mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -464,9 +476,10 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
     return e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC;
   }
   child_pid = pid;
-  struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward}, oi, oq, ot, oh;
-  sigaction(SIGINT, &ign, &oi);
-  sigaction(SIGQUIT, &ign, &oq);
+  struct sigaction sent = {.sa_sigaction = forward_sent, .sa_flags = SA_SIGINFO},
+                   fwd = {.sa_handler = forward}, oi, oq, ot, oh;
+  sigaction(SIGINT, &sent, &oi);
+  sigaction(SIGQUIT, &sent, &oq);
   sigaction(SIGTERM, &fwd, &ot);
   sigaction(SIGHUP, &fwd, &oh);
   int status = 0;

@@ -687,3 +687,78 @@ EOF2
     done
   done
 }
+
+# SIGINT and SIGQUIT sent to standin itself (kill, as a script stopping a
+# recorded server) reach the program; from the terminal, which signals the
+# whole foreground process group, the program gets them once, not twice.
+# The program counts its SIGINTs, packs one message, and exits 0 (a
+# server's graceful stop): record and replay exit 0 with a whole trace.
+t635_interrupts_sent_to_standin_reach_the_program_once() {
+  cat >ints.c <<'EOF2'
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "sample.pb-c.h"
+static volatile sig_atomic_t ints;
+static void on_int(int sig) { (void)sig; ints++; }
+int main(void) {
+  signal(SIGINT, on_int);
+  Standin__Test__Tree t = STANDIN__TEST__TREE__INIT;
+  t.title = "interrupted";
+  unsigned char buf[64];
+  size_t n = standin__test__tree__pack(&t, buf);
+  printf("ready %zu\n", n);
+  fflush(stdout);
+  for (int i = 0; i < 500 && !ints; i++)
+    usleep(10000);
+  usleep(300000); /* a second one, if any, lands here */
+  printf("ints %d\n", (int)ints);
+  return ints ? 0 : 3;
+}
+EOF2
+  gcc -I"$B/gen" -o ints ints.c "$B/gen/sample.pb-c.c" -lprotobuf-c
+  # kill -INT standin's own pid: the program stops as it would natively
+  "$STANDIN" record -o rec -- ./ints >rec.out &
+  local pid=$!
+  for _ in $(seq 100); do grep -q ready rec.out 2>/dev/null && break; sleep 0.05; done
+  kill -INT $pid
+  local rc=0
+  wait $pid || rc=$?
+  expect_eq "record exit status" 0 "$rc"
+  expect_eq "record: interrupts" "ints 1" "$(tail -1 rec.out)"
+  expect_eq "recorded calls" 1 "$(calls rec)"
+  "$STANDIN" replay -t rec --summary s.json -- ./ints >rep.out &
+  pid=$!
+  for _ in $(seq 100); do grep -q ready rep.out 2>/dev/null && break; sleep 0.05; done
+  kill -INT $pid
+  rc=0
+  wait $pid || rc=$?
+  expect_eq "replay exit status" 0 "$rc"
+  expect_eq "replay: interrupts" "ints 1" "$(tail -1 rep.out)"
+  expect_eq "replayed" 1 "$(json s.json calls_replayed)"
+  # Ctrl-C on a terminal: one SIGINT to the program, not a forwarded second
+  python3 - "$STANDIN" <<'EOF2' >tty.out || fail "terminal: $(cat tty.out)"
+import os, pty, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "record", "-o", "rec-tty", "--", "./ints"])
+out = b""
+deadline = time.time() + 10
+while b"ready" not in out and time.time() < deadline:
+    out += os.read(fd, 1024)
+os.write(fd, b"\x03")
+while time.time() < deadline:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+_, status = os.waitpid(pid, 0)
+text = out.decode(errors="replace")
+print(text)
+sys.exit(0 if "ints 1" in text and os.WEXITSTATUS(status) == 0 else 1)
+EOF2
+}
