@@ -36,4 +36,15 @@
  * the handlers). */
 void shim_fatal_install(void (*before_death)(int sig));
 
+/* The program is about to send itself sig (kill, raise, pthread_kill: the
+ * hooks in procwrap.c; to_self when it surely reaches this process). A
+ * program whose own handler replaced ours often ends by putting the
+ * default action back and sending the signal again: ours goes back on a
+ * signal that ends the process by default and is at SIG_DFL now, so its
+ * delivery (at once, or when the program's handler returns) saves what
+ * before_death saves and ends the process as it would have. SIGKILL
+ * cannot be handled: before_death runs now. Async-signal-safe; nothing
+ * happens before shim_fatal_install. */
+void shim_fatal_before_send(int sig, int to_self);
+
 #endif

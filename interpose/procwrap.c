@@ -6,9 +6,12 @@
  * runs these in its parent's memory: the callbacks must check that they run
  * in the process they belong to. */
 #include <alloca.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <unistd.h>
 
+#include "fatal.h"
 #include "shim.h"
 
 SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
@@ -55,6 +58,50 @@ SHIM_EXPORT void _Exit(int status) {
   shim_on_exit();
   real(status);
   __builtin_unreachable();
+}
+
+/* A program that handles a fatal signal often ends by putting its default
+ * action back and sending the signal to itself (php-fpm's workers, told to
+ * stop, die so of SIGTERM): its handler had replaced the shim's, and the
+ * runtime's last data (a trace's unflushed calls, a replay's counts) died
+ * with it. Before a signal is sent to this process, the shim's handler goes
+ * back on it where the program left the default (fatal.h). These run in
+ * signal handlers: the real functions are found at load, not at the call. */
+static int (*real_kill)(pid_t, int);
+static int (*real_raise)(int);
+static int (*real_pthread_kill)(pthread_t, int);
+
+__attribute__((constructor)) static void find_signal_senders(void) {
+  real_kill = (int (*)(pid_t, int))shim_real("kill");
+  real_raise = (int (*)(int))shim_real("raise");
+  real_pthread_kill = (int (*)(pthread_t, int))shim_real("pthread_kill");
+}
+
+SHIM_EXPORT int kill(pid_t pid, int sig) {
+  if (!real_kill)
+    find_signal_senders(); /* a call before our constructor ran */
+  pid_t self = getpid();
+  /* 0 and -(our group) reach us too; -1 does not (Linux spares the
+   * sender), but a handler put back there costs nothing */
+  if (pid == self || pid <= 0)
+    shim_fatal_before_send(sig, pid == self || pid == 0 || pid == -getpgrp());
+  return real_kill(pid, sig);
+}
+
+SHIM_EXPORT int raise(int sig) {
+  if (!real_raise)
+    find_signal_senders();
+  shim_fatal_before_send(sig, 1);
+  return real_raise(sig);
+}
+
+/* Any thread of the process: a fatal signal's default action ends all of
+ * them. */
+SHIM_EXPORT int pthread_kill(pthread_t thread, int sig) {
+  if (!real_pthread_kill)
+    find_signal_senders();
+  shim_fatal_before_send(sig, 1);
+  return real_pthread_kill(thread, sig);
 }
 
 /* The execl family takes a NULL-terminated list; collect it into argv. */

@@ -6,6 +6,11 @@
  *   faults crash-thread N   4 threads call; after N messages one dies (SIGSEGV)
  *   faults own-handler N    install a SIGSEGV handler, N messages, fault: the
  *                           handler prints and exits 3
+ *   faults reraise HOW N    install a SIGTERM handler, N messages, SIGTERM to
+ *                           itself: the handler puts the default back (with
+ *                           SA_SIGINFO still set, as PHP does) and sends it
+ *                           again with HOW: kill, raise or pthread_kill;
+ *                           HOW=sigkill: N messages, then SIGKILL to itself
  *   faults busy-exit T      T threads call without end; main exits after 200 ms
  *   faults thread-exit T    T threads call; thread 1 calls exit(5) mid-run
  *   faults forkmt T N       T threads call while main forks a child that does
@@ -362,6 +367,34 @@ static int run_detach(int n) {
 
 static int usage(void);
 
+static const char *reraise_how;
+
+static void on_term_reraise(int sig) {
+  static const char msg[] = "cleaning up\n";
+  ssize_t w = write(1, msg, sizeof msg - 1);
+  (void)w;
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_flags = SA_SIGINFO; /* a null handler all the same: the default */
+  sigaction(sig, &dfl, NULL);
+  if (!strcmp(reraise_how, "raise"))
+    raise(sig);
+  else if (!strcmp(reraise_how, "pthread_kill"))
+    pthread_kill(pthread_self(), sig);
+  else
+    kill(getpid(), sig);
+}
+
+static int run_reraise(const char *how, int n) {
+  reraise_how = how;
+  signal(SIGTERM, on_term_reraise);
+  messages(0, n);
+  kill(getpid(), strcmp(how, "sigkill") ? SIGTERM : SIGKILL);
+  sleep_ms(1000); /* pending until the handler returns */
+  printf("still alive\n");
+  return 1;
+}
+
 static int run_daemon(const char *how, int n) {
   messages(0, n);
   fflush(stdout);
@@ -436,6 +469,8 @@ int main(int argc, char **argv) {
     for (;;)
       sleep_ms(1000);
   }
+  if (!strcmp(mode, "reraise") && argc > 3)
+    return run_reraise(argv[2], b);
   if (!strcmp(mode, "own-handler")) {
     signal(SIGSEGV, on_segv);
     messages(0, a);
