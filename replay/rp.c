@@ -424,11 +424,50 @@ static void count_child(void) {
   atomic_fetch_add_explicit(&stats->c[RDB_C_PROCESSES], 1, memory_order_relaxed);
 }
 
+/* A process that maps the database late (rp_on) may have given up its
+ * privileges by then: php-fpm's workers, forked by a master running as
+ * root, make their first call as nobody, and the launcher's /proc/PID/fd/N
+ * is no longer theirs to open. A process running as root opens both files
+ * at start instead, and keeps them at high descriptors (close-on-exec,
+ * inherited by its children) until it maps them. A descriptor the program
+ * closed, or reused for a file of its own, is not used: the path is opened
+ * again then. */
+typedef struct {
+  int fd;
+  dev_t dev;
+  ino_t ino;
+} kept_file;
+static kept_file kept_db = {-1, 0, 0}, kept_rw = {-1, 0, 0};
+
+static void keep_open(kept_file *k, const char *path) {
+  struct stat st;
+  int fd = path[0] == '/' ? open(path, O_RDWR | O_CLOEXEC) : -1;
+  if (fd < 0)
+    return;
+  fd = st_fd_to_high(fd);
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return;
+  }
+  *k = (kept_file){fd, st.st_dev, st.st_ino};
+}
+
+/* The kept descriptor if it still holds the file opened at start (it is
+ * the caller's to close), else path opened now. */
+static int open_kept(kept_file *k, const char *path) {
+  int fd = k->fd;
+  k->fd = -1;
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino)
+    return fd;
+  return path[0] == '/' ? open(path, O_RDWR | O_CLOEXEC) : -1;
+}
+
 /* Map the shared memory at `path` over the database's writable part
  * [0, ro_off), and check the header it then holds. */
 static int map_rw(const char *path) {
   uint64_t ro = hdr->ro_off;
-  int fd = path[0] == '/' ? open(path, O_RDWR | O_CLOEXEC) : -1;
+  int fd = open_kept(&kept_rw, path);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != ro ||
       mmap((void *)db, (size_t)ro, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
@@ -481,6 +520,11 @@ __attribute__((constructor)) static void rp_init(void) {
   if (rw)
     memcpy(rw_path, rw, strlen(rw) + 1);
   if (!dl_iterate_phdr(hooked_lib, NULL)) {
+    if (geteuid() == 0) { /* it may drop its privileges before its first call */
+      keep_open(&kept_db, db_path);
+      if (*rw_path)
+        keep_open(&kept_rw, rw_path);
+    }
     atomic_store_explicit(&setup_deferred, 1, memory_order_release);
     return;
   }
@@ -490,7 +534,7 @@ __attribute__((constructor)) static void rp_init(void) {
 static void rp_setup(void) {
   const char *path = db_path;
   uint64_t setup_t0 = shim_now_ns();
-  int fd = open(path, O_RDWR | O_CLOEXEC);
+  int fd = open_kept(&kept_db, path);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
     shim_say("cannot open the replay database %s; this process runs without replay", path);

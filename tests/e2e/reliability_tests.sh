@@ -762,3 +762,112 @@ print(text)
 sys.exit(0 if "ints 1" in text and os.WEXITSTATUS(status) == 0 else 1)
 EOF2
 }
+
+# A program whose own SIGTERM handler puts the default back and sends the
+# signal to itself again (php-fpm's workers do, through PHP) dies of it
+# after standin's handler was replaced: the trace must still be closed with
+# every call, and a replay must still count them. SIGKILL to itself too.
+t636_programs_that_resend_a_fatal_signal_keep_their_calls() {
+  for how in kill raise pthread_kill sigkill; do
+    local sig=15
+    [ $how = sigkill ] && sig=9
+    native=0
+    "$FAULTS" reraise $how 4 >n-$how.out 2>/dev/null || native=$?
+    expect_eq "$how: native exit status" $((128 + sig)) "$native"
+    rec=0
+    "$STANDIN" record -o r-$how -- "$FAULTS" reraise $how 4 >r-$how.out 2>r-$how.err || rec=$?
+    expect_eq "$how: exit status under record" "$native" "$rec"
+    cmp n-$how.out r-$how.out || fail "$how: output differs"
+    expect_eq "$how: calls" 12 "$(calls r-$how)"
+    "$STANDIN" info r-$how >info-$how
+    grep -q "status: complete; the program then died of signal $sig" info-$how ||
+      fail "$how: $(grep status info-$how)"
+    rep=0
+    "$STANDIN" replay -t r-$how --summary s-$how.json -- "$FAULTS" reraise $how 4 >p-$how.out \
+      2>/dev/null || rep=$?
+    expect_eq "$how: exit status under replay" "$native" "$rep"
+    cmp n-$how.out p-$how.out || fail "$how: replayed output differs"
+    expect_eq "$how: replayed" 12 "$(json s-$how.json calls_replayed)"
+  done
+}
+
+# A server that forks its workers as root and has them give up root before
+# their first call (php-fpm: workers run as nobody, their libraries loaded
+# by the master). Recording into standin's own 0700 directory, a worker
+# cannot create its trace: one message says why and what to do. Into a
+# directory made writable for it, its calls are recorded, and its trace is
+# closed when it dies of the SIGTERM its handler sends again. On replay the
+# worker, mapping the database at its first call, as nobody, uses the
+# descriptors it inherited from when it ran as root. Root only.
+t637_workers_that_give_up_root_are_recorded_and_replayed() {
+  [ "$(id -u)" = 0 ] || { echo "skipped: needs root (setuid)"; return 0; }
+  make_pb_plugin
+  # the master loads libprotobuf-c (through the plugin) after start, as
+  # php-fpm loads its extensions, and makes no call itself
+  cat >dropper.c <<'EOF2'
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void on_term(int sig) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_flags = SA_SIGINFO;
+  sigaction(sig, &dfl, NULL);
+  kill(getpid(), sig);
+}
+int main(void) {
+  void *h = dlopen("./plugin.so", RTLD_NOW);
+  unsigned long (*work)(int) = h ? (unsigned long (*)(int))dlsym(h, "plugin_work") : NULL;
+  int p[2];
+  if (!work || pipe(p) != 0)
+    return 1;
+  pid_t c = fork();
+  if (c == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0)
+      return 2;
+    signal(SIGTERM, on_term);
+    printf("worker sum %lu\n", work(20));
+    fflush(stdout);
+    if (write(p[1], "r", 1) != 1)
+      return 3;
+    for (;;)
+      pause();
+  }
+  char r;
+  if (read(p[0], &r, 1) != 1)
+    return 4;
+  kill(c, SIGTERM);
+  int st;
+  waitpid(c, &st, 0);
+  printf("worker ended by signal %d\n", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  return 0;
+}
+EOF2
+  gcc -o dropper dropper.c -ldl
+  ./dropper >native.out
+  expect_eq "native" "worker ended by signal 15" "$(tail -1 native.out)"
+  "$STANDIN" record -o r0700 -- ./dropper >r0700.out 2>r0700.err || fail "record: $(cat r0700.err)"
+  cmp native.out r0700.out || fail "output differs"
+  grep -q "runs as uid 65534, not the directory's owner.*mkdir -m 1777" r0700.err ||
+    fail "no word on the directory: $(cat r0700.err)"
+  # the test's own directory is 0700: the worker needs a path it can reach
+  local open_dir
+  open_dir=$(mktemp -d /tmp/standin-t637.XXXXXX)
+  chmod 1777 "$open_dir"
+  local rec=$open_dir/rec
+  mkdir -m 1777 "$rec"
+  "$STANDIN" record -o "$rec" -- ./dropper >rec.out 2>rec.err || fail "record: $(cat rec.err)"
+  cmp native.out rec.out || fail "output differs"
+  expect_eq "recorded calls" 60 "$(calls "$rec")"
+  "$STANDIN" info "$rec" | grep -q "status: complete; the program then died of signal 15" ||
+    fail "worker's trace: $("$STANDIN" info "$rec" | grep status)"
+  "$STANDIN" replay -t "$rec" --summary s.json -- ./dropper >rep.out 2>rep.err
+  cmp native.out rep.out || fail "replayed output differs"
+  expect_eq "replayed" 60 "$(json s.json calls_replayed)"
+  expect_eq "processes that mapped the recording" 1 "$(json s.json processes)"
+  rm -rf "$open_dir"
+}
