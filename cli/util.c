@@ -466,12 +466,30 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   }
+  /* The signals standin passes on are blocked from before the program
+   * starts until their handlers are set: one that came in between (a
+   * Ctrl-C as soon as the program prints) would otherwise end standin
+   * itself. The program starts with the mask and dispositions standin
+   * was given. */
+  sigset_t passed, mask;
+  sigemptyset(&passed);
+  sigaddset(&passed, SIGINT);
+  sigaddset(&passed, SIGQUIT);
+  sigaddset(&passed, SIGTERM);
+  sigaddset(&passed, SIGHUP);
+  sigprocmask(SIG_BLOCK, &passed, &mask);
+  posix_spawnattr_t at;
+  posix_spawnattr_init(&at);
+  posix_spawnattr_setsigmask(&at, &mask);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
   uint64_t t0 = mono_ns();
   pid_t pid;
-  int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
+  int e = posix_spawnp(&pid, argv[0], &fa, &at, argv, env);
+  posix_spawnattr_destroy(&at);
   posix_spawn_file_actions_destroy(&fa);
   free(env);
   if (e != 0) {
+    sigprocmask(SIG_SETMASK, &mask, NULL);
     fprintf(stderr, "standin: cannot run %s: %s\n", argv[0], strerror(e));
     return e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC;
   }
@@ -482,6 +500,7 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
   sigaction(SIGQUIT, &sent, &oq);
   sigaction(SIGTERM, &fwd, &ot);
   sigaction(SIGHUP, &fwd, &oh);
+  sigprocmask(SIG_SETMASK, &mask, NULL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
