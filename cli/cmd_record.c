@@ -280,11 +280,22 @@ static void summary(const char *dir, const char *absdir, const char *prog) {
               "makes a call, closed when it exits\n",
               prog, live, live == 1 ? "" : "es", live == 1 ? "s" : "", pid,
               live == 1 ? "" : ", ...", dir);
-    else
+    else {
       fprintf(stderr,
               "standin: no intercepted call was made, so %s holds no trace; "
               "'standin info %s' says more\n",
               dir, dir);
+      /* processes that gave up root before their first call (a server's
+       * workers) could not create their traces here: their own messages
+       * may have gone to a log the daemon keeps */
+      struct stat ds;
+      if (geteuid() == 0 && stat(dir, &ds) == 0 && !(ds.st_mode & S_IWOTH))
+        fprintf(stderr,
+                "standin: if the program's processes give up root before their first call (a "
+                "server's workers), they cannot write into %s: make the directory first, "
+                "writable for them (mkdir -m 1777 DIR), and record into it with -o DIR\n",
+                dir);
+    }
   }
   cli_tracedir_free(&td);
 }

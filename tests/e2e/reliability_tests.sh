@@ -854,6 +854,9 @@ EOF2
   cmp native.out r0700.out || fail "output differs"
   grep -q "runs as uid 65534, not the directory's owner.*mkdir -m 1777" r0700.err ||
     fail "no word on the directory: $(cat r0700.err)"
+  # and the launcher, which saw no trace, says what may have happened
+  grep -q "give up root before their first call.*mkdir -m 1777 DIR" r0700.err ||
+    fail "no word from the launcher: $(cat r0700.err)"
   # the test's own directory is 0700: the worker needs a path it can reach
   local open_dir
   open_dir=$(mktemp -d /tmp/standin-t637.XXXXXX)
