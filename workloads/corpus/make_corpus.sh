@@ -19,7 +19,8 @@
 #   subfolder so that workloads given OUTDIR do not pick them up. That script
 #   needs B=BUILD_DIR with progs/jpegmkppm built.
 # Idempotent: existing files are kept; a file is written under a temporary
-# name and renamed, so an interrupted run leaves no partial JPEG.
+# name and renamed, so an interrupted run leaves no partial JPEG, and runs
+# side by side (parallel tests) do not trip over each other.
 # IMAGEGEN=path uses an already built imagegen (e.g. build/progs/imagegen);
 # otherwise it is compiled from source into a temporary directory.
 set -euo pipefail
@@ -104,8 +105,10 @@ while read -r w h sub mode rst q; do
   grey=()
   [ "$sub" = grey ] && grey=(grey)
   "$GEN" "$w" "$h" "$seed" "${grey[@]}" >"$TMP/src"
-  cjpeg "${opts[@]}" -outfile "$OUT/.$name.tmp" "$TMP/src"
-  mv "$OUT/.$name.tmp" "$OUT/$name"
+  # a temporary name of this run's own: tests run side by side may make the
+  # same corpus at once (the same bytes: the last rename wins)
+  cjpeg "${opts[@]}" -outfile "$OUT/.$name.$$.tmp" "$TMP/src"
+  mv -f "$OUT/.$name.$$.tmp" "$OUT/$name"
   made=$((made + 1))
 done <<<"$set_list"
 echo "make_corpus.sh: $made new, $(ls "$OUT"/*.jpg | wc -l) JPEG files in $OUT"
