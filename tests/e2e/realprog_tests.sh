@@ -322,3 +322,77 @@ EOF2
   expect_eq "pinba packs run for real" 51 \
     "$(($(json sp.json calls_fallback) + $(json sp.json calls_replayed)))"
 }
+
+# php-fpm: a master running as root forks workers that run as nobody, with
+# GD loaded by the master (RTLD_DEEPBIND) before the fork. Recorded into a
+# directory the workers can write, stopped with SIGQUIT sent to standin
+# (the master then stops its workers with SIGTERM, which PHP's handler
+# sends again), replayed: the same thumbnails over FastCGI, every decode
+# in a closed trace and replayed in the workers. Root only.
+t711_php_fpm_workers_are_recorded_and_replayed() {
+  command -v php-fpm8.2 >/dev/null && command -v cgi-fcgi >/dev/null ||
+    { echo "skipped: no php-fpm8.2 or cgi-fcgi"; return 0; }
+  [ "$(id -u)" = 0 ] || { echo "skipped: needs root (php-fpm's workers change user)"; return 0; }
+  [ -z "${STANDIN_SANITIZER:-}" ] || { echo "RTLD_DEEPBIND under a sanitizer (it refuses it): skipped"; return 0; }
+  corpus
+  # the workers, as nobody, read the script and the images and write traces
+  local d port
+  d=$(mktemp -d /tmp/standin-t711.XXXXXX)
+  chmod 755 "$d"
+  cp "$CORPUS"/c_base_420.jpg "$CORPUS"/m_base_420.jpg "$CORPUS"/s_prog_422_r0.jpg "$CORPUS"/s_base_444_r1.jpg "$d"/
+  chmod 644 "$d"/*.jpg
+  cat >"$d/thumb.php" <<'EOF2'
+<?php
+$im = imagecreatefromjpeg(__DIR__ . "/" . basename($_GET["f"]));
+$t = imagescale($im, 48);
+echo imagesx($t), "x", imagesy($t), ":";
+for ($y = 0; $y < imagesy($t); $y += 3) for ($x = 0; $x < imagesx($t); $x += 3) echo " ", imagecolorat($t, $x, $y);
+EOF2
+  chmod 644 "$d/thumb.php"
+  port=$((20000 + RANDOM % 20000))
+  cat >fpm.conf <<EOF2
+[global]
+error_log = $PWD/fpm.log
+daemonize = no
+[www]
+listen = 127.0.0.1:$port
+user = nobody
+group = nogroup
+pm = static
+pm.max_children = 2
+clear_env = no
+EOF2
+  serve() { # serve OUT [STANDIN ARGS...]: start php-fpm, fetch, stop it
+    local out=$1
+    shift
+    "$@" php-fpm8.2 -n -d extension=gd -y "$PWD/fpm.conf" -F >/dev/null 2>>serve.err &
+    local pid=$!
+    for _ in $(seq 100); do
+      SCRIPT_FILENAME=$d/thumb.php REQUEST_METHOD=GET QUERY_STRING=f=c_base_420.jpg \
+        cgi-fcgi -bind -connect 127.0.0.1:$port >/dev/null 2>&1 && break
+      sleep 0.1
+    done
+    : >"$out"
+    for f in c_base_420 m_base_420 s_prog_422_r0 s_base_444_r1 m_base_420; do
+      SCRIPT_FILENAME=$d/thumb.php REQUEST_METHOD=GET QUERY_STRING=f=$f.jpg \
+        cgi-fcgi -bind -connect 127.0.0.1:$port | md5sum >>"$out"
+    done
+    kill -QUIT $pid
+    wait $pid || true
+  }
+  serve native.out
+  # five answers, none empty, four images
+  expect_eq "responses" 5 "$(grep -vc d41d8cd98f00b204e9800998ecf8427e native.out)"
+  expect_eq "distinct responses" 4 "$(sort -u native.out | wc -l)"
+  mkdir -m 1777 "$d/rec"
+  serve rec.out "$STANDIN" record -o "$d/rec" --
+  cmp native.out rec.out || fail "recorded responses differ"
+  # the readiness probe's decode too
+  expect_eq "decodes recorded" 6 "$(calls "$d/rec" jpeg.decode)"
+  "$STANDIN" info "$d/rec" >info.txt
+  expect_eq "workers' traces closed" 0 "$(grep -c "not closed" info.txt)"
+  serve rep.out "$STANDIN" replay -t "$d/rec" --summary s.json --
+  cmp native.out rep.out || fail "replayed responses differ"
+  expect_eq "replayed" 6 "$(json s.json calls_replayed)"
+  rm -rf "$d"
+}
