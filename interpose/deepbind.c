@@ -18,10 +18,8 @@
  * Linked into the shims directly, like procwrap.c: the exported `dlopen`
  * must not come from an archive that --exclude-libs hides. */
 #include <dlfcn.h>
-#include <elf.h>
 #include <link.h>
-#include <stdint.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "bypass.h"
 

@@ -80,6 +80,10 @@ void shim_fatal_install(void (*before_death)(int sig)) {
   }
 }
 
+int shim_fatal_watches(int sig) {
+  return before != NULL && (sig == SIGKILL || ends_by_default(sig));
+}
+
 void shim_fatal_before_send(int sig, int to_self) {
   void (*b)(int) = before;
   if (!b)

@@ -47,4 +47,9 @@ void shim_fatal_install(void (*before_death)(int sig));
  * happens before shim_fatal_install. */
 void shim_fatal_before_send(int sig, int to_self);
 
+/* Whether shim_fatal_before_send would look at sig at all: installed, and
+ * SIGKILL or a signal that ends the process by default. Lets the hooks
+ * skip their other system calls for every other signal. */
+int shim_fatal_watches(int sig);
+
 #endif

@@ -80,18 +80,18 @@ __attribute__((constructor)) static void find_signal_senders(void) {
 SHIM_EXPORT int kill(pid_t pid, int sig) {
   if (!real_kill)
     find_signal_senders(); /* a call before our constructor ran */
-  pid_t self = getpid();
   /* 0 and -(our group) reach us too; -1 does not (Linux spares the
    * sender), but a handler put back there costs nothing */
-  if (pid == self || pid <= 0)
-    shim_fatal_before_send(sig, pid == self || pid == 0 || pid == -getpgrp());
+  if (shim_fatal_watches(sig) && (pid <= 0 || pid == getpid()))
+    shim_fatal_before_send(sig, pid > 0 || pid == 0 || pid == -getpgrp());
   return real_kill(pid, sig);
 }
 
 SHIM_EXPORT int raise(int sig) {
   if (!real_raise)
     find_signal_senders();
-  shim_fatal_before_send(sig, 1);
+  if (shim_fatal_watches(sig))
+    shim_fatal_before_send(sig, 1);
   return real_raise(sig);
 }
 
@@ -100,7 +100,8 @@ SHIM_EXPORT int raise(int sig) {
 SHIM_EXPORT int pthread_kill(pthread_t thread, int sig) {
   if (!real_pthread_kill)
     find_signal_senders();
-  shim_fatal_before_send(sig, 1);
+  if (shim_fatal_watches(sig))
+    shim_fatal_before_send(sig, 1);
   return real_pthread_kill(thread, sig);
 }
 
