@@ -394,6 +394,14 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
   fprintf(f, "  \"spin_error_p50_ns\": %llu,\n  \"spin_error_p99_ns\": %llu,\n",
           (unsigned long long)spin_pct(s, 0.5), (unsigned long long)spin_pct(s, 0.99));
   write_accels(f, b, p, wall);
+  /* built before the program started: its size, the distinct byte strings
+   * it stores once each, and what building it took (replaydb.c) */
+  fprintf(f,
+          "  \"database\": {\"bytes\": %llu, \"strings\": %llu, \"string_bytes\": %llu, "
+          "\"build_ns\": %llu, \"build_peak_rss_bytes\": %llu},\n",
+          (unsigned long long)b->size, (unsigned long long)b->strings,
+          (unsigned long long)b->string_bytes, (unsigned long long)b->build_ns,
+          (unsigned long long)b->build_peak_rss);
   fprintf(f, "  \"trace_entries\": %llu,\n  \"trace_samples\": %llu\n}\n",
           (unsigned long long)b->entries, (unsigned long long)b->samples);
   return fclose(f) == 0 ? 0 : -1;

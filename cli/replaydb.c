@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +25,13 @@
 
 /* ---- grouping calls by fingerprint -------------------------------------- */
 
+static int is_protobuf_api(int api) {
+  return api == ST_API_PB_PACK || api == ST_API_PB_SIZE || api == ST_API_PB_PACK_BUF ||
+         api == ST_API_PB_UNPACK;
+}
+
+enum { NEAR_PB = 1, NEAR_JPEG = 2 };
+
 typedef struct {
   uint64_t start_ns;
   rdb_sample s;     /* decided when the call is read: the plan needs its site */
@@ -34,19 +42,24 @@ typedef struct {
 typedef struct {
   uint8_t fp[16];
   uint8_t api, flags;
-  uint32_t nfeat;
-  uint64_t feat[ST_MAX_FEAT];
+  /* --on-miss nearest (near_items): NEAR_PB or NEAR_JPEG when the request
+   * has a size to be found by (near_key), and its variant */
+  uint8_t near;
+  uint64_t near_key, near_variant;
   uint64_t result, req_len, resp_len;
-  uint8_t *req, *resp; /* copies */
+  uint64_t req1, resp1; /* offset + 1 of the bytes in builder.data, 0: none */
   uint8_t tree_fp[16];  /* pack responses: fingerprint of the decoded bytes */
-  uint8_t *stream;      /* verified tree requests: the plain stream (rdb_entry) */
+  /* verified tree requests: offset + 1 of the plain stream (rdb_entry) in
+   * builder.streams, 0: none */
+  uint64_t stream1;
   uint64_t stream_len;
   /* b_entry.id + 1 of the entry whose response the stream's references
    * are into (itself for a pack), 0: none */
   uint32_t ref_id1;
   const ProtobufCMessageDescriptor *desc; /* verified pack responses: their type */
-  uint32_t id; /* order of creation: b_sample.next_id survives sorting */
-  char *type;
+  uint32_t id;      /* order of creation: b_sample.next_id survives sorting */
+  const char *type; /* interned: equal names, one pointer (builder.names) */
+  uint32_t name;    /* its index in builder.names */
   b_sample *s;
   uint32_t n, cap;
   int direct; /* its type and API are kept whole in software (rdb_class) */
@@ -55,6 +68,172 @@ typedef struct {
    * restart variant under --on-miss nearest */
   uint8_t restart_bound;
 } b_entry;
+
+/* ---- the bytes entries keep -----------------------------------------------
+ *
+ * Requests, responses (or the images and rows rebuilt from them) and
+ * streams are appended to two arenas as the calls are read, each distinct
+ * byte string once (a pack's response is often a later unpack's request),
+ * and entries keep offsets into them; layout writes the arenas to the
+ * database file as they are, less the strings no entry looks up. Before,
+ * each string was a copy of its own, copied again into a private image of
+ * the whole database that was then written out: building pbtest basic
+ * 20000's 71 MB database held 231 MB (a 100,000-loop recording, 1.12 GB). */
+typedef struct {
+  uint8_t *m; /* anonymous memory, grown by mremap: keep offsets, not pointers */
+  uint64_t len, cap;
+  /* the strings stored: offset + 1 and length, open addressing on XXH3-64 */
+  uint64_t *set_off, *set_len;
+  size_t set_mask, nset;
+} b_arena;
+
+#define ARENA_MIN (1u << 20)
+
+/* The bytes at offset + 1 off1 of a, or NULL for 0. Valid until the next
+ * arena_put on a. */
+static const uint8_t *arena_at(const b_arena *a, uint64_t off1) {
+  return off1 ? a->m + (off1 - 1) : NULL;
+}
+
+static int arena_reserve(b_arena *a, uint64_t more) {
+  if (a->m && more <= a->cap - a->len)
+    return 0;
+  uint64_t cap = a->cap ? a->cap : ARENA_MIN;
+  while (cap - a->len < more)
+    cap *= 2;
+  void *m = a->m ? mremap(a->m, a->cap, cap, MREMAP_MAYMOVE)
+                 : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED)
+    return -1;
+  /* huge pages where the kernel has them (THP "madvise"): on a
+   * shadow-paged VM, where a 4 KiB page's first touch costs ~10 us, the
+   * layout's image took 1.05 s against 1.94 that way */
+  madvise(m, cap, MADV_HUGEPAGE);
+  a->m = m;
+  a->cap = cap;
+  return 0;
+}
+
+static int arena_grow_set(b_arena *a) {
+  size_t n = a->set_mask ? (a->set_mask + 1) * 2 : 1024;
+  uint64_t *off = calloc(n, sizeof *off), *len = calloc(n, sizeof *len);
+  if (!off || !len) {
+    free(off);
+    free(len);
+    return -1;
+  }
+  for (size_t i = 0; i <= a->set_mask && a->set_off; i++) {
+    if (!a->set_off[i])
+      continue;
+    size_t j = (size_t)XXH3_64bits(a->m + a->set_off[i] - 1, a->set_len[i]) & (n - 1);
+    while (off[j])
+      j = (j + 1) & (n - 1);
+    off[j] = a->set_off[i];
+    len[j] = a->set_len[i];
+  }
+  free(a->set_off);
+  free(a->set_len);
+  a->set_off = off;
+  a->set_len = len;
+  a->set_mask = n - 1;
+  return 0;
+}
+
+/* Offset + 1 of len bytes at p in a (p may be NULL when len is 0): of the
+ * same bytes stored before, or of a copy. 0: out of memory. p must not
+ * point into a. Offsets are multiples of 8 (tree images need it). */
+static uint64_t arena_put(b_arena *a, const void *p, uint64_t len) {
+  if ((a->nset + 1) * 2 > a->set_mask + 1 && arena_grow_set(a) != 0)
+    return 0;
+  size_t j = (size_t)XXH3_64bits(p, (size_t)len) & a->set_mask;
+  for (; a->set_off[j]; j = (j + 1) & a->set_mask)
+    if (a->set_len[j] == len && (len == 0 || memcmp(a->m + a->set_off[j] - 1, p, (size_t)len) == 0))
+      return a->set_off[j];
+  if (arena_reserve(a, (len + 7) & ~7ull) != 0)
+    return 0;
+  uint64_t at = a->len;
+  if (len)
+    memcpy(a->m + at, p, (size_t)len);
+  a->len += (len + 7) & ~7ull;
+  a->set_off[j] = at + 1;
+  a->set_len[j] = len;
+  a->nset++;
+  return at + 1;
+}
+
+static void arena_free(b_arena *a) {
+  if (a->m)
+    munmap(a->m, a->cap);
+  free(a->set_off);
+  free(a->set_len);
+  memset(a, 0, sizeof *a);
+}
+
+/* Type names, once each: entries point at them, and the database stores
+ * each once (equal types have equal type_off: rep_protobuf.c). */
+typedef struct {
+  char **name;
+  uint64_t *off; /* in the database, set by layout */
+  size_t n, cap;
+  uint32_t *slots; /* index + 1, open addressing on rdb_name_hash */
+  size_t mask;
+} b_names;
+
+static size_t names_slot(const b_names *t, const char *s) {
+  size_t j = (size_t)rdb_name_hash(s) & t->mask;
+  while (t->slots[j] && strcmp(t->name[t->slots[j] - 1], s) != 0)
+    j = (j + 1) & t->mask;
+  return j;
+}
+
+/* The index of s in t, added if new; -1 out of memory. */
+static long names_intern(b_names *t, const char *s) {
+  if ((t->n + 1) * 2 > (t->slots ? t->mask + 1 : 0)) {
+    size_t n = t->slots ? (t->mask + 1) * 2 : 64;
+    uint32_t *sl = calloc(n, sizeof *sl);
+    if (!sl)
+      return -1;
+    free(t->slots);
+    t->slots = sl;
+    t->mask = n - 1;
+    for (size_t i = 0; i < t->n; i++)
+      t->slots[names_slot(t, t->name[i])] = (uint32_t)i + 1;
+  }
+  size_t j = names_slot(t, s);
+  if (t->slots[j])
+    return (long)t->slots[j] - 1;
+  if (t->n == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 16;
+    char **nn = realloc(t->name, cap * sizeof *nn);
+    uint64_t *no = nn ? realloc(t->off, cap * sizeof *no) : NULL;
+    if (nn)
+      t->name = nn;
+    if (!no)
+      return -1;
+    t->off = no;
+    t->cap = cap;
+  }
+  if (!(t->name[t->n] = strdup(s)))
+    return -1;
+  t->off[t->n] = 0;
+  t->slots[j] = (uint32_t)t->n + 1;
+  return (long)t->n++;
+}
+
+/* Where layout put name s, one of t's. */
+static uint64_t names_off_of(const b_names *t, const char *s) {
+  uint32_t k = t->slots[names_slot(t, s)];
+  return k ? t->off[k - 1] : 0;
+}
+
+static void names_free(b_names *t) {
+  for (size_t i = 0; i < t->n; i++)
+    free(t->name[i]);
+  free(t->name);
+  free(t->off);
+  free(t->slots);
+  memset(t, 0, sizeof *t);
+}
 
 /* Descriptors rebuilt from a recorded schema, keyed by the schema's hash
  * (type ids differ from file to file, schemas do not). */
@@ -88,7 +267,27 @@ typedef struct {
   } * last;
   size_t nlast;
   size_t last_for; /* b->files + 1 of the file they are for */
+  b_arena data;    /* requests and responses (b_entry.req1, resp1) */
+  b_arena streams; /* plain streams (b_entry.stream1) */
+  b_names names;
+  int oom; /* an arena or the names ran out of memory */
 } builder;
+
+static const uint8_t *req_of(const builder *b, const b_entry *e) {
+  return arena_at(&b->data, e->req1);
+}
+
+static const uint8_t *resp_of(const builder *b, const b_entry *e) {
+  return arena_at(&b->data, e->resp1);
+}
+
+/* Offset + 1 of a copy of p[0, len) in a, or 0 (b->oom set) */
+static uint64_t keep_bytes(builder *b, b_arena *a, const void *p, uint64_t len) {
+  uint64_t o = arena_put(a, p, len);
+  if (!o)
+    b->oom = 1;
+  return o;
+}
 
 static int grow_slots(builder *b) {
   size_t ns = b->nslots ? b->nslots * 2 : 1024;
@@ -130,7 +329,7 @@ static b_entry *find_or_add(builder *b, const uint8_t fp[16], int *created) {
   if (b->slots[j])
     return &b->e[b->slots[j] - 1];
   if (b->n == b->cap) {
-    size_t cap = b->cap ? b->cap * 2 : 256;
+    size_t cap = b->cap ? b->cap + b->cap / 2 : 256; /* ~280 bytes an entry */
     b_entry *ne = realloc(b->e, cap * sizeof *ne);
     if (!ne)
       return NULL;
@@ -146,14 +345,13 @@ static b_entry *find_or_add(builder *b, const uint8_t fp[16], int *created) {
   return e;
 }
 
-static uint8_t *copy_blob(scan_file *f, uint64_t id, uint64_t *len) {
+/* Blob id of f kept in b->data: its offset + 1, or 0 (none, unreadable, or
+ * out of memory). */
+static uint64_t keep_blob(builder *b, scan_file *f, uint64_t id, uint64_t *len) {
   const void *data;
   if (!id || st_reader_blob(f->r, id, &data, len) != ST_OK)
-    return NULL;
-  uint8_t *c = malloc(*len ? *len : 1);
-  if (c)
-    memcpy(c, data, *len);
-  return c;
+    return 0;
+  return keep_bytes(b, &b->data, data, *len);
 }
 
 static const ProtobufCMessageDescriptor *descriptor_of(builder *b, const scan_type *t) {
@@ -176,44 +374,52 @@ static const ProtobufCMessageDescriptor *descriptor_of(builder *b, const scan_ty
  * with the real library against descriptors rebuilt from the recorded
  * schema (which carries the program's C layout), and keep the relocatable
  * image that the replayed program will materialise without parsing. */
-static uint8_t *unpack_image(builder *b, scan_file *f, const st_call *c, const uint8_t *req,
-                             uint64_t len, uint64_t *img_len) {
+static uint64_t unpack_image(builder *b, scan_file *f, const st_call *c, const b_entry *e,
+                             uint64_t *img_len) {
+  const uint8_t *req = req_of(b, e);
   if (!req || c->type >= f->ntypes || !f->types[c->type].schema)
-    return NULL;
+    return 0;
   const ProtobufCMessageDescriptor *d = descriptor_of(b, &f->types[c->type]);
   if (!d)
-    return NULL;
-  ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, req);
+    return 0;
+  ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, e->req_len, req);
   if (!m)
-    return NULL;
+    return 0;
   void *img = NULL;
   size_t il = 0;
   int rc = pbw_image_build(m, &img, &il);
   protobuf_c_message_free_unpacked(m, NULL);
   if (rc != PBW_OK)
-    return NULL;
+    return 0;
   *img_len = il;
-  return img;
+  uint64_t o = keep_bytes(b, &b->data, img, il);
+  free(img);
+  return o;
 }
 
 /* The tree a pack entry's response decodes to with the recorded schema,
  * or NULL; the caller frees it with protobuf_c_message_free_unpacked. */
 static ProtobufCMessage *pack_tree(builder *b, scan_file *f, const b_entry *e, const st_call *c) {
-  if ((e->api != ST_API_PB_PACK && e->api != ST_API_PB_PACK_BUF) || !e->resp ||
+  if ((e->api != ST_API_PB_PACK && e->api != ST_API_PB_PACK_BUF) || !e->resp1 ||
       e->resp_len != e->result || c->type >= f->ntypes || !f->types[c->type].schema)
     return NULL;
   const ProtobufCMessageDescriptor *d = descriptor_of(b, &f->types[c->type]);
-  return d ? protobuf_c_message_unpack(d, NULL, e->resp_len, e->resp) : NULL;
+  return d ? protobuf_c_message_unpack(d, NULL, e->resp_len, resp_of(b, e)) : NULL;
 }
 
 /* e's tree's plain stream, its references into e's response (which pack
- * wrote from that tree). */
-static void make_stream(b_entry *e, const ProtobufCMessage *m) {
+ * wrote from that tree); one longer than RDB_SHORT_STREAM only if long. */
+static void make_stream(builder *b, b_entry *e, const ProtobufCMessage *m, int long_ok) {
+  uint8_t *st;
   size_t len;
-  if (pbw_tree_stream(m, e->resp, e->resp_len, &e->stream, &len) == PBW_OK) {
-    e->stream_len = len;
-    e->ref_id1 = e->id + 1;
+  if (pbw_tree_stream(m, resp_of(b, e), e->resp_len, &st, &len) != PBW_OK)
+    return;
+  if (long_ok || len <= RDB_SHORT_STREAM) {
+    e->stream1 = keep_bytes(b, &b->streams, st, len);
+    e->stream_len = e->stream1 ? len : 0;
+    e->ref_id1 = e->stream1 ? e->id + 1 : 0;
   }
+  free(st);
 }
 
 /* A pack response is trusted to be the packed size of the program's tree
@@ -232,13 +438,7 @@ static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) 
     if (!memcmp(fp, e->fp, 16)) {
       e->flags |= RDB_ENTRY_SIZE_OK;
       e->desc = m->descriptor; /* rebuilt from the schema: lives as long as b */
-      make_stream(e, m);
-      if (e->stream_len > RDB_SHORT_STREAM) {
-        free(e->stream);
-        e->stream = NULL;
-        e->stream_len = 0;
-        e->ref_id1 = 0;
-      }
+      make_stream(b, e, m, 0);
     }
   }
   if (m)
@@ -250,12 +450,12 @@ static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) 
  * tree with a long stream only once the run has served the entry, so an
  * entry recorded once would never need it (long streams of requests seen
  * once would add up to their responses' size to the database). */
-static void keep_stream(b_entry *e) {
-  if (!(e->flags & RDB_ENTRY_SIZE_OK) || e->stream || !e->desc || !e->resp)
+static void keep_stream(builder *b, b_entry *e) {
+  if (!(e->flags & RDB_ENTRY_SIZE_OK) || e->stream1 || !e->desc || !e->resp1)
     return;
-  ProtobufCMessage *m = protobuf_c_message_unpack(e->desc, NULL, e->resp_len, e->resp);
+  ProtobufCMessage *m = protobuf_c_message_unpack(e->desc, NULL, e->resp_len, resp_of(b, e));
   if (m) {
-    make_stream(e, m);
+    make_stream(b, e, m, 1);
     protobuf_c_message_free_unpacked(m, NULL);
   }
 }
@@ -273,11 +473,11 @@ static void verify_sizes(builder *b) {
     b_entry *s = find_entry(b, fp);
     if (s && s->api == ST_API_PB_SIZE && s->result == p->resp_len) {
       s->flags |= RDB_ENTRY_SIZE_OK;
-      if (!s->stream && (s->n >= 2 || p->stream)) {
+      if (!s->stream1 && (s->n >= 2 || p->stream1)) {
         if (s->n >= 2)
-          keep_stream(&b->e[i]); /* the pack may have been recorded once */
-        if (p->stream && (s->stream = malloc(p->stream_len)) != NULL) {
-          memcpy(s->stream, p->stream, p->stream_len); /* the same tree's */
+          keep_stream(b, &b->e[i]); /* the pack may have been recorded once */
+        if (p->stream1) { /* the same tree's */
+          s->stream1 = p->stream1;
           s->stream_len = p->stream_len;
           s->ref_id1 = p->ref_id1;
         }
@@ -289,39 +489,60 @@ static void verify_sizes(builder *b) {
 /* The recording kept a digest of a decode's rows (jpeg_req.h): decode the
  * request again, once, and keep the rows if they are the recorded ones. A
  * decode that does not give them back runs the real library in replay. */
-static void rebuild_rows(builder *b, const st_call *c, b_entry *e) {
+static void rebuild_rows(builder *b, const st_call *c, b_entry *e, const void *digest,
+                         uint64_t digest_len) {
   uint8_t *rows = NULL;
   char why[sizeof b->pixels_why];
   int rc = c->api == ST_API_JPEG_DECODE || c->api == ST_API_TJ_DECODE
-               ? jpg_regenerate(e->req, e->req_len, e->resp, e->resp_len, c->resp_len, &rows, why,
-                                sizeof why)
+               ? jpg_regenerate(req_of(b, e), e->req_len, digest, digest_len, c->resp_len, &rows,
+                                why, sizeof why)
                : (snprintf(why, sizeof why, "API %d keeps no digests", c->api), -1);
-  free(e->resp);
-  e->resp = rows;
-  e->resp_len = rc == 0 ? c->resp_len : 0;
+  e->resp1 = rc == 0 ? keep_bytes(b, &b->data, rows, c->resp_len) : 0;
+  e->resp_len = e->resp1 ? c->resp_len : 0;
+  free(rows);
   if (rc != 0 && b->pixels_failed++ == 0)
     snprintf(b->pixels_why, sizeof b->pixels_why, "%s", why);
 }
 
 static void fill_entry(builder *b, scan_file *f, b_entry *e, const st_call *c) {
   e->api = c->api;
-  e->nfeat = c->nfeat;
-  memcpy(e->feat, c->feat, sizeof e->feat);
+  if (is_protobuf_api(c->api) && c->nfeat > ST_PBF_ENCODED_SIZE) {
+    e->near = NEAR_PB;
+    e->near_key = c->feat[ST_PBF_ENCODED_SIZE];
+  } else if (st_api_family(c->api) == ST_FAMILY_JPEG && c->nfeat > ST_JPF_SCALE_DENOM) {
+    e->near = NEAR_JPEG;
+    e->near_key = c->feat[ST_JPF_WIDTH] * c->feat[ST_JPF_HEIGHT];
+    e->near_variant = rdb_near_variant(c->feat[ST_JPF_SCALE_NUM], c->feat[ST_JPF_SCALE_DENOM],
+                                       c->feat[ST_JPF_RESTART]);
+  }
   e->result = c->result;
-  e->type = strdup(scan_type_name(f, c->type));
+  long name = names_intern(&b->names, scan_type_name(f, c->type));
+  if (name < 0) {
+    b->oom = 1;
+    return;
+  }
+  e->name = (uint32_t)name;
+  e->type = b->names.name[name];
   if (c->flags & ST_CALL_FAILED)
     e->flags |= RDB_ENTRY_FAILED;
-  e->req = copy_blob(f, c->req_blob, &e->req_len);
-  e->resp = copy_blob(f, c->resp_blob, &e->resp_len);
-  if ((c->flags & ST_CALL_RESP_DIGEST) && e->resp)
-    rebuild_rows(b, c, e);
-  if (c->api == ST_API_PB_UNPACK && !e->resp && !(c->flags & ST_CALL_FAILED)) {
-    e->resp = unpack_image(b, f, c, e->req, e->req_len, &e->resp_len);
-    b->images_failed += e->resp == NULL;
+  e->req1 = keep_blob(b, f, c->req_blob, &e->req_len);
+  const void *digest;
+  if ((c->flags & ST_CALL_RESP_DIGEST) && c->resp_blob &&
+      st_reader_blob(f->r, c->resp_blob, &digest, &e->resp_len) == ST_OK)
+    rebuild_rows(b, c, e, digest, e->resp_len); /* the rows, not the digest */
+  else
+    e->resp1 = keep_blob(b, f, c->resp_blob, &e->resp_len);
+  if (c->api == ST_API_PB_UNPACK && !e->resp1 && !(c->flags & ST_CALL_FAILED)) {
+    e->resp1 = unpack_image(b, f, c, e, &e->resp_len);
+    b->images_failed += e->resp1 == 0;
   }
-  if ((c->flags & ST_CALL_NO_RESPONSE) || (c->resp_blob && !e->resp))
+  if (!e->req1)
+    e->req_len = 0;
+  if (!e->resp1)
+    e->resp_len = 0;
+  if ((c->flags & ST_CALL_NO_RESPONSE) || (c->resp_blob && !e->resp1))
     e->flags |= RDB_ENTRY_NO_RESPONSE;
-  if (c->api != ST_API_PB_SIZE && !e->resp && !(c->flags & ST_CALL_FAILED))
+  if (c->api != ST_API_PB_SIZE && !e->resp1 && !(c->flags & ST_CALL_FAILED))
     e->flags |= RDB_ENTRY_NO_RESPONSE;
   verify_pack(b, f, e, c);
 }
@@ -387,8 +608,8 @@ static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, rdb
   /* the request's features are the entry's; the call's own are the same
    * but for what was measured of this call alone (out_cold_permille) */
   standin_request r = {.api = e->api, .nfeat = c->nfeat, .feat = c->feat, .type = e->type,
-                       .recorded_ns = c->latency_ns, .req = e->req,
-                       .req_len = e->req ? e->req_len : size, .resp = e->resp,
+                       .recorded_ns = c->latency_ns, .req = req_of(b, e),
+                       .req_len = e->req1 ? e->req_len : size, .resp = resp_of(b, e),
                        .resp_len = e->resp_len, .fp = e->fp};
   plan_decision d;
   plan_evaluate(b->plan, &r, site, size, c->resp_len, &d);
@@ -451,14 +672,16 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   int created;
   b_entry *e = find_or_add(b, c->fp, &created);
   if (!e)
-    return 1;
+    return b->oom = 1;
   if (created)
     fill_entry(b, f, e, c);
+  if (b->oom)
+    return 1;
   if (e->n == e->cap) {
-    uint32_t cap = e->cap ? e->cap * 2 : 4;
+    uint32_t cap = e->cap ? e->cap * 2 : 1; /* most requests are made once */
     b_sample *ns = realloc(e->s, cap * sizeof *ns);
     if (!ns)
-      return 1;
+      return b->oom = 1;
     e->s = ns;
     e->cap = cap;
   }
@@ -468,8 +691,8 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   evaluate(b, f, e, c, &bs->s);
   link_next(b, c, e);
   if (e->n == 2)
-    keep_stream(e);
-  return 0;
+    keep_stream(b, e);
+  return b->oom;
 }
 
 static int sample_cmp(const void *x, const void *y) {
@@ -478,14 +701,12 @@ static int sample_cmp(const void *x, const void *y) {
 }
 
 static void builder_free(builder *b) {
-  for (size_t i = 0; i < b->n; i++) {
-    free(b->e[i].req);
-    free(b->e[i].resp);
-    free(b->e[i].type);
-    free(b->e[i].stream);
+  for (size_t i = 0; i < b->n; i++)
     free(b->e[i].s);
-  }
   free(b->e);
+  arena_free(&b->data);
+  arena_free(&b->streams);
+  names_free(&b->names);
   free(b->last);
   free(b->slots);
   for (size_t i = 0; i < b->nds; i++)
@@ -518,11 +739,6 @@ typedef struct {
    * model / neither; then kept: every entry's calls for one reason */
   uint32_t sel, unsup, mixed, kept;
 } b_class;
-
-static int is_protobuf_api(int api) {
-  return api == ST_API_PB_PACK || api == ST_API_PB_SIZE || api == ST_API_PB_PACK_BUF ||
-         api == ST_API_PB_UNPACK;
-}
 
 /* Find the (API, type) pairs whose every recorded call stays in software
  * for one reason, the plan's or the model's (rdb_class): the shim runs
@@ -591,28 +807,53 @@ static int first_cmp(const void *x, const void *y) {
   return ta < tb ? -1 : ta > tb;
 }
 
-/* Byte strings already written to the database, so that identical ones
- * (the same tree packed and packed to a buffer, then unpacked from those
- * bytes) are stored once: a smaller database maps faster and caches
- * better. Open addressing on XXH3-64, confirmed with memcmp. */
+/* A string of an arena (offset from, len bytes) and where the database
+ * has it (to). */
 typedef struct {
-  uint64_t *off; /* offset + 1; 0 = empty */
-  uint64_t *len;
-  size_t mask;
-} blob_set;
+  uint64_t from, len, to;
+} b_span;
 
-static uint64_t put_blob(blob_set *bs, uint8_t *m, uint64_t *bo, const uint8_t *p, uint64_t len) {
-  size_t j = (size_t)XXH3_64bits(p, len) & bs->mask;
-  for (; bs->off[j]; j = (j + 1) & bs->mask)
-    if (bs->len[j] == len && memcmp(m + bs->off[j] - 1, p, len) == 0)
-      return bs->off[j] - 1;
-  uint64_t at = *bo;
-  memcpy(m + at, p, len);
-  *bo += al8(len);
-  bs->off[j] = at + 1;
-  bs->len[j] = len;
-  return at;
+static int span_cmp(const void *x, const void *y) {
+  const b_span *a = x, *b = y;
+  if (a->from != b->from)
+    return a->from < b->from ? -1 : 1;
+  return a->len < b->len ? -1 : a->len > b->len;
 }
+
+/* Sort and deduplicate the n spans of t, and place them from *pos on, in
+ * arena order (strings stay 8-byte aligned). Returns the new count. */
+static size_t place_spans(b_span *t, size_t n, uint64_t *pos) {
+  if (n > 1)
+    qsort(t, n, sizeof *t, span_cmp);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (k && t[k - 1].from == t[i].from && t[k - 1].len == t[i].len)
+      continue;
+    t[k] = t[i];
+    t[k].to = *pos;
+    *pos += al8(t[k].len);
+    k++;
+  }
+  return k;
+}
+
+/* Where the database has the string at offset + 1 off1 of len bytes
+ * (placed by place_spans). */
+static uint64_t span_to(const b_span *t, size_t n, uint64_t off1, uint64_t len) {
+  b_span key = {.from = off1 - 1, .len = len};
+  const b_span *f = bsearch(&key, t, n, sizeof *t, span_cmp);
+  return f ? f->to : 0; /* always found: every kept string was placed */
+}
+
+/* The database as written: the tables (front), then the strings of the
+ * two arenas that entries look up. */
+typedef struct {
+  const uint8_t *front;
+  uint64_t front_len, size;
+  const b_arena *data, *streams;
+  const b_span *dspan, *sspan;
+  size_t ndspan, nsspan;
+} db_parts;
 
 /* Writes of this size, at offsets that are multiples of it, let a file
  * system with large folios (ext4 and xfs on recent kernels) cache the
@@ -623,10 +864,11 @@ static uint64_t put_blob(blob_set *bs, uint8_t *m, uint64_t *bo, const uint8_t *
  * 150-190 ms to write instead of 18). */
 #define PUBLISH_CHUNK (1u << 20)
 
-static int write_all(int fd, const uint8_t *m, uint64_t len) {
+/* m[0, len) at offset at of fd */
+static int write_at(int fd, const uint8_t *m, uint64_t len, uint64_t at) {
   for (uint64_t off = 0; off < len;) {
     size_t n = len - off < PUBLISH_CHUNK ? (size_t)(len - off) : PUBLISH_CHUNK;
-    ssize_t w = pwrite(fd, m + off, n, (off_t)off);
+    ssize_t w = pwrite(fd, m + off, n, (off_t)(at + off));
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0)
@@ -636,13 +878,66 @@ static int write_all(int fd, const uint8_t *m, uint64_t len) {
   return 0;
 }
 
-/* fd holding m[0, len), mapped shared into *base; -1 (fd closed) if it
- * cannot be. */
-static int fill_and_map(int fd, const uint8_t *m, uint64_t len, uint8_t **base) {
+/* Writes the database through one PUBLISH_CHUNK buffer, at offsets that
+ * are multiples of it. */
+typedef struct {
+  int fd, err;
+  uint8_t *buf;
+  uint64_t at; /* file offset of buf[0] */
+  size_t n;
+} db_writer;
+
+static void w_flush(db_writer *w) {
+  if (!w->err && w->n && write_at(w->fd, w->buf, w->n, w->at) != 0)
+    w->err = 1;
+  w->at += w->n;
+  w->n = 0;
+}
+
+/* len bytes at p, or zeros for p NULL */
+static void w_put(db_writer *w, const uint8_t *p, uint64_t len) {
+  while (len && !w->err) {
+    size_t k = PUBLISH_CHUNK - w->n < len ? PUBLISH_CHUNK - w->n : (size_t)len;
+    if (p) {
+      memcpy(w->buf + w->n, p, k);
+      p += k;
+    } else {
+      memset(w->buf + w->n, 0, k);
+    }
+    w->n += k;
+    len -= k;
+    if (w->n == PUBLISH_CHUNK)
+      w_flush(w);
+  }
+}
+
+static void w_spans(db_writer *w, const b_arena *a, const b_span *t, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    w_put(w, NULL, t[i].to - (w->at + w->n)); /* alignment */
+    w_put(w, a->m + t[i].from, t[i].len);
+  }
+}
+
+static int write_db(int fd, const db_parts *d) {
+  db_writer w = {.fd = fd, .buf = malloc(PUBLISH_CHUNK)};
+  if (!w.buf)
+    return -1;
+  w_put(&w, d->front, d->front_len);
+  w_spans(&w, d->data, d->dspan, d->ndspan);
+  w_spans(&w, d->streams, d->sspan, d->nsspan);
+  w_put(&w, NULL, d->size - (w.at + w.n));
+  w_flush(&w);
+  free(w.buf);
+  return w.err ? -1 : 0;
+}
+
+/* fd holding the database d, mapped shared into *base; -1 (fd closed) if
+ * it cannot be. */
+static int fill_and_map(int fd, const db_parts *d, uint8_t **base) {
   if (fd < 0)
     return -1;
-  if (write_all(fd, m, len) == 0) {
-    *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (write_db(fd, d) == 0) {
+    *base = mmap(NULL, d->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (*base != MAP_FAILED)
       return fd;
   }
@@ -665,7 +960,7 @@ static int publish_rw(const uint8_t *m, uint64_t ro_off, int fd, uint8_t *base) 
   int rw = memfd_create("standin-replay-counters", MFD_CLOEXEC);
   if (rw < 0)
     return -1;
-  if (write_all(rw, m, ro_off) == 0 &&
+  if (write_at(rw, m, ro_off, 0) == 0 &&
       mmap(base, ro_off, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, rw, 0) != MAP_FAILED)
     return rw;
   close(rw);
@@ -675,7 +970,7 @@ static int publish_rw(const uint8_t *m, uint64_t ro_off, int fd, uint8_t *base) 
   return -1;
 }
 
-/* Put the database m[0, len) in an unnamed file every process of the run
+/* Put the database d in an unnamed file every process of the run
  * maps, and map it for the summary. A temporary file on disk comes first:
  * touching every page of a 70 MB database and unmapping it took 0.9 + 0.25
  * ms from such a file, 7.2 + 5.3 ms from a memfd (shared memory, which
@@ -685,13 +980,15 @@ static int publish_rw(const uint8_t *m, uint64_t ro_off, int fd, uint8_t *base) 
  * pages are still dirty after ~30 s (the kernel's default) is written back
  * to disk once: its writable part is in a memfd of its own (publish_rw),
  * so the file is never written again after this. */
-static int publish(const uint8_t *m, uint64_t len, uint64_t ro_off, rdb_built *out) {
+static int publish(const db_parts *d, uint64_t ro_off, rdb_built *out) {
+  const uint8_t *m = d->front;
+  uint64_t len = d->size;
   const char *dirs[] = {getenv("TMPDIR"), "/var/tmp", "/tmp"};
   uint8_t *base = NULL;
   int fd = -1, rw = -1;
   for (size_t i = 0; i < sizeof dirs / sizeof *dirs && fd < 0; i++)
     if (dirs[i] && *dirs[i])
-      fd = fill_and_map(open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), m, len, &base);
+      fd = fill_and_map(open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), d, &base);
   if (fd >= 0 && ro_off > 0 && ro_off < len && (rw = publish_rw(m, ro_off, fd, base)) == -2) {
     cli_err("cannot map the replay database's counters: %s", strerror(errno));
     munmap(base, len);
@@ -699,7 +996,7 @@ static int publish(const uint8_t *m, uint64_t len, uint64_t ro_off, rdb_built *o
     return -1;
   }
   if (fd < 0)
-    fd = fill_and_map(memfd_create("standin-replay", MFD_CLOEXEC), m, len, &base);
+    fd = fill_and_map(memfd_create("standin-replay", MFD_CLOEXEC), d, &base);
   if (fd < 0) {
     cli_err("cannot store the replay database (%llu bytes) in a temporary file or in memory: "
             "%s; free space in $TMPDIR, /var/tmp or /tmp, or memory",
@@ -757,19 +1054,12 @@ static int near_items(const builder *b, near_item **out, size_t *n, size_t *ngro
     const b_entry *e = &b->e[i];
     if (e->direct || e->n == 0 || (e->flags & RDB_ENTRY_FAILED))
       continue;
-    uint64_t key, variant = 0;
+    uint64_t key = e->near_key, variant = e->near_variant;
     int both = 0; /* in both restart variants */
-    if (is_protobuf_api(e->api) && e->nfeat > ST_PBF_ENCODED_SIZE) {
-      key = e->feat[ST_PBF_ENCODED_SIZE];
-    } else if (st_api_family(e->api) == ST_FAMILY_JPEG && e->nfeat > ST_JPF_SCALE_DENOM &&
-               !(e->flags & RDB_ENTRY_NO_RESPONSE)) {
-      key = e->feat[ST_JPF_WIDTH] * e->feat[ST_JPF_HEIGHT];
-      variant = rdb_near_variant(e->feat[ST_JPF_SCALE_NUM], e->feat[ST_JPF_SCALE_DENOM],
-                                 e->feat[ST_JPF_RESTART]);
+    if (e->near == NEAR_JPEG && !(e->flags & RDB_ENTRY_NO_RESPONSE))
       both = !e->restart_bound;
-    } else {
+    else if (e->near != NEAR_PB)
       continue;
-    }
     t[k++] = (near_item){e->type, key, variant, (uint32_t)i, e->api};
     if (both)
       t[k++] = (near_item){e->type, key, variant ^ 1, (uint32_t)i, e->api};
@@ -803,6 +1093,50 @@ static void near_write(uint8_t *m, const rdb_entry *ents, const near_item *t, si
   }
 }
 
+/* The strings the database stores: requests and responses (data), then
+ * streams, of the entries not kept whole in software; placed from *pos on.
+ * Returns 0, or -1 out of memory. */
+static int place_strings(builder *b, const uint32_t *index_of, uint64_t *pos, db_parts *d) {
+  b_span *ds = malloc((b->n ? b->n * 2 : 1) * sizeof *ds);
+  b_span *ss = malloc((b->n ? b->n : 1) * sizeof *ss);
+  if (!ds || !ss) {
+    free(ds);
+    free(ss);
+    return -1;
+  }
+  size_t nd = 0, ns = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    b_entry *e = &b->e[i];
+    if (e->direct) { /* never looked up: its bytes are not needed */
+      e->req1 = e->resp1 = e->stream1 = 0;
+      e->req_len = e->resp_len = e->stream_len = 0;
+      e->flags |= RDB_ENTRY_NO_RESPONSE;
+    }
+    if (e->req1)
+      ds[nd++] = (b_span){.from = e->req1 - 1, .len = e->req_len};
+    if (e->resp1)
+      ds[nd++] = (b_span){.from = e->resp1 - 1, .len = e->resp_len};
+  }
+  for (size_t i = 0; i < b->n; i++) {
+    b_entry *e = &b->e[i];
+    /* no stream, or the response it refers to is not stored */
+    if (e->stream1 && (!e->ref_id1 || !b->e[index_of[e->ref_id1 - 1]].resp1))
+      e->stream1 = 0;
+    if (e->stream1)
+      ss[ns++] = (b_span){.from = e->stream1 - 1, .len = e->stream_len};
+  }
+  /* the streams after every response and request: read only to confirm a
+   * guess, they would otherwise spread the bytes every call reads over
+   * twice the memory */
+  d->ndspan = place_spans(ds, nd, pos);
+  d->nsspan = place_spans(ss, ns, pos);
+  d->dspan = ds;
+  d->sspan = ss;
+  d->data = &b->data;
+  d->streams = &b->streams;
+  return 0;
+}
+
 static int layout(builder *b, const plan *p, int on_miss, int catch_up, int pieces,
                   rdb_built *out) {
   for (size_t i = 0; i < b->n; i++)
@@ -819,40 +1153,26 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   if (b->n > 1)
     qsort(b->e, b->n, sizeof *b->e, first_cmp); /* b->slots is stale from here on */
   uint32_t *index_of = malloc((b->n ? b->n : 1) * sizeof *index_of); /* id -> index */
-  if (!index_of) {
-    free(cls);
-    cli_err("out of memory building the replay database");
-    return -1;
-  }
-  for (size_t i = 0; i < b->n; i++)
-    index_of[b->e[i].id] = (uint32_t)i;
   near_item *near = NULL;
   size_t nnear = 0, nnear_groups = 0;
-  if (on_miss == RDB_MISS_NEAREST && near_items(b, &near, &nnear, &nnear_groups) != 0) {
-    free(cls);
-    free(index_of);
-    cli_err("out of memory building the replay database");
-    return -1;
-  }
+  db_parts parts = {0};
+  int rc = -1;
+  uint8_t *m = MAP_FAILED;
+  uint64_t front = 0;
+  if (!index_of)
+    goto oom;
+  for (size_t i = 0; i < b->n; i++)
+    index_of[b->e[i].id] = (uint32_t)i;
+  if (on_miss == RDB_MISS_NEAREST && near_items(b, &near, &nnear, &nnear_groups) != 0)
+    goto oom;
   uint64_t nslots = 16;
   while (nslots < b->n * 2)
     nslots *= 2;
-  uint64_t nsamples = 0, blob_bytes = 0;
-  for (size_t i = 0; i < b->n; i++) {
+  uint64_t nsamples = 0, name_bytes = 0;
+  for (size_t i = 0; i < b->n; i++)
     nsamples += b->e[i].n;
-    if (b->e[i].direct) { /* never looked up: its bytes are not needed */
-      free(b->e[i].req);
-      free(b->e[i].resp);
-      free(b->e[i].stream);
-      b->e[i].req = b->e[i].resp = b->e[i].stream = NULL;
-      b->e[i].req_len = b->e[i].resp_len = b->e[i].stream_len = 0;
-      b->e[i].flags |= RDB_ENTRY_NO_RESPONSE;
-    }
-    blob_bytes += al8(b->e[i].req_len) + al8(b->e[i].resp_len) + al8(b->e[i].stream_len) +
-                  al8(strlen(b->e[i].type) + 1);
-  }
-  for (long i = 0; i < ncls; i++)
-    blob_bytes += al8(strlen(cls[i].name) + 1);
+  for (size_t i = 0; i < b->names.n; i++)
+    name_bytes += al8(strlen(b->names.name[i]) + 1);
   uint64_t off = al8(sizeof(rdb_header));
   uint64_t stats_off = off;
   off = al8(off + sizeof(rdb_stats));
@@ -874,25 +1194,21 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   off = al8(off + nnear_groups * sizeof(rdb_near_group));
   uint64_t near_off = off;
   off = al8(off + nnear * sizeof(rdb_near));
-  uint64_t blobs_off = off;
-  uint64_t size = off + blob_bytes + 8;
+  uint64_t names_off = off;
+  off += name_bytes;
+  front = off;
+  if (place_strings(b, index_of, &off, &parts) != 0)
+    goto oom;
+  uint64_t size = off + 8;
 
-  /* laid out in private memory first, then written where the shim can map
-   * it (publish) */
-  uint8_t *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  /* the tables in private memory, written out with the strings (publish) */
+  m = mmap(NULL, front, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) {
-    cli_err("cannot allocate the replay database (%llu bytes): %s", (unsigned long long)size,
-            strerror(errno));
-    free(cls);
-    free(index_of);
-    free(near);
-    return -1;
+    cli_err("cannot allocate the replay database's tables (%llu bytes): %s",
+            (unsigned long long)front, strerror(errno));
+    goto out;
   }
-  /* filled whole, then written out and unmapped: huge pages where the
-   * kernel has them (THP "madvise"). On a shadow-paged VM, where a 4 KiB
-   * page's first touch costs ~10 us, building pbtest basic 20000's 71 MB
-   * took 1.05 s against 1.94 (medians of 6 alternating runs). */
-  madvise(m, size, MADV_HUGEPAGE);
+  madvise(m, front, MADV_HUGEPAGE);
   rdb_header *h = (rdb_header *)m;
   *h = (rdb_header){.magic = RDB_MAGIC, .version = RDB_VERSION, .on_miss = (uint32_t)on_miss,
                     .catch_up = catch_up != 0,
@@ -910,37 +1226,25 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     snprintf(acc[i].name, sizeof acc[i].name, "%s", p->accel[i].name);
     acc[i].engines = p->accel[i].engines;
   }
+  /* one copy of each name: equal types have equal type_off (rep_protobuf.c) */
+  for (size_t i = 0, no = names_off; i < b->names.n; i++) {
+    size_t l = strlen(b->names.name[i]) + 1;
+    memcpy(m + no, b->names.name[i], l);
+    b->names.off[i] = no;
+    no += al8(l);
+  }
+  rdb_class *dc = (rdb_class *)(m + classes_off);
+  for (long i = 0; i < ncls; i++)
+    dc[i] = (rdb_class){.name_hash = cls[i].hash,
+                        .name_off = names_off_of(&b->names, cls[i].name),
+                        .kept = cls[i].kept,
+                        .unsup = cls[i].unsup};
   rdb_entry *ents = (rdb_entry *)(m + entries_off);
   uint32_t *slots = (uint32_t *)(m + slots_off);
   rdb_sample *smp = (rdb_sample *)(m + samples_off);
-  uint64_t bo = blobs_off, so = 0;
-  blob_set bs = {0};
-  bs.mask = 16;
-  while (bs.mask < b->n * 8) /* up to four blobs an entry, half full */
-    bs.mask *= 2;
-  bs.off = calloc(bs.mask, sizeof *bs.off);
-  bs.len = calloc(bs.mask, sizeof *bs.len);
-  bs.mask--;
-  if (!bs.off || !bs.len) {
-    free(bs.off);
-    free(bs.len);
-    munmap(m, size);
-    free(cls);
-    free(index_of);
-    free(near);
-    cli_err("out of memory building the replay database");
-    return -1;
-  }
-  rdb_class *dc = (rdb_class *)(m + classes_off);
-  for (long i = 0; i < ncls; i++) {
-    dc[i] = (rdb_class){
-        .name_hash = cls[i].hash, .name_off = bo, .kept = cls[i].kept, .unsup = cls[i].unsup};
-    memcpy(m + bo, cls[i].name, strlen(cls[i].name) + 1);
-    bo += al8(strlen(cls[i].name) + 1);
-  }
-  free(cls);
+  uint64_t so = 0;
   for (size_t i = 0; i < b->n; i++) {
-    b_entry *e = &b->e[i];
+    const b_entry *e = &b->e[i];
     rdb_entry *d = &ents[i];
     memcpy(d->fp, e->fp, 16);
     d->api = e->api;
@@ -952,49 +1256,56 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
       smp[so] = e->s[k].s;
       smp[so++].next = e->s[k].next_id ? index_of[e->s[k].next_id - 1] + 1 : 0;
     }
-    if (e->req) {
-      d->req_off = put_blob(&bs, m, &bo, e->req, e->req_len);
+    if (e->req1) {
+      d->req_off = span_to(parts.dspan, parts.ndspan, e->req1, e->req_len);
       d->req_len = e->req_len;
     }
-    if (e->resp) {
-      d->resp_off = put_blob(&bs, m, &bo, e->resp, e->resp_len);
+    if (e->resp1) {
+      d->resp_off = span_to(parts.dspan, parts.ndspan, e->resp1, e->resp_len);
       d->resp_len = e->resp_len;
     }
-    /* one copy of each name: equal types have equal type_off (rep_protobuf.c) */
-    d->type_off = put_blob(&bs, m, &bo, (const uint8_t *)e->type, strlen(e->type) + 1);
+    d->type_off = b->names.off[e->name];
     uint64_t j = rdb_hash(e->fp) & (nslots - 1);
     while (slots[j])
       j = (j + 1) & (nslots - 1);
     slots[j] = (uint32_t)i + 1;
   }
-  /* the streams after every response and request: read only to confirm a
-   * guess, they would otherwise spread the bytes every call reads over
-   * twice the memory */
   for (size_t i = 0; i < b->n; i++) {
     const b_entry *e = &b->e[i];
-    size_t r = e->ref_id1 ? index_of[e->ref_id1 - 1] : 0;
-    if (!e->stream || !e->ref_id1 || !b->e[r].resp)
-      continue; /* no stream, or the response it refers to is not stored */
-    ents[i].stream_off = put_blob(&bs, m, &bo, e->stream, e->stream_len);
+    if (!e->stream1)
+      continue;
+    size_t r = index_of[e->ref_id1 - 1];
+    ents[i].stream_off = span_to(parts.sspan, parts.nsspan, e->stream1, e->stream_len);
     ents[i].stream_len = e->stream_len;
     ents[i].ref_off = ents[r].resp_off;
     ents[i].ref_len = ents[r].resp_len;
   }
   near_write(m, ents, near, nnear, near_groups_off, near_off);
-  free(near);
-  free(bs.off);
-  free(bs.len);
-  free(index_of);
-  /* identical blobs were stored once: only what was used is published */
-  uint64_t used = bo + 8;
-  h->size = used;
-  int rc = publish(m, used, ro_off, out);
-  munmap(m, size);
-  if (rc != 0)
-    return -1;
+  parts.front = m;
+  parts.front_len = front;
+  parts.size = size;
+  if (publish(&parts, ro_off, out) != 0)
+    goto out;
   out->entries = b->n;
   out->samples = nsamples;
-  return 0;
+  out->strings = parts.ndspan + parts.nsspan;
+  for (size_t i = 0; i < parts.ndspan; i++)
+    out->string_bytes += parts.dspan[i].len;
+  for (size_t i = 0; i < parts.nsspan; i++)
+    out->string_bytes += parts.sspan[i].len;
+  rc = 0;
+  goto out;
+oom:
+  cli_err("out of memory building the replay database");
+out:
+  if (m != MAP_FAILED)
+    munmap(m, front);
+  free((void *)parts.dspan);
+  free((void *)parts.sspan);
+  free(cls);
+  free(index_of);
+  free(near);
+  return rc;
 }
 
 static int scan_dir(const char *dir, builder *b) {
@@ -1011,6 +1322,15 @@ static int scan_dir(const char *dir, builder *b) {
   for (size_t i = 0; i < td.n && rc == 0; i++) {
     scan_file f;
     if (scan_run(&f, td.paths[i], on_call, b) != 0) {
+      rc = -1;
+      break;
+    }
+    if (b->oom) {
+      cli_err("out of memory building the replay database from %s (%llu distinct requests "
+              "so far, %llu MB of their bytes)",
+              td.paths[i], (unsigned long long)b->n,
+              (unsigned long long)((b->data.len + b->streams.len) >> 20));
+      scan_close(&f);
       rc = -1;
       break;
     }
@@ -1043,6 +1363,7 @@ int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, int unp
   }
   memset(out, 0, sizeof *out);
   out->fd = out->fd_rw = -1;
+  uint64_t t0 = shim_now_ns();
   int rc = scan_dir(dir, &b);
   if (rc == 0) {
     verify_sizes(&b);
@@ -1060,6 +1381,10 @@ int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, int unp
              "saves the rows themselves",
              (unsigned long long)b.pixels_failed, b.pixels_why);
   builder_free(&b);
+  out->build_ns = shim_now_ns() - t0;
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0)
+    out->build_peak_rss = (uint64_t)ru.ru_maxrss * 1024;
   return rc;
 }
 

@@ -16,6 +16,11 @@ typedef struct {
   uint8_t *base; /* our own mapping of it (for the summary) */
   size_t size;
   uint64_t entries, samples, files;
+  /* the distinct byte strings stored (requests, responses, tree images,
+   * streams), each once, and their bytes */
+  uint64_t strings, string_bytes;
+  /* building it: its time, and the CLI's peak resident memory then */
+  uint64_t build_ns, build_peak_rss;
   /* recorded calls flagged not offloadable: replay does not intercept
    * them. By why (cli_no_slot). */
   uint64_t calls_unusable;

@@ -544,6 +544,41 @@ t125_replay_block_trees_from_threads() {
   done
 }
 
+# The database stores each distinct byte string once: pbtest basic packs
+# each message twice (pack, pack_to_buffer) and unpacks those bytes, so
+# its four entries a message share one copy of the packed bytes and add
+# the unpack's tree image (and a stream): under three strings a message,
+# at least four if copies were kept. Calls of a type the plan keeps whole
+# are never looked up, so none of their bytes is stored. Building it
+# holds the strings once too: peak memory under twice the database over
+# that of a one-message recording (three times over before, 2026-11-28).
+t126_replay_database_stores_each_string_once() {
+  "$STANDIN" record -o rec -- "$PB" basic 4000 >rec.out
+  "$STANDIN" replay -t rec --summary s.json -- "$PB" basic 4000 >rep.out
+  cmp rec.out rep.out || fail "replayed output differs"
+  expect_eq "entries" 16000 "$(json s.json trace_entries)"
+  python3 - s.json <<'PY' || fail "strings stored more than once"
+import json, sys
+d = json.load(open(sys.argv[1]))["database"]
+assert 4000 * 2 <= d["strings"] < 4000 * 3, d
+assert 0 < d["string_bytes"] < d["bytes"], d
+PY
+  printf 'accel a software\nkeep api=protobuf\n' >keep.plan
+  "$STANDIN" replay -t rec --plan keep.plan --summary k.json -- "$PB" basic 4000 >rep2.out
+  cmp rec.out rep2.out || fail "kept: output differs"
+  expect_eq "kept: not looked up" 16000 "$(json k.json calls_software_direct)"
+  expect_eq "kept: strings" 0 "$(pyj k.json 'd["database"]["strings"]')"
+  [ -z "${STANDIN_SANITIZER:-}" ] || { echo "peak memory under a sanitizer: skipped"; return 0; }
+  "$STANDIN" record -o one -- "$PB" basic 1 >/dev/null
+  "$STANDIN" replay -t one --summary one.json -- /bin/true 2>/dev/null
+  python3 - s.json one.json <<'PY' || fail "building the database took too much memory"
+import json, sys
+d = json.load(open(sys.argv[1]))["database"]
+base = json.load(open(sys.argv[2]))["database"]["build_peak_rss_bytes"]
+assert d["build_peak_rss_bytes"] - base < 2 * d["bytes"], (d, base)
+PY
+}
+
 # A request made more often than when recorded (a longer run of the same
 # loop) is still answered: occurrence k past the recorded count n takes
 # sample k mod n, counted and said. pbbench packs one message 1 + 100 + N
