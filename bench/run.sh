@@ -213,7 +213,8 @@ rm -rf "$T/e2e" "$T/e2r"
 "$PBT" basic "$E2E" >/dev/null
 "$S" record -o "$T/e2e" -- "$PBT" basic "$E2E" >/dev/null 2>&1
 "$S" record --retime -o "$T/e2r" -- "$PBT" basic "$E2E" >/dev/null 2>&1
-nat=() rep=() adj=() ret=()
+nat=() rep=() adj=() ret=() dbt=()
+dbj() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["database"][sys.argv[2]])' "$1" "$2"; }
 for _ in $(seq "$REPS"); do
   t0=$EPOCHREALTIME
   "$PBT" basic "$E2E" >/dev/null
@@ -224,6 +225,7 @@ for _ in $(seq "$REPS"); do
   adj+=("$(($(json "$T/e.json" wall_adjusted_ns) / 1000))")
   "$S" replay -t "$T/e2r" --summary "$T/r.json" -- "$PBT" basic "$E2E" >/dev/null 2>&1
   ret+=("$(($(json "$T/r.json" wall_ns) / 1000))")
+  dbt+=("$(($(dbj "$T/e.json" build_ns) / 1000))")
 done
 mn=$(printf '%s\n' "${nat[@]}" | median)
 mr=$(printf '%s\n' "${rep[@]}" | median)
@@ -245,6 +247,14 @@ row "replay software less unpaid harness time / native wall, pbtest basic $E2E" 
   "$(awk -v a="$ma" -v b="$mn" 'BEGIN{printf "%.3f", a/b}')" \
   "native $mn us, replay less unpaid harness time $ma us ($(printf '%s\n' "${adj[@]}" | spread)); paid back $(json "$T/e.json" repaid_ns) ns of $(json "$T/e.json" overrun_ns) ns overrun" \
   "\`standin replay --summary\` wall_adjusted_ns vs bash"
+# building the replay database, before the program starts: the CLI's peak
+# memory against the database's size, and its time against the native run
+dbb=$(dbj "$T/e.json" bytes) dbp=$(dbj "$T/e.json" build_peak_rss_bytes)
+mb=$(printf '%s\n' "${dbt[@]}" | median)
+row "replay database build, pbtest basic $E2E: CLI peak memory / database size" \
+  "$(awk -v a="$dbp" -v b="$dbb" 'BEGIN{printf "%.2f", a/b}')" \
+  "database $((dbb >> 20)) MiB, peak $((dbp >> 20)) MiB; build $mb us ($(printf '%s\n' "${dbt[@]}" | spread)), $(awk -v a="$mb" -v b="$mn" 'BEGIN{printf "%.1f", a/b}')x the native run" \
+  "\`standin replay --summary\` database"
 
 # ---- more rows from other parts (analysis, workloads, validation) ----------
 for extra in bench/rows.d/*.sh; do
