@@ -17,6 +17,12 @@
  *   ..  fix-ups: n_fixups u32 word indices into the block, increasing
  *   ..  block: block_size bytes, the tree's allocations laid out 8-aligned,
  *       root message first
+ *   ..  with flag IMG_SPLIT, how the block splits into the allocations
+ *       unpack made (see "Trees as libprotobuf-c allocates them"):
+ *       u32 n_pieces, u32 n_int (= n_pieces - 1: internal pointers),
+ *       n_pieces u32 piece starts (word indices, increasing, the first 0),
+ *       n_int u32 pieces, the one each internal pointer names in fix-up
+ *       order; zero-padded to 8 bytes
  *
  * Every pointer slot of the tree is either NULL (stored as 0) or listed in
  * the fix-ups; such a slot holds kind << 56 | argument:
@@ -49,6 +55,7 @@
 #define FX_FIELD_MASK ((UINT64_C(1) << FX_FIELD_BITS) - 1)
 
 enum { FX_INTERNAL = 1, FX_DESC = 2, FX_STR_DEF = 3, FX_BYTES_DEF = 4, FX_EMPTY = 5 };
+#define IMG_SPLIT 1u /* header flag: the split section follows the block */
 
 /* Re-bound type tables are cached per thread (16: a pbtest run rebinds
  * 3,679 times in 2,000 unpacks with 4, 22 times with 16): descriptors are static, so
@@ -409,6 +416,8 @@ static int build_into(img_ctx *c, const ProtobufCMessage *m, uint64_t block, uin
   return PBW_OK;
 }
 
+static int add_split(uint8_t **img, size_t *len);
+
 int pbw_image_build(const ProtobufCMessage *m, void **img, size_t *len) {
   img_ctx c = {0};
   uint32_t root;
@@ -431,6 +440,8 @@ int pbw_image_build(const ProtobufCMessage *m, void **img, size_t *len) {
   if (rc == PBW_OK)
     rc = build_into(&c, m, c.size, c.n_fix, buf, total, (uint32_t)names_len);
   free(c.types);
+  if (rc == PBW_OK)
+    rc = add_split(&buf, &total);
   if (rc != PBW_OK) {
     free(buf);
     return rc;
@@ -447,6 +458,8 @@ typedef struct {
   size_t len;
   uint32_t n_types, n_fix, names_len;
   uint64_t block_size;
+  const uint8_t *split; /* IMG_SPLIT: n_split piece starts, then n_split - 1 targets */
+  uint32_t n_split;
 } img_view;
 
 /* Header checks only (no checksum): enough to size and name the image. */
@@ -460,20 +473,37 @@ static int view_open(img_view *v, const void *img, size_t len) {
   v->n_fix = pbw__ld32(p + 24);
   v->names_len = pbw__ld32(p + 28);
   v->block_size = pbw__ld64(p + 32);
-  if (ver[0] != IMG_VERSION || ver[1] != IMG_HDR || pbw__ld32(p + 16) != 0 || v->n_types == 0 ||
-      v->names_len % 8 != 0 || v->block_size % 8 != 0 || v->block_size > IMG_MAX_BLOCK ||
-      v->block_size < sizeof(ProtobufCMessage) || v->n_fix == 0)
+  uint32_t flags = pbw__ld32(p + 16);
+  if (ver[0] != IMG_VERSION || ver[1] != IMG_HDR || (flags & ~IMG_SPLIT) != 0 ||
+      v->n_types == 0 || v->names_len % 8 != 0 || v->block_size % 8 != 0 ||
+      v->block_size > IMG_MAX_BLOCK || v->block_size < sizeof(ProtobufCMessage) || v->n_fix == 0)
     return PBW_E_BADIMAGE;
   uint64_t meta =
       IMG_HDR + (uint64_t)v->n_types * IMG_TYPE_REC + v->names_len + (uint64_t)v->n_fix * 4;
-  if (meta > len || len - meta != v->block_size)
+  if (meta > len || len - meta < v->block_size)
     return PBW_E_BADIMAGE;
+  uint64_t rest = len - meta - v->block_size;
   v->img = p;
   v->len = len;
   v->types = p + IMG_HDR;
   v->names = v->types + (size_t)v->n_types * IMG_TYPE_REC;
   v->fix = v->names + v->names_len;
   v->blk = v->fix + (size_t)v->n_fix * 4;
+  v->split = NULL;
+  v->n_split = 0;
+  if (!(flags & IMG_SPLIT))
+    return rest == 0 ? PBW_OK : PBW_E_BADIMAGE;
+  /* the section's size follows from its counts: one piece per internal
+   * pointer and the root, no more pieces than words or fix-ups allow */
+  const uint8_t *sp = v->blk + v->block_size;
+  if (rest < 8)
+    return PBW_E_BADIMAGE;
+  uint64_t n = pbw__ld32(sp), n_int = pbw__ld32(sp + 4);
+  if (n == 0 || n_int != n - 1 || n_int > v->n_fix || n > v->block_size / 8 ||
+      rest != round8(8 + 4 * n + 4 * n_int))
+    return PBW_E_BADIMAGE;
+  v->split = sp + 8;
+  v->n_split = (uint32_t)n;
   return PBW_OK;
 }
 
@@ -756,6 +786,19 @@ void pbw_image_trust(int on) {
   images_trusted = on != 0;
 }
 
+/* The checksum finds images damaged at rest; a caller with a memo, or one
+ * that said so (pbw_image_trust), holds images that cannot change (it
+ * built them, and maps them read-only), so it is spared hashing every
+ * image once. The structural checks, which keep every write inside the
+ * block, always run. */
+static int open_checked(const void *img, size_t len, const pbw_image_memo *memo, img_view *v) {
+  int rc = view_open(v, img, len);
+  if (rc == PBW_OK && memo == NULL && !images_trusted &&
+      pbw__ld64(v->img + 8) != pbw__hash64(v->img + 16, len - 16))
+    rc = PBW_E_BADIMAGE;
+  return rc;
+}
+
 /* Check img for d (or trust the memo) and bind its types: *v and *b ready
  * for build_tree or build_pieces. */
 static int prepare(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
@@ -770,15 +813,7 @@ static int prepare(const void *img, size_t len, const ProtobufCMessageDescriptor
     *b = (binder){v, d, memo->tab};
     return PBW_OK;
   }
-  /* The checksum finds images damaged at rest; a caller with a memo, or
-   * one that said so (pbw_image_trust), holds images that cannot change
-   * (it built them, and maps them read-only), so it is spared hashing every
-   * image once. The structural checks, which keep every write inside the
-   * block, always run. */
-  int rc = view_open(v, img, len);
-  if (rc == PBW_OK && memo == NULL && !images_trusted &&
-      pbw__ld64(v->img + 8) != pbw__hash64(v->img + 16, len - 16))
-    rc = PBW_E_BADIMAGE;
+  int rc = open_checked(img, len, memo, v);
   if (rc == PBW_OK)
     rc = d != NULL ? bind_types(b, v, d) : PBW_E_SCHEMA;
   if (rc == PBW_OK)
@@ -1052,6 +1087,148 @@ static int build_pieces(const img_view *v, const binder *b, const split_plan *sp
   return PBW_OK;
 }
 
+/* The split section (IMG_SPLIT) for the image img[0, *len), which
+ * pbw_image_build just made: the pieces plan_split finds, worked out once
+ * here instead of in every process that unpacks a request seen for the
+ * first time (~3,000 instructions of the ~10,000 a pbtest unpack took, and
+ * the check of every fix-up, which build_split does as it goes). An image
+ * that does not split is left as it is. */
+static int add_split(uint8_t **img, size_t *len) {
+  img_view v;
+  split_plan *sp = NULL;
+  int heap = 0;
+  int rc = view_open(&v, *img, *len);
+  if (rc == PBW_OK)
+    rc = plan_split(&v, NULL, 0, 0, &sp, &heap);
+  if (rc == PBW_E_UNSUPPORTED)
+    return PBW_OK; /* two pointers name one piece: no split */
+  if (rc != PBW_OK)
+    return rc;
+  size_t extra = (size_t)round8(8 + 4 * (uint64_t)sp->n + 4 * (uint64_t)sp->n_int);
+  uint8_t *p = realloc(*img, *len + extra);
+  if (p == NULL) {
+    free(sp);
+    return PBW_E_NOMEM;
+  }
+  uint8_t *w = p + *len;
+  memset(w, 0, extra);
+  pbw__st32(w, sp->n);
+  pbw__st32(w + 4, sp->n_int);
+  for (uint32_t i = 0; i < sp->n; i++)
+    pbw__st32(w + 8 + (size_t)i * 4, (uint32_t)(sp->start[i] / 8));
+  for (uint32_t j = 0; j < sp->n_int; j++) /* internal pointers, in fix-up order */
+    pbw__st32(w + 8 + (size_t)sp->n * 4 + (size_t)j * 4, sp->fix[j].target);
+  free(sp);
+  *len += extra;
+  pbw__st32(p + 16, IMG_SPLIT);
+  pbw__st64(p + 8, pbw__hash64(p + 16, *len - 16));
+  *img = p;
+  return PBW_OK;
+}
+
+/* A tree piece by piece from an image's split section, checking as it
+ * builds what check_fixups and plan_split would: fix-ups in order inside
+ * the block, each in its piece; every internal pointer names the start of
+ * a piece no other pointer names (the root's neither), so the program's
+ * free_unpacked frees each piece once; a message's struct fits in its
+ * piece; every other slot resolves. On any failure nothing is left
+ * allocated. */
+static int build_split(const img_view *v, const binder *b, ProtobufCAllocator *alloc,
+                       ProtobufCMessage **out) {
+  const uint32_t n = v->n_split, words = (uint32_t)(v->block_size / 8);
+  const uint8_t *starts = v->split, *targets = v->split + (size_t)n * 4;
+  if (pbw__ld32(v->fix) != 0 || pbw__ld64(v->blk) != ((uint64_t)FX_DESC << FX_SHIFT) ||
+      pbw__ld32(starts) != 0)
+    return PBW_E_BADIMAGE;
+  for (uint32_t i = 1; i < n; i++)
+    if (pbw__ld32(starts + (size_t)i * 4) <= pbw__ld32(starts + (size_t)(i - 1) * 4) ||
+        pbw__ld32(starts + (size_t)i * 4) >= words)
+      return PBW_E_BADIMAGE;
+  uint8_t *st_base[PIECES_ON_STACK];
+  uint64_t st_seen[PIECES_ON_STACK / 64];
+  int big = n > PIECES_ON_STACK;
+  uint8_t **base = big ? malloc((size_t)n * sizeof *base) : st_base;
+  uint64_t *seen = big ? calloc((n + 63) / 64, sizeof *seen) : st_seen;
+  if (base == NULL || seen == NULL) {
+    if (big) {
+      free(base);
+      free(seen);
+    }
+    return PBW_E_NOMEM;
+  }
+  if (!big)
+    memset(st_seen, 0, sizeof st_seen);
+  int rc = PBW_OK;
+  uint32_t made = 0;
+  for (; made < n; made++) {
+    uint64_t at = (uint64_t)pbw__ld32(starts + (size_t)made * 4) * 8;
+    uint64_t end = made + 1 < n ? (uint64_t)pbw__ld32(starts + (size_t)(made + 1) * 4) * 8
+                                : v->block_size;
+    base[made] = alloc ? alloc->alloc(alloc->allocator_data, end - at) : malloc(end - at);
+    if (base[made] == NULL) {
+      rc = PBW_E_NOMEM;
+      break;
+    }
+    memcpy(base[made], v->blk + at, end - at);
+  }
+  uint32_t p = 0, next = n > 1 ? pbw__ld32(starts + 4) : words, k = 0, prev = 0;
+  for (uint32_t j = 0; j < v->n_fix && rc == PBW_OK; j++) {
+    uint32_t w = pbw__ld32(v->fix + (size_t)j * 4);
+    if (w >= words || (j > 0 && w <= prev)) {
+      rc = PBW_E_BADIMAGE;
+      break;
+    }
+    prev = w;
+    while (w >= next) { /* the piece holding word w: pieces and fix-ups both rise */
+      p++;
+      next = p + 1 < n ? pbw__ld32(starts + (size_t)(p + 1) * 4) : words;
+    }
+    uint32_t first = pbw__ld32(starts + (size_t)p * 4);
+    uint64_t val = pbw__ld64(v->blk + (size_t)w * 8);
+    const void *target = NULL;
+    if (val >> FX_SHIFT == FX_INTERNAL) {
+      uint32_t t = k < n - 1 ? pbw__ld32(targets + (size_t)k * 4) : 0;
+      k++;
+      if (t == 0 || t >= n || (seen[t / 64] >> (t % 64) & 1) ||
+          (val & FX_ARG_MASK) != (uint64_t)pbw__ld32(starts + (size_t)t * 4) * 8) {
+        rc = PBW_E_BADIMAGE;
+        break;
+      }
+      seen[t / 64] |= 1ull << (t % 64);
+      target = base[t];
+    } else {
+      if (val >> FX_SHIFT == FX_DESC) { /* the message's struct fits in its piece */
+        uint64_t ti = val & FX_ARG_MASK;
+        if (ti >= v->n_types ||
+            pbw__ld64(v->types + (size_t)ti * IMG_TYPE_REC + 16) > (uint64_t)(next - w) * 8) {
+          rc = PBW_E_BADIMAGE;
+          break;
+        }
+      }
+      if ((rc = slot_target(b, val, v->blk, &target)) != PBW_OK)
+        break;
+    }
+    memcpy(base[p] + (size_t)(w - first) * 8, &target, sizeof target);
+  }
+  if (rc == PBW_OK && k != n - 1)
+    rc = PBW_E_BADIMAGE;
+  if (rc == PBW_OK) {
+    *out = (ProtobufCMessage *)base[0];
+  } else {
+    for (uint32_t i = 0; i < made; i++) {
+      if (alloc)
+        alloc->free(alloc->allocator_data, base[i]);
+      else
+        free(base[i]);
+    }
+  }
+  if (big) {
+    free(base);
+    free(seen);
+  }
+  return rc;
+}
+
 /* The block from a kept plan (one that split the image into pieces): the
  * block copied whole, its internal pointers set to their pieces' starts in
  * the copy, the others to what the plan resolved them to. */
@@ -1089,6 +1266,12 @@ static int materialise_kept(const void *img, size_t len, const ProtobufCMessageD
   const split_plan *sp = memo ? atomic_load_explicit(&memo->pieces, memory_order_acquire) : NULL;
   if (sp != NULL && sp->img == img && sp->root == d && sp->view.len == len && sp->ext != NULL)
     return pieces ? build_pieces(&sp->view, NULL, sp, alloc, out) : build_block(sp, alloc, out);
+  /* pieces for a plan not kept: from the image's split section, checked
+   * as it builds (a request seen for the first time, the common case) */
+  if (pieces && memo == NULL && open_checked(img, len, NULL, &v) == PBW_OK && v.split != NULL) {
+    int rc = d != NULL ? bind_types(&b, &v, d) : PBW_E_SCHEMA;
+    return rc == PBW_OK ? build_split(&v, &b, alloc, out) : rc;
+  }
   int rc = prepare(img, len, d, memo, &v, &b);
   if (rc != PBW_OK)
     return rc;

@@ -551,6 +551,20 @@ static void track_free(void *ad, void *p) {
   c->bad_frees++;
 }
 
+static void reseal(uint8_t *p, size_t len);
+
+/* Where an image's split section starts (its length when it has none). */
+static size_t split_start(const void *img, size_t len) {
+  const uint8_t *p = img;
+  uint32_t n_types, n_fix, names_len;
+  uint64_t block;
+  memcpy(&n_types, p + 20, 4);
+  memcpy(&n_fix, p + 24, 4);
+  memcpy(&names_len, p + 28, 4);
+  memcpy(&block, p + 32, 8);
+  return 40 + (size_t)n_types * 32 + names_len + (size_t)n_fix * 4 + block;
+}
+
 static void check_image_roundtrip(owned *o) {
   uint8_t fp1[16], fp2[16];
   pbw_stats s1, s2;
@@ -598,11 +612,33 @@ static void check_image_roundtrip(owned *o) {
   ck_assert_uint_eq(pcs.n_live, 0);
   ck_assert_uint_eq(pcs.frees, pcs.allocs);
   free((void *)atomic_load(&memo.pieces));
+  /* without a memo, from the image's split section (checked as it builds):
+   * out of memory at its last piece leaves nothing allocated */
+  pcs.fail_at = pcs.allocs + made;
+  p = (ProtobufCMessage *)&p;
+  ck_assert_int_eq(pbw_image_materialise_pieces(img, len, o->tree->descriptor, &ap, &p, NULL),
+                   PBW_E_NOMEM);
+  ck_assert_ptr_null(p);
+  ck_assert_uint_eq(pcs.n_live, 0);
+  /* an image without the section (flag and section dropped) is split here */
+  size_t bare = split_start(img, len);
+  if (bare < len) {
+    uint8_t *old = malloc(bare);
+    memcpy(old, img, bare);
+    memset(old + 16, 0, 4);
+    reseal(old, bare);
+    ck_assert_int_eq(pbw_image_materialise_pieces(old, bare, o->tree->descriptor, &ap, &p, NULL),
+                     PBW_OK);
+    assert_packs_to(p, o->bytes);
+    protobuf_c_message_free_unpacked(p, &ap);
+    free(old);
+  }
+  size_t before = pcs.allocs;
   ck_assert_int_eq(pbw_image_materialise_pieces(img, len, o->tree->descriptor, &ap, &p, NULL),
                    PBW_OK);
   free(img);
   /* (unpack may also allocate scratch space it frees before returning) */
-  ck_assert_uint_eq(pcs.allocs, 5 * nat.n_live - 1);
+  ck_assert_uint_eq(pcs.allocs - before, nat.n_live);
   assert_packs_to(p, o->bytes);
   ck_assert_int_eq(pbw_fingerprint_tree(p, fp2, &s2), PBW_OK);
   ck_assert_int_eq(memcmp(fp1, fp2, 16), 0);
@@ -1015,6 +1051,50 @@ START_TEST(test_image_resealed_damage_never_escapes_the_block) {
 }
 END_TEST
 
+/* The same for a tree piece by piece without a memo, which reads the
+ * image's split section and checks it as it builds: every byte of the
+ * section, and of the fix-up list, damaged and resealed, gives an error
+ * with nothing left allocated, or a tree whose every piece the real
+ * free_unpacked frees once (what ASan and the allocator's count see). The
+ * block's data is not checked by any path (a repeated field's count, say):
+ * images are the builder's own. */
+START_TEST(test_image_resealed_split_damage_never_escapes_the_pieces) {
+  owned o;
+  buf img = small_image(&o);
+  img_layout l = layout_of(img.p, img.n);
+  size_t sec = split_start(img.p, img.n);
+  ck_assert_uint_lt(sec, img.n);
+  uint8_t *copy = malloc(img.n);
+  static tracking t;
+  ProtobufCAllocator a = {track_alloc, track_free, &t};
+  int ok = 0, bad = 0;
+  for (size_t i = l.fix; i < img.n; i = i + 1 == l.blk ? sec : i + 1) {
+    for (int bit = 0; bit < 8; bit += 3) {
+      memcpy(copy, img.p, img.n);
+      copy[i] ^= (uint8_t)(1u << bit);
+      reseal(copy, img.n);
+      memset(&t, 0, sizeof t);
+      ProtobufCMessage *m = NULL;
+      int rc = pbw_image_materialise_pieces(copy, img.n, &standin__test__tree__descriptor, &a, &m,
+                                            NULL);
+      if (rc == PBW_OK) {
+        ok++;
+        protobuf_c_message_free_unpacked(m, &a);
+      } else {
+        bad++;
+        ck_assert_ptr_null(m);
+      }
+      ck_assert_uint_eq(t.bad_frees, 0);
+      ck_assert_uint_eq(t.n_live, 0);
+    }
+  }
+  ck_assert_int_gt(bad, 0);
+  free(copy);
+  free(img.p);
+  free_owned(&o);
+}
+END_TEST
+
 /* Copy of the image with the u32 at off set to v (or the u64 when wide). */
 static int damaged(const buf *img, size_t off, uint64_t v, int wide) {
   uint8_t *copy = malloc(img->n);
@@ -1047,6 +1127,80 @@ static uint32_t first_fix_of_kind(const buf *img, const img_layout *l, unsigned 
   return 0;
 }
 
+static uint32_t ld32_at(const uint8_t *p, size_t off) {
+  uint32_t v;
+  memcpy(&v, p + off, 4);
+  return v;
+}
+
+static uint64_t ld64_at(const uint8_t *p, size_t off) {
+  uint64_t v;
+  memcpy(&v, p + off, 8);
+  return v;
+}
+
+/* pieces from copy (resealed here), which must be refused */
+static void pieces_refused(uint8_t *copy, size_t len) {
+  static tracking t;
+  memset(&t, 0, sizeof t);
+  ProtobufCAllocator a = {track_alloc, track_free, &t};
+  ProtobufCMessage *m = NULL;
+  reseal(copy, len);
+  ck_assert_int_eq(
+      pbw_image_materialise_pieces(copy, len, &standin__test__tree__descriptor, &a, &m, NULL),
+      PBW_E_BADIMAGE);
+  ck_assert_ptr_null(m);
+  ck_assert_uint_eq(t.n_live, 0);
+}
+
+/* Two damages no single byte makes: two internal pointers naming one piece
+ * (free_unpacked would free it twice), and a piece boundary moved into a
+ * message's struct (the program would read past its allocation). */
+START_TEST(test_image_split_section_checks) {
+  owned o;
+  buf img = small_image(&o);
+  img_layout l = layout_of(img.p, img.n);
+  size_t sec = split_start(img.p, img.n);
+  uint32_t n = ld32_at(img.p, sec);
+  size_t starts = sec + 8, targets = starts + (size_t)n * 4;
+  uint32_t ints[2], k = 0, t_msg = 0;
+  for (uint32_t j = 0; j < l.n_fix && k < 2; j++)
+    if (ld64_at(img.p, l.blk + (size_t)fix_word(&img, &l, j) * 8) >> 56 == 1)
+      ints[k++] = j;
+  ck_assert_uint_eq(k, 2);
+  uint8_t *copy = malloc(img.n);
+  /* the first internal pointer made a copy of the second */
+  memcpy(copy, img.p, img.n);
+  size_t s0 = l.blk + (size_t)fix_word(&img, &l, ints[0]) * 8;
+  size_t s1 = l.blk + (size_t)fix_word(&img, &l, ints[1]) * 8;
+  memcpy(copy + s0, img.p + s1, 8);
+  memcpy(copy + targets, img.p + targets + 4, 4);
+  pieces_refused(copy, img.n);
+  /* a piece that follows a message starts 8 bytes sooner, its pointer too */
+  for (uint32_t t = 1; t < n && !t_msg; t++)
+    if (ld64_at(img.p, l.blk + (size_t)ld32_at(img.p, starts + (size_t)(t - 1) * 4) * 8) >> 56 ==
+        2)
+      t_msg = t;
+  ck_assert_uint_gt(t_msg, 0);
+  memcpy(copy, img.p, img.n);
+  uint32_t w = ld32_at(img.p, starts + (size_t)t_msg * 4) - 1;
+  memcpy(copy + starts + (size_t)t_msg * 4, &w, 4);
+  for (uint32_t j = 0, i = 0; j < l.n_fix; j++) {
+    size_t slot = l.blk + (size_t)fix_word(&img, &l, j) * 8;
+    if (ld64_at(img.p, slot) >> 56 != 1)
+      continue;
+    if (ld32_at(img.p, targets + (size_t)i++ * 4) == t_msg) {
+      uint64_t v = (1ull << 56) | (uint64_t)w * 8;
+      memcpy(copy + slot, &v, 8);
+    }
+  }
+  pieces_refused(copy, img.n);
+  free(copy);
+  free(img.p);
+  free_owned(&o);
+}
+END_TEST
+
 START_TEST(test_image_structural_checks) {
   owned o;
   buf img = small_image(&o);
@@ -1058,7 +1212,8 @@ START_TEST(test_image_structural_checks) {
   size_t slot_int = l.blk + (size_t)fix_word(&img, &l, j_int) * 8;
   size_t slot_str = l.blk + (size_t)fix_word(&img, &l, j_str) * 8;
   ck_assert_int_eq(damaged(&img, 4, 2, 0), PBW_E_BADIMAGE);            /* version */
-  ck_assert_int_eq(damaged(&img, 16, 1, 0), PBW_E_BADIMAGE);           /* flags */
+  ck_assert_int_eq(damaged(&img, 16, 2, 0), PBW_E_BADIMAGE);           /* flags */
+  ck_assert_int_eq(damaged(&img, 16, 0, 0), PBW_E_BADIMAGE); /* a section not announced */
   ck_assert_int_eq(damaged(&img, 32, l.block + 8, 1), PBW_E_BADIMAGE); /* block size */
   ck_assert_int_eq(damaged(&img, last_fix, (uint32_t)(l.block / 8), 0), PBW_E_BADIMAGE);
   ck_assert_int_eq(damaged(&img, last_fix, fix_word(&img, &l, last - 1), 0), PBW_E_BADIMAGE);
@@ -2473,6 +2628,8 @@ int main(void) {
   tcase_add_test(bad, test_image_truncated_at_every_length_is_bad);
   tcase_add_test(bad, test_image_flipped_bytes_are_rejected_or_valid);
   tcase_add_test(bad, test_image_resealed_damage_never_escapes_the_block);
+  tcase_add_test(bad, test_image_resealed_split_damage_never_escapes_the_pieces);
+  tcase_add_test(bad, test_image_split_section_checks);
   tcase_add_test(bad, test_image_structural_checks);
   tcase_add_test(fp, test_fp_equal_trees_give_equal_fingerprints);
   tcase_add_test(fp, test_fp_golden_value);
