@@ -50,6 +50,7 @@ typedef struct {
   size_t n;    /* bytes pending in buf */
   int hash;    /* FP_* */
   int differs; /* FP_MATCH: the stream left the expected one; FP_EMIT: out of memory */
+  int spilled; /* FP_HASH: buf's first bytes are the digest of an earlier chunk */
   pbw_stats st;
   const uint8_t *exp; /* FP_MATCH: expected stream, exp_len bytes, pos matched */
   uint8_t *out;       /* FP_EMIT: the stream so far, pos bytes of cap */
@@ -97,6 +98,7 @@ static __attribute__((unused)) void fp_plain(walk_ctx *c, const void *p, size_t 
  * still hash equally. The other modes just pass the pending bytes on. */
 static __attribute__((unused)) void fp_spill(walk_ctx *c) {
   if (c->hash == FP_HASH) {
+    c->spilled = 1;
     pbw__h128 h = pbw__hash128(c->buf, c->n);
     memcpy(c->buf, &h, sizeof h);
     c->n = sizeof h;

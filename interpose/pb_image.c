@@ -474,9 +474,9 @@ static int view_open(img_view *v, const void *img, size_t len) {
   v->names_len = pbw__ld32(p + 28);
   v->block_size = pbw__ld64(p + 32);
   uint32_t flags = pbw__ld32(p + 16);
-  if (ver[0] != IMG_VERSION || ver[1] != IMG_HDR || (flags & ~IMG_SPLIT) != 0 ||
-      v->n_types == 0 || v->names_len % 8 != 0 || v->block_size % 8 != 0 ||
-      v->block_size > IMG_MAX_BLOCK || v->block_size < sizeof(ProtobufCMessage) || v->n_fix == 0)
+  if (ver[0] != IMG_VERSION || ver[1] != IMG_HDR || (flags & ~IMG_SPLIT) != 0 || v->n_types == 0 ||
+      v->names_len % 8 != 0 || v->block_size % 8 != 0 || v->block_size > IMG_MAX_BLOCK ||
+      v->block_size < sizeof(ProtobufCMessage) || v->n_fix == 0)
     return PBW_E_BADIMAGE;
   uint64_t meta =
       IMG_HDR + (uint64_t)v->n_types * IMG_TYPE_REC + v->names_len + (uint64_t)v->n_fix * 4;
@@ -1162,8 +1162,8 @@ static int build_split(const img_view *v, const binder *b, ProtobufCAllocator *a
   uint32_t made = 0;
   for (; made < n; made++) {
     uint64_t at = (uint64_t)pbw__ld32(starts + (size_t)made * 4) * 8;
-    uint64_t end = made + 1 < n ? (uint64_t)pbw__ld32(starts + (size_t)(made + 1) * 4) * 8
-                                : v->block_size;
+    uint64_t end =
+        made + 1 < n ? (uint64_t)pbw__ld32(starts + (size_t)(made + 1) * 4) * 8 : v->block_size;
     base[made] = alloc ? alloc->alloc(alloc->allocator_data, end - at) : malloc(end - at);
     if (base[made] == NULL) {
       rc = PBW_E_NOMEM;

@@ -543,9 +543,36 @@ static int walk_tree(walk_ctx *c, const ProtobufCMessage *m, int stats) {
   return stats ? walk_msg_st(c, m, 1, p) : walk_msg_fp(c, m, 1, p);
 }
 
+_Static_assert(PBW_FP_MEMO == FP_BUF, "a memo holds one hashing chunk");
+
+int pbw_fingerprint_tree_memo(const ProtobufCMessage *m, uint8_t fp[16], pbw_fp_memo *memo,
+                              int keep) {
+  walk_ctx c;
+  c.hash = FP_HASH;
+  c.spilled = 0;
+  int rc = walk_tree(&c, m, 0);
+  if (rc != PBW_OK) {
+    memo->m = NULL;
+    return rc;
+  }
+  if (!c.spilled && memo->m == m && memo->n == c.n && memcmp(memo->stream, c.buf, c.n) == 0) {
+    memcpy(fp, memo->fp, 16);
+    return PBW_OK;
+  }
+  fp_digest(&c, fp);
+  if (keep && !c.spilled) {
+    memo->m = m;
+    memo->n = c.n;
+    memcpy(memo->stream, c.buf, c.n);
+    memcpy(memo->fp, fp, 16);
+  }
+  return PBW_OK;
+}
+
 int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *st) {
   walk_ctx c;
   c.hash = FP_HASH;
+  c.spilled = 0;
   int rc = walk_tree(&c, m, st != NULL);
   if (rc == PBW_OK)
     fp_digest(&c, fp);

@@ -50,6 +50,25 @@ typedef struct {
  * deeper than PBW_MAX_DEPTH (fp is then unusable). Does not allocate. */
 int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *st);
 
+/* A tree's hashed stream and fingerprint, kept so that a later call on the
+ * same tree (a program sizes a tree, then packs it) gets the fingerprint
+ * by comparing the stream instead of hashing it. Trees whose stream fits
+ * in one hashing chunk only. */
+#define PBW_FP_MEMO 4096
+typedef struct {
+  const ProtobufCMessage *m; /* NULL: empty */
+  size_t n;
+  uint8_t fp[16];
+  uint8_t stream[PBW_FP_MEMO];
+} pbw_fp_memo;
+
+/* pbw_fingerprint_tree (without statistics), except that when m is the
+ * memo's tree and walks to the memo's stream the fingerprint is the memo's:
+ * the same stream hashes to the same fingerprint. With keep, this walk's
+ * stream is kept in memo for the next call. */
+int pbw_fingerprint_tree_memo(const ProtobufCMessage *m, uint8_t fp[16], pbw_fp_memo *memo,
+                              int keep);
+
 /* The fingerprint's stream written out plain (every string and bytes
  * field's content whole, no digests): *out (malloc'd, the caller frees it)
  * and *len. With ref (ref_len bytes, may be NULL), the content of a string

@@ -579,6 +579,14 @@ assert d["build_peak_rss_bytes"] - base < 2 * d["bytes"], (d, base)
 PY
 }
 
+# A tree edited between its get_packed_size and its pack is packed as it
+# is at the pack: the hook that confirms a pack's tree by the stream its
+# size kept (lookup_tree) must find the edit, not the sized tree's entry.
+t127_replay_tree_edited_after_its_size() {
+  replay_same "$PB" sizeedit 300
+  expect_eq "packs replayed" 300 "$(pyj sum.json 'd["by_api"]["pb.pack"]["calls"]')"
+}
+
 # A request made more often than when recorded (a longer run of the same
 # loop) is still answered: occurrence k past the recorded count n takes
 # sample k mod n, counted and said. pbbench packs one message 1 + 100 + N

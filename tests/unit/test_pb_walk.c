@@ -1075,8 +1075,8 @@ START_TEST(test_image_resealed_split_damage_never_escapes_the_pieces) {
       reseal(copy, img.n);
       memset(&t, 0, sizeof t);
       ProtobufCMessage *m = NULL;
-      int rc = pbw_image_materialise_pieces(copy, img.n, &standin__test__tree__descriptor, &a, &m,
-                                            NULL);
+      int rc =
+          pbw_image_materialise_pieces(copy, img.n, &standin__test__tree__descriptor, &a, &m, NULL);
       if (rc == PBW_OK) {
         ok++;
         protobuf_c_message_free_unpacked(m, &a);
@@ -1178,8 +1178,7 @@ START_TEST(test_image_split_section_checks) {
   pieces_refused(copy, img.n);
   /* a piece that follows a message starts 8 bytes sooner, its pointer too */
   for (uint32_t t = 1; t < n && !t_msg; t++)
-    if (ld64_at(img.p, l.blk + (size_t)ld32_at(img.p, starts + (size_t)(t - 1) * 4) * 8) >> 56 ==
-        2)
+    if (ld64_at(img.p, l.blk + (size_t)ld32_at(img.p, starts + (size_t)(t - 1) * 4) * 8) >> 56 == 2)
       t_msg = t;
   ck_assert_uint_gt(t_msg, 0);
   memcpy(copy, img.p, img.n);
@@ -1250,6 +1249,68 @@ START_TEST(test_fp_golden_value) {
   for (int i = 0; i < 16; i++)
     snprintf(hex + 2 * i, 3, "%02x", fp[i]);
   ck_assert_str_eq(hex, GOLDEN_TREE_FP);
+}
+END_TEST
+
+/* The memo gives the fingerprint of the tree as it is now: the same tree
+ * again gets the kept one, a tree changed in place (a program that sizes,
+ * edits, then packs) its own; only keep stores, and only a stream of one
+ * hashing chunk is kept (a tree with a 5,000-byte string is not). */
+START_TEST(test_fp_memo_is_the_fingerprint_of_the_tree_now) {
+  static pbw_fp_memo memo;
+  tree_store a;
+  uint8_t want[16], got[16];
+  memset(&memo, 0, sizeof memo);
+  make_tree(&a, STANDIN__TEST__TREE__PAYLOAD_TEXT, 5000);
+  ProtobufCMessage *m = &a.tree.base;
+  fingerprint(m, want);
+  ck_assert_int_eq(pbw_fingerprint_tree_memo(m, got, &memo, 0), PBW_OK);
+  ck_assert_ptr_null(memo.m); /* not kept */
+  ck_assert_int_eq(memcmp(got, want, 16), 0);
+  ck_assert_int_eq(pbw_fingerprint_tree_memo(m, got, &memo, 1), PBW_OK);
+  ck_assert_ptr_eq(memo.m, m);
+  ck_assert_int_eq(memcmp(got, want, 16), 0);
+  ck_assert_int_eq(pbw_fingerprint_tree_memo(m, got, &memo, 0), PBW_OK);
+  ck_assert_int_eq(memcmp(got, want, 16), 0);
+  /* edited in place: a string, then a scalar, each its own fingerprint */
+  a.tree.text = "texT";
+  fingerprint(m, want);
+  ck_assert_int_eq(pbw_fingerprint_tree_memo(m, got, &memo, 0), PBW_OK);
+  ck_assert_int_eq(memcmp(got, want, 16), 0);
+  uint8_t old[16];
+  memcpy(old, want, 16);
+  a.tree.ratio += 1;
+  fingerprint(m, want);
+  ck_assert_int_ne(memcmp(old, want, 16), 0);
+  ck_assert_int_eq(pbw_fingerprint_tree_memo(m, got, &memo, 1), PBW_OK);
+  ck_assert_int_eq(memcmp(got, want, 16), 0);
+  ck_assert_int_eq(memcmp(memo.fp, want, 16), 0);
+  /* another tree at another address never takes the memo's */
+  tree_store b;
+  make_tree(&b, STANDIN__TEST__TREE__PAYLOAD_TEXT, 5000);
+  fingerprint(&b.tree.base, want);
+  ck_assert_int_eq(pbw_fingerprint_tree_memo(&b.tree.base, got, &memo, 0), PBW_OK);
+  ck_assert_int_eq(memcmp(got, want, 16), 0);
+  free(a.big);
+  free(b.big);
+  /* a stream past one chunk is not kept: twelve 400-byte chunks are
+   * hashed inline (under 512 bytes each), 4.9 KB of stream */
+  static uint8_t bytes[12][400];
+  ProtobufCBinaryData chunks[12];
+  for (int i = 0; i < 12; i++) {
+    memset(bytes[i], 'a' + i, sizeof bytes[i]);
+    chunks[i] = (ProtobufCBinaryData){sizeof bytes[i], bytes[i]};
+  }
+  make_tree(&a, STANDIN__TEST__TREE__PAYLOAD_TEXT, 10);
+  a.tree.n_chunks = 12;
+  a.tree.chunks = chunks;
+  m = &a.tree.base;
+  fingerprint(m, want);
+  memo.m = NULL;
+  ck_assert_int_eq(pbw_fingerprint_tree_memo(m, got, &memo, 1), PBW_OK);
+  ck_assert_int_eq(memcmp(got, want, 16), 0);
+  ck_assert_ptr_null(memo.m);
+  free(a.big);
 }
 END_TEST
 
@@ -2633,6 +2694,7 @@ int main(void) {
   tcase_add_test(bad, test_image_structural_checks);
   tcase_add_test(fp, test_fp_equal_trees_give_equal_fingerprints);
   tcase_add_test(fp, test_fp_golden_value);
+  tcase_add_test(fp, test_fp_memo_is_the_fingerprint_of_the_tree_now);
   tcase_add_test(fp, test_fp_any_single_change_changes_fingerprint);
   tcase_add_test(fp, test_fp_long_streams_depend_on_every_chunk);
   tcase_add_test(fp, test_fp_follows_what_pack_writes);

@@ -22,6 +22,8 @@
  *   pbtest lonesize N     N rounds of get_packed_size then pack of a
  *                         Tree, but every 16th size is followed by the
  *                         size of another Tree and no pack (a lone size)
+ *   pbtest sizeedit N     N rounds of get_packed_size then pack of a
+ *                         Tree, every third edited in between
  *
  * Output is deterministic (independent of thread scheduling), so a replayed
  * run must print exactly what the recorded run printed. */
@@ -585,6 +587,27 @@ static int run_lonesize(int n) {
   return 0;
 }
 
+/* get_packed_size then pack of a Tree, every third one edited in between
+ * (its title made longer, into a buffer with room for it): replay must
+ * pack the tree as it is at the pack, not as it was sized. (An edit that
+ * kept the size would pair the size with the pack when recording, which
+ * then takes the size's fingerprint from the pack: docs/INTERNALS.md.) */
+static int run_sizeedit(int n) {
+  msg_store *a = calloc(1, sizeof *a);
+  for (int i = 0; i < n; i++) {
+    build(a, i);
+    size_t len = protobuf_c_message_get_packed_size(&a->tree.base);
+    if (i % 3 == 2)
+      a->tree.title = "a title edited after the message was sized";
+    uint8_t *buf = malloc(len + 64);
+    size_t got = protobuf_c_message_pack(&a->tree.base, buf);
+    printf("sizeedit %d len %zu hash %016llx\n", i, got, (unsigned long long)fnv(buf, got, 1));
+    free(buf);
+  }
+  free(a);
+  return 0;
+}
+
 /* Packs from one call site reached along different stacks: two parents,
  * recursion of varying depth, and a frame whose size varies (alloca), so
  * that where the return addresses sit changes from call to call. */
@@ -660,7 +683,7 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: pbtest "
             "basic|reverse|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|"
-            "lonesize|stacks|linger|surgery|maps|userstack "
+            "lonesize|sizeedit|stacks|linger|surgery|maps|userstack "
             "[args]\n");
     return 2;
   }
@@ -705,6 +728,8 @@ int main(int argc, char **argv) {
     rc = run_same(a);
   else if (!strcmp(mode, "lonesize"))
     rc = run_lonesize(a);
+  else if (!strcmp(mode, "sizeedit"))
+    rc = run_sizeedit(a);
   else if (!strcmp(mode, "surgery"))
     rc = run_surgery(a);
   else if (!strcmp(mode, "maps"))
