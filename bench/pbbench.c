@@ -2,12 +2,14 @@
  * program itself, so the same loop can run natively, under record and under
  * replay, side by side in one benchmark run.
  *
- *   pbbench pack|unpack|size|packnew SIZE N
+ *   pbbench pack|unpack|size|packnew|unpacknew SIZE N
  *
  * SIZE is the encoded size to aim for (bytes); the message is a Tree with a
  * few fields and one bytes chunk that makes up the size. packnew packs a
  * new message each call (the branch id counts up), as most programs do:
- * a replay must then fingerprint every one. Prints "ns_per_call X" for the
+ * a replay must then fingerprint every one; unpacknew unpacks a new
+message each call (all packed before the loop), so a replay builds every
+tree from an image no call of the process has used. Prints "ns_per_call X" for the
  * timed loop (N calls after 100 warm-up calls). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,7 @@ static uint64_t now_ns(void) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: pbbench pack|unpack|size|packnew SIZE N\n");
+    fprintf(stderr, "usage: pbbench pack|unpack|size|packnew|unpacknew SIZE N\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -48,16 +50,28 @@ int main(int argc, char **argv) {
   t.n_chunks = 1;
   t.chunks = &chunk;
   enum { NEW_ID0 = 1 << 28 };
-  if (!strcmp(mode, "packnew"))
+  if (!strcmp(mode, "packnew") || !strcmp(mode, "unpacknew"))
     br.id = NEW_ID0;
   size_t len = standin__test__tree__get_packed_size(&t);
   uint8_t *buf = malloc(len);
   standin__test__tree__pack(&t, buf);
+  uint8_t *news = NULL; /* unpacknew: message i + 100 at news + (i + 100) * len */
+  if (!strcmp(mode, "unpacknew")) {
+    news = malloc((size_t)(n + 100) * len);
+    for (long i = -100; i < n; i++) {
+      br.id = NEW_ID0 + 100 + i; /* 5-byte varints all: the size stays */
+      standin__test__tree__pack(&t, news + (size_t)(i + 100) * len);
+    }
+  }
   volatile size_t sink = 0;
   uint64_t t0 = 0;
   /* decided once: the loop must make exactly one library call per turn, so
    * that tracers that see every PLT call are compared on the same work */
-  int op = !strcmp(mode, "pack") ? 0 : !strcmp(mode, "size") ? 1 : !strcmp(mode, "packnew") ? 3 : 2;
+  int op = !strcmp(mode, "pack")        ? 0
+           : !strcmp(mode, "size")      ? 1
+           : !strcmp(mode, "packnew")   ? 3
+           : !strcmp(mode, "unpacknew") ? 4
+                                        : 2;
   for (long i = -100; i < n; i++) {
     if (i == 0)
       t0 = now_ns();
@@ -68,6 +82,11 @@ int main(int argc, char **argv) {
       sink += standin__test__tree__pack(&t, buf);
     } else if (op == 1) {
       sink += standin__test__tree__get_packed_size(&t);
+    } else if (op == 4) {
+      Standin__Test__Tree *u =
+          standin__test__tree__unpack(NULL, len, news + (size_t)(i + 100) * len);
+      sink += u->n_chunks;
+      standin__test__tree__free_unpacked(u, NULL);
     } else {
       Standin__Test__Tree *u = standin__test__tree__unpack(NULL, len, buf);
       sink += u->n_chunks;
@@ -78,5 +97,6 @@ int main(int argc, char **argv) {
   printf("encoded_bytes %zu\nns_per_call %.1f\n", len, (double)(t1 - t0) / (double)n);
   free(blob);
   free(buf);
+  free(news);
   return sink == 0;
 }
