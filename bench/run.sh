@@ -136,22 +136,19 @@ done
 # call for call: every request is fingerprinted and its entry is memory
 # nothing has touched, as in most programs; the rows above pack one message
 # again and again.
-rm -rf "$T/rn"
-"$S" record -o "$T/rn" -- "$PBB" packnew 1024 "$NNEW" >/dev/null 2>&1
-read -r nat nat_sp <<<"$(ns_stats "$PBB" packnew 1024 "$NNEW")"
-read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rn" --iface constant:ns=0 -- "$PBB" packnew 1024 "$NNEW")"
-"$S" replay -t "$T/rn" --iface constant:ns=0 --summary "$T/h.json" -- "$PBB" packnew 1024 "$NNEW" >/dev/null 2>&1
-row "replay harness, constant:ns=0, pack 1024 B, a new message each call: ns per call" "$rep ($rep_sp)" \
-  "native $nat ($nat_sp); the harness alone $(harness "$T/h.json" pb.pack)" "\`standin replay --iface constant:ns=0 -- pbbench packnew 1024 $NNEW\`"
+new_each_call() { # MODE API WHAT: pbbench MODE's harness, a new message each call
+  rm -rf "$T/rn"
+  "$S" record -o "$T/rn" -- "$PBB" "$1" 1024 "$NNEW" >/dev/null 2>&1
+  read -r nat nat_sp <<<"$(ns_stats "$PBB" "$1" 1024 "$NNEW")"
+  read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rn" --iface constant:ns=0 -- "$PBB" "$1" 1024 "$NNEW")"
+  "$S" replay -t "$T/rn" --iface constant:ns=0 --summary "$T/h.json" -- "$PBB" "$1" 1024 "$NNEW" >/dev/null 2>&1
+  row "replay harness, constant:ns=0, $3 1024 B, a new message each call: ns per call" "$rep ($rep_sp)" \
+    "native $nat ($nat_sp); the harness alone $(harness "$T/h.json" "$2")" "\`standin replay --iface constant:ns=0 -- pbbench $1 1024 $NNEW\`"
+}
+new_each_call packnew pb.pack pack
 # and the unpack of a new message each call: its tree is built from an
 # image no call of the process has used (the rows above reuse one)
-rm -rf "$T/rn"
-"$S" record -o "$T/rn" -- "$PBB" unpacknew 1024 "$NNEW" >/dev/null 2>&1
-read -r nat nat_sp <<<"$(ns_stats "$PBB" unpacknew 1024 "$NNEW")"
-read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rn" --iface constant:ns=0 -- "$PBB" unpacknew 1024 "$NNEW")"
-"$S" replay -t "$T/rn" --iface constant:ns=0 --summary "$T/h.json" -- "$PBB" unpacknew 1024 "$NNEW" >/dev/null 2>&1
-row "replay harness, constant:ns=0, unpack 1024 B, a new message each call: ns per call" "$rep ($rep_sp)" \
-  "native $nat ($nat_sp); the harness alone $(harness "$T/h.json" pb.unpack)" "\`standin replay --iface constant:ns=0 -- pbbench unpacknew 1024 $NNEW\`"
+new_each_call unpacknew pb.unpack unpack
 rm -rf "$T/r1"
 "$S" record -o "$T/r1" -- "$PBB" pack 1024 1000 >/dev/null 2>&1
 "$S" replay -t "$T/r1" --iface constant:ns=2000 --summary "$T/spin.json" -- "$PBB" pack 1024 "$N" >/dev/null 2>&1
