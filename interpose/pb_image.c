@@ -669,12 +669,15 @@ static int slot_target(const binder *b, uint64_t v, const uint8_t *blk, const vo
   }
 }
 
-/* A descriptor slot starts a message: the whole struct must fit. */
+/* A descriptor slot of type ti starts a message: its whole struct must fit
+ * in the room (bytes) after the slot. */
+static int msg_fits_in(const img_view *v, uint64_t ti, uint64_t room) {
+  return ti < v->n_types && pbw__ld64(v->types + (size_t)ti * IMG_TYPE_REC + 16) <= room;
+}
+
+/* ... in the block, from word w on. */
 static int msg_fits(const img_view *v, uint32_t w, uint64_t ti) {
-  if (ti >= v->n_types)
-    return 0;
-  uint64_t size = pbw__ld64(v->types + (size_t)ti * IMG_TYPE_REC + 16);
-  return size <= v->block_size - (uint64_t)w * 8;
+  return msg_fits_in(v, ti, v->block_size - (uint64_t)w * 8);
 }
 
 /* Every fix-up names a whole word inside the block, in increasing order,
@@ -986,8 +989,16 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
       f->piece = piece_at(&m, off / 8);
       f->rel = off - sp->start[f->piece];
       f->target = internal ? piece_at(&m, (val & FX_ARG_MASK) / 8) : UINT32_MAX;
+      /* a message's struct fits in its piece, not only in the block: a
+       * pointer into a message would otherwise cut its allocation short */
+      if (val >> FX_SHIFT == FX_DESC &&
+          !msg_fits_in(v, val & FX_ARG_MASK, sp->size[f->piece] - f->rel))
+        rc = PBW_E_BADIMAGE;
     }
-    *out = sp;
+    if (rc == PBW_OK)
+      *out = sp;
+    else if (*heap)
+      free(sp);
   }
   if (map_heap) {
     free(m.bits);
@@ -1197,13 +1208,10 @@ static int build_split(const img_view *v, const binder *b, ProtobufCAllocator *a
       seen[t / 64] |= 1ull << (t % 64);
       target = base[t];
     } else {
-      if (val >> FX_SHIFT == FX_DESC) { /* the message's struct fits in its piece */
-        uint64_t ti = val & FX_ARG_MASK;
-        if (ti >= v->n_types ||
-            pbw__ld64(v->types + (size_t)ti * IMG_TYPE_REC + 16) > (uint64_t)(next - w) * 8) {
-          rc = PBW_E_BADIMAGE;
-          break;
-        }
+      if (val >> FX_SHIFT == FX_DESC && /* the message's struct fits in its piece */
+          !msg_fits_in(v, val & FX_ARG_MASK, (uint64_t)(next - w) * 8)) {
+        rc = PBW_E_BADIMAGE;
+        break;
       }
       if ((rc = slot_target(b, val, v->blk, &target)) != PBW_OK)
         break;

@@ -1194,6 +1194,31 @@ START_TEST(test_image_split_section_checks) {
     }
   }
   pieces_refused(copy, img.n);
+  /* without the section (split here): a pointer to a message moved 8
+   * bytes into it makes a piece start there, which would cut the
+   * message's struct short; refused, with a memo (the kept plan) too */
+  uint32_t j_msg = l.n_fix;
+  for (uint32_t j = 0; j < l.n_fix && j_msg == l.n_fix; j++) {
+    uint64_t v = ld64_at(img.p, l.blk + (size_t)fix_word(&img, &l, j) * 8);
+    if (v >> 56 == 1 && ld64_at(img.p, l.blk + (v & 0xffffffffffffffull)) >> 56 == 2)
+      j_msg = j;
+  }
+  ck_assert_uint_lt(j_msg, l.n_fix);
+  memcpy(copy, img.p, sec);
+  memset(copy + 16, 0, 4);
+  size_t slot = l.blk + (size_t)fix_word(&img, &l, j_msg) * 8;
+  uint64_t moved = ld64_at(img.p, slot) + 8;
+  memcpy(copy + slot, &moved, 8);
+  pieces_refused(copy, sec);
+  static tracking tr;
+  ProtobufCAllocator a = {track_alloc, track_free, &tr};
+  pbw_image_memo memo = {0};
+  ProtobufCMessage *m = NULL;
+  ck_assert_int_eq(
+      pbw_image_materialise_pieces(copy, sec, &standin__test__tree__descriptor, &a, &m, &memo),
+      PBW_E_BADIMAGE);
+  ck_assert_ptr_null(m);
+  ck_assert_uint_eq(tr.n_live, 0);
   free(copy);
   free(img.p);
   free_owned(&o);
