@@ -15,9 +15,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-static uint64_t al8(uint64_t x) {
-  return (x + 7) & ~7ull;
-}
 
 #define ARENA_MIN (1u << 20)
 
@@ -75,12 +72,12 @@ uint64_t rdb_arena_put(rdb_arena *a, const void *p, uint64_t len) {
   for (; a->set_off[j]; j = (j + 1) & a->set_mask)
     if (a->set_len[j] == len && (len == 0 || memcmp(a->m + a->set_off[j] - 1, p, (size_t)len) == 0))
       return a->set_off[j];
-  if (arena_reserve(a, (len + 7) & ~7ull) != 0)
+  if (arena_reserve(a, rdb_al8(len)) != 0)
     return 0;
   uint64_t at = a->len;
   if (len)
     memcpy(a->m + at, p, (size_t)len);
-  a->len += (len + 7) & ~7ull;
+  a->len += rdb_al8(len);
   a->set_off[j] = at + 1;
   a->set_len[j] = len;
   a->nset++;
@@ -113,7 +110,7 @@ size_t rdb_place_spans(rdb_span *t, size_t n, uint64_t *pos) {
       continue;
     t[k] = t[i];
     t[k].to = *pos;
-    *pos += al8(t[k].len);
+    *pos += rdb_al8(t[k].len);
     k++;
   }
   return k;

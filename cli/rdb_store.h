@@ -27,6 +27,11 @@ typedef struct {
   size_t set_mask, nset;
 } rdb_arena;
 
+/* x rounded up to a multiple of 8: where the database's strings start. */
+static inline uint64_t rdb_al8(uint64_t x) {
+  return (x + 7) & ~7ull;
+}
+
 /* The bytes at offset + 1 off1 of a, or NULL for 0. Valid until the next
  * rdb_arena_put on a. */
 static inline const uint8_t *rdb_arena_at(const rdb_arena *a, uint64_t off1) {

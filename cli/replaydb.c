@@ -229,7 +229,7 @@ static b_entry *find_or_add(builder *b, const uint8_t fp[16], int *created) {
   if (b->slots[j])
     return &b->e[b->slots[j] - 1];
   if (b->n == b->cap) {
-    size_t cap = b->cap ? b->cap + b->cap / 2 : 256; /* ~280 bytes an entry */
+    size_t cap = b->cap ? b->cap + b->cap / 2 : 256; /* 1.5x: entries are large */
     b_entry *ne = realloc(b->e, cap * sizeof *ne);
     if (!ne)
       return NULL;
@@ -308,7 +308,7 @@ static ProtobufCMessage *pack_tree(builder *b, scan_file *f, const b_entry *e, c
 }
 
 /* e's tree's plain stream, its references into e's response (which pack
- * wrote from that tree); one longer than RDB_SHORT_STREAM only if long. */
+ * wrote from that tree); one longer than RDB_SHORT_STREAM only with long_ok. */
 static void make_stream(builder *b, b_entry *e, const ProtobufCMessage *m, int long_ok) {
   uint8_t *st;
   size_t len;
@@ -626,9 +626,6 @@ static void calibrate_tsc(rdb_header *h) {
   }
 }
 
-static uint64_t al8(uint64_t x) {
-  return (x + 7) & ~7ull;
-}
 
 /* ---- types kept whole in software (rdb_class) ---------------------------- */
 
@@ -869,28 +866,28 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   for (size_t i = 0; i < b->n; i++)
     nsamples += b->e[i].n;
   for (size_t i = 0; i < b->names.n; i++)
-    name_bytes += al8(strlen(b->names.name[i]) + 1);
-  uint64_t off = al8(sizeof(rdb_header));
+    name_bytes += rdb_al8(strlen(b->names.name[i]) + 1);
+  uint64_t off = rdb_al8(sizeof(rdb_header));
   uint64_t stats_off = off;
-  off = al8(off + sizeof(rdb_stats));
+  off = rdb_al8(off + sizeof(rdb_stats));
   uint64_t accel_off = off;
-  off = al8(off + (uint64_t)p->naccel * sizeof(rdb_accel));
+  off = rdb_al8(off + (uint64_t)p->naccel * sizeof(rdb_accel));
   uint64_t next_off = off;
-  off = al8(off + b->n * sizeof(uint64_t));
+  off = rdb_al8(off + b->n * sizeof(uint64_t));
   off = (off + 4095) & ~4095ull; /* the read-only part starts on a page */
   uint64_t ro_off = off;
   uint64_t entries_off = off;
-  off = al8(off + b->n * sizeof(rdb_entry));
+  off = rdb_al8(off + b->n * sizeof(rdb_entry));
   uint64_t slots_off = off;
-  off = al8(off + nslots * 4);
+  off = rdb_al8(off + nslots * 4);
   uint64_t samples_off = off;
-  off = al8(off + nsamples * sizeof(rdb_sample));
+  off = rdb_al8(off + nsamples * sizeof(rdb_sample));
   uint64_t classes_off = off;
-  off = al8(off + (uint64_t)ncls * sizeof(rdb_class));
+  off = rdb_al8(off + (uint64_t)ncls * sizeof(rdb_class));
   uint64_t near_groups_off = off;
-  off = al8(off + nnear_groups * sizeof(rdb_near_group));
+  off = rdb_al8(off + nnear_groups * sizeof(rdb_near_group));
   uint64_t near_off = off;
-  off = al8(off + nnear * sizeof(rdb_near));
+  off = rdb_al8(off + nnear * sizeof(rdb_near));
   uint64_t names_off = off;
   off += name_bytes;
   front = off;
@@ -928,7 +925,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     size_t l = strlen(b->names.name[i]) + 1;
     memcpy(m + no, b->names.name[i], l);
     b->names.off[i] = no;
-    no += al8(l);
+    no += rdb_al8(l);
   }
   rdb_class *dc = (rdb_class *)(m + classes_off);
   for (long i = 0; i < ncls; i++)

@@ -1048,6 +1048,16 @@ static void plan_bind(split_plan *sp, const img_view *v, const binder *b) {
 
 #define PIECES_ON_STACK 64
 
+/* The first n pieces of a build that failed, freed as they were allocated. */
+static void free_pieces(uint8_t **base, uint32_t n, ProtobufCAllocator *alloc) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (alloc)
+      alloc->free(alloc->allocator_data, base[i]);
+    else
+      free(base[i]);
+  }
+}
+
 static int build_pieces(const img_view *v, const binder *b, const split_plan *sp,
                         ProtobufCAllocator *alloc, ProtobufCMessage **out) {
   uint8_t *st_base[PIECES_ON_STACK];
@@ -1069,12 +1079,7 @@ static int build_pieces(const img_view *v, const binder *b, const split_plan *sp
     }
   }
   if (made < sp->n) {
-    for (uint32_t i = 0; i < made; i++) {
-      if (alloc)
-        alloc->free(alloc->allocator_data, base[i]);
-      else
-        free(base[i]);
-    }
+    free_pieces(base, made, alloc);
     if (base != st_base)
       free(base);
     return PBW_E_NOMEM;
@@ -1223,12 +1228,7 @@ static int build_split(const img_view *v, const binder *b, ProtobufCAllocator *a
   if (rc == PBW_OK) {
     *out = (ProtobufCMessage *)base[0];
   } else {
-    for (uint32_t i = 0; i < made; i++) {
-      if (alloc)
-        alloc->free(alloc->allocator_data, base[i]);
-      else
-        free(base[i]);
-    }
+    free_pieces(base, made, alloc);
   }
   if (big) {
     free(base);
