@@ -1,5 +1,6 @@
 /* cmd_info.c — `standin info DIR`: what a recording holds. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,9 +117,18 @@ static int explain_empty(const char *dir) {
   const char *prog = cli_runinfo_get(dir, "program");
   char p[4096];
   snprintf(p, sizeof p, "%s", prog ? prog : "the program");
+  const char *status = cli_runinfo_get(dir, "status"); /* read before the next get */
+  int code = 0,
+      killed = status && sscanf(status, "exit %d", &code) == 1 && code > 128 && code < 128 + NSIG;
   const char *dyn = cli_runinfo_get(dir, "dynamic");
   printf("%s: 0 processes, 0 calls.\n", dir);
-  if (dyn && !strcmp(dyn, "0"))
+  if (killed)
+    /* killed before its writer thread had created the trace file (t605) */
+    printf("  %s was killed by signal %d (%s) before any trace file was\n"
+           "  written: calls made before a signal nothing can catch (SIGKILL, a stack\n"
+           "  overflow) are lost.\n",
+           p, code - 128, strsignal(code - 128));
+  else if (dyn && !strcmp(dyn, "0"))
     printf("  %s is statically linked: the shim cannot be preloaded into it.\n", p);
   else
     printf("  %s made no protobuf-c or libjpeg/TurboJPEG call that standin intercepts\n"
