@@ -502,10 +502,12 @@ static void warn_misfit(const rdb_stats *s, int on_miss) {
 
 /* The recorder slows the calls it times when they are short (info says so
  * of the recording): a model that takes their recorded latency (software,
- * scale) then makes the replay that much slow. */
-static void warn_short_calls(const rdb_built *b) {
+ * scale) then makes the replay that much slow. Not said of a run that
+ * made no call (a program that failed first): it is then only noise. */
+static void warn_short_calls(const rdb_built *b, const rdb_stats *s) {
   uint64_t n = b->as_recorded_calls;
-  if (n < CLI_SHORT_CALLS_MIN || b->as_recorded_ns >= CLI_SHORT_CALL_NS * n)
+  if (n < CLI_SHORT_CALLS_MIN || b->as_recorded_ns >= CLI_SHORT_CALL_NS * n ||
+      C(s, RDB_C_INTERCEPTED) == 0)
     return;
   char m[32];
   fprintf(stderr,
@@ -565,7 +567,7 @@ int cmd_replay(int argc, char **argv) {
             live, live == 1 ? "" : "es", live == 1 ? "s" : "", pid, live == 1 ? "" : ", ...",
             live == 1 ? "its" : "their");
   warn_misfit(s, (int)h->on_miss);
-  warn_short_calls(&b);
+  warn_short_calls(&b, s);
   /* decided when the database was built: about the recording's calls, which
    * this run may not all have made */
   for (size_t k = 0; k < b.nwhy; k++)

@@ -39,25 +39,30 @@ static int arena_reserve(rdb_arena *a, uint64_t more) {
 
 static int arena_grow_set(rdb_arena *a) {
   size_t n = a->set_mask ? (a->set_mask + 1) * 2 : 1024;
-  uint64_t *off = calloc(n, sizeof *off), *len = calloc(n, sizeof *len);
-  if (!off || !len) {
+  uint64_t *off = calloc(n, sizeof *off), *len = calloc(n, sizeof *len),
+           *hash = calloc(n, sizeof *hash);
+  if (!off || !len || !hash) {
     free(off);
     free(len);
+    free(hash);
     return -1;
   }
   for (size_t i = 0; i <= a->set_mask && a->set_off; i++) {
     if (!a->set_off[i])
       continue;
-    size_t j = (size_t)XXH3_64bits(a->m + a->set_off[i] - 1, a->set_len[i]) & (n - 1);
+    size_t j = (size_t)a->set_hash[i] & (n - 1);
     while (off[j])
       j = (j + 1) & (n - 1);
     off[j] = a->set_off[i];
     len[j] = a->set_len[i];
+    hash[j] = a->set_hash[i];
   }
   free(a->set_off);
   free(a->set_len);
+  free(a->set_hash);
   a->set_off = off;
   a->set_len = len;
+  a->set_hash = hash;
   a->set_mask = n - 1;
   return 0;
 }
@@ -68,9 +73,11 @@ static int arena_grow_set(rdb_arena *a) {
 uint64_t rdb_arena_put(rdb_arena *a, const void *p, uint64_t len) {
   if ((a->nset + 1) * 2 > a->set_mask + 1 && arena_grow_set(a) != 0)
     return 0;
-  size_t j = (size_t)XXH3_64bits(p, (size_t)len) & a->set_mask;
+  uint64_t h = XXH3_64bits(p, (size_t)len);
+  size_t j = (size_t)h & a->set_mask;
   for (; a->set_off[j]; j = (j + 1) & a->set_mask)
-    if (a->set_len[j] == len && (len == 0 || memcmp(a->m + a->set_off[j] - 1, p, (size_t)len) == 0))
+    if (a->set_hash[j] == h && a->set_len[j] == len &&
+        (len == 0 || memcmp(a->m + a->set_off[j] - 1, p, (size_t)len) == 0))
       return a->set_off[j];
   if (arena_reserve(a, rdb_al8(len)) != 0)
     return 0;
@@ -80,6 +87,7 @@ uint64_t rdb_arena_put(rdb_arena *a, const void *p, uint64_t len) {
   a->len += rdb_al8(len);
   a->set_off[j] = at + 1;
   a->set_len[j] = len;
+  a->set_hash[j] = h;
   a->nset++;
   return at + 1;
 }
@@ -89,6 +97,7 @@ void rdb_arena_free(rdb_arena *a) {
     munmap(a->m, a->cap);
   free(a->set_off);
   free(a->set_len);
+  free(a->set_hash);
   memset(a, 0, sizeof *a);
 }
 

@@ -22,8 +22,9 @@
 typedef struct {
   uint8_t *m; /* anonymous memory, grown by mremap: keep offsets, not pointers */
   uint64_t len, cap;
-  /* the strings stored: offset + 1 and length, open addressing on XXH3-64 */
-  uint64_t *set_off, *set_len;
+  /* the strings stored: offset + 1, length and XXH3-64, open addressing on
+   * the hash (kept: growing the set does not hash every string again) */
+  uint64_t *set_off, *set_len, *set_hash;
   size_t set_mask, nset;
 } rdb_arena;
 

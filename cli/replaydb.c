@@ -255,7 +255,7 @@ static uint64_t keep_blob(builder *b, scan_file *f, uint64_t id, uint64_t *len) 
 }
 
 static const ProtobufCMessageDescriptor *descriptor_of(builder *b, const scan_type *t) {
-  uint64_t h = XXH3_64bits(t->schema, t->schema_len);
+  uint64_t h = t->schema_hash; /* hashed once per file (a schema is KBs: 9% of a build) */
   for (size_t i = 0; i < b->nds; i++)
     if (b->ds[i].hash == h)
       return b->ds[i].ds ? pbw_descset_root(b->ds[i].ds) : NULL;

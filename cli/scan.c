@@ -7,6 +7,9 @@
 
 #include "cli.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #define MAX_TABLE_ID (1u << 24) /* ids beyond this are treated as damage */
 
 /* Type and site tables are indexed by id. Writers number them 1, 2, 3...,
@@ -47,6 +50,7 @@ static void add_type(scan_file *f, const st_type *t) {
     memcpy(s->schema, t->schema, t->schema_len);
     s->schema_len = t->schema_len;
   }
+  s->schema_hash = XXH3_64bits(s->schema, s->schema_len);
 }
 
 static const char *basename_of(const char *p) {

@@ -13,6 +13,7 @@ typedef struct {
   char *name;
   void *schema;
   uint32_t schema_len;
+  uint64_t schema_hash; /* XXH3-64 of schema: types of two files compare by it */
   uint8_t family;
 } scan_type;
 

@@ -15,6 +15,7 @@
 #include "cli/json.h"
 #include "cli/merge.h"
 #include "cli/plan.h"
+#include "cli/rdb_store.h"
 #include "trace.h"
 
 #define T0 1000000000ull /* process start in every trace below */
@@ -734,6 +735,40 @@ START_TEST(test_demangle_keeps_the_name_without_parameters) {
 }
 END_TEST
 
+/* The replay database's string arena keeps one copy of each string, across
+ * the growths of its set (which reuse the kept hashes), and gives back the
+ * offset of the first copy for every later one. */
+START_TEST(test_arena_stores_each_string_once_across_growth) {
+  rdb_arena a = {0};
+  enum { N = 5000 };
+  static uint64_t off[N];
+  char s[64];
+  for (int i = 0; i < N; i++) {
+    int n = snprintf(s, sizeof s, "string %d %.*s", i, i % 40,
+                     "........................................");
+    off[i] = rdb_arena_put(&a, s, (uint64_t)n);
+    ck_assert_uint_ne(off[i], 0);
+    ck_assert_uint_eq((off[i] - 1) % 8, 0);
+  }
+  uint64_t len = a.len;
+  ck_assert_uint_eq(a.nset, N);
+  ck_assert_uint_ge(a.set_mask + 1, 2 * N); /* it grew */
+  for (int i = N - 1; i >= 0; i--) {
+    int n = snprintf(s, sizeof s, "string %d %.*s", i, i % 40,
+                     "........................................");
+    ck_assert_uint_eq(rdb_arena_put(&a, s, (uint64_t)n), off[i]);
+    ck_assert_mem_eq(rdb_arena_at(&a, off[i]), s, (size_t)n);
+  }
+  ck_assert_uint_eq(a.len, len); /* nothing stored twice */
+  /* the same bytes at another length are another string */
+  uint64_t o = rdb_arena_put(&a, "string 1", 7);
+  ck_assert_uint_ne(o, off[1]);
+  ck_assert_uint_eq(rdb_arena_put(&a, "string 1", 7), o);
+  ck_assert_uint_ne(rdb_arena_put(&a, NULL, 0), 0);
+  rdb_arena_free(&a);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("analysis");
   TCase *t = tcase_create("core");
@@ -758,6 +793,7 @@ static Suite *suite(void) {
   tcase_add_test(t, test_json_reads_summaries_and_rejects_bad_input);
   tcase_add_test(t, test_tsc_calibration_is_cached_per_boot);
   tcase_add_test(t, test_demangle_keeps_the_name_without_parameters);
+  tcase_add_test(t, test_arena_stores_each_string_once_across_growth);
   suite_add_tcase(s, t);
   return s;
 }
