@@ -398,10 +398,10 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
    * it stores once each, and what building it took (replaydb.c) */
   fprintf(f,
           "  \"database\": {\"bytes\": %llu, \"strings\": %llu, \"string_bytes\": %llu, "
-          "\"build_ns\": %llu, \"build_peak_rss_bytes\": %llu},\n",
+          "\"referred_bytes\": %llu, \"build_ns\": %llu, \"build_peak_rss_bytes\": %llu},\n",
           (unsigned long long)b->size, (unsigned long long)b->strings,
-          (unsigned long long)b->string_bytes, (unsigned long long)b->build_ns,
-          (unsigned long long)b->build_peak_rss);
+          (unsigned long long)b->string_bytes, (unsigned long long)b->referred_bytes,
+          (unsigned long long)b->build_ns, (unsigned long long)b->build_peak_rss);
   fprintf(f, "  \"trace_entries\": %llu,\n  \"trace_samples\": %llu\n}\n",
           (unsigned long long)b->entries, (unsigned long long)b->samples);
   return fclose(f) == 0 ? 0 : -1;

@@ -289,8 +289,16 @@ static uint64_t unpack_image(builder *b, scan_file *f, const st_call *c, const b
   size_t il = 0;
   int rc = pbw_image_build(m, &img, &il);
   protobuf_c_message_free_unpacked(m, NULL);
-  if (rc != PBW_OK)
+  /* its long strings and bytes are the request's: the shim copies them
+   * from the program's bytes, which it compares with these first */
+  size_t full = il;
+  if (rc == PBW_OK)
+    rc = pbw_image_refer(&img, &il, req, e->req_len);
+  if (rc != PBW_OK) {
+    free(img);
     return 0;
+  }
+  b->out->referred_bytes += full - il;
   *img_len = il;
   uint64_t o = keep_bytes(b, &b->data, img, il);
   free(img);

@@ -19,6 +19,9 @@ typedef struct {
   /* the distinct byte strings stored (requests, responses, tree images,
    * streams), each once, and their bytes */
   uint64_t strings, string_bytes;
+  /* bytes tree images do not hold: their long strings and bytes are the
+   * request's (pbw_image_refer) */
+  uint64_t referred_bytes;
   /* building it: its time, and the CLI's peak resident memory then */
   uint64_t build_ns, build_peak_rss;
   /* recorded calls flagged not offloadable: replay does not intercept

@@ -3,7 +3,10 @@
  * descriptors. The image checksum is set right first (the fuzzer would
  * never get it right), so every other check is exercised. On success the
  * tree is freed as the program would: one block. pbw_image_materialise_pieces
- * runs on the same bytes with an allocator that keeps what it handed out. */
+ * runs on the same bytes with an allocator that keeps what it handed out.
+ * Images that refer to their request (IMG_REFS) get a fixed 64 KiB one:
+ * the seeds' refs (fuzz/seeds.c) lie inside it, so their pieces are
+ * filled, and any ref past it must be refused. */
 #include <stdatomic.h>
 
 #include "fuzz_common.h"
@@ -46,7 +49,12 @@ static void piece_free(void *ad, void *p) { /* only on failure: forget it */
   abort(); /* freed something it did not allocate */
 }
 
+static uint8_t req[1 << 16];
+
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
+  if (req[1] == 0)
+    for (size_t i = 0; i < sizeof req; i++)
+      req[i] = (uint8_t)(i * 131 + 7);
   uint8_t *img = malloc(n ? n : 1);
   if (!img)
     return 0;
@@ -69,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
      * need not make a tree that free_unpacked could walk) */
     pieces.n = 0;
     ProtobufCAllocator a = {piece_alloc, piece_free, &pieces};
-    int rc = pbw_image_materialise_pieces(img, n, descs[i], &a, &m, NULL);
+    int rc = pbw_image_materialise_req(img, n, req, sizeof req, descs[i], &a, &m, NULL, 1);
     if (rc != PBW_OK && (m || pieces.n))
       abort();
     for (size_t k = 0; k < pieces.n; k++)
@@ -82,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
     memset(&memo, 0, sizeof memo);
     for (int k = 0; rc == PBW_OK && k < 2; k++) {
       pieces.n = 0;
-      int rk = pbw_image_materialise_pieces(img, n, descs[i], &a, &m, &memo);
+      int rk = pbw_image_materialise_req(img, n, req, sizeof req, descs[i], &a, &m, &memo, 1);
       if (rk != PBW_OK && (m || pieces.n))
         abort();
       for (size_t j = 0; j < pieces.n; j++)
@@ -92,7 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
     /* and as one block from the same memo (--unpack-trees block): from the
      * kept plan when there is one, else from the image itself */
     for (int k = 0; rc == PBW_OK && k < 2; k++) {
-      if (pbw_image_materialise_memo(img, n, descs[i], NULL, &m, &memo) == PBW_OK)
+      if (pbw_image_materialise_req(img, n, req, sizeof req, descs[i], NULL, &m, &memo, 0) ==
+          PBW_OK)
         free(m);
       else if (m)
         abort();

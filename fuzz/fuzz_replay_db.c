@@ -59,8 +59,10 @@ static void serve(const rdb_built *b) {
       continue;
     for (size_t k = 0; k < sizeof program / sizeof program[0]; k++) {
       ProtobufCMessage *m = NULL;
-      if (pbw_image_materialise(b->base + e[i].resp_off, e[i].resp_len, program[k], NULL, &m) ==
-          PBW_OK) {
+      /* with the recorded request, which the shim has compared with the
+       * program's bytes: the image may refer to it (pbw_image_refer) */
+      if (pbw_image_materialise_req(b->base + e[i].resp_off, e[i].resp_len, b->base + e[i].req_off,
+                                    e[i].req_len, program[k], NULL, &m, NULL, 0) == PBW_OK) {
         /* confirming a prediction (rep_protobuf.c) compares any tree with
          * any stream: it must only read inside both */
         if (streamed)

@@ -1,6 +1,8 @@
 /* seeds.c — seed inputs for fuzz_schema and fuzz_pb_image from a real
  * trace: for each distinct unpack request, the recorded schema and bytes,
- * and the image replay would serve (built as cli/replaydb.c builds it).
+ * and the image replay would serve (built as cli/replaydb.c builds it):
+ * seed-NNN holds all its pieces, seed-1NN (when it differs) refers to the
+ * request for its long strings and bytes (pbw_image_refer).
  *
  *   seeds TRACE OUTDIR    writes OUTDIR/schema/NAME and OUTDIR/pb_image/NAME
  * Used by fuzz/make_corpus.sh. */
@@ -64,6 +66,9 @@ int main(int argc, char **argv) {
       size_t il;
       if (m && pbw_image_build(m, &img, &il) == PBW_OK) {
         put(argv[2], "pb_image", n, img, il, NULL, 0);
+        size_t full = il;
+        if (pbw_image_refer(&img, &il, bytes, blen) == PBW_OK && il < full)
+          put(argv[2], "pb_image", 100 + n, img, il, NULL, 0);
         free(img);
       }
       if (m)

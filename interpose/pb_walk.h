@@ -192,6 +192,24 @@ int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMes
                                  ProtobufCAllocator *alloc, ProtobufCMessage **out,
                                  pbw_image_memo *memo);
 
+/* The materialisers above, for an image that may refer to the request it
+ * was unpacked from (pbw_image_refer): req, req_len are those bytes (the
+ * caller has checked that they are the recorded ones). pieces: allocate as
+ * pbw_image_materialise_pieces, else one block (memo as
+ * pbw_image_materialise_memo). An image that refers to a request is
+ * refused (PBW_E_BADIMAGE) by the materialisers without one. */
+int pbw_image_materialise_req(const void *img, size_t len, const void *req, size_t req_len,
+                              const ProtobufCMessageDescriptor *d, ProtobufCAllocator *alloc,
+                              ProtobufCMessage **out, pbw_image_memo *memo, int pieces);
+
+/* Make the image *img (*len bytes, malloc'd, from pbw_image_build) refer
+ * to req, the req_len bytes its tree was unpacked from, for its pieces of
+ * 64 bytes or more that are those bytes (long strings and bytes fields),
+ * instead of holding a copy: *img is then replaced by a smaller image.
+ * Images that do not split, and trees with no such piece, are left as they
+ * are. PBW_OK, or PBW_E_NOMEM (the image is then unchanged). */
+int pbw_image_refer(void **img, size_t *len, const void *req, size_t req_len);
+
 /* Full name of the root type recorded in an image, or NULL if invalid.
  * Points into img. */
 const char *pbw_image_type_name(const void *img, size_t len);

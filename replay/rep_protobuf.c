@@ -294,21 +294,25 @@ static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t
   return e;
 }
 
-/* Rebuild the saved tree; NULL with *reason on failure. *owned: it is one
- * block that our free_unpacked must free; otherwise it was allocated piece
- * by piece (--unpack-trees pieces) and the real free_unpacked frees it. */
+/* Rebuild the saved tree of the request (len, data), which is the one
+ * recorded (lookup_bytes compared them): the image's long strings and
+ * bytes are copied from it (pbw_image_refer). NULL with *reason on
+ * failure. *owned: it is one block that our free_unpacked must free;
+ * otherwise it was allocated piece by piece (--unpack-trees pieces) and the
+ * real free_unpacked frees it. */
 static ProtobufCMessage *materialise(const rdb_entry *e, const ProtobufCMessageDescriptor *d,
-                                     ProtobufCAllocator *a, int *reason, int *owned) {
+                                     ProtobufCAllocator *a, size_t len, const uint8_t *data,
+                                     int *reason, int *owned) {
   const void *img = rp_ptr(e->resp_off, e->resp_len);
   ProtobufCMessage *m = NULL;
   int rc = img ? PBW_E_UNSUPPORTED : PBW_E_BADIMAGE;
   *owned = 0;
   if (img && rp_unpack_pieces())
-    rc = pbw_image_materialise_pieces(img, e->resp_len, d, a, &m, rp_memo(e));
+    rc = pbw_image_materialise_req(img, e->resp_len, data, len, d, a, &m, rp_memo(e), 1);
   if (rc == PBW_OK)
     return m;
   if (rc == PBW_E_UNSUPPORTED) { /* one block, as images that do not split */
-    rc = img ? pbw_image_materialise_memo(img, e->resp_len, d, a, &m, rp_memo(e))
+    rc = img ? pbw_image_materialise_req(img, e->resp_len, data, len, d, a, &m, rp_memo(e), 0)
              : PBW_E_BADIMAGE;
     *owned = 1;
   }
@@ -350,7 +354,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
       rp_finish(&tk); /* the library refused these bytes when recorded: so do we */
   } else if (e) {
     int owned;
-    m = materialise(e, d, a, &reason, &owned);
+    m = materialise(e, d, a, len, data, &reason, &owned);
     rp_ticket tk;
     if (m && (served = rp_begin(&tk, e, t0)) != 0) {
       rp_finish(&tk);

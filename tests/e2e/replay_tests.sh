@@ -583,6 +583,22 @@ assert d["build_peak_rss_bytes"] - base < 2 * d["bytes"], (d, base)
 PY
 }
 
+# An unpacked tree's long strings and bytes are copied from the program's
+# bytes at replay, not held in its image a second time: pbtest basic gives
+# every fifth message a 2,048-byte blob. Trees as pieces and as one block
+# come out the same as natively.
+t128_replay_trees_take_long_bytes_from_the_request() {
+  replay_same "$PB" basic 100
+  python3 - sum.json <<'PY' || fail "long bytes held twice"
+import json, sys
+d = json.load(open(sys.argv[1]))["database"]
+assert d["referred_bytes"] >= 20 * 2048, d
+PY
+  "$STANDIN" replay -t rec --unpack-trees block --summary blk.json -- "$PB" basic 100 >blk.out
+  cmp rec.out blk.out || fail "block: output differs"
+  expect_eq "block: fallback" 0 "$(json blk.json calls_fallback)"
+}
+
 # A tree edited between its get_packed_size and its pack is packed as it
 # is at the pack: the hook that confirms a pack's tree by the stream its
 # size kept (lookup_tree) must find the edit, not the sized tree's entry.

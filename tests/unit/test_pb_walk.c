@@ -565,6 +565,59 @@ static size_t split_start(const void *img, size_t len) {
   return 40 + (size_t)n_types * 32 + names_len + (size_t)n_fix * 4 + block;
 }
 
+/* The image made to refer to the bytes its tree was unpacked from
+ * (pbw_image_refer): every way of building a tree from it, one block or
+ * piece by piece, with or without a memo, gives the same message, and the
+ * pieces are all freed once; without the bytes (or with none) it is
+ * refused. Returns how many bytes the image lost. */
+static size_t check_referred_roundtrip(owned *o) {
+  const ProtobufCMessageDescriptor *d = o->tree->descriptor;
+  void *img;
+  size_t len, full;
+  ck_assert_int_eq(pbw_image_build(o->tree, &img, &len), PBW_OK);
+  full = len;
+  ck_assert_int_eq(pbw_image_refer(&img, &len, o->bytes.p, o->bytes.n), PBW_OK);
+  ck_assert_uint_le(len, full);
+  ProtobufCMessage *m = NULL;
+  pbw_image_memo memo = {0};
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_eq(pbw_image_materialise_req(img, len, o->bytes.p, o->bytes.n, d, NULL, &m,
+                                               k ? &memo : NULL, 0),
+                     PBW_OK);
+    assert_packs_to(m, o->bytes);
+    free(m);
+  }
+  free((void *)atomic_load(&memo.pieces));
+  static tracking t;
+  memset(&t, 0, sizeof t);
+  ProtobufCAllocator a = {track_alloc, track_free, &t};
+  pbw_image_memo memo2 = {0};
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_eq(pbw_image_materialise_req(img, len, o->bytes.p, o->bytes.n, d, &a, &m,
+                                               k ? &memo2 : NULL, 1),
+                     PBW_OK);
+    assert_packs_to(m, o->bytes);
+    protobuf_c_message_free_unpacked(m, &a);
+  }
+  free((void *)atomic_load(&memo2.pieces));
+  ck_assert_uint_eq(t.bad_frees, 0);
+  ck_assert_uint_eq(t.n_live, 0);
+  if (len < full) {
+    m = (ProtobufCMessage *)&m;
+    ck_assert_int_eq(pbw_image_materialise(img, len, d, NULL, &m), PBW_E_BADIMAGE);
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(pbw_image_materialise_pieces(img, len, d, &a, &m, NULL), PBW_E_BADIMAGE);
+    ck_assert_int_eq(pbw_image_materialise_req(img, len, o->bytes.p, 0, d, &a, &m, NULL, 1),
+                     PBW_E_BADIMAGE);
+    ck_assert_int_eq(pbw_image_materialise_req(img, len, o->bytes.p, 0, d, NULL, &m, NULL, 0),
+                     PBW_E_BADIMAGE);
+    ck_assert_ptr_null(m);
+    ck_assert_uint_eq(t.n_live, 0);
+  }
+  free(img);
+  return full - len;
+}
+
 static void check_image_roundtrip(owned *o) {
   uint8_t fp1[16], fp2[16];
   pbw_stats s1, s2;
@@ -648,6 +701,7 @@ static void check_image_roundtrip(owned *o) {
   ck_assert_uint_eq(pcs.n_live, 0);
   ck_assert_uint_eq(pcs.frees, pcs.allocs);
   ck_assert_uint_eq(nat.n_live, 0);
+  check_referred_roundtrip(o);
 }
 
 START_TEST(test_image_roundtrip_sample_tree_packs_identically) {
@@ -657,6 +711,9 @@ START_TEST(test_image_roundtrip_sample_tree_packs_identically) {
   for (int i = 0; i < 4; i++) {
     owned o = unpacked_tree(payloads[i], i == 3 ? 70000 : 10);
     check_image_roundtrip(&o);
+    /* the 70,000-byte chunk, and a leaf's 300-byte blob, are held by
+     * reference to the unpacked bytes (24 bytes each say where) */
+    ck_assert_uint_ge(check_referred_roundtrip(&o), (i == 3 ? 70000 : 0) + 250);
     free_owned(&o);
   }
 }
@@ -1051,6 +1108,26 @@ START_TEST(test_image_resealed_damage_never_escapes_the_block) {
 }
 END_TEST
 
+/* A tree from a damaged image, with the request req (NULL: none), piece
+ * by piece or one block, through a (tracking t): an error with nothing
+ * allocated, or a tree freed here, every piece once. 1 if it was built. */
+static int build_damaged(const uint8_t *img, size_t n, const buf *req, int pieces, tracking *t,
+                         ProtobufCAllocator *a) {
+  memset(t, 0, sizeof *t);
+  ProtobufCMessage *m = NULL;
+  int rc = pbw_image_materialise_req(img, n, req ? req->p : NULL, req ? req->n : 0,
+                                     &standin__test__tree__descriptor, a, &m, NULL, pieces);
+  if (rc == PBW_OK && pieces)
+    protobuf_c_message_free_unpacked(m, a);
+  else if (rc == PBW_OK)
+    a->free(a->allocator_data, m);
+  else
+    ck_assert_ptr_null(m);
+  ck_assert_uint_eq(t->bad_frees, 0);
+  ck_assert_uint_eq(t->n_live, 0);
+  return rc == PBW_OK;
+}
+
 /* The same for a tree piece by piece without a memo, which reads the
  * image's split section and checks it as it builds: every byte of the
  * section, and of the fix-up list, damaged and resealed, gives an error
@@ -1073,19 +1150,10 @@ START_TEST(test_image_resealed_split_damage_never_escapes_the_pieces) {
       memcpy(copy, img.p, img.n);
       copy[i] ^= (uint8_t)(1u << bit);
       reseal(copy, img.n);
-      memset(&t, 0, sizeof t);
-      ProtobufCMessage *m = NULL;
-      int rc =
-          pbw_image_materialise_pieces(copy, img.n, &standin__test__tree__descriptor, &a, &m, NULL);
-      if (rc == PBW_OK) {
+      if (build_damaged(copy, img.n, NULL, 1, &t, &a))
         ok++;
-        protobuf_c_message_free_unpacked(m, &a);
-      } else {
+      else
         bad++;
-        ck_assert_ptr_null(m);
-      }
-      ck_assert_uint_eq(t.bad_frees, 0);
-      ck_assert_uint_eq(t.n_live, 0);
     }
   }
   ck_assert_int_gt(bad, 0);
@@ -1138,6 +1206,91 @@ static uint64_t ld64_at(const uint8_t *p, size_t off) {
   memcpy(&v, p + off, 8);
   return v;
 }
+
+/* The same as the split damage test for an image that refers to its
+ * request (IMG_REFS): every byte of the fix-ups, the refs section and the
+ * split section damaged and resealed, built one block or piece by piece
+ * (the request given is the right one): an error with nothing allocated,
+ * or a tree the allocator frees whole. A ref reaching past the request is
+ * refused. */
+START_TEST(test_image_resealed_refs_damage_never_escapes) {
+  owned o = unpacked_tree(STANDIN__TEST__TREE__PAYLOAD_LEAF, 100);
+  buf img;
+  ck_assert_int_eq(pbw_image_build(o.tree, (void **)&img.p, &img.n), PBW_OK);
+  size_t full = img.n;
+  ck_assert_int_eq(pbw_image_refer((void **)&img.p, &img.n, o.bytes.p, o.bytes.n), PBW_OK);
+  ck_assert_uint_lt(img.n, full);
+  img_layout l = layout_of(img.p, img.n);
+  uint32_t nr = ld32_at(img.p, l.blk), stored = ld32_at(img.p, l.blk + 4) * 8;
+  ck_assert_uint_eq(nr, 2); /* the 100-byte chunk and a leaf's 300-byte blob */
+  size_t refs_end = l.blk + 8 + 16 * (size_t)nr, sec = refs_end + stored;
+  /* a ref one byte past the request, or starting past it */
+  uint64_t off = ld64_at(img.p, l.blk + 8), n = ld64_at(img.p, l.blk + 16);
+  ck_assert_uint_le(off + n, o.bytes.n);
+  uint8_t *copy = malloc(img.n);
+  for (int k = 0; k < 2; k++) {
+    memcpy(copy, img.p, img.n);
+    uint64_t v = k ? o.bytes.n + 1 : o.bytes.n - n + 1;
+    memcpy(copy + l.blk + 8, &v, 8);
+    reseal(copy, img.n);
+    ProtobufCMessage *m = (ProtobufCMessage *)&m;
+    ck_assert_int_eq(pbw_image_materialise_req(copy, img.n, o.bytes.p, o.bytes.n,
+                                               &standin__test__tree__descriptor, NULL, &m, NULL, 0),
+                     PBW_E_BADIMAGE);
+    ck_assert_ptr_null(m);
+  }
+  static tracking t;
+  ProtobufCAllocator a = {track_alloc, track_free, &t};
+  /* the pieces referred to start where the image's bytes end: one a word
+   * sooner would be filled over the end of the piece before it */
+  uint32_t n_split = ld32_at(img.p, sec), at = sec + 8 + 4 * (n_split - nr);
+  ck_assert_uint_eq(ld32_at(img.p, at) * 8, stored);
+  for (int pieces = 0; pieces < 2; pieces++) {
+    memcpy(copy, img.p, img.n);
+    uint32_t moved = stored / 8 - 1;
+    memcpy(copy + at, &moved, 4);
+    reseal(copy, img.n);
+    ProtobufCMessage *m = (ProtobufCMessage *)&m;
+    ck_assert_int_eq(pbw_image_materialise_req(copy, img.n, o.bytes.p, o.bytes.n,
+                                               &standin__test__tree__descriptor, &a, &m, NULL,
+                                               pieces),
+                     PBW_E_BADIMAGE);
+    ck_assert_ptr_null(m);
+  }
+  /* a block grown past what the refs fill (the last piece's padding more
+   * than 8 bytes) is refused before anything is allocated: a doctored
+   * block size cannot make a build allocate more than image and request */
+  for (int k = 0; k < 2; k++) {
+    for (int pieces = 0; pieces < 2; pieces++) {
+      memcpy(copy, img.p, img.n);
+      uint64_t grown = l.block + (k ? (uint64_t)1 << 34 : 16);
+      memcpy(copy + 32, &grown, 8);
+      reseal(copy, img.n);
+      ck_assert(!build_damaged(copy, img.n, &o.bytes, pieces, &t, &a));
+      ck_assert_uint_eq(t.allocs, 0);
+    }
+  }
+  int ok = 0, bad = 0;
+  for (size_t i = l.fix; i < img.n; i = i + 1 == refs_end ? sec : i + 1) {
+    for (int bit = 0; bit < 8; bit += 3) {
+      for (int pieces = 0; pieces < 2; pieces++) {
+        memcpy(copy, img.p, img.n);
+        copy[i] ^= (uint8_t)(1u << bit);
+        reseal(copy, img.n);
+        if (build_damaged(copy, img.n, &o.bytes, pieces, &t, &a))
+          ok++;
+        else
+          bad++;
+      }
+    }
+  }
+  ck_assert_int_gt(bad, 0);
+  ck_assert_int_gt(ok, 0);
+  free(copy);
+  free(img.p);
+  free_owned(&o);
+}
+END_TEST
 
 /* pieces from copy (resealed here), which must be refused */
 static void pieces_refused(uint8_t *copy, size_t len) {
@@ -2715,6 +2868,7 @@ int main(void) {
   tcase_add_test(bad, test_image_flipped_bytes_are_rejected_or_valid);
   tcase_add_test(bad, test_image_resealed_damage_never_escapes_the_block);
   tcase_add_test(bad, test_image_resealed_split_damage_never_escapes_the_pieces);
+  tcase_add_test(bad, test_image_resealed_refs_damage_never_escapes);
   tcase_add_test(bad, test_image_split_section_checks);
   tcase_add_test(bad, test_image_structural_checks);
   tcase_add_test(fp, test_fp_equal_trees_give_equal_fingerprints);
