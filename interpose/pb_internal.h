@@ -131,6 +131,12 @@ pbw__h128 pbw__hash128(const void *p, size_t n);
 uint64_t pbw__hash64_avx2(const void *p, size_t n);
 pbw__h128 pbw__hash128_avx2(const void *p, size_t n);
 
+/* The first place in hay[0, n) holding the L bytes at c, or NULL, each
+ * byte read charged to *budget (NULL once it runs out): how
+ * pbw_image_refer finds a tree's strings and bytes in its request. */
+const uint8_t *pbw__find_run(const uint8_t *hay, size_t n, const uint8_t *c, size_t L,
+                             uint64_t *budget);
+
 /* protobuf_c_empty_string of this process (looked up lazily, because the
  * shim must not link libprotobuf-c), or NULL while it is not loaded. */
 const char *pbw__empty_string(void);

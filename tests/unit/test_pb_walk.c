@@ -1207,6 +1207,36 @@ static uint64_t ld64_at(const uint8_t *p, size_t off) {
   return v;
 }
 
+/* pbw_image_refer's search: a run whose first 64 bytes also start an
+ * earlier place is found where the whole run is; a run that is not there,
+ * or one a budget too small to reach, is not found; short runs too. */
+START_TEST(test_image_refer_finds_runs_past_false_starts) {
+  static uint8_t hay[4096], run[300];
+  for (size_t i = 0; i < sizeof run; i++)
+    run[i] = (uint8_t)(i * 37 + 11);
+  memset(hay, 'x', sizeof hay);
+  memcpy(hay + 100, run, 200); /* the same first 200 bytes, then 'x' */
+  memcpy(hay + 1000, run, 64);
+  memcpy(hay + 2000, run, sizeof run);
+  uint64_t budget = 1 << 20;
+  ck_assert_ptr_eq(pbw__find_run(hay, sizeof hay, run, sizeof run, &budget), hay + 2000);
+  ck_assert_uint_lt(budget, 1 << 20);
+  budget = 1 << 20;
+  ck_assert_ptr_eq(pbw__find_run(hay, sizeof hay, run, 64, &budget), hay + 100);
+  budget = 1 << 20;
+  ck_assert_ptr_eq(pbw__find_run(hay, 2000 + sizeof run - 1, run, sizeof run, &budget), NULL);
+  budget = 1 << 20;
+  ck_assert_ptr_eq(pbw__find_run(hay + 101, sizeof hay - 101, run, 10, &budget), hay + 1000);
+  run[299] ^= 1;
+  budget = 1 << 20;
+  ck_assert_ptr_eq(pbw__find_run(hay, sizeof hay, run, sizeof run, &budget), NULL);
+  run[299] ^= 1;
+  budget = 1500; /* reaches the false starts, not the run */
+  ck_assert_ptr_eq(pbw__find_run(hay, sizeof hay, run, sizeof run, &budget), NULL);
+  ck_assert_uint_eq(budget, 0);
+}
+END_TEST
+
 /* The same as the split damage test for an image that refers to its
  * request (IMG_REFS): every byte of the fix-ups, the refs section and the
  * split section damaged and resealed, built one block or piece by piece
@@ -2869,6 +2899,7 @@ int main(void) {
   tcase_add_test(bad, test_image_resealed_damage_never_escapes_the_block);
   tcase_add_test(bad, test_image_resealed_split_damage_never_escapes_the_pieces);
   tcase_add_test(bad, test_image_resealed_refs_damage_never_escapes);
+  tcase_add_test(bad, test_image_refer_finds_runs_past_false_starts);
   tcase_add_test(bad, test_image_split_section_checks);
   tcase_add_test(bad, test_image_structural_checks);
   tcase_add_test(fp, test_fp_equal_trees_give_equal_fingerprints);
