@@ -605,8 +605,10 @@ static int refs_fit(const img_view *v, const img_req *rq) {
 static inline void fill_ref(const img_view *v, const img_req *rq, uint32_t k, uint8_t *dst,
                             uint64_t size) {
   uint64_t off = pbw__ld64(v->refs + (size_t)k * 16), n = pbw__ld64(v->refs + (size_t)k * 16 + 8);
+  /* the zeros after the run are its last word's at most (REF_PAD; pieces
+   * are whole words): zero that word, then copy the run over it */
+  pbw__st64(dst + size - 8, 0);
   memcpy(dst, rq->p + off, n);
-  memset(dst + n, 0, size - n);
 }
 
 /* The whole block into dst (refs_fit checked). */
@@ -1008,6 +1010,9 @@ typedef struct {
   uint64_t *start, *size;
   split_fix *fix;
   const void **ext; /* NULL, or per fix-up from n_int on, its target */
+  /* with refs: 1 + the request length refs_fit passed the image for (the
+   * recorded request's, which every request it is used for has) */
+  _Atomic uint64_t refs_len1;
 } split_plan;
 
 /* Piece starts as a bitmap over the block's words, with the count of
@@ -1082,6 +1087,7 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
     sp->size = sp->start + n;
     sp->fix = (split_fix *)(sp->size + n);
     sp->ext = want_ext ? (const void **)(sp->fix + v->n_fix) : NULL;
+    atomic_init(&sp->refs_len1, 0);
     uint32_t k = 0;
     for (size_t g = 0; g < m.groups; g++) {
       m.before[g] = k;
@@ -1376,6 +1382,20 @@ static int build_block(const split_plan *sp, const img_req *rq, ProtobufCAllocat
   return PBW_OK;
 }
 
+/* refs_fit for a kept plan's image, checked once for the request length
+ * the requests it serves have (the recorded request's). */
+static int plan_refs_fit(split_plan *sp, const img_req *rq) {
+  if (sp->view.n_refs == 0)
+    return PBW_OK;
+  if (rq != NULL && rq->p != NULL &&
+      atomic_load_explicit(&sp->refs_len1, memory_order_relaxed) == rq->len + 1)
+    return PBW_OK;
+  int rc = refs_fit(&sp->view, rq);
+  if (rc == PBW_OK)
+    atomic_store_explicit(&sp->refs_len1, rq->len + 1, memory_order_relaxed);
+  return rc;
+}
+
 /* A tree from memo's kept split plan, piece by piece or (pieces = 0) as one
  * block; the plan is made and kept on first use. A block without a kept
  * plan (none can be kept, or the image does not split) is built from the
@@ -1393,7 +1413,7 @@ static int materialise_kept(const void *img, size_t len, const img_req *rq,
    * and a plan made now, on the stack when it fits */
   const split_plan *sp = memo ? atomic_load_explicit(&memo->pieces, memory_order_acquire) : NULL;
   if (sp != NULL && sp->img == img && sp->root == d && sp->view.len == len && sp->ext != NULL) {
-    if (refs_fit(&sp->view, rq) != PBW_OK)
+    if (plan_refs_fit((split_plan *)sp, rq) != PBW_OK)
       return PBW_E_BADIMAGE;
     return pieces ? build_pieces(&sp->view, NULL, sp, rq, alloc, out)
                   : build_block(sp, rq, alloc, out);
