@@ -20,6 +20,7 @@ PKGS=(
   maptool                  # navit's OpenStreetMap converter: large protobuf-c unpacks the tests replay
   riemann-c-client         # riemann-client: a protobuf-c network client the tests record and replay
   poppler-utils webp       # pdftoppm and cwebp: real libjpeg programs the tests record and replay
+  jpeginfo                 # jpeginfo -c: scaled decodes and libjpeg warnings the tests replay (t712)
   ghostscript              # gs: a real libjpeg program whose source suspends
   mapserver-bin            # mapserv: vector tiles, protobuf-c packs of deep trees, the tests record and replay
   php8.2-cli php8.2-gd php8.2-pinba  # PHP loads extensions with RTLD_DEEPBIND: GD's libjpeg and pinba's protobuf-c (t710)

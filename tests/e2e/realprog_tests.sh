@@ -396,3 +396,25 @@ EOF2
   expect_eq "replayed" 6 "$(json s.json calls_replayed)"
   rm -rf "$d"
 }
+
+# jpeginfo -c (Debian's jpeginfo) checks JPEG files by decoding each one
+# scaled down (libjpeg's scaled IDCT), and prints libjpeg's warning for a
+# truncated file: every decode, the warnings included, must replay the
+# same, under software and on jpeg-core, which keeps its scaled,
+# progressive and restart-marker decodes in software and says why.
+t712_jpeginfo_checks_replayed_decodes() {
+  command -v jpeginfo >/dev/null || { echo "skipped: no jpeginfo"; return 0; }
+  corpus
+  set -- "$CORPUS"/*.jpg
+  printf 'jpeginfo -c' >ji.sh
+  printf ' %s' "$@" >>ji.sh
+  jpeg_same ji.sh
+  grep -q "WARNING Premature end of JPEG file" rep.out || fail "no truncated file's warning"
+  every_decode_replayed
+  # (jpeginfo exits 1 when a file has a warning, replayed or not)
+  "$STANDIN" replay -t rec --iface jpeg=jpeg-core --summary core.json -- sh ji.sh >core.out \
+    2>core.err || expect_eq "jpeg-core: exit status" 1 "$?"
+  cmp nat.out core.out || fail "jpeg-core: output differs"
+  grep -q "stay in software on jpeg-core: scaled decode" core.err || fail "$(cat core.err)"
+  expect_eq "jpeg-core: fallback" 0 "$(json core.json calls_fallback)"
+}
