@@ -612,7 +612,7 @@ static inline void fill_ref(const img_view *v, const img_req *rq, uint32_t k, ui
 }
 
 /* The whole block into dst (refs_fit checked). */
-static void fill_block(const img_view *v, const img_req *rq, uint8_t *dst) {
+static inline void fill_block(const img_view *v, const img_req *rq, uint8_t *dst) {
   memcpy(dst, v->blk, v->stored);
   for (uint32_t k = 0, i = v->n_split - v->n_refs; k < v->n_refs; k++, i++)
     fill_ref(v, rq, k, dst + split_start(v, i), split_end(v, i) - split_start(v, i));
@@ -1010,9 +1010,11 @@ typedef struct {
   uint64_t *start, *size;
   split_fix *fix;
   const void **ext; /* NULL, or per fix-up from n_int on, its target */
-  /* with refs: 1 + the request length refs_fit passed the image for (the
-   * recorded request's, which every request it is used for has) */
-  _Atomic uint64_t refs_len1;
+  /* a kept plan of an image with refs (IMG_REFS): room for the whole block,
+   * filled from the request once, which its view then points to: a
+   * request served again and again is copied from one place, as before
+   * refs (see materialise_kept) */
+  uint8_t *block;
 } split_plan;
 
 /* Piece starts as a bitmap over the block's words, with the count of
@@ -1071,7 +1073,8 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
   split_plan *sp = NULL;
   uint32_t n_int = n - 1, n_ext = v->n_fix - n_int;
   size_t bytes = sizeof(split_plan) + (size_t)n * 16 + (size_t)v->n_fix * sizeof(split_fix) +
-                 (want_ext ? (size_t)n_ext * sizeof(void *) : 0);
+                 (want_ext ? (size_t)n_ext * sizeof(void *) : 0) +
+                 (want_ext && v->n_refs ? (size_t)v->block_size : 0);
   *heap = bytes > cap;
   if (rc == PBW_OK && (sp = *heap ? malloc(bytes) : buf) == NULL)
     rc = PBW_E_NOMEM;
@@ -1087,7 +1090,7 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
     sp->size = sp->start + n;
     sp->fix = (split_fix *)(sp->size + n);
     sp->ext = want_ext ? (const void **)(sp->fix + v->n_fix) : NULL;
-    atomic_init(&sp->refs_len1, 0);
+    sp->block = want_ext && v->n_refs ? (uint8_t *)(sp->ext + n_ext) : NULL;
     uint32_t k = 0;
     for (size_t g = 0; g < m.groups; g++) {
       m.before[g] = k;
@@ -1188,20 +1191,28 @@ static int build_pieces(const img_view *v, const binder *b, const split_plan *sp
   uint8_t **base = sp->n > PIECES_ON_STACK ? malloc((size_t)sp->n * sizeof *base) : st_base;
   if (base == NULL)
     return PBW_E_NOMEM;
-  uint32_t made = 0;
+  uint32_t made = 0, held = sp->n - v->n_refs; /* the pieces the image holds come first */
   if (alloc == NULL) {
-    for (; made < sp->n; made++) {
+    for (; made < held; made++) {
       if ((base[made] = malloc(sp->size[made])) == NULL)
         break;
-      fill_piece(v, rq, made, sp->start[made], sp->size[made], base[made]);
+      memcpy(base[made], v->blk + sp->start[made], sp->size[made]);
     }
   } else {
-    for (; made < sp->n; made++) {
+    for (; made < held; made++) {
       if ((base[made] = alloc->alloc(alloc->allocator_data, sp->size[made])) == NULL)
         break;
-      fill_piece(v, rq, made, sp->start[made], sp->size[made], base[made]);
+      memcpy(base[made], v->blk + sp->start[made], sp->size[made]);
     }
   }
+  if (made == held) /* then those referred to (the plan's pieces are the split's) */
+    for (; made < sp->n; made++) {
+      uint8_t *p =
+          alloc ? alloc->alloc(alloc->allocator_data, sp->size[made]) : malloc(sp->size[made]);
+      if ((base[made] = p) == NULL)
+        break;
+      fill_ref(v, rq, made - held, p, sp->size[made]);
+    }
   if (made < sp->n) {
     free_pieces(base, made, alloc);
     if (base != st_base)
@@ -1382,20 +1393,6 @@ static int build_block(const split_plan *sp, const img_req *rq, ProtobufCAllocat
   return PBW_OK;
 }
 
-/* refs_fit for a kept plan's image, checked once for the request length
- * the requests it serves have (the recorded request's). */
-static int plan_refs_fit(split_plan *sp, const img_req *rq) {
-  if (sp->view.n_refs == 0)
-    return PBW_OK;
-  if (rq != NULL && rq->p != NULL &&
-      atomic_load_explicit(&sp->refs_len1, memory_order_relaxed) == rq->len + 1)
-    return PBW_OK;
-  int rc = refs_fit(&sp->view, rq);
-  if (rc == PBW_OK)
-    atomic_store_explicit(&sp->refs_len1, rq->len + 1, memory_order_relaxed);
-  return rc;
-}
-
 /* A tree from memo's kept split plan, piece by piece or (pieces = 0) as one
  * block; the plan is made and kept on first use. A block without a kept
  * plan (none can be kept, or the image does not split) is built from the
@@ -1413,8 +1410,6 @@ static int materialise_kept(const void *img, size_t len, const img_req *rq,
    * and a plan made now, on the stack when it fits */
   const split_plan *sp = memo ? atomic_load_explicit(&memo->pieces, memory_order_acquire) : NULL;
   if (sp != NULL && sp->img == img && sp->root == d && sp->view.len == len && sp->ext != NULL) {
-    if (plan_refs_fit((split_plan *)sp, rq) != PBW_OK)
-      return PBW_E_BADIMAGE;
     return pieces ? build_pieces(&sp->view, NULL, sp, rq, alloc, out)
                   : build_block(sp, rq, alloc, out);
   }
@@ -1431,8 +1426,8 @@ static int materialise_kept(const void *img, size_t len, const img_req *rq,
     rc = refs_fit(&v, rq);
   if (rc != PBW_OK)
     return rc;
-  if (sp != NULL && (sp->img != v.img || sp->root != d))
-    sp = NULL;
+  if (sp != NULL && (sp->img != v.img || sp->root != d || sp->view.len != v.len))
+    sp = NULL; /* another image's: its pieces are not this one's */
   split_plan *mine = NULL;
   int heap = 0;
   if (sp == NULL) {
@@ -1447,6 +1442,13 @@ static int materialise_kept(const void *img, size_t len, const img_req *rq,
       return rc;
     if (keep)
       plan_bind(mine, &v, &b);
+    if (keep && mine->block != NULL) { /* the refs filled in once (checked above) */
+      fill_block(&v, rq, mine->block);
+      mine->view.blk = mine->block;
+      mine->view.stored = v.block_size;
+      mine->view.refs = NULL;
+      mine->view.n_refs = 0;
+    }
     const void *expect = NULL;
     if (keep && atomic_compare_exchange_strong(&memo->pieces, &expect, (const void *)mine))
       heap = 0; /* the memo's now */
