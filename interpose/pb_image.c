@@ -1,8 +1,9 @@
 /* pb_image.c — relocatable images of unpacked protobuf-c message trees.
  *
  * Replay answers protobuf_c_message_unpack without parsing: the tree saved
- * at record time is rebuilt with one allocation, one memcpy and a pass over
- * the pointer slots. Image layout (native byte order and struct layout; an
+ * at record time is rebuilt with one allocation, one memcpy (and one more
+ * per long string or bytes datum taken from the request, IMG_REFS) and a
+ * pass over the pointer slots. Image layout (native byte order and struct layout; an
  * image is only meaningful on the machine type that recorded it):
  *
  *   0   u32 magic "PBWI"          4   u16 version (1)   6  u16 header size (40)

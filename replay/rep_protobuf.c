@@ -2,8 +2,9 @@
  *
  * pack writes the saved bytes, get_packed_size returns the saved size,
  * pack_to_buffer appends the saved bytes, unpack rebuilds the saved tree
- * from its image (one allocation, one copy, fix-ups: no parsing), and
- * free_unpacked frees such a tree as the single block it is. A request that
+ * from its image and the program's bytes (allocations as libprotobuf-c's,
+ * or one; copies and fix-ups: no parsing), and free_unpacked frees a tree
+ * built as one block. A request that
  * is not in the recording runs the real function (or stops the program
  * under --on-miss abort): a wrong response is never returned. */
 #include <protobuf-c/protobuf-c.h>
