@@ -1011,12 +1011,18 @@ typedef struct {
   uint64_t *start, *size;
   split_fix *fix;
   const void **ext; /* NULL, or per fix-up from n_int on, its target */
-  /* a kept plan of an image with refs (IMG_REFS): room for the whole block,
-   * filled from the request once, which its view then points to: a
-   * request served again and again is copied from one place, as before
-   * refs (see materialise_kept) */
+  /* a kept plan of an image with refs (IMG_REFS) of up to PLAN_BLOCK_MAX
+   * bytes: room for the whole block, filled from the request once, which
+   * its view then points to, so that a request served again and again is
+   * copied from one place, as before refs (see materialise_kept). Larger
+   * blocks keep their refs: a second copy costs them little, and a private
+   * copy of each would cost the process what the database's shared pages
+   * hold. refs_len: the request length the refs were checked for. */
   uint8_t *block;
+  uint64_t refs_len;
 } split_plan;
+
+#define PLAN_BLOCK_MAX 4096
 
 /* Piece starts as a bitmap over the block's words, with the count of
  * starts before each 64-word group: the piece holding a word is then a rank
@@ -1073,9 +1079,10 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
   }
   split_plan *sp = NULL;
   uint32_t n_int = n - 1, n_ext = v->n_fix - n_int;
+  int own_block = want_ext && v->n_refs != 0 && v->block_size <= PLAN_BLOCK_MAX;
   size_t bytes = sizeof(split_plan) + (size_t)n * 16 + (size_t)v->n_fix * sizeof(split_fix) +
                  (want_ext ? (size_t)n_ext * sizeof(void *) : 0) +
-                 (want_ext && v->n_refs ? (size_t)v->block_size : 0);
+                 (own_block ? (size_t)v->block_size : 0);
   *heap = bytes > cap;
   if (rc == PBW_OK && (sp = *heap ? malloc(bytes) : buf) == NULL)
     rc = PBW_E_NOMEM;
@@ -1091,7 +1098,8 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
     sp->size = sp->start + n;
     sp->fix = (split_fix *)(sp->size + n);
     sp->ext = want_ext ? (const void **)(sp->fix + v->n_fix) : NULL;
-    sp->block = want_ext && v->n_refs ? (uint8_t *)(sp->ext + n_ext) : NULL;
+    sp->block = own_block ? (uint8_t *)(sp->ext + n_ext) : NULL;
+    sp->refs_len = 0;
     uint32_t k = 0;
     for (size_t g = 0; g < m.groups; g++) {
       m.before[g] = k;
@@ -1411,6 +1419,8 @@ static int materialise_kept(const void *img, size_t len, const img_req *rq,
    * and a plan made now, on the stack when it fits */
   const split_plan *sp = memo ? atomic_load_explicit(&memo->pieces, memory_order_acquire) : NULL;
   if (sp != NULL && sp->img == img && sp->root == d && sp->view.len == len && sp->ext != NULL) {
+    if (sp->view.n_refs != 0 && (rq == NULL || rq->p == NULL || rq->len != sp->refs_len))
+      return PBW_E_BADIMAGE; /* not the request its refs were checked for */
     return pieces ? build_pieces(&sp->view, NULL, sp, rq, alloc, out)
                   : build_block(sp, rq, alloc, out);
   }
@@ -1443,6 +1453,8 @@ static int materialise_kept(const void *img, size_t len, const img_req *rq,
       return rc;
     if (keep)
       plan_bind(mine, &v, &b);
+    if (keep)
+      mine->refs_len = rq != NULL ? rq->len : 0;
     if (keep && mine->block != NULL) { /* the refs filled in once (checked above) */
       fill_block(&v, rq, mine->block);
       mine->view.blk = mine->block;

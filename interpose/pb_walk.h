@@ -196,10 +196,10 @@ int pbw_image_materialise_pieces(const void *img, size_t len, const ProtobufCMes
  * was unpacked from (pbw_image_refer): req, req_len are those bytes (the
  * caller has checked that they are the recorded ones). pieces: allocate as
  * pbw_image_materialise_pieces, else one block (memo as
- * pbw_image_materialise_memo). With a memo, the plan it keeps holds the
- * block with the request's bytes filled in, and later calls copy from it
- * without reading req: every request given with one memo must be the
- * recorded one. An image that refers to a request is refused
+ * pbw_image_materialise_memo). With a memo, the plan it keeps holds a
+ * block of up to 4 KiB with the request's bytes filled in, and later calls
+ * copy from it without reading req: every request given with one memo
+ * must be the recorded one. An image that refers to a request is refused
  * (PBW_E_BADIMAGE) by the materialisers without one. */
 int pbw_image_materialise_req(const void *img, size_t len, const void *req, size_t req_len,
                               const ProtobufCMessageDescriptor *d, ProtobufCAllocator *alloc,

@@ -599,11 +599,12 @@ static size_t check_referred_roundtrip(owned *o) {
     assert_packs_to(m, o->bytes);
     protobuf_c_message_free_unpacked(m, &a);
   }
-  /* the kept plan holds the block with the request's bytes filled in
-   * once: later trees are copied from it, as the same message again and
-   * again was before refs, and do not read the request (which the caller
-   * promises is the recorded one) */
-  if (len < full) {
+  /* a kept plan of a block up to 4 KiB holds it with the request's bytes
+   * filled in once: later trees are copied from it, as the same message
+   * again and again was before refs, and do not read the request (which
+   * the caller promises is the recorded one); a larger one keeps its refs,
+   * checked for the recorded request's length */
+  if (len < full && pbw_image_alloc_size(img, len) <= 4096) {
     uint8_t *other = calloc(1, o->bytes.n);
     for (int pieces = 0; pieces < 2; pieces++) {
       ck_assert_int_eq(
@@ -616,6 +617,11 @@ static size_t check_referred_roundtrip(owned *o) {
         a.free(a.allocator_data, m);
     }
     free(other);
+  } else if (len < full) {
+    for (int pieces = 0; pieces < 2; pieces++)
+      ck_assert_int_eq(pbw_image_materialise_req(img, len, o->bytes.p, o->bytes.n - 1, d, &a, &m,
+                                                 &memo2, pieces),
+                       PBW_E_BADIMAGE);
   }
   free((void *)atomic_load(&memo2.pieces));
   ck_assert_uint_eq(t.bad_frees, 0);
