@@ -1451,10 +1451,10 @@ static int materialise_kept(const void *img, size_t len, const img_req *rq,
       return build_tree(&v, &b, rq, alloc, out);
     if (rc != PBW_OK)
       return rc;
-    if (keep)
+    if (keep) {
       plan_bind(mine, &v, &b);
-    if (keep)
       mine->refs_len = rq != NULL ? rq->len : 0;
+    }
     if (keep && mine->block != NULL) { /* the refs filled in once (checked above) */
       fill_block(&v, rq, mine->block);
       mine->view.blk = mine->block;
@@ -1479,15 +1479,6 @@ int pbw_image_materialise_req(const void *img, size_t len, const void *req, size
                               const ProtobufCMessageDescriptor *d, ProtobufCAllocator *alloc,
                               ProtobufCMessage **out, pbw_image_memo *memo, int pieces) {
   img_req rq = {req, req_len};
-  if (!pieces && memo == NULL) {
-    img_view v;
-    binder b;
-    *out = NULL;
-    int rc = prepare(img, len, d, NULL, &v, &b);
-    if (rc == PBW_OK)
-      rc = refs_fit(&v, &rq);
-    return rc == PBW_OK ? build_tree(&v, &b, &rq, alloc, out) : rc;
-  }
   return materialise_kept(img, len, &rq, d, alloc, out, memo, pieces);
 }
 
@@ -1626,19 +1617,18 @@ int pbw_image_refer(void **img, size_t *len, const void *req, size_t req_len) {
     return PBW_OK;
   }
   /* the new block: the pieces kept, in order, then those referred to */
-  uint64_t pos = 0;
+  uint64_t pos = 0, kept = 0;
   uint32_t idx = 0;
-  for (int pass = 0; pass < 2; pass++)
+  for (int pass = 0; pass < 2; pass++) {
     for (uint32_t i = 0; i < n; i++)
       if ((pc[i].ref_len != 0) == pass) {
         pc[i].to = pos;
         pc[i].idx = idx++;
         pos += pc[i].size;
       }
-  uint64_t kept = 0;
-  for (uint32_t i = 0; i < n; i++)
-    if (!pc[i].ref_len)
-      kept += pc[i].size;
+    if (pass == 0)
+      kept = pos; /* the bytes the image holds */
+  }
   uint64_t meta = (uint64_t)(v.fix - v.img) + (uint64_t)v.n_fix * 4;
   uint64_t split_len = round8(8 + 4 * (uint64_t)n + 4 * (uint64_t)n_int);
   uint64_t refs_len = 8 + 16 * (uint64_t)n_refs;
