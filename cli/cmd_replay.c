@@ -473,7 +473,7 @@ static void warn_other_program(const char *dir, const char *path, char *const *a
 }
 
 /* After the run: fallbacks that say the recording does not fit the program. */
-static void warn_misfit(const rdb_stats *s, int on_miss) {
+static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
   unsigned long long all = C(s, RDB_C_INTERCEPTED), missing = C(s, RDB_C_FB0 + RDB_FB_NOT_IN_TRACE);
   if (C(s, RDB_C_FB0 + RDB_FB_SCHEMA))
     cli_warn("%llu unpack calls did not fit the program's message types: its .proto changed "
@@ -489,7 +489,12 @@ static void warn_misfit(const rdb_stats *s, int on_miss) {
   int pb = 0;
   for (int api = 0; api < ST_API_MAX && !pb; api++)
     pb = st_api_family(api) == ST_FAMILY_PROTOBUF && C(s, RDB_API(api, RDB_API_CALLS)) != 0;
-  if (missing && ((all >= 10 && missing * 2 > all) || missing == all))
+  if (missing && ((all >= 10 && missing * 2 > all) || missing == all) && b->files_cut)
+    cli_warn("%llu of %llu calls were not in the recording: %llu of its trace files ended "
+             "early (see above), and the calls recorded after that are lost; record the "
+             "program again to replay them",
+             missing, all, (unsigned long long)b->files_cut);
+  else if (missing && ((all >= 10 && missing * 2 > all) || missing == all))
     cli_warn("%llu of %llu calls were not in the recording: is it from another program, "
              "version or input?%s",
              missing, all,
@@ -566,7 +571,7 @@ int cmd_replay(int argc, char **argv) {
             "measure them\n",
             live, live == 1 ? "" : "es", live == 1 ? "s" : "", pid, live == 1 ? "" : ", ...",
             live == 1 ? "its" : "their");
-  warn_misfit(s, (int)h->on_miss);
+  warn_misfit(&b, s, (int)h->on_miss);
   warn_short_calls(&b, s);
   /* decided when the database was built: about the recording's calls, which
    * this run may not all have made */

@@ -1045,6 +1045,7 @@ static int scan_dir(const char *dir, builder *b) {
       char st[256];
       scan_status_text(&f, st, sizeof st);
       cli_warn("%s: %s; replaying with the calls before the damage", td.paths[i], st);
+      b->out->files_cut++;
     }
     if (!b->start_ns || f.h.start_mono_ns < b->start_ns)
       b->start_ns = f.h.start_mono_ns;

@@ -16,6 +16,9 @@ typedef struct {
   uint8_t *base; /* our own mapping of it (for the summary) */
   size_t size;
   uint64_t entries, samples, files;
+  /* trace files read only up to damage or an unfinished end: the calls
+   * after it are missing (cmd_replay's misfit warning says so) */
+  uint64_t files_cut;
   /* the distinct byte strings stored (requests, responses, tree images,
    * streams), each once, and their bytes */
   uint64_t strings, string_bytes;

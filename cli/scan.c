@@ -227,28 +227,34 @@ uint64_t scan_run_ns(const scan_file *f, int *approx) {
 /* A killed writer leaves the file without its end mark, or ends it inside
  * the chunk it was writing: both lose the calls not yet flushed (the
  * writer flushes at least every 100 ms), neither is damage. */
+static const char *chunks_read(char *buf, size_t cap, uint64_t n) {
+  if (n == 0)
+    return "no chunk was complete";
+  snprintf(buf, cap, "%llu complete chunk%s read", (unsigned long long)n, n == 1 ? "" : "s");
+  return buf;
+}
+
 void scan_status_text(const scan_file *f, char *buf, size_t cap) {
   const st_read_status *s = &f->status;
-  char b[32];
+  char b[32], n[48];
   if (f->created_only)
     snprintf(buf, cap, "not closed (killed while creating the file): no calls");
   else if (s->error == ST_E_TRUNCATED)
     snprintf(buf, cap,
-             "not closed (killed while writing, or the disk filled up): all %llu complete chunks "
-             "read; the unfinished chunk (%s) and the calls not yet flushed (at most the last "
-             "~100 ms) are lost",
-             (unsigned long long)s->chunks,
+             "not closed (killed while writing, or the disk filled up): %s; the unfinished chunk "
+             "(%s) and the calls not yet flushed (at most the last ~100 ms) are lost",
+             chunks_read(n, sizeof n, s->chunks),
              cli_fmt_bytes(b, sizeof b, (double)(s->file_bytes - s->good_bytes)));
   else if (s->error)
-    snprintf(buf, cap, "damaged at byte %llu (%s): %llu complete chunks read, %s after it lost",
+    snprintf(buf, cap, "damaged at byte %llu (%s): %s, %s after it lost",
              (unsigned long long)s->error_offset, st_strerror(s->error),
-             (unsigned long long)s->chunks,
+             chunks_read(n, sizeof n, s->chunks),
              cli_fmt_bytes(b, sizeof b, (double)(s->file_bytes - s->good_bytes)));
   else if (!s->clean)
     snprintf(buf, cap,
-             "not closed (killed, or still running): all %llu complete chunks read; the calls "
-             "not yet flushed (at most the last ~100 ms) are lost",
-             (unsigned long long)s->chunks);
+             "not closed (killed, or still running): %s; the calls not yet flushed (at most the "
+             "last ~100 ms) are lost",
+             chunks_read(n, sizeof n, s->chunks));
   else if (f->end_signal > 0 && f->end_signal < 65)
     snprintf(buf, cap, "complete; the program then died of signal %d (%s)", f->end_signal,
              strsignal(f->end_signal));

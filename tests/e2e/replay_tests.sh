@@ -424,6 +424,22 @@ t112_replay_corrupted_trace_is_reported() {
   grep -q "$f" err || fail "error does not name the file: $(cat err)"
 }
 
+# A trace cut short (a killed recorder, a full disk) replays with the calls
+# before the cut; the warning after the run blames the cut, not the program.
+t129_replay_cut_trace_blames_the_cut() {
+  "$STANDIN" record -o rec -- "$PB" basic 2000 >rec.out
+  f=$(ls rec/*.trace)
+  truncate -s $(($(stat -c %s "$f") / 4)) "$f"
+  "$STANDIN" replay -t rec --summary s.json -- "$PB" basic 2000 >rep.out 2>err
+  cmp rec.out rep.out
+  grep -q "$f: not closed (killed while writing, or the disk filled up)" err || fail "$(cat err)"
+  grep -q "calls were not in the recording: 1 of its trace files ended early" err ||
+    fail "$(cat err)"
+  grep -q "another program" err && fail "blames the program: $(cat err)"
+  expect_eq "intercepted" 8000 "$(json s.json calls_intercepted)"
+  return 0
+}
+
 t113_replay_frees_trees_without_leaks() {
   command -v valgrind >/dev/null || { echo "no valgrind: skipped"; return 0; }
   [ -z "${STANDIN_SANITIZER:-}" ] || { echo "valgrind under a sanitizer: skipped"; return 0; }
