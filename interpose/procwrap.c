@@ -4,7 +4,11 @@
  * destructors, so each runtime gets a last chance to flush: the runtime
  * defines shim_on_exec() and shim_on_exit() (see shim.h). A vfork child
  * runs these in its parent's memory: the callbacks must check that they run
- * in the process they belong to. */
+ * in the process they belong to.
+ *
+ * chroot: a server that confines itself (named -t, unbound, nsd) makes its
+ * calls, and forks its workers, where standin's paths no longer lead; the
+ * runtime gets what it needs from outside first (shim_on_chroot). */
 #include <alloca.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,6 +17,12 @@
 
 #include "fatal.h"
 #include "shim.h"
+
+SHIM_EXPORT int chroot(const char *path) {
+  SHIM_REAL(real, chroot);
+  shim_on_chroot();
+  return real(path);
+}
 
 SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
   SHIM_REAL(real, execve);

@@ -38,6 +38,10 @@ void *shim_real_opt(const char *name);
  * procwrap.c just before the process image ends. */
 void shim_on_exec(void);
 void shim_on_exit(void);
+/* Defined by each runtime; called by procwrap.c's chroot wrapper before
+ * the process's root changes: the last moment it can reach files by the
+ * paths it was given (its directory, /proc, the libraries it loads late). */
+void shim_on_chroot(void);
 
 /* Write a message to stderr with write(2): "standin: " + text + "\n".
  * Safe in hooks, signal handlers and after fork. */

@@ -38,7 +38,7 @@ static int is_unw_pipe(int fd) {
 
 /* One of standin's, which the program must not close. */
 static int is_ours(int fd) {
-  return fd >= 0 && (fd == wr_trace_fd() || is_unw_pipe(fd));
+  return fd >= 0 && (fd == wr_trace_fd() || is_unw_pipe(fd) || fd == rt_dir_fd());
 }
 
 static void take_pipe(int *fds) {
@@ -84,6 +84,8 @@ SHIM_EXPORT int dup2(int oldfd, int newfd) {
   SHIM_REAL(real, dup2);
   if (oldfd != newfd && newfd >= 0 && newfd == wr_trace_fd())
     wr_release_fd(newfd);
+  if (oldfd != newfd && newfd >= 0 && newfd == rt_dir_fd())
+    rt_release_dir_fd(newfd);
   return real(oldfd, newfd);
 }
 
@@ -91,16 +93,21 @@ SHIM_EXPORT int dup3(int oldfd, int newfd, int flags) {
   SHIM_REAL(real, dup3);
   if (oldfd != newfd && newfd >= 0 && newfd == wr_trace_fd())
     wr_release_fd(newfd);
+  if (oldfd != newfd && newfd >= 0 && newfd == rt_dir_fd())
+    rt_release_dir_fd(newfd);
   return real(oldfd, newfd, flags);
 }
 
 /* standin's descriptors, ascending (-1 for none first). */
-static void ours_sorted(int keep[3]) {
+#define OURS 4
+
+static void ours_sorted(int keep[OURS]) {
   keep[0] = wr_trace_fd();
   keep[1] = atomic_load(&unw_pipe[0]);
   keep[2] = atomic_load(&unw_pipe[1]);
-  for (int i = 0; i < 3; i++)
-    for (int j = i + 1; j < 3; j++)
+  keep[3] = rt_dir_fd();
+  for (int i = 0; i < OURS; i++)
+    for (int j = i + 1; j < OURS; j++)
       if (keep[j] < keep[i]) {
         int t = keep[i];
         keep[i] = keep[j];
@@ -111,10 +118,10 @@ static void ours_sorted(int keep[3]) {
 /* close_range over [first, last] but standin's descriptors in it: the
  * gaps between them, in order. */
 static int close_around(unsigned first, unsigned last, int flags) {
-  int keep[3];
+  int keep[OURS];
   ours_sorted(keep);
   unsigned from = first;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < OURS; i++) {
     if (keep[i] < 0 || (unsigned)keep[i] < from || (unsigned)keep[i] > last)
       continue;
     if ((unsigned)keep[i] > from &&
@@ -129,9 +136,9 @@ static int close_around(unsigned first, unsigned last, int flags) {
 }
 
 static int any_ours_in(unsigned first, unsigned last) {
-  int keep[3];
+  int keep[OURS];
   ours_sorted(keep);
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < OURS; i++)
     if (keep[i] >= 0 && (unsigned)keep[i] >= first && (unsigned)keep[i] <= last)
       return 1;
   return 0;

@@ -145,6 +145,10 @@ void libdeflate_set_memory_allocator(void *(*malloc_func)(size_t), void (*free_f
     dfl.set_allocator(malloc_func, free_func);
 }
 
+void rt_deflate_ready(void) {
+  pthread_once(&dfl_once, dfl_load);
+}
+
 struct libdeflate_compressor *libdeflate_alloc_compressor(int level) {
   pthread_once(&dfl_once, dfl_load);
   return dfl.alloc ? dfl.alloc(level) : NULL;

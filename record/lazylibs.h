@@ -24,4 +24,8 @@ extern rt_unw_fns rt_unw;
 int rt_unw_ready(void);
 #endif
 
+/* Load libdeflate now if no thread has yet (the writer loads it when it
+ * creates the trace file; a chroot cannot wait for that). */
+void rt_deflate_ready(void);
+
 #endif

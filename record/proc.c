@@ -70,6 +70,10 @@ void shim_on_exit(void) {
     rt_before_exit();
 }
 
+void shim_on_chroot(void) {
+  rt_before_chroot();
+}
+
 /* A library with generated message descriptors (a plugin) may be unloaded:
  * the writer must be done with its descriptors first. */
 SHIM_EXPORT int dlclose(void *handle) {

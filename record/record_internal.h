@@ -103,6 +103,9 @@ void wr_flush_held(rt_thread *t);
 
 /* Writer-thread side (sink.c). */
 int wr_open(const rt_config *cfg);  /* create the file; 0 or -1 (said why) */
+/* Read what names the process in its trace header (its executable), which
+ * a chroot takes away; wr_open reads it again, keeping this on failure. */
+void wr_read_identity(void);
 void wr_record(rt_thread *t, const ring_hdr *h);
 void wr_flush(void);
 void wr_set_compress(int on); /* store chunks uncompressed while behind */
@@ -157,6 +160,17 @@ void rt_before_exit(void);
 
 /* dlclose calls this before the library goes away (see rt.c). */
 void rt_before_unload(void);
+
+/* chroot calls this before the process's root changes (rt.c). */
+void rt_before_chroot(void);
+/* The trace directory opened by rt_before_chroot, which files are then
+ * created in (openat), or -1: they are created by path. fdguard keeps it
+ * from the program, and moves it away from a dup2 (rt_release_dir_fd). */
+int rt_dir_fd(void);
+void rt_release_dir_fd(int fd);
+/* The name of dir/name to create, relative to rt_dir_fd() when it is
+ * open: the path itself otherwise. */
+const char *rt_dir_rel(const char *path);
 
 /* The writer could not write the file (disk full, ...): it said so once;
  * recording stops and the hooks pass every call straight through. */

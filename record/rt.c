@@ -1485,9 +1485,70 @@ uint32_t rt_cmdline(char *buf, size_t cap) {
       n = r > 0 ? (uint32_t)r : 0;
       close(fd);
     }
+    /* no /proc (a child forked in a chroot): the argv its parent started
+     * with, which a fork keeps */
+    if (n == 0 && start_cmd_len) {
+      n = start_cmd_len < cap - 1 ? start_cmd_len : (uint32_t)(cap - 1);
+      memcpy(buf, start_cmd, n);
+    }
   }
   buf[n] = 0;
   return n;
+}
+
+/* ---- chroot ---------------------------------------------------------------
+ * A server that confines itself before its first call (named -t, unbound,
+ * nsd with chroot set) would make its calls, and fork its workers, where
+ * the trace directory, /proc and the libraries standin loads late cannot
+ * be reached: recording said "cannot create trace file" and left it out.
+ * Before the root changes, the process keeps the directory open (files are
+ * then created relative to it, by this process and the children it
+ * forks), reads its executable's name, and loads libunwind and libdeflate.
+ * A program exec'ed inside the chroot cannot load the shim at all. */
+static _Atomic int dir_fd = -1;
+
+int rt_dir_fd(void) {
+  return atomic_load_explicit(&dir_fd, memory_order_acquire);
+}
+
+const char *rt_dir_rel(const char *path) {
+  size_t n = strlen(rt_cfg.dir);
+  if (rt_dir_fd() < 0 || strncmp(path, rt_cfg.dir, n) != 0 || path[n] != '/')
+    return path;
+  return path + n + 1;
+}
+
+void rt_release_dir_fd(int fd) {
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (moved >= 0)
+    moved = st_fd_to_high(moved);
+  /* -1: files are created by path again, as before the chroot */
+  atomic_compare_exchange_strong(&dir_fd, &fd, moved);
+}
+
+void rt_before_chroot(void) {
+  if (rt_cfg.apis == 0 || (uint32_t)getpid() != rt_cfg.pid)
+    return; /* recording is off, or a vfork child in its parent's memory */
+  if (rt_dir_fd() < 0) {
+    int fd = open(rt_cfg.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0)
+      atomic_store_explicit(&dir_fd, st_fd_to_high(fd), memory_order_release);
+  }
+  wr_read_identity();
+  if (rt_cfg.timing)
+    return; /* a timing run writes its file at exit, and nothing else */
+  rt_deflate_ready();
+#ifndef __SANITIZE_THREAD__
+  if (rt_cfg.stack_depth > 0) {
+    unwind_enter();
+    rt_unw_ready();
+    unwind_leave();
+  }
+#else
+  void *ip[2];
+  if (rt_cfg.stack_depth > 0)
+    backtrace(ip, 2); /* glibc loads libgcc_s at its first */
+#endif
 }
 
 __attribute__((constructor)) static void rt_init(int argc, char **argv, char **envp) {

@@ -118,7 +118,8 @@ static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_
       snprintf(S.path, sizeof S.path, "%s/%u.%u.trace", cfg->dir, h->pid, seq);
     st_header hh = *h;
     hh.exec_seq = seq;
-    int rc = st_writer_open(&S.w, S.path, &hh);
+    int dfd = rt_dir_fd(); /* after a chroot: the directory kept open */
+    int rc = st_writer_openat(&S.w, dfd >= 0 ? dfd : AT_FDCWD, rt_dir_rel(S.path), &hh);
     if (rc == ST_OK) {
       publish_fd(st_writer_fd(S.w));
       *exec_seq = seq;
@@ -148,8 +149,19 @@ static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_
   return -1;
 }
 
+static char exe[PATH_MAX];
+
+void wr_read_identity(void) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0)
+    return; /* no /proc (a chroot): what was read before it, or nothing */
+  memcpy(exe, buf, (size_t)n);
+  exe[n] = 0;
+}
+
 int wr_open(const rt_config *cfg) {
-  static char cmd[8192], host[256], exe[PATH_MAX];
+  static char cmd[8192], host[256];
   static const char *argv[ST_MAX_ARGS];
   st_header h = {0};
   h.pid = (uint32_t)getpid();
@@ -161,8 +173,7 @@ int wr_open(const rt_config *cfg) {
     strcpy(host, "?");
   host[sizeof host - 1] = 0;
   h.host = host;
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = 0;
+  wr_read_identity();
   h.exe = exe;
   h.tool_version = STANDIN_VERSION;
   if (read_cmdline(cmd, sizeof cmd, argv, &h.argc) == 0)

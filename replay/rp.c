@@ -232,6 +232,13 @@ void shim_on_exit(void) {
   flush_all();
 }
 
+/* A process that has not mapped the database yet (no hooked library was
+ * loaded at its start) maps it before its root changes: it is reached
+ * through /proc, which a chroot seldom has. */
+void shim_on_chroot(void) {
+  (void)rp_on();
+}
+
 __attribute__((destructor)) static void rp_fini(void) {
   flush_all();
 }

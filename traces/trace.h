@@ -182,6 +182,10 @@ void st_set_allocator(const st_allocator *a);
 /* Create `path` (O_EXCL, mode 0600) and write the header. On error nothing
  * is left open and *w is NULL; an existing file gives ST_E_EXISTS. */
 int st_writer_open(st_writer **w, const char *path, const st_header *h);
+/* The same, with path relative to the directory dirfd (openat; AT_FDCWD
+ * for st_writer_open's), as a process in a chroot reaches its trace
+ * directory. */
+int st_writer_openat(st_writer **w, int dirfd, const char *path, const st_header *h);
 
 /* For a writer inside another program (the record shim): files opened
  * from now on get a descriptor near the top of the soft limit (below

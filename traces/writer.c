@@ -825,6 +825,10 @@ int st_writer_move_fd(st_writer *w) {
 }
 
 int st_writer_open(st_writer **wp, const char *path, const st_header *h) {
+  return st_writer_openat(wp, AT_FDCWD, path, h);
+}
+
+int st_writer_openat(st_writer **wp, int dirfd, const char *path, const st_header *h) {
   if (!wp)
     return ST_E_ARG;
   *wp = NULL;
@@ -834,7 +838,7 @@ int st_writer_open(st_writer **wp, const char *path, const st_header *h) {
   int e = writer_new(&w); /* allocate first: no stray file on ENOMEM */
   if (e)
     return e;
-  w->fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  w->fd = openat(dirfd, path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
   if (w->fd < 0) {
     e = errno == EEXIST ? ST_E_EXISTS : ST_E_IO;
     writer_free(w);
@@ -845,7 +849,7 @@ int st_writer_open(st_writer **wp, const char *path, const st_header *h) {
   if (e) {
     int saved = errno;
     close_file(w->fd);
-    unlink(path); /* O_EXCL: the file is ours, and holds no data */
+    unlinkat(dirfd, path, 0); /* O_EXCL: the file is ours, and holds no data */
     errno = saved;
     writer_free(w);
     return e;

@@ -146,6 +146,33 @@ t616_daemon_closing_every_descriptor_keeps_both_files_whole() {
   done
 }
 
+# A server that chroots into an empty directory and closes its descriptors
+# before its first call (named -t, unbound, nsd), then forks a worker: both
+# processes are recorded, with their command line, retimed, and replayed.
+# chroot needs root, or a user namespace that maps us to it.
+t639_chrooted_server_and_its_worker_are_recorded() {
+  local as=()
+  if [ "$(id -u)" != 0 ]; then
+    unshare -r true 2>/dev/null || { echo "skipped: neither root nor unshare -r"; return 0; }
+    as=(unshare -r)
+  fi
+  mkdir jail
+  "${as[@]}" "$FAULTS" chroot "$PWD/jail" 20 >native.out
+  "${as[@]}" "$STANDIN" record -o rec -- "$FAULTS" chroot "$PWD/jail" 20 >rec.out 2>rec.err
+  cmp native.out rec.out
+  ! grep -v '^standin: recorded ' rec.err | grep -q . || fail "record said: $(cat rec.err)"
+  trace_ok rec
+  expect_eq "processes" 2 "$(ls rec/*.trace | wc -l)"
+  expect_eq "calls" 180 "$(calls rec)"
+  expect_eq "with their command line" 2 "$(grep -c "^process .*: $FAULTS chroot" rec.info)"
+  "${as[@]}" "$STANDIN" record -o ret --retime=1 -- "$FAULTS" chroot "$PWD/jail" 20 >/dev/null 2>ret.err
+  grep -q "180 of 180 calls retimed" ret.err || fail "retime: $(cat ret.err)"
+  "${as[@]}" "$STANDIN" replay -t rec --summary s.json -- "$FAULTS" chroot "$PWD/jail" 20 >rep.out
+  cmp native.out rep.out
+  expect_eq "replayed" 180 "$(json s.json calls_replayed)"
+  [ -z "$(ls -A jail)" ] || fail "left in the jail: $(ls -A jail)"
+}
+
 # A program that leaves a daemon behind and exits before any call: record
 # says the daemon still runs under it (not that nothing was recorded), and
 # the daemon's trace is complete once it exits; replay says its counts

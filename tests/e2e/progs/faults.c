@@ -30,6 +30,10 @@
  *   faults detach N         fork and exit at once; the child (a daemon left
  *                           running) waits 1 s, writes N messages to
  *                           detach.out and exits
+ *   faults chroot DIR N     chroot into DIR and close every descriptor
+ *                           above 2 (named -t, unbound and nsd confine
+ *                           themselves before their first message), then
+ *                           N messages, a forked child's N, and N more
  *   faults daemon HOW N     N messages, then as a daemon: close every
  *                           descriptor above 2 (HOW: loop, closefrom, range;
  *                           dup2: dup a file of its own onto a trace file's
@@ -336,6 +340,25 @@ static int run_wait(const char *file, int n) {
   return 0;
 }
 
+static int run_chroot(const char *dir, int n) {
+  if (chroot(dir) != 0 || chdir("/") != 0) {
+    fprintf(stderr, "faults: chroot %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  closefrom(3);
+  messages(0, n);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    messages(1000, n);
+    fflush(stdout);
+    _exit(0);
+  }
+  printf("child exited %d\n", child_status(pid));
+  messages(2000, n);
+  return 0;
+}
+
 static int run_loop(int ms) {
   struct timespec t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -498,6 +521,8 @@ int main(int argc, char **argv) {
     return run_exec_child(mode, argv[2], b);
   if (!strcmp(mode, "wait") && argc > 3)
     return run_wait(argv[2], b);
+  if (!strcmp(mode, "chroot") && argc > 3)
+    return run_chroot(argv[2], b);
   if (!strcmp(mode, "loop"))
     return run_loop(a);
   if (!strcmp(mode, "detach"))
