@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_elf.h"
 #include "scan.h"
 
 typedef struct {
@@ -121,6 +122,7 @@ static int explain_empty(const char *dir) {
   int code = 0,
       killed = status && sscanf(status, "exit %d", &code) == 1 && code > 128 && code < 128 + NSIG;
   const char *dyn = cli_runinfo_get(dir, "dynamic");
+  const char *lib, *fn;
   printf("%s: 0 processes, 0 calls.\n", dir);
   if (killed)
     /* killed before its writer thread had created the trace file (t605) */
@@ -130,6 +132,12 @@ static int explain_empty(const char *dir) {
            p, code - 128, strsignal(code - 128));
   else if (dyn && !strcmp(dyn, "0"))
     printf("  %s is statically linked: the shim cannot be preloaded into it.\n", p);
+  else if ((lib = cli_elf_builtin_lib(p, &fn)) != NULL)
+    printf("  %s has %s linked into it\n"
+           "  (it defines %s itself): its calls never reach the shared\n"
+           "  library, where standin intercepts them. Link it against %s.so\n"
+           "  to record it.\n",
+           p, lib, fn, lib);
   else
     printf("  %s made no protobuf-c or libjpeg/TurboJPEG call that standin intercepts\n"
            "  (is it dynamically linked against libprotobuf-c, libjpeg or libturbojpeg? a\n"

@@ -232,10 +232,16 @@ static int inspect_program(const char *prog, char *path, size_t cap) {
              "calls will not be recorded",
              path);
   int dyn = cli_elf_is_dynamic(path);
+  const char *fn, *lib;
   if (dyn == 0)
     cli_warn("%s is statically linked: no shim can be preloaded into it, so no calls will be "
              "recorded (link it dynamically against libprotobuf-c / libjpeg)",
              path);
+  else if (dyn == 1 && (lib = cli_elf_builtin_lib(path, &fn)) != NULL)
+    cli_warn("%s has %s linked into it (it defines %s itself): its calls never reach the "
+             "shared library, where standin intercepts them, so they will not be recorded "
+             "(link it against %s.so)",
+             path, lib, fn, lib);
   return dyn;
 }
 
@@ -247,7 +253,7 @@ static char *env_pair(const char *k, const char *v) {
   return s;
 }
 
-static void summary(const char *dir, const char *absdir, const char *prog) {
+static void summary(const char *dir, const char *absdir, const char *prog, const char *path) {
   struct stat dst;
   if (stat(dir, &dst) != 0) {
     cli_warn("the recording directory %s was removed while the program ran: its traces are "
@@ -285,11 +291,13 @@ static void summary(const char *dir, const char *absdir, const char *prog) {
               "standin: no intercepted call was made, so %s holds no trace; "
               "'standin info %s' says more\n",
               dir, dir);
+      /* a program with a library linked in was warned about before it ran */
+      const char *fn, *lib = cli_elf_builtin_lib(path, &fn);
       /* processes that gave up root before their first call (a server's
        * workers) could not create their traces here: their own messages
        * may have gone to a log the daemon keeps */
       struct stat ds;
-      if (geteuid() == 0 && stat(dir, &ds) == 0 && !(ds.st_mode & S_IWOTH))
+      if (!lib && geteuid() == 0 && stat(dir, &ds) == 0 && !(ds.st_mode & S_IWOTH))
         fprintf(stderr,
                 "standin: if the program's processes give up root before their first call (a "
                 "server's workers), they cannot write into %s: make the directory first, "
@@ -464,7 +472,7 @@ int cmd_record(int argc, char **argv) {
   snprintf(status, sizeof status, "exit %d", rc);
   write_runinfo(o.dir, argv + first, path, dyn, status, wall);
   const char *slash = strrchr(argv[first], '/');
-  summary(o.dir, absdir, slash ? slash + 1 : argv[first]);
+  summary(o.dir, absdir, slash ? slash + 1 : argv[first], path);
   if (o.retime)
     retime(&o, absdir, argv + first, env);
   for (int i = 0; env[i]; i++)

@@ -181,6 +181,23 @@ t015_info_reports_damaged_trace() {
   grep -q "damaged at byte\|not a standin\|header" info.out || fail "info: $(cat info.out)"
 }
 
+# A program with libprotobuf-c linked in from its static archive calls its
+# own copy, which no shim can stand in front of: record says so before it
+# runs, names the function, and info says it again; a program linked
+# against the shared library gets no such warning.
+t036_record_names_a_library_linked_into_the_program() {
+  "$STANDIN" record -o rec -- "$B/progs/pbtest-builtin" basic 3 >out 2>err
+  "$B/progs/pbtest" basic 3 | cmp - out
+  grep -q "^standin: warning: $B/progs/pbtest-builtin has libprotobuf-c linked into it (it defines protobuf_c_message_[a-z_]* itself)" err ||
+    fail "record said: $(cat err)"
+  grep -q "give up root" err && fail "the root hint too: $(cat err)"
+  "$STANDIN" info rec >info.out
+  grep -q "has libprotobuf-c linked into it" info.out || fail "info said: $(cat info.out)"
+  "$STANDIN" record -o rec2 -- "$B/progs/pbtest" basic 3 >/dev/null 2>err2
+  grep -q "linked into it" err2 && fail "$(cat err2)"
+  return 0
+}
+
 t016_shim_exports_only_hooks() {
   syms=$(nm -D --defined-only "$B/lib/standin/libstandin-record.so" | awk '$2 == "T" {print $3}' | sort | xargs)
   expect_eq "exported" "_Exit _exit chroot close close_range closefrom dlclose dlopen dup2 dup3 execl execle execlp execv execve execvp execvpe fexecve jpeg_CreateDecompress jpeg_abort jpeg_abort_decompress jpeg_consume_input jpeg_crop_scanline jpeg_destroy jpeg_destroy_decompress jpeg_finish_decompress jpeg_finish_output jpeg_read_coefficients jpeg_read_header jpeg_read_raw_data jpeg_read_scanlines jpeg_skip_scanlines jpeg_start_decompress jpeg_start_output kill pipe pipe2 protobuf_c_message_get_packed_size protobuf_c_message_pack protobuf_c_message_pack_to_buffer protobuf_c_message_unpack pthread_create pthread_kill raise tjDecompress2 tjDecompressHeader3 tjDecompressToYUV2 tjDecompressToYUVPlanes" "$syms"
