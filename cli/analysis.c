@@ -505,7 +505,7 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   g->ns += c->latency_ns;
   g->req_bytes += c->req_len;
   g->resp_bytes += c->resp_len;
-  g->byte_sides |= st_api_byte_sides(c->api);
+  g->byte_sides |= st_call_byte_sides(c->api, c->resp_len);
   hist_add(g->h, c->latency_ns);
   hist_add(&r->all, c->latency_ns);
   r->calls++;

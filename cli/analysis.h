@@ -48,7 +48,7 @@ typedef struct {
   uint32_t pid, exec_seq, thread; /* by thread */
   char *key;                      /* unique name of the group */
   uint64_t calls, ns, req_bytes, resp_bytes;
-  unsigned byte_sides; /* st_api_byte_sides of its calls, or'ed */
+  unsigned byte_sides; /* st_call_byte_sides of its calls, or'ed */
   uint64_t run_ns;     /* run time the share is taken of */
   hist *h;
   an_gplan *plan; /* [nplans] */

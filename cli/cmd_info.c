@@ -14,7 +14,7 @@ typedef struct {
   int api;
   char *type;
   uint64_t calls, ns, req_bytes, resp_bytes, failed, not_offloadable, no_response;
-  unsigned byte_sides;           /* st_api_byte_sides of its calls, or'ed */
+  unsigned byte_sides;           /* st_call_byte_sides of its calls, or'ed */
   uint64_t no_why[CLI_NO_SLOTS]; /* not offloadable, by why (cli_no_slot) */
 } info_row;
 
@@ -94,7 +94,7 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   r->ns += c->latency_ns;
   r->req_bytes += c->req_len;
   r->resp_bytes += c->resp_len;
-  r->byte_sides |= st_api_byte_sides(c->api);
+  r->byte_sides |= st_call_byte_sides(c->api, c->resp_len);
   r->failed += !!(c->flags & ST_CALL_FAILED);
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
     r->not_offloadable++;

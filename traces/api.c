@@ -43,6 +43,11 @@ unsigned st_api_byte_sides(int api) {
   case ST_API_PB_PACK:
   case ST_API_PB_PACK_BUF: return ST_SIDE_RESP;
   case ST_API_PB_SIZE: return 0;
+  case ST_API_PB_UNPACK: return ST_SIDE_REQ;
   default: return ST_SIDE_REQ | ST_SIDE_RESP;
   }
+}
+
+unsigned st_call_byte_sides(int api, uint64_t resp_len) {
+  return st_api_byte_sides(api) | (resp_len ? ST_SIDE_RESP : 0);
 }

@@ -79,9 +79,14 @@ st_family st_api_family(int api);
 /* Which sides of a call of api are bytes: ST_SIDE_REQ when its request is
  * (unpack's encoded message, a JPEG image; pack's and get_packed_size's is a
  * message tree), ST_SIDE_RESP when its response is (get_packed_size's is a
- * number). */
+ * number, unpack's a message tree). */
 enum { ST_SIDE_REQ = 1, ST_SIDE_RESP = 2 };
 unsigned st_api_byte_sides(int api);
+/* The sides of one call that are bytes: its API's, and its response when
+ * the trace holds response bytes for it (record saves none for an unpack,
+ * whose tree replay rebuilds from the request; a trace from elsewhere
+ * may). */
+unsigned st_call_byte_sides(int api, uint64_t resp_len);
 /* Name of a feature slot of an API ("encoded_size"), or NULL past the end. */
 const char *st_feature_name(int api, int slot);
 

@@ -14,6 +14,9 @@ t001_record_basic_counts_outermost_calls_only() {
   grep -q "calls 80" info.out || fail "info does not report 80 calls"
   grep -q "status: complete" info.out || fail "info does not say complete"
   grep -q "standin.test.Tree" info.out || fail "info lacks the message type"
+  # bytes where a side is bytes: an unpack's response is a tree, a pack's request
+  grep -q "^pb.unpack .*B  *-$" info.out || fail "unpack's byte columns: $(cat info.out)"
+  grep -q "^pb.pack .*s  *-  *[0-9.]* [KMG]*i*B$" info.out || fail "pack's: $(cat info.out)"
   # -t, the trace directory as replay names it, means the same to record
   "$STANDIN" record -t rec2 -- "$PB" basic 20 >rec2.out
   cmp native.out rec2.out
