@@ -368,18 +368,19 @@ EOF2
     "$@" php-fpm8.2 -n -d extension=gd -y "$PWD/fpm.conf" -F >/dev/null 2>>serve.err &
     local pid=$!
     for _ in $(seq 100); do
-      SCRIPT_FILENAME=$d/thumb.php REQUEST_METHOD=GET QUERY_STRING=f=c_base_420.jpg \
+      SCRIPT_FILENAME=$script REQUEST_METHOD=GET QUERY_STRING=f=c_base_420.jpg \
         cgi-fcgi -bind -connect 127.0.0.1:$port >/dev/null 2>&1 && break
       sleep 0.1
     done
     : >"$out"
     for f in c_base_420 m_base_420 s_prog_422_r0 s_base_444_r1 m_base_420; do
-      SCRIPT_FILENAME=$d/thumb.php REQUEST_METHOD=GET QUERY_STRING=f=$f.jpg \
+      SCRIPT_FILENAME=$script REQUEST_METHOD=GET QUERY_STRING=f=$f.jpg \
         cgi-fcgi -bind -connect 127.0.0.1:$port | md5sum >>"$out"
     done
     kill -QUIT $pid
     wait $pid || true
   }
+  local script=$d/thumb.php
   serve native.out
   # five answers, none empty, four images
   expect_eq "responses" 5 "$(grep -vc d41d8cd98f00b204e9800998ecf8427e native.out)"
@@ -394,7 +395,18 @@ EOF2
   serve rep.out "$STANDIN" replay -t "$d/rec" --summary s.json --
   cmp native.out rep.out || fail "replayed responses differ"
   expect_eq "replayed" 6 "$(json s.json calls_replayed)"
-  rm -rf "$d"
+  # a pool that chroots its workers into the scripts' directory (chroot =):
+  # they decode there, as nobody, where the recording is out of sight
+  printf 'chroot = %s\n' "$d" >>fpm.conf
+  script=/thumb.php
+  mkdir -m 1777 "$d-rec"
+  serve croot.out "$STANDIN" record -o "$d-rec" --
+  cmp native.out croot.out || fail "chroot: recorded responses differ"
+  expect_eq "chroot: decodes recorded" 6 "$(calls "$d-rec" jpeg.decode)"
+  serve crep.out "$STANDIN" replay -t "$d-rec" --summary cs.json --
+  cmp native.out crep.out || fail "chroot: replayed responses differ"
+  expect_eq "chroot: replayed" 6 "$(json cs.json calls_replayed)"
+  rm -rf "$d" "$d-rec"
 }
 
 # jpeginfo -c (Debian's jpeginfo) checks JPEG files by decoding each one
