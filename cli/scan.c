@@ -111,6 +111,8 @@ static void add_site(scan_file *f, const st_site *st) {
 static void on_note(scan_file *f, const st_note *n) {
   if (!strcmp(n->key, "end_mono_ns"))
     f->end_mono_ns = strtoull(n->value, NULL, 10);
+  else if (!strcmp(n->key, "recording_stopped"))
+    f->stopped_seccomp = !strcmp(n->value, "seccomp");
   else if (!strcmp(n->key, "ended_by_signal"))
     f->end_signal = (int)strtol(n->value, NULL, 10);
   else if (!strcmp(n->key, "latency_correction_timer_ns"))
@@ -255,6 +257,10 @@ void scan_status_text(const scan_file *f, char *buf, size_t cap) {
              "not closed (killed, or still running): %s; the calls not yet flushed (at most the "
              "last ~100 ms) are lost",
              chunks_read(n, sizeof n, s->chunks));
+  else if (f->stopped_seccomp)
+    snprintf(buf, cap,
+             "complete up to the seccomp filter the process installed: the calls it made "
+             "after that were not recorded");
   else if (f->end_signal > 0 && f->end_signal < 65)
     snprintf(buf, cap, "complete; the program then died of signal %d (%s)", f->end_signal,
              strsignal(f->end_signal));

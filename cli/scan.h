@@ -46,6 +46,7 @@ typedef struct scan_file {
   char retimed[192];    /* "N of M calls, ..." (record --retime), or "" */
   uint64_t last_call_end_ns;
   st_read_status status;
+  int stopped_seccomp; /* recording stopped when the process installed a seccomp filter */
   int end_signal;   /* the writer closed because the program got this signal */
   int created_only; /* the file ends inside its header: r is NULL */
 } scan_file;

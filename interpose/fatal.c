@@ -80,6 +80,23 @@ void shim_fatal_install(void (*before_death)(int sig)) {
   }
 }
 
+void shim_fatal_uninstall(void) {
+  if (before == NULL)
+    return;
+  before = NULL;
+  for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+    struct sigaction old;
+    if (sigaction(fatal_signals[i], NULL, &old) != 0 || !(old.sa_flags & SA_SIGINFO) ||
+        old.sa_sigaction != on_fatal_signal)
+      continue;
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(fatal_signals[i], &dfl, NULL);
+  }
+}
+
 int shim_fatal_watches(int sig) {
   return before != NULL && (sig == SIGKILL || ends_by_default(sig));
 }

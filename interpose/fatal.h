@@ -47,6 +47,12 @@ void shim_fatal_install(void (*before_death)(int sig));
  * happens before shim_fatal_install. */
 void shim_fatal_before_send(int sig, int to_self);
 
+/* Take the handlers off again (where they are still ours) and forget
+ * before_death: a process about to install a seccomp filter, which could
+ * refuse the handler's system calls (sigaction, tgkill) and kill it with
+ * SIGSYS instead of the signal it was dying of. */
+void shim_fatal_uninstall(void);
+
 /* Whether shim_fatal_before_send would look at sig at all: installed, and
  * SIGKILL or a signal that ends the process by default. Lets the hooks
  * skip their other system calls for every other signal. */

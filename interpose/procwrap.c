@@ -8,15 +8,68 @@
  *
  * chroot: a server that confines itself (named -t, unbound, nsd) makes its
  * calls, and forks its workers, where standin's paths no longer lead; the
- * runtime gets what it needs from outside first (shim_on_chroot). */
+ * runtime gets what it needs from outside first (shim_on_chroot).
+ *
+ * seccomp: a filter may refuse, or kill the process for, any system call
+ * the runtime makes after it (creating a file, starting a thread, loading
+ * a library). Installed through prctl or seccomp(2) (libseccomp calls the
+ * latter with syscall()); the runtime acts first (shim_on_seccomp). */
 #include <alloca.h>
+#include <dlfcn.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fatal.h"
 #include "shim.h"
+
+static int installs_filter(long op) {
+  return op == SECCOMP_SET_MODE_STRICT || op == SECCOMP_SET_MODE_FILTER;
+}
+
+/* prctl and syscall are called from other libraries' constructors (libcap's
+ * calls prctl), which may run before the shim's and, in a sanitizer build,
+ * before the ASan runtime is set up: they touch nothing instrumented, and
+ * find the real function with dlsym itself. */
+#define EARLY_REAL(var, fn)                                                                        \
+  static __typeof__(&fn) var##_cache;                                                              \
+  __typeof__(&fn) var = __atomic_load_n(&var##_cache, __ATOMIC_RELAXED);                           \
+  if (SHIM_UNLIKELY(!var)) {                                                                       \
+    var = (__typeof__(&fn))dlsym(RTLD_NEXT, #fn);                                                  \
+    __atomic_store_n(&var##_cache, var, __ATOMIC_RELAXED);                                         \
+  }
+
+__attribute__((no_sanitize_address)) SHIM_EXPORT int prctl(int option, ...) {
+  EARLY_REAL(real, prctl);
+  va_list ap;
+  va_start(ap, option);
+  unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long),
+                a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+  va_end(ap);
+  if (option == PR_SET_SECCOMP && (a2 == SECCOMP_MODE_STRICT || a2 == SECCOMP_MODE_FILTER))
+    shim_on_seccomp();
+  return real(option, a2, a3, a4, a5);
+}
+
+/* glibc's syscall() takes the number and six arguments, and passes on all
+ * six whatever the call has; so does this. On x86-64 the sixth comes from
+ * the caller's stack, a slot of its frame that a call with fewer arguments
+ * did not write: ASan would call reading it an underflow. */
+__attribute__((no_sanitize_address)) SHIM_EXPORT long syscall(long number, ...) {
+  EARLY_REAL(real, syscall);
+  va_list ap;
+  va_start(ap, number);
+  long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long), a4 = va_arg(ap, long),
+       a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+  va_end(ap);
+  if (number == SYS_seccomp && installs_filter(a1))
+    shim_on_seccomp();
+  return real(number, a1, a2, a3, a4, a5, a6);
+}
 
 SHIM_EXPORT int chroot(const char *path) {
   SHIM_REAL(real, chroot);

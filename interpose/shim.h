@@ -42,6 +42,10 @@ void shim_on_exit(void);
  * the process's root changes: the last moment it can reach files by the
  * paths it was given (its directory, /proc, the libraries it loads late). */
 void shim_on_chroot(void);
+/* Defined by each runtime; called by procwrap.c's prctl and syscall
+ * wrappers before the calling thread installs a seccomp filter (strict or
+ * BPF), which may refuse any system call from then on. */
+void shim_on_seccomp(void);
 
 /* Write a message to stderr with write(2): "standin: " + text + "\n".
  * Safe in hooks, signal handlers and after fork. */

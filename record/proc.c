@@ -61,17 +61,21 @@ uint32_t rt_next_thread_index(void) {
 /* The shared exec/_exit wrappers (interpose/procwrap.c) call these. A vfork
  * child shares our memory and must not touch the writer. */
 void shim_on_exec(void) {
-  if ((uint32_t)getpid() == rt_cfg.pid)
+  if (!rt_sealed && (uint32_t)getpid() == rt_cfg.pid)
     rt_before_exec();
 }
 
 void shim_on_exit(void) {
-  if ((uint32_t)getpid() == rt_cfg.pid)
+  if (!rt_sealed && (uint32_t)getpid() == rt_cfg.pid)
     rt_before_exit();
 }
 
 void shim_on_chroot(void) {
   rt_before_chroot();
+}
+
+void shim_on_seccomp(void) {
+  rt_before_seccomp();
 }
 
 /* A library with generated message descriptors (a plugin) may be unloaded:

@@ -163,6 +163,13 @@ void rt_before_unload(void);
 
 /* chroot calls this before the process's root changes (rt.c). */
 void rt_before_chroot(void);
+/* prctl and syscall call this before the thread installs a seccomp filter:
+ * recording of this process stops there (rt.c). */
+void rt_before_seccomp(void);
+/* Set by rt_before_seccomp: recording has stopped for good in this process
+ * (and its children, which inherit the filter), and no hook makes a
+ * system call any more. */
+extern int rt_sealed;
 /* The trace directory opened by rt_before_chroot, which files are then
  * created in (openat), or -1: they are created by path. fdguard keeps it
  * from the program, and moves it away from a dup2 (rt_release_dir_fd). */

@@ -23,11 +23,12 @@
 
 #include <execinfo.h>
 
+#include "fatal.h"
 #include "lazylibs.h"
 #include "record_internal.h"
-#include "shim_alloc.h"
 #include "ring.h"
 #include "shim.h"
+#include "shim_alloc.h"
 #include "trace.h"
 
 /* Writer pacing: poll the rings this often when idle, and write a partial
@@ -781,7 +782,7 @@ static void *writer_main(void *arg) {
 void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns) {
   /* the writer itself (SIGABRT from inside it), a vfork child sharing our
    * memory, or nothing recorded yet: nothing to wait for */
-  if (in_writer || (uint32_t)getpid() != rt_cfg.pid || !writer_running ||
+  if (rt_sealed || in_writer || (uint32_t)getpid() != rt_cfg.pid || !writer_running ||
       atomic_load(&run_state) != RUN_ACTIVE)
     return;
   int none = 0;
@@ -801,7 +802,7 @@ void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns) {
  * and forgotten the descriptors it knows: an address may come back holding
  * another type. */
 void rt_before_unload(void) {
-  if (in_writer || (uint32_t)getpid() != rt_cfg.pid || !writer_running ||
+  if (rt_sealed || in_writer || (uint32_t)getpid() != rt_cfg.pid || !writer_running ||
       atomic_load(&run_state) != RUN_ACTIVE)
     return;
   uint64_t want = atomic_fetch_add(&unload_req, 1) + 1;
@@ -1362,12 +1363,45 @@ void rt_note(const char *key, const char *value) {
 /* ---- process events ------------------------------------------------------ */
 
 void rt_before_exec(void) {
+  if (rt_sealed)
+    return;
   if (rt_cfg.timing)
     rt_timing_write();
   stop_writer(RUN_IDLE);
 }
 
+/* A seccomp filter may refuse any system call recording makes after it is
+ * installed (the trace file, the writer thread, a ring, libunwind's pipe,
+ * the libraries loaded late), or kill the process for one (SIGSYS): an
+ * allowlist that knows only the program's own needs killed it under record
+ * while it ran natively. Which calls a filter allows cannot be known
+ * beforehand, so recording of the process stops before it is installed:
+ * the rings are drained and the file closed, as at exec, and its calls
+ * (and its children's, which inherit the filter) run untouched from then on. */
+int rt_sealed;
+
+void rt_before_seccomp(void) {
+  if (rt_sealed || rt_cfg.apis == 0 || (uint32_t)getpid() != rt_cfg.pid ||
+      atomic_load(&run_state) == RUN_OFF)
+    return;
+  int had = writer_running;
+  if (rt_cfg.timing)
+    rt_timing_write();
+  else if (had) /* info says why the trace ends early */
+    rt_note("recording_stopped", "seccomp");
+  stop_writer(RUN_OFF);
+  shim_fatal_uninstall(); /* nothing left to save at a fatal signal */
+  rt_sealed = 1;          /* from now on no hook of ours makes a system call */
+  if (!rt_cfg.timing)
+    shim_say("pid %u installs a seccomp filter, which may refuse what recording needs: "
+             "recording stops for it here (%s); the calls it makes from now on run "
+             "unrecorded, and so do its children's",
+             rt_cfg.pid, had ? "its trace keeps the calls before" : "it had made no call");
+}
+
 void rt_before_exit(void) {
+  if (rt_sealed)
+    return;
   if (rt_cfg.timing)
     rt_timing_write();
   /* _exit may come from a signal handler that interrupted start or stop:
@@ -1527,7 +1561,7 @@ void rt_release_dir_fd(int fd) {
 }
 
 void rt_before_chroot(void) {
-  if (rt_cfg.apis == 0 || (uint32_t)getpid() != rt_cfg.pid)
+  if (rt_sealed || rt_cfg.apis == 0 || (uint32_t)getpid() != rt_cfg.pid)
     return; /* recording is off, or a vfork child in its parent's memory */
   if (rt_dir_fd() < 0) {
     int fd = open(rt_cfg.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1581,6 +1615,8 @@ __attribute__((constructor)) static void rt_init(int argc, char **argv, char **e
 }
 
 __attribute__((destructor)) static void rt_fini(void) {
+  if (rt_sealed)
+    return;
   if (rt_cfg.timing)
     rt_timing_write();
   stop_writer(RUN_OFF);

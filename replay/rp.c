@@ -239,6 +239,15 @@ void shim_on_chroot(void) {
   (void)rp_on();
 }
 
+/* A seccomp filter may refuse the system calls of a late setup (the
+ * database is opened through /proc) or of the calling thread's first call
+ * (its counters): both are done first. */
+void shim_on_seccomp(void) {
+  if (rp_on())
+    (void)local_self();
+  shim_fatal_uninstall(); /* its sigaction and tgkill could be refused */
+}
+
 __attribute__((destructor)) static void rp_fini(void) {
   flush_all();
 }

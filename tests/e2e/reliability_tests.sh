@@ -173,6 +173,37 @@ t639_chrooted_server_and_its_worker_are_recorded() {
   [ -z "$(ls -A jail)" ] || fail "left in the jail: $(ls -A jail)"
 }
 
+# A process that installs a seccomp filter allowing only the system calls it
+# needs itself: recording stops there (the rings drained, the file closed,
+# the fatal-signal handlers taken off), so that a filter that kills for any
+# other call does not kill the program, as it did under record. The trace
+# keeps the calls before and says where it stops; retime and replay work.
+t640_seccomp_filter_stops_recording_not_the_program() {
+  [ -z "${STANDIN_SANITIZER:-}" ] || { echo "a sanitizer's runtime needs more system calls: skipped"; return 0; }
+  "$FAULTS" seccomp errno 1 >/dev/null 2>probe.err || { echo "skipped: no seccomp here: $(cat probe.err)"; return 0; }
+  local how
+  for how in kill errno; do
+    "$FAULTS" seccomp $how 20 >native.out
+    "$STANDIN" record -o "rec-$how" -- "$FAULTS" seccomp $how 20 >rec.out 2>rec.err ||
+      fail "$how: record exited $?: $(cat rec.err)"
+    cmp native.out rec.out
+    grep -q "^standin: pid [0-9]* installs a seccomp filter, which may refuse what recording needs: recording stops for it here (its trace keeps the calls before)" rec.err ||
+      fail "$how: record said: $(cat rec.err)"
+    trace_ok "rec-$how"
+    expect_eq "$how: calls" 60 "$(calls "rec-$how")"
+    grep -q "status: complete up to the seccomp filter the process installed" "rec-$how.info" ||
+      fail "$how: $(grep status "rec-$how.info")"
+    "$STANDIN" record -o "ret-$how" --retime=1 -- "$FAULTS" seccomp $how 20 >/dev/null 2>ret.err ||
+      fail "$how: record --retime: $(cat ret.err)"
+    grep -q "60 of 60 calls retimed" ret.err || fail "$how: retime: $(cat ret.err)"
+    ! grep -q "killed\|exited with status" ret.err || fail "$how: retime: $(cat ret.err)"
+    "$STANDIN" replay -t "rec-$how" --summary s.json -- "$FAULTS" seccomp $how 20 >rep.out
+    cmp native.out rep.out
+    expect_eq "$how: replayed" 60 "$(json s.json calls_replayed)"
+    expect_eq "$how: run for real (not recorded)" 60 "$(json s.json calls_fallback)"
+  done
+}
+
 # A program that leaves a daemon behind and exits before any call: record
 # says the daemon still runs under it (not that nothing was recorded), and
 # the daemon's trace is complete once it exits; replay says its counts

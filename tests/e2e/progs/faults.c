@@ -34,6 +34,10 @@
  *                           above 2 (named -t, unbound and nsd confine
  *                           themselves before their first message), then
  *                           N messages, a forked child's N, and N more
+ *   faults seccomp HOW N    N messages, then a seccomp filter that allows
+ *                           only the system calls the program itself needs
+ *                           (others: HOW=kill kills it with SIGSYS, errno
+ *                           fails them with EPERM), then N more messages
  *   faults daemon HOW N     N messages, then as a daemon: close every
  *                           descriptor above 2 (HOW: loop, closefrom, range;
  *                           dup2: dup a file of its own onto a trace file's
@@ -46,16 +50,21 @@
  * replayed run must print exactly what a native run prints. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -359,6 +368,40 @@ static int run_chroot(const char *dir, int n) {
   return 0;
 }
 
+#define ALLOW(nr)                                                                                  \
+  BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+static int run_seccomp(const char *how, int n) {
+  messages(0, n);
+  fflush(stdout);
+  /* what messages() and exit need: memory, stdout, a lock */
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      ALLOW(SYS_read),
+      ALLOW(SYS_write),
+      ALLOW(SYS_brk),
+      ALLOW(SYS_mmap),
+      ALLOW(SYS_munmap),
+      ALLOW(SYS_futex),
+      ALLOW(SYS_newfstatat),
+      ALLOW(SYS_fstat),
+      ALLOW(SYS_clock_gettime),
+      ALLOW(SYS_rt_sigreturn),
+      ALLOW(SYS_exit),
+      ALLOW(SYS_exit_group),
+      BPF_STMT(BPF_RET | BPF_K,
+               !strcmp(how, "kill") ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM),
+  };
+  struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    fprintf(stderr, "faults: seccomp: %s\n", strerror(errno));
+    return 1;
+  }
+  messages(1000, n);
+  return 0;
+}
+
 static int run_loop(int ms) {
   struct timespec t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -521,6 +564,8 @@ int main(int argc, char **argv) {
     return run_exec_child(mode, argv[2], b);
   if (!strcmp(mode, "wait") && argc > 3)
     return run_wait(argv[2], b);
+  if (!strcmp(mode, "seccomp") && argc > 3)
+    return run_seccomp(argv[2], b);
   if (!strcmp(mode, "chroot") && argc > 3)
     return run_chroot(argv[2], b);
   if (!strcmp(mode, "loop"))
