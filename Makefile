@@ -25,8 +25,8 @@ TRACE_SRC := $(wildcard traces/*.c)
 # procwrap.c defines exec*/_exit hooks and deepbind.c dlopen: linked into
 # the shims only (as objects: --exclude-libs would hide them from an
 # archive), never into a library the CLI or the tests could pull it from.
-PROCWRAP := $(B)/obj/interpose/procwrap.o $(B)/obj/interpose/deepbind.o
-INTERPOSE_SRC := $(filter-out interpose/procwrap.c interpose/deepbind.c,$(wildcard interpose/*.c))
+PROCWRAP := $(B)/obj/interpose/procwrap.o $(B)/obj/interpose/deepbind.o $(B)/obj/interpose/handles.o
+INTERPOSE_SRC := $(filter-out interpose/procwrap.c interpose/deepbind.c interpose/handles.c,$(wildcard interpose/*.c))
 IFACE_SRC := $(wildcard interfaces/*.c)
 RECORD_SRC := $(wildcard record/*.c)
 REPLAY_SRC := $(wildcard replay/*.c)

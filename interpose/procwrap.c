@@ -43,7 +43,7 @@ static int installs_filter(long op) {
     __atomic_store_n(&var##_cache, var, __ATOMIC_RELAXED);                                         \
   }
 
-__attribute__((no_sanitize_address)) SHIM_EXPORT int prctl(int option, ...) {
+SHIM_UNINSTRUMENTED SHIM_EXPORT int prctl(int option, ...) {
   EARLY_REAL(real, prctl);
   va_list ap;
   va_start(ap, option);
@@ -59,7 +59,7 @@ __attribute__((no_sanitize_address)) SHIM_EXPORT int prctl(int option, ...) {
  * six whatever the call has; so does this. On x86-64 the sixth comes from
  * the caller's stack, a slot of its frame that a call with fewer arguments
  * did not write: ASan would call reading it an underflow. */
-__attribute__((no_sanitize_address)) SHIM_EXPORT long syscall(long number, ...) {
+SHIM_UNINSTRUMENTED SHIM_EXPORT long syscall(long number, ...) {
   EARLY_REAL(real, syscall);
   va_list ap;
   va_start(ap, number);

@@ -95,6 +95,10 @@ static inline uint64_t shim_now_ns(void) {
  * one, or if the TSC it describes reads earlier than its base here. */
 int shim_clock_init(const char *spec);
 
+/* Code that may run before a sanitizer's runtime is set up (other
+ * libraries' constructors call dlsym and prctl): not instrumented. */
+#define SHIM_UNINSTRUMENTED __attribute__((no_sanitize("address", "thread")))
+
 /* Declare `var` as the real `fn`, resolved on first use:
  *   SHIM_REAL(real, protobuf_c_message_pack);
  * The cache is read and written with relaxed atomics: racing threads store

@@ -430,3 +430,18 @@ t712_jpeginfo_checks_replayed_decodes() {
   grep -q "stay in software on jpeg-core: scaled decode" core.err || fail "$(cat core.err)"
   expect_eq "jpeg-core: fallback" 0 "$(json core.json calls_fallback)"
 }
+
+# Python's ctypes (as PyTurboJPEG decodes) dlopens libturbojpeg and looks
+# every function up on its handle, which finds the library's own
+# definitions, not the shim's: standin saw none of those calls. The shim's
+# dlsym now answers a lookup of a hooked function with the hook when the
+# handle found the very function it stands in front of (interpose/handles.c).
+t713_python_ctypes_turbojpeg_reaches_the_hooks() {
+  corpus
+  set -- "$CORPUS"/*.jpg
+  printf '%s %s' "$PYSYS" "$(dirname "$B")/tests/e2e/tools/tj_ctypes.py" >tj.sh
+  printf ' %s' "$@" >>tj.sh
+  jpeg_same tj.sh
+  [ "$(calls rec tj.decode)" -ge 20 ] || fail "tj.decode calls: $(calls rec tj.decode)"
+  every_decode_replayed
+}
