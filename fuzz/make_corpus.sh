@@ -11,7 +11,7 @@ T=$(mktemp -d /tmp/standin-seeds.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 C=fuzz/corpus
 rm -rf "$C"
-mkdir -p $C/trace_reader $C/trace_cli $C/replay_db $C/plan $C/model_spec $C/schema $C/pb_image
+mkdir -p $C/trace_reader $C/trace_cli $C/replay_db $C/plan $C/model_spec $C/schema $C/pb_image $C/elf
 
 mkdir -p "$T/pb" "$T/jpeg"
 "$STANDIN" record -o "$T/pb/basic" -- "$PB" basic 3 >/dev/null 2>&1
@@ -111,4 +111,15 @@ for s in software scale:factor=0.25 constant:ns=100 linear:base_ns=5,ns_per_byte
   printf '%s' "$s" >"$C/model_spec/seed-$i"
   i=$((i + 1))
 done
+# Programs for record's ELF reading (fuzz_elf): small objects defining a
+# hooked function or not, stripped, static, and a script.
+mkdir -p "$C/elf"
+printf 'void protobuf_c_message_pack(void) {}\nvoid other(void) {}\n' >"$T/e1.c"
+printf 'int tjDecompress2(void) { return 0; }\n' >"$T/e2.c"
+printf 'int main(void) { return 0; }\n' >"$T/e4.c"
+gcc -O1 -shared -nostdlib -fPIC -o "$C/elf/seed-defines-pack" "$T/e1.c"
+gcc -O1 -shared -nostdlib -fPIC -o "$C/elf/seed-defines-tj" "$T/e2.c"
+strip -o "$C/elf/seed-stripped" "$C/elf/seed-defines-pack"
+gcc -O1 -nostdlib -static -e main -o "$C/elf/seed-static" "$T/e4.c"
+printf '#!/bin/sh\necho not elf\n' >"$C/elf/seed-script"
 echo "corpus: $(find "$C" -type f | wc -l) files, $(du -sh "$C" | cut -f1)"
