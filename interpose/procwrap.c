@@ -27,10 +27,6 @@
 #include "fatal.h"
 #include "shim.h"
 
-static int installs_filter(long op) {
-  return op == SECCOMP_SET_MODE_STRICT || op == SECCOMP_SET_MODE_FILTER;
-}
-
 /* prctl and syscall are called from other libraries' constructors (libcap's
  * calls prctl), which may run before the shim's and, in a sanitizer build,
  * before the ASan runtime is set up: they touch nothing instrumented, and
@@ -66,7 +62,7 @@ SHIM_UNINSTRUMENTED SHIM_EXPORT long syscall(long number, ...) {
   long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long), a4 = va_arg(ap, long),
        a5 = va_arg(ap, long), a6 = va_arg(ap, long);
   va_end(ap);
-  if (number == SYS_seccomp && installs_filter(a1))
+  if (number == SYS_seccomp && (a1 == SECCOMP_SET_MODE_STRICT || a1 == SECCOMP_SET_MODE_FILTER))
     shim_on_seccomp();
   return real(number, a1, a2, a3, a4, a5, a6);
 }
