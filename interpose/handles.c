@@ -139,7 +139,11 @@ SHIM_UNINSTRUMENTED void *shim_dlsym_handle(void *handle, const char *name) {
   if (!p || !name || !api_name(name) || in_shim(caller) || in_shim(p))
     return p;
   void *hook = own_definition(real, name);
-  return hook && shim_real_opt(name) == p ? hook : p;
+  void *r = hook && shim_real_opt(name) == p ? hook : p;
+  /* the lookup succeeded: a failure of ours (a name the shim does not
+   * define) must not be what the program's dlerror() reports next */
+  (void)dlerror();
+  return r;
 }
 
 #endif

@@ -201,6 +201,20 @@ t036_record_names_a_library_linked_into_the_program() {
   return 0
 }
 
+# The shim's dlsym (interpose/handles.c) looks more up than the program
+# asked for: the program's next dlerror() must still say what its own
+# lookup did (a found function: no error; a missing one: an error).
+t037_dlsym_on_a_handle_keeps_dlerror_state() {
+  "$B/progs/dlsymtest" >native.out
+  grep -q "^tjInitDecompress found no-error$" native.out || fail "$(cat native.out)"
+  grep -q "^tjNoSuchFunction missing error$" native.out || fail "$(cat native.out)"
+  "$STANDIN" record -o rec -- "$B/progs/dlsymtest" >rec.out 2>/dev/null
+  cmp native.out rec.out || fail "recorded: $(cat rec.out)"
+  "$STANDIN" record -o rec2 -- "$B/progs/pbtest" basic 1 >/dev/null
+  "$STANDIN" replay -t rec2 -- "$B/progs/dlsymtest" >rep.out 2>/dev/null
+  cmp native.out rep.out || fail "replayed: $(cat rep.out)"
+}
+
 t016_shim_exports_only_hooks() {
   syms=$(nm -D --defined-only "$B/lib/standin/libstandin-record.so" | awk '$2 == "T" {print $3}' | sort | xargs)
   expect_eq "exported" "_Exit _exit chroot close close_range closefrom dlclose dlopen dlsym dup2 dup3 execl execle execlp execv execve execvp execvpe fexecve jpeg_CreateDecompress jpeg_abort jpeg_abort_decompress jpeg_consume_input jpeg_crop_scanline jpeg_destroy jpeg_destroy_decompress jpeg_finish_decompress jpeg_finish_output jpeg_read_coefficients jpeg_read_header jpeg_read_raw_data jpeg_read_scanlines jpeg_skip_scanlines jpeg_start_decompress jpeg_start_output kill pipe pipe2 prctl protobuf_c_message_get_packed_size protobuf_c_message_pack protobuf_c_message_pack_to_buffer protobuf_c_message_unpack pthread_create pthread_kill raise syscall tjDecompress2 tjDecompressHeader3 tjDecompressToYUV2 tjDecompressToYUVPlanes" "$syms"
