@@ -1381,18 +1381,20 @@ void rt_before_exec(void) {
 int rt_sealed;
 
 void rt_before_seccomp(void) {
-  if (rt_sealed || rt_cfg.apis == 0 || (uint32_t)getpid() != rt_cfg.pid ||
-      atomic_load(&run_state) == RUN_OFF)
-    return;
-  int had = writer_running;
-  if (rt_cfg.timing)
+  if (rt_sealed || (uint32_t)getpid() != rt_cfg.pid)
+    return; /* done, or a vfork child in its parent's memory */
+  /* a process whose recording is off already (no API, no file) is sealed
+   * too: its exit hooks would still ask for its pid */
+  int had = writer_running, on = rt_cfg.apis != 0 && atomic_load(&run_state) != RUN_OFF;
+  if (on && rt_cfg.timing)
     rt_timing_write();
-  else if (had) /* info says why the trace ends early */
+  else if (on && had) /* info says why the trace ends early */
     rt_note("recording_stopped", "seccomp");
-  stop_writer(RUN_OFF);
+  if (on)
+    stop_writer(RUN_OFF);
   shim_fatal_uninstall(); /* nothing left to save at a fatal signal */
   rt_sealed = 1;          /* from now on no hook of ours makes a system call */
-  if (!rt_cfg.timing)
+  if (on && !rt_cfg.timing)
     shim_say("pid %u installs a seccomp filter, which may refuse what recording needs: "
              "recording stops for it here (%s); the calls it makes from now on run "
              "unrecorded, and so do its children's",
