@@ -1388,7 +1388,7 @@ void rt_before_seccomp(void) {
   int had = writer_running, on = rt_cfg.apis != 0 && atomic_load(&run_state) != RUN_OFF;
   if (on && rt_cfg.timing)
     rt_timing_write();
-  else if (on && had) /* info says why the trace ends early */
+  else if (on) /* info says why the trace ends early (or holds no call) */
     rt_note("recording_stopped", "seccomp");
   if (on)
     stop_writer(RUN_OFF);

@@ -202,6 +202,13 @@ t640_seccomp_filter_stops_recording_not_the_program() {
     expect_eq "$how: replayed" 60 "$(json s.json calls_replayed)"
     expect_eq "$how: run for real (not recorded)" 60 "$(json s.json calls_fallback)"
   done
+  # a filter before any call: a trace without calls says why
+  "$STANDIN" record -o rec0 -- "$FAULTS" seccomp kill 0 >/dev/null 2>rec0.err ||
+    fail "no call: record exited $?: $(cat rec0.err)"
+  grep -q "recording stops for it here (it had made no call)" rec0.err || fail "$(cat rec0.err)"
+  "$STANDIN" info rec0 >rec0.info
+  grep -q "calls 0," rec0.info || fail "$(cat rec0.info)"
+  grep -q "status: complete up to the seccomp filter" rec0.info || fail "$(cat rec0.info)"
   # a process whose recording is off (no API named) is sealed too: its
   # _exit hook must not ask for its pid under the filter
   STANDIN_DIR=$PWD STANDIN_APIS=none LD_PRELOAD=$B/lib/standin/libstandin-record.so \
