@@ -220,8 +220,10 @@ static void write_runinfo(const char *dir, char **argv, const char *path, int dy
   fclose(f);
 }
 
-/* Warn about programs the loader will not preload into. */
-static int inspect_program(const char *prog, char *path, size_t cap) {
+/* Warn about programs the loader will not preload into, or whose calls
+ * never reach a shim (*builtin: a hooked library linked in). */
+static int inspect_program(const char *prog, char *path, size_t cap, int *builtin) {
+  *builtin = 0;
   if (cli_find_program(prog, path, cap) != 0) {
     cli_err("%s: command not found", prog);
     return -1;
@@ -237,11 +239,13 @@ static int inspect_program(const char *prog, char *path, size_t cap) {
     cli_warn("%s is statically linked: no shim can be preloaded into it, so no calls will be "
              "recorded (link it dynamically against libprotobuf-c / libjpeg)",
              path);
-  else if (dyn == 1 && (lib = cli_elf_builtin_lib(path, &fn)) != NULL)
+  else if (dyn == 1 && (lib = cli_elf_builtin_lib(path, &fn)) != NULL) {
+    *builtin = 1;
     cli_warn("%s has %s linked into it (it defines %s itself): its calls never reach the "
              "shared library, where standin intercepts them, so they will not be recorded "
              "(link it against %s.so)",
              path, lib, fn, lib);
+  }
   return dyn;
 }
 
@@ -253,7 +257,7 @@ static char *env_pair(const char *k, const char *v) {
   return s;
 }
 
-static void summary(const char *dir, const char *absdir, const char *prog, const char *path) {
+static void summary(const char *dir, const char *absdir, const char *prog, int builtin) {
   struct stat dst;
   if (stat(dir, &dst) != 0) {
     cli_warn("the recording directory %s was removed while the program ran: its traces are "
@@ -291,13 +295,12 @@ static void summary(const char *dir, const char *absdir, const char *prog, const
               "standin: no intercepted call was made, so %s holds no trace; "
               "'standin info %s' says more\n",
               dir, dir);
-      /* a program with a library linked in was warned about before it ran */
-      const char *fn, *lib = cli_elf_builtin_lib(path, &fn);
       /* processes that gave up root before their first call (a server's
        * workers) could not create their traces here: their own messages
        * may have gone to a log the daemon keeps */
       struct stat ds;
-      if (!lib && geteuid() == 0 && stat(dir, &ds) == 0 && !(ds.st_mode & S_IWOTH))
+      /* (a program with a library linked in was warned about before it ran) */
+      if (!builtin && geteuid() == 0 && stat(dir, &ds) == 0 && !(ds.st_mode & S_IWOTH))
         fprintf(stderr,
                 "standin: if the program's processes give up root before their first call (a "
                 "server's workers), they cannot write into %s: make the directory first, "
@@ -437,7 +440,8 @@ int cmd_record(int argc, char **argv) {
   if (parse(argc, argv, &o, &first) != 0)
     return EXIT_USAGE;
   char path[PATH_MAX];
-  int dyn = inspect_program(argv[first], path, sizeof path);
+  int builtin;
+  int dyn = inspect_program(argv[first], path, sizeof path, &builtin);
   if (dyn == -1 && access(path, F_OK) != 0)
     return EXIT_NOTFOUND;
   const char *shim = cli_runtime_lib("libstandin-record.so");
@@ -472,7 +476,7 @@ int cmd_record(int argc, char **argv) {
   snprintf(status, sizeof status, "exit %d", rc);
   write_runinfo(o.dir, argv + first, path, dyn, status, wall);
   const char *slash = strrchr(argv[first], '/');
-  summary(o.dir, absdir, slash ? slash + 1 : argv[first], path);
+  summary(o.dir, absdir, slash ? slash + 1 : argv[first], builtin);
   if (o.retime)
     retime(&o, absdir, argv + first, env);
   for (int i = 0; env[i]; i++)

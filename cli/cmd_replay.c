@@ -489,12 +489,13 @@ static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
   int pb = 0;
   for (int api = 0; api < ST_API_MAX && !pb; api++)
     pb = st_api_family(api) == ST_FAMILY_PROTOBUF && C(s, RDB_API(api, RDB_API_CALLS)) != 0;
-  if (missing && ((all >= 10 && missing * 2 > all) || missing == all) && b->files_cut)
+  int most_missing = missing && ((all >= 10 && missing * 2 > all) || missing == all);
+  if (most_missing && b->files_cut)
     cli_warn("%llu of %llu calls were not in the recording: %llu of its trace files ended "
              "early (see above), and the calls recorded after that are lost; record the "
              "program again to replay them",
              missing, all, (unsigned long long)b->files_cut);
-  else if (missing && ((all >= 10 && missing * 2 > all) || missing == all))
+  else if (most_missing)
     cli_warn("%llu of %llu calls were not in the recording: is it from another program, "
              "version or input?%s",
              missing, all,

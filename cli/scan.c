@@ -226,9 +226,6 @@ uint64_t scan_run_ns(const scan_file *f, int *approx) {
   return f->last_call_end_ns > f->h.start_mono_ns ? f->last_call_end_ns - f->h.start_mono_ns : 0;
 }
 
-/* A killed writer leaves the file without its end mark, or ends it inside
- * the chunk it was writing: both lose the calls not yet flushed (the
- * writer flushes at least every 100 ms), neither is damage. */
 static const char *chunks_read(char *buf, size_t cap, uint64_t n) {
   if (n == 0)
     return "no chunk was complete";
@@ -236,6 +233,9 @@ static const char *chunks_read(char *buf, size_t cap, uint64_t n) {
   return buf;
 }
 
+/* A killed writer leaves the file without its end mark, or ends it inside
+ * the chunk it was writing: both lose the calls not yet flushed (the
+ * writer flushes at least every 100 ms), neither is damage. */
 void scan_status_text(const scan_file *f, char *buf, size_t cap) {
   const st_read_status *s = &f->status;
   char b[32], n[48];

@@ -23,6 +23,14 @@ static int at_default(const struct sigaction *sa) {
   return sa->sa_handler == SIG_DFL;
 }
 
+static void set_default(int sig) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, NULL);
+}
+
 static int ends_by_default(int sig) {
   for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
     if (fatal_signals[i] == sig)
@@ -48,11 +56,7 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *ctx) {
   int saved = errno;
   if (before)
     before(sig);
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sigaction(sig, &dfl, NULL);
+  set_default(sig);
   /* pending until we return: sig is blocked in its handler. Not raise():
    * that is the shim's own hook (procwrap.c), which would put this handler
    * back on the signal. */
@@ -89,11 +93,7 @@ void shim_fatal_uninstall(void) {
     if (sigaction(fatal_signals[i], NULL, &old) != 0 || !(old.sa_flags & SA_SIGINFO) ||
         old.sa_sigaction != on_fatal_signal)
       continue;
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(fatal_signals[i], &dfl, NULL);
+    set_default(fatal_signals[i]);
   }
 }
 

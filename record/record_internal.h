@@ -175,9 +175,10 @@ extern int rt_sealed;
  * from the program, and moves it away from a dup2 (rt_release_dir_fd). */
 int rt_dir_fd(void);
 void rt_release_dir_fd(int fd);
-/* The name of dir/name to create, relative to rt_dir_fd() when it is
- * open: the path itself otherwise. */
-const char *rt_dir_rel(const char *path);
+/* Where to create dir/name (a path under rt_cfg.dir): the directory kept
+ * open, with *rel the name relative to it, or AT_FDCWD with *rel = path.
+ * One load of the descriptor, which a dup2 may move meanwhile. */
+int rt_dir_at(const char *path, const char **rel);
 
 /* The writer could not write the file (disk full, ...): it said so once;
  * recording stops and the hooks pass every call straight through. */

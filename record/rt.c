@@ -1547,11 +1547,14 @@ int rt_dir_fd(void) {
   return atomic_load_explicit(&dir_fd, memory_order_acquire);
 }
 
-const char *rt_dir_rel(const char *path) {
+int rt_dir_at(const char *path, const char **rel) {
+  int fd = rt_dir_fd();
   size_t n = strlen(rt_cfg.dir);
-  if (rt_dir_fd() < 0 || strncmp(path, rt_cfg.dir, n) != 0 || path[n] != '/')
-    return path;
-  return path + n + 1;
+  *rel = path;
+  if (fd < 0 || strncmp(path, rt_cfg.dir, n) != 0 || path[n] != '/')
+    return AT_FDCWD;
+  *rel = path + n + 1;
+  return fd;
 }
 
 void rt_release_dir_fd(int fd) {

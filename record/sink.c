@@ -118,8 +118,9 @@ static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_
       snprintf(S.path, sizeof S.path, "%s/%u.%u.trace", cfg->dir, h->pid, seq);
     st_header hh = *h;
     hh.exec_seq = seq;
-    int dfd = rt_dir_fd(); /* after a chroot: the directory kept open */
-    int rc = st_writer_openat(&S.w, dfd >= 0 ? dfd : AT_FDCWD, rt_dir_rel(S.path), &hh);
+    const char *rel; /* after a chroot: relative to the directory kept open */
+    int at = rt_dir_at(S.path, &rel);
+    int rc = st_writer_openat(&S.w, at, rel, &hh);
     if (rc == ST_OK) {
       publish_fd(st_writer_fd(S.w));
       *exec_seq = seq;

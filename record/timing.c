@@ -143,9 +143,9 @@ static int open_file(char *path, size_t cap, unsigned *seq_out) {
       snprintf(path, cap, "%s/%d.timing", rt_cfg.dir, (int)getpid());
     else
       snprintf(path, cap, "%s/%d.%u.timing", rt_cfg.dir, (int)getpid(), seq);
-    int dfd = rt_dir_fd(); /* after a chroot: the directory kept open */
-    int fd = openat(dfd >= 0 ? dfd : AT_FDCWD, rt_dir_rel(path),
-                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    const char *rel; /* after a chroot: relative to the directory kept open */
+    int at = rt_dir_at(path, &rel);
+    int fd = openat(at, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0 || errno != EEXIST) {
       *seq_out = seq;
       return fd;
