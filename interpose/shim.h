@@ -34,6 +34,10 @@ void *shim_real(const char *name);
 /* Like shim_real, but returns NULL when absent. */
 void *shim_real_opt(const char *name);
 
+/* How many lookups have asked every loaded object (a library outside the
+ * global scope, whose other functions are then looked for there first). */
+uint64_t shim_real_scans(void);
+
 /* Defined by each runtime; called by the exec* and _exit wrappers of
  * procwrap.c just before the process image ends. */
 void shim_on_exec(void);

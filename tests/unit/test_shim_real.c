@@ -1,0 +1,76 @@
+/* Unit tests for shim_real_opt (interpose/shim.c): finding the real function
+ * in a library the program loaded outside the global scope. libunwind
+ * stands in for such a library: nothing here links it, and it is loaded
+ * with RTLD_LOCAL, as a plugin's dependency would be. */
+#include "shim.h"
+
+#include <check.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#define LOCAL_LIB "libunwind.so.8"
+
+static void *load_local(void) {
+  void *h = dlopen(LOCAL_LIB, RTLD_NOW | RTLD_LOCAL);
+  ck_assert_msg(h != NULL, "%s: %s", LOCAL_LIB, dlerror());
+  /* the case under test: the global scope does not have it */
+  ck_assert_ptr_null(dlsym(RTLD_DEFAULT, "unw_backtrace"));
+  return h;
+}
+
+/* The first function of the library asks every loaded object; the next
+ * ones are found in the library that had it, and are the same functions
+ * the library itself gives. */
+START_TEST(test_later_functions_come_from_the_same_library) {
+  void *h = load_local();
+  uint64_t s0 = shim_real_scans();
+  void *p = shim_real_opt("unw_backtrace");
+  ck_assert_ptr_nonnull(p);
+  ck_assert_ptr_eq(p, dlsym(h, "unw_backtrace"));
+  ck_assert_uint_eq(shim_real_scans(), s0 + 1);
+  static const char *more[] = {"_ULx86_64_init_local", "_ULx86_64_step", "_ULx86_64_get_reg"};
+  for (size_t i = 0; i < sizeof more / sizeof *more; i++) {
+    void *q = shim_real_opt(more[i]);
+    ck_assert_msg(q != NULL && q == dlsym(h, more[i]), "%s", more[i]);
+  }
+  ck_assert_uint_eq(shim_real_scans(), s0 + 1);
+  /* and again: each lookup is answered the same way */
+  ck_assert_ptr_eq(shim_real_opt("unw_backtrace"), p);
+  ck_assert_uint_eq(shim_real_scans(), s0 + 1);
+}
+END_TEST
+
+/* A name no library has is still looked for everywhere, and not found. */
+START_TEST(test_an_absent_name_is_not_found) {
+  void *h = load_local();
+  ck_assert_ptr_nonnull(shim_real_opt("unw_backtrace"));
+  uint64_t s0 = shim_real_scans();
+  ck_assert_ptr_null(shim_real_opt("standin_no_such_function"));
+  ck_assert_uint_eq(shim_real_scans(), s0 + 1);
+  ck_assert_ptr_null(dlsym(h, "standin_no_such_function"));
+}
+END_TEST
+
+/* Functions in the global scope are found there, without a scan. */
+START_TEST(test_global_functions_need_no_scan) {
+  uint64_t s0 = shim_real_scans();
+  void *p = shim_real_opt("protobuf_c_message_pack"); /* the test links libprotobuf-c */
+  ck_assert_ptr_nonnull(p);
+  ck_assert_ptr_eq(p, dlsym(RTLD_DEFAULT, "protobuf_c_message_pack"));
+  ck_assert_uint_eq(shim_real_scans(), s0);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("shim_real");
+  TCase *tc = tcase_create("lookup");
+  tcase_add_test(tc, test_later_functions_come_from_the_same_library);
+  tcase_add_test(tc, test_an_absent_name_is_not_found);
+  tcase_add_test(tc, test_global_functions_need_no_scan);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
