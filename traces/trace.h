@@ -192,7 +192,9 @@ int st_writer_openat(st_writer **w, int dirfd, const char *path, const st_header
  * 1024), out of the way of the program's own, which take the lowest free
  * number; and a writer's descriptor may be moved (st_writer_move_fd) while
  * its thread writes. The file is closed with the close system call itself,
- * so a hooked close() cannot keep it open. */
+ * so a hooked close() cannot keep it open. Turning it on grows the
+ * process's descriptor table to that height at once (call it while the
+ * process has one thread: growing it later stalls a threaded process). */
 void st_set_high_fd(int on);
 /* fd moved there (close-on-exec; the old number closed), or fd itself
  * when none is free. */

@@ -216,6 +216,26 @@ t640_seccomp_filter_stops_recording_not_the_program() {
   cmp native.out off.out
 }
 
+# Standin's own descriptors sit near the top of the table (fdguard.c). The
+# kernel grows a descriptor table when a descriptor past its end is made,
+# and in a process that has threads it first waits for an RCU grace
+# period: kresd, which starts a thread before its first query, stalled
+# 24 ms in its first recorded call. The record shim grows the table when
+# it starts, while the process has one thread: it is already that large
+# when the program runs, whether or not it ever makes a call.
+t641_descriptor_table_is_grown_before_the_program_runs() {
+  local top
+  top=$(ulimit -n)
+  [ "$top" = unlimited ] || [ "$top" -gt 1024 ] && top=1024
+  sh -c 'grep FDSize /proc/$$/status' >native.out
+  "$STANDIN" record -o rec -- sh -c 'grep FDSize /proc/$$/status' >rec.out 2>rec.err ||
+    fail "record: $(cat rec.err)"
+  local size
+  size=$(awk '{print $2}' rec.out)
+  [ "$size" -gt $((top - top / 16)) ] ||
+    fail "the table holds $size descriptors under record (natively $(cat native.out)), not past $((top - top / 16))"
+}
+
 # A program that leaves a daemon behind and exits before any call: record
 # says the daemon still runs under it (not that nothing was recorded), and
 # the daemon's trace is complete once it exits; replay says its counts
