@@ -27,6 +27,8 @@ typedef struct {
                        decode's rows are saved, never a digest of them */
   uint64_t writer_stall_ns; /* STANDIN_WRITER_STALL_US: for tests, a writer that
                                sleeps this long before each round falls behind */
+  uint64_t writer_stop_stall_ns; /* STANDIN_WRITER_STOP_STALL_US: for tests, a writer
+                                    that sleeps this long once when told to stop */
 } rt_config;
 
 extern rt_config rt_cfg;

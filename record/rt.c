@@ -243,6 +243,8 @@ static void load_config(void) {
   rt_cfg.jpeg_pixels = jp && !strcmp(jp, "keep");
   const char *ws = getenv("STANDIN_WRITER_STALL_US");
   rt_cfg.writer_stall_ns = ws ? strtoull(ws, NULL, 10) * 1000 : 0;
+  const char *wss = getenv("STANDIN_WRITER_STOP_STALL_US");
+  rt_cfg.writer_stop_stall_ns = wss ? strtoull(wss, NULL, 10) * 1000 : 0;
   if (pf && *pf && strcmp(pf, "walk") && strcmp(pf, "bytes"))
     shim_say("STANDIN_PACK_FP=%s is not 'bytes' or 'walk'; using bytes", pf);
 }
@@ -723,6 +725,7 @@ static void *writer_main(void *arg) {
   /* a new file (after a failed exec) starts compressing, as st_writer_open */
   pace_waits_seen = waits_seen;
   pace_storing = pace_stopping = 0;
+  int stop_stalled = 0;
   for (;;) {
     pthread_mutex_lock(&writer_work);
     int sig = atomic_load(&close_signal);
@@ -741,6 +744,14 @@ static void *writer_main(void *arg) {
       atomic_store(&unload_done, req);
     }
     int stopping = atomic_load(&writer_stop);
+    if (SHIM_UNLIKELY(rt_cfg.writer_stop_stall_ns) && stopping && !stop_stalled) {
+      stop_stalled = 1; /* then a round again: a signal may have come meanwhile */
+      struct timespec st = {(time_t)(rt_cfg.writer_stop_stall_ns / 1000000000ull),
+                            (long)(rt_cfg.writer_stop_stall_ns % 1000000000ull)};
+      pthread_mutex_unlock(&writer_work);
+      nanosleep(&st, NULL);
+      continue;
+    }
     /* the program waits for its trace to exit (or exec): what is left then
      * is stored as it is. Deflating a 640x480 decode's pixels took 8 ms of
      * a 14 ms djpeg-like run; stored, the trace is ~20% larger */
@@ -778,12 +789,21 @@ static void *writer_main(void *arg) {
 
 /* Async-signal-safe: no lock, no allocation. writer_running is read without
  * start_lock; a stale value only means we skip the wait (the writer was
- * starting) or wait for nothing (it was stopping) until the timeout. */
+ * starting) or wait for nothing (it was stopping) until the timeout.
+ *
+ * A process that is already exiting has its writer closing the file
+ * (stop_writer: recording off, the writer told to stop): the signal waits
+ * for that too, and the writer notes it if it has not closed yet. Chromium
+ * sends its renderers SIGTERM as they exit: one that came while the
+ * renderer's exit waited for its writer killed it there, and 6 of 8
+ * renderer traces were left unclosed. */
 void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns) {
   /* the writer itself (SIGABRT from inside it), a vfork child sharing our
-   * memory, or nothing recorded yet: nothing to wait for */
+   * memory, or nothing recorded yet, or recording stopped for good (the
+   * file closed, or a seccomp filter that may refuse the writer's calls) */
+  int stopping = atomic_load(&writer_stop) && atomic_load(&run_state) == RUN_OFF;
   if (rt_sealed || in_writer || (uint32_t)getpid() != rt_cfg.pid || !writer_running ||
-      atomic_load(&run_state) != RUN_ACTIVE)
+      (atomic_load(&run_state) != RUN_ACTIVE && !stopping))
     return;
   int none = 0;
   atomic_compare_exchange_strong(&close_signal, &none, sig);

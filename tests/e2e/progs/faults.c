@@ -12,6 +12,10 @@
  *                           again with HOW: kill, raise or pthread_kill;
  *                           HOW=sigkill: N messages, then SIGKILL to itself
  *   faults busy-exit T      T threads call without end; main exits after 200 ms
+ *   faults term-at-exit N MS  N messages, then a thread that sends the process
+ *                           SIGTERM (the system call itself) MS ms later,
+ *                           while main calls exit(0) at once (Chromium's
+ *                           browser sends its exiting renderers SIGTERM)
  *   faults thread-exit T    T threads call; thread 1 calls exit(5) mid-run
  *   faults forkmt T N       T threads call while main forks a child that does
  *                           N messages and leaves with _exit
@@ -417,6 +421,25 @@ static int run_loop(int ms) {
   }
 }
 
+static int term_after_ms;
+
+static void *send_term(void *p) {
+  (void)p;
+  sleep_ms(term_after_ms);
+  syscall(SYS_kill, (long)getpid(), (long)SIGTERM);
+  return NULL;
+}
+
+static int run_term_at_exit(int n, int ms) {
+  messages(0, n);
+  term_after_ms = ms;
+  pthread_t th;
+  pthread_create(&th, NULL, send_term, NULL);
+  printf("main exits\n");
+  fflush(stdout); /* before the signal may end the exit */
+  exit(0);
+}
+
 static int run_detach(int n) {
   fflush(stdout);
   pid_t pid = fork();
@@ -544,6 +567,8 @@ int main(int argc, char **argv) {
     messages(0, a);
     die("segv");
   }
+  if (!strcmp(mode, "term-at-exit") && argc > 3)
+    return run_term_at_exit(a, b);
   if (!strcmp(mode, "busy-exit") || !strcmp(mode, "thread-exit")) {
     worker_arg args[16] = {{0}};
     int t = a < 1 ? 1 : a > 16 ? 16 : a;
