@@ -431,13 +431,26 @@ static boolean w_fill(j_decompress_ptr cinfo) {
   int keep = o->capture && !o->in_skip && o->last;
   if (keep && (uintptr_t)o->buf_end >= (uintptr_t)o->last)
     jpg_buf_put(&o->cap, o->last, (size_t)(o->buf_end - o->last));
+  /* where the library stands: a suspension backs up to it (the decoders
+   * write their position back only at a unit they finished) */
+  const JOCTET *at = cinfo->src->next_input_byte;
   boolean r;
   o->in_src++;
   JPG_CALLBACK(r = o->orig_fill(cinfo));
   o->in_src--;
-  if (!r) { /* suspended: the library backs up to next_input_byte */
-    if (keep && !o->cap.failed)
+  if (!r) {
+    /* suspended: the bytes up to that position were used, the rest will
+     * be read again. Kept now: a source may forget its buffer when it
+     * suspends (Chromium's points it at nothing and resumes from an offset
+     * of its own), and 388 bytes of scan data went missing from its
+     * requests. */
+    if (keep && !o->cap.failed) {
       o->cap.len = mark;
+      if (in_buffer(o, at)) {
+        jpg_buf_put(&o->cap, o->last, (size_t)(at - o->last));
+        o->last = at;
+      }
+    }
     return r;
   }
   mark_buffer(o);

@@ -118,12 +118,15 @@ EOF
 t203_jpeg_sources_stdio_memory_custom_suspending() {
   corpus
   fs=$(files $SMALL)
-  for src in stdio mem custom suspend; do
+  for src in stdio mem custom suspend forget; do
     echo "$JD -src $src $fs"
     echo "$JD -src $src -nofinish -lines 5 $fs"
   done >run.sh
   echo "$JD -src suspend -chunk 100 $fs" >>run.sh
   echo "$JD -src suspend -chunk 100000 -one $fs" >>run.sh
+  # a source that forgets its buffer when it suspends (Chromium's): the
+  # bytes used before each suspension were lost from its requests
+  echo "$JD -src forget -chunk 300 $fs" >>run.sh
   jpeg_same run.sh
   every_decode_replayed
   [ "$(json sum.json lookups_predicted)" -gt 0 ] || fail "no libjpeg decode found by its guess"

@@ -7,7 +7,10 @@
  *                     reads through a 1000-byte buffer of its own; suspend
  *                     returns FALSE from fill_input_buffer and is fed
  *                     -chunk bytes at a time (default 777), like an
- *                     incremental decoder (PIL, browsers)
+ *                     incremental decoder (PIL, browsers); forget is
+ *                     suspend as Chromium's does it: a suspending fill
+ *                     points the buffer at nothing, and the next chunk
+ *                     resumes from the offset where the library stood
  *     -scale N/D -cs gray|rgb|bgrx|ycc|565 -dct int|fast|float
  *     -nofancy -nosmooth -quant N -onepass     output parameters
  *     -buffered -raw -coef -skip N -crop X,W   modes an accelerator would not serve
@@ -160,10 +163,17 @@ typedef struct {
   struct jpeg_source_mgr pub;
   const unsigned char *data;
   size_t len, avail, skip;
+  size_t at; /* -src forget: where to resume */
 } susp_src;
 
 static boolean s_fill(j_decompress_ptr c) {
-  (void)c;
+  susp_src *s = (susp_src *)c->src;
+  if (!strcmp(O.src, "forget")) {
+    if (s->pub.next_input_byte)
+      s->at = (size_t)(s->pub.next_input_byte - s->data);
+    s->pub.next_input_byte = NULL;
+    s->pub.bytes_in_buffer = 0;
+  }
   return FALSE;
 }
 static void s_skip(j_decompress_ptr c, long n) {
@@ -182,7 +192,7 @@ static void s_skip(j_decompress_ptr c, long n) {
 static int s_more(susp_src *s) {
   if (s->avail >= s->len)
     return 0;
-  size_t used = (size_t)(s->pub.next_input_byte - s->data);
+  size_t used = s->pub.next_input_byte ? (size_t)(s->pub.next_input_byte - s->data) : s->at;
   s->avail = s->avail + (size_t)O.chunk < s->len ? s->avail + (size_t)O.chunk : s->len;
   size_t skip = s->skip < s->avail - used ? s->skip : s->avail - used;
   used += skip;
@@ -212,7 +222,7 @@ typedef struct {
   for (;;) {                                                                                       \
     if (done_expr)                                                                                 \
       break;                                                                                       \
-    if (strcmp(O.src, "suspend") != 0 || !s_more(&(d)->ssrc))                                      \
+    if ((strcmp(O.src, "suspend") != 0 && strcmp(O.src, "forget") != 0) || !s_more(&(d)->ssrc))    \
       ERREXIT(&(d)->ci, JERR_INPUT_EMPTY);                                                         \
   }
 
@@ -382,6 +392,7 @@ static int open_src(dec_t *d, const char *path) {
     d->ssrc.len = d->len;
     d->ssrc.avail = 0;
     d->ssrc.skip = 0;
+    d->ssrc.at = 0;
     c->src = &d->ssrc.pub;
   }
   return 0;
