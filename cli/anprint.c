@@ -134,9 +134,10 @@ void anp_notes_text(FILE *f, const an_result *r) {
       engines |= r->plans[k].p->accel[a].engines != 0;
   if (r->late)
     fprintf(f,
-            "note: %llu calls were met out of start order (a thread's records came late); "
-            "their queueing is approximate\n",
-            (unsigned long long)r->late);
+            "note: %llu call%s met out of start order (a thread's records came late); "
+            "%s queueing is approximate\n",
+            (unsigned long long)r->late, r->late == 1 ? " was" : "s were",
+            r->late == 1 ? "its" : "their");
   if (r->overlap && engines)
     fprintf(f, "note: processes ran at the same time; offline, each has the accelerators to "
                "itself (replay shares them), so queueing may be underestimated\n");

@@ -481,9 +481,12 @@ static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
              "real library",
              C(s, RDB_C_FB0 + RDB_FB_SCHEMA));
   if (C(s, RDB_C_FB0 + RDB_FB_MISMATCH))
-    cli_warn("%llu calls found a recorded request whose bytes or packed size differ from "
-             "theirs (a damaged or doctored recording); they ran the real library",
-             C(s, RDB_C_FB0 + RDB_FB_MISMATCH));
+    cli_warn("%llu call%s a recorded request whose bytes or packed size differ from "
+             "%s (a damaged or doctored recording); %s the real library",
+             C(s, RDB_C_FB0 + RDB_FB_MISMATCH),
+             C(s, RDB_C_FB0 + RDB_FB_MISMATCH) == 1 ? " found" : "s found",
+             C(s, RDB_C_FB0 + RDB_FB_MISMATCH) == 1 ? "its own" : "theirs",
+             C(s, RDB_C_FB0 + RDB_FB_MISMATCH) == 1 ? "it ran" : "they ran");
   /* a protobuf miss counts its lookup as harness time (rp_unhidden): the
    * misses were JPEG decodes when no protobuf call was counted */
   int pb = 0;

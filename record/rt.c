@@ -787,6 +787,16 @@ static void *writer_main(void *arg) {
   return NULL;
 }
 
+/* Wait, a bounded time, until the writer has closed the file (or ended).
+ * Async-signal-safe. */
+static void wait_writer_done(uint64_t wait_ns, uint64_t poll_ns) {
+  struct timespec ts = {0, (long)poll_ns};
+  for (uint64_t waited = 0;
+       waited < wait_ns && !atomic_load(&closed_for_signal) && !atomic_load(&writer_exited);
+       waited += poll_ns)
+    nanosleep(&ts, NULL);
+}
+
 /* Async-signal-safe: no lock, no allocation. writer_running is read without
  * start_lock; a stale value only means we skip the wait (the writer was
  * starting) or wait for nothing (it was stopping) until the timeout.
@@ -809,11 +819,7 @@ void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns) {
   atomic_compare_exchange_strong(&close_signal, &none, sig);
   writer_boost();
   wake_writer();
-  struct timespec ts = {0, (long)poll_ns};
-  for (uint64_t waited = 0;
-       waited < wait_ns && !atomic_load(&closed_for_signal) && !atomic_load(&writer_exited);
-       waited += poll_ns)
-    nanosleep(&ts, NULL);
+  wait_writer_done(wait_ns, poll_ns);
 }
 
 /* Records in the rings point at message descriptors that the writer reads
@@ -1421,15 +1427,27 @@ void rt_before_seccomp(void) {
              rt_cfg.pid, had ? "its trace keeps the calls before" : "it had made no call");
 }
 
+/* How long an _exit waits for a trace another thread's exit is closing (as
+ * long as a dying program waits for it: signals.c). */
+#define EXIT_WAIT_NS 2000000000ull
+
 void rt_before_exit(void) {
   if (rt_sealed)
     return;
   if (rt_cfg.timing)
     rt_timing_write();
   /* _exit may come from a signal handler that interrupted start or stop:
-   * never wait for the lock there, lose the tail instead. */
-  if (pthread_mutex_trylock(&start_lock) != 0)
+   * never wait for the lock there. But when the writer is already stopping
+   * (the process's exit, on this thread or another, holds the lock while it
+   * waits), wait for the file as that exit does: a renderer's IO thread
+   * calls _exit when Chromium's browser goes away, and its _exit cut the
+   * main thread's exit short, the trace half written (4 of 16 runs). The
+   * writer takes no lock the stop holds. */
+  if (pthread_mutex_trylock(&start_lock) != 0) {
+    if (atomic_load(&writer_stop) && writer_running)
+      wait_writer_done(EXIT_WAIT_NS, 1000000);
     return;
+  }
   pthread_mutex_unlock(&start_lock);
   stop_writer(RUN_OFF);
 }

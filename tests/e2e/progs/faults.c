@@ -12,10 +12,13 @@
  *                           again with HOW: kill, raise or pthread_kill;
  *                           HOW=sigkill: N messages, then SIGKILL to itself
  *   faults busy-exit T      T threads call without end; main exits after 200 ms
- *   faults term-at-exit N MS  N messages, then a thread that sends the process
- *                           SIGTERM (the system call itself) MS ms later,
- *                           while main calls exit(0) at once (Chromium's
- *                           browser sends its exiting renderers SIGTERM)
+ *   faults exit-race HOW N MS  N messages, then a thread that ends the
+ *                           process MS ms later, while main calls exit(0)
+ *                           at once: HOW=term sends it SIGTERM (the system
+ *                           call itself; Chromium's browser does so to its
+ *                           exiting renderers), _exit calls _exit(0) (a
+ *                           renderer's IO thread does when the browser's
+ *                           channel closes)
  *   faults thread-exit T    T threads call; thread 1 calls exit(5) mid-run
  *   faults forkmt T N       T threads call while main forks a child that does
  *                           N messages and leaves with _exit
@@ -421,22 +424,26 @@ static int run_loop(int ms) {
   }
 }
 
-static int term_after_ms;
+static int race_after_ms;
+static const char *race_how;
 
-static void *send_term(void *p) {
+static void *race_exit(void *p) {
   (void)p;
-  sleep_ms(term_after_ms);
+  sleep_ms(race_after_ms);
+  if (!strcmp(race_how, "_exit"))
+    _exit(0);
   syscall(SYS_kill, (long)getpid(), (long)SIGTERM);
   return NULL;
 }
 
-static int run_term_at_exit(int n, int ms) {
+static int run_exit_race(const char *how, int n, int ms) {
   messages(0, n);
-  term_after_ms = ms;
+  race_how = how;
+  race_after_ms = ms;
   pthread_t th;
-  pthread_create(&th, NULL, send_term, NULL);
+  pthread_create(&th, NULL, race_exit, NULL);
   printf("main exits\n");
-  fflush(stdout); /* before the signal may end the exit */
+  fflush(stdout); /* before the other thread may end the exit */
   exit(0);
 }
 
@@ -567,8 +574,8 @@ int main(int argc, char **argv) {
     messages(0, a);
     die("segv");
   }
-  if (!strcmp(mode, "term-at-exit") && argc > 3)
-    return run_term_at_exit(a, b);
+  if (!strcmp(mode, "exit-race") && argc > 4)
+    return run_exit_race(argv[2], b, atoi(argv[4]));
   if (!strcmp(mode, "busy-exit") || !strcmp(mode, "thread-exit")) {
     worker_arg args[16] = {{0}};
     int t = a < 1 ? 1 : a > 16 ? 16 : a;
