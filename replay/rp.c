@@ -954,10 +954,20 @@ void rp_miss(int reason, int api, const char *type, void *caller) {
                               "out of memory",
                               "replay is off in this process"};
   Dl_info di;
+  struct link_map *lm = NULL;
   const char *sym = "?", *mod = "?";
   char at[96]; /* a stripped or static caller: its object and offset, as report names sites */
-  if (caller && dladdr((char *)caller - 1, &di)) {
+  char exe[512];
+  if (caller && dladdr1((char *)caller - 1, &di, (void **)&lm, RTLD_DL_LINKMAP)) {
     mod = di.dli_fname && di.dli_fname[0] ? di.dli_fname : "?";
+    /* the program itself, which dladdr names by an argv[0] it may have
+     * written its title over (setproctitle) */
+    ssize_t n;
+    if (lm && lm->l_name && !lm->l_name[0] &&
+        (n = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
+      exe[n] = 0;
+      mod = exe;
+    }
     sym = di.dli_sname;
     if (!sym) {
       const char *base = strrchr(mod, '/');

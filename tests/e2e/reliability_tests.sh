@@ -265,6 +265,30 @@ t642_signal_or_exit_during_exit_waits_for_the_trace() {
   done
 }
 
+# A program that writes its title over its argv (setproctitle; Chromium's
+# renderers) still has its call sites named by its own file: dladdr names
+# the program by argv[0], and the sites were named by a piece of the title.
+t643_a_retitled_program_names_its_own_call_sites() {
+  "$FAULTS" retitle 5 >native.out
+  "$STANDIN" record -o rec -- "$FAULTS" retitle 5 >rec.out 2>rec.err || fail "record: $(cat rec.err)"
+  cmp native.out rec.out
+  trace_ok rec
+  expect_eq "calls" 15 "$(calls rec)"
+  "$STANDIN" dump rec --format json | python3 -c '
+import json, os, sys
+exe = os.path.realpath(sys.argv[1])
+mods = {f["module"] for l in sys.stdin for f in json.loads(l)["frames"]}
+assert exe in mods, (exe, mods)
+assert not any("title" in m for m in mods), mods
+' "$FAULTS" || fail "call sites: $("$STANDIN" report rec --by site | sed -n 4,6p)"
+  # and a replay that stops at a miss names the program's file too
+  local rc=0
+  "$STANDIN" replay -t rec --on-miss abort -- "$FAULTS" retitle 6 >/dev/null 2>abort.err || rc=$?
+  expect_eq "exit status at the miss" 125 "$rc"
+  grep -q "(called from faults+0x[0-9a-f]* in $(realpath "$FAULTS")):" abort.err ||
+    fail "abort message: $(cat abort.err)"
+}
+
 # A program that leaves a daemon behind and exits before any call: record
 # says the daemon still runs under it (not that nothing was recorded), and
 # the daemon's trace is complete once it exits; replay says its counts

@@ -12,6 +12,9 @@
  *                           again with HOW: kill, raise or pthread_kill;
  *                           HOW=sigkill: N messages, then SIGKILL to itself
  *   faults busy-exit T      T threads call without end; main exits after 200 ms
+ *   faults retitle N        write a title over its argv strings, as
+ *                           setproctitle does (Chromium's renderers), then
+ *                           N messages
  *   faults exit-race HOW N MS  N messages, then a thread that ends the
  *                           process MS ms later, while main calls exit(0)
  *                           at once: HOW=term sends it SIGTERM (the system
@@ -424,6 +427,17 @@ static int run_loop(int ms) {
   }
 }
 
+static int run_retitle(int argc, char **argv, int n) {
+  /* the argv strings lie end to end: one title over all of them */
+  char *start = argv[0], *end = argv[argc - 1] + strlen(argv[argc - 1]);
+  const char *title = "faults: a worker with a new title";
+  size_t room = (size_t)(end - start);
+  memset(start, 0, room);
+  memcpy(start, title, strlen(title) < room ? strlen(title) : room);
+  messages(0, n);
+  return 0;
+}
+
 static int race_after_ms;
 static const char *race_how;
 
@@ -574,6 +588,8 @@ int main(int argc, char **argv) {
     messages(0, a);
     die("segv");
   }
+  if (!strcmp(mode, "retitle"))
+    return run_retitle(argc, argv, a);
   if (!strcmp(mode, "exit-race") && argc > 4)
     return run_exit_race(argv[2], b, atoi(argv[4]));
   if (!strcmp(mode, "busy-exit") || !strcmp(mode, "thread-exit")) {
