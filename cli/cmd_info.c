@@ -164,10 +164,12 @@ static void print_process(const scan_file *f, uint64_t call_ns, uint64_t file_by
   int approx;
   uint64_t run = scan_run_ns(f, &approx);
   print_header(f);
-  printf("  threads %u, calls %s, time in calls %s = %.1f%% of %s%s run\n", f->nthreads,
+  printf("  threads %u, calls %s, time in calls %s = %.1f%% of %s%s run%s\n", f->nthreads,
          cli_fmt_count(a, sizeof a, f->calls), cli_fmt_ns(b, sizeof b, (double)call_ns),
          run ? 100.0 * (double)call_ns / (double)run : 0.0, approx ? ">= " : "",
-         cli_fmt_ns(c, sizeof c, (double)run));
+         cli_fmt_ns(c, sizeof c, (double)run),
+         call_ns > run && f->nthreads > 1 ? " (threads call at the same time: their times add up)"
+                                          : "");
   double ratio = file_bytes ? (double)f->status.raw_bytes / (double)file_bytes : 0;
   printf("  trace %s, %s uncompressed (%.1fx), payloads stored %s in %s blobs\n",
          cli_fmt_bytes(d, sizeof d, (double)file_bytes),

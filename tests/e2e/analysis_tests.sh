@@ -437,7 +437,7 @@ t418_whatif_says_when_the_first_process_made_no_call() {
 }
 
 # Threads that call at once spend more time in calls than the run lasts:
-# report says why the share passes 100%, and only then.
+# report and info say why the share passes 100%, and only then.
 t416_report_share_over_100_percent_is_explained() {
   cat >over.spec <<'SPEC'
 process 300 start=1000000000 end=1000010000
@@ -451,9 +451,14 @@ SPEC
   "$STANDIN" report over >r.txt
   grep -q "160.0% of 10.00 us run time (threads call at the same time: their times add up)" r.txt ||
     fail "$(head -1 r.txt)"
+  "$STANDIN" info over >i.txt
+  grep -q "= 160.0% of 10.00 us run (threads call at the same time: their times add up)" i.txt ||
+    fail "info: $(grep threads i.txt)"
   golden_single
   "$STANDIN" report single >s.txt
   if grep -q "add up" s.txt; then fail "explained a share under 100%: $(head -1 s.txt)"; fi
+  "$STANDIN" info single >si.txt
+  if grep -q "add up" si.txt; then fail "info explained a share under 100%: $(grep threads si.txt)"; fi
   # the sweep's native runs: a program that always fails leaves no baseline
   set +e
   "$STANDIN" sweep over --iface constant:ns=0 --vary constant.ns=0 --runs 1 --replay -- false 2>err
