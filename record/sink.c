@@ -158,8 +158,9 @@ void wr_read_identity(void) {
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0)
     return; /* no /proc (a chroot): what was read before it, or nothing */
-  memcpy(exe, buf, (size_t)n);
-  exe[n] = 0;
+  buf[n] = 0;
+  if (strcmp(exe, buf) != 0) /* the writer may be naming frames by it (resolve_frame) */
+    memcpy(exe, buf, (size_t)n + 1);
 }
 
 int wr_open(const rt_config *cfg) {
