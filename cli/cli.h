@@ -94,6 +94,10 @@ int cli_find_program(const char *prog, char *out, size_t cap);
 int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
 /* cli_run with stdin, stdout and stderr on /dev/null. */
 int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
+/* cli_run that also hands the program n descriptors: pass[i][0] as
+ * pass[i][1], inheritable. */
+int cli_run_passing(char *const argv[], char *const extra_env[], uint64_t *wall_ns,
+                    const int (*pass)[2], int n);
 
 /* Calibrate the TSC against CLOCK_MONOTONIC (20 ms of sleep: a rate good
  * to about 1e-6), for the shims' clocks: MONOTONIC ns = *mono + ((tsc -

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -527,6 +529,30 @@ static void warn_short_calls(const rdb_built *b, const rdb_stats *s) {
           (unsigned long long)n, cli_fmt_ns(m, sizeof m, (double)b->as_recorded_ns / (double)n));
 }
 
+/* Hand fd to the program at a fixed number near the top of its descriptor
+ * table (below the record shim's, below 1024), and say so in the variable
+ * NAME=N:DEV:INO:PATH, PATH being the one it stands in for (empty when
+ * there is none: a replay inside another one must not take the outer
+ * one's). */
+static void pass_fd(int fd, int k, int pass[2][2], int *n, char *env, size_t cap,
+                    const char *name) {
+  struct rlimit rl;
+  struct stat st;
+  long top = 1024;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < top)
+    top = (long)rl.rlim_cur;
+  int to = (int)(top - top / 16) - 8 + k;
+  if (fd < 0 || to <= 2 || fstat(fd, &st) != 0) {
+    snprintf(env, cap, "%s=", name);
+    return;
+  }
+  pass[*n][0] = fd;
+  pass[*n][1] = to;
+  (*n)++;
+  snprintf(env, cap, "%s=%d:%llu:%llu:/proc/%d/fd/%d", name, to, (unsigned long long)st.st_dev,
+           (unsigned long long)st.st_ino, (int)getpid(), fd);
+}
+
 int cmd_replay(int argc, char **argv) {
   rep_opts o = {.dir = "standin.data"};
   int first;
@@ -559,9 +585,17 @@ int cmd_replay(int argc, char **argv) {
     snprintf(env3, sizeof env3, "STANDIN_REPLAY_DB_RW=/proc/%d/fd/%d", (int)getpid(), b.fd_rw);
   else
     snprintf(env3, sizeof env3, "STANDIN_REPLAY_DB_RW=");
-  char *env[] = {env1, env2, env3, NULL};
+  /* The same files as inherited descriptors, for processes that cannot
+   * reach this process's /proc entry: a PID namespace with a /proc of its
+   * own (unshare --mount-proc, bwrap). The shim keeps them close-on-exec
+   * and hands them on through the exec calls it wraps. */
+  int pass[2][2], npass = 0;
+  char env4[160], env5[160];
+  pass_fd(b.fd, 0, pass, &npass, env4, sizeof env4, "STANDIN_REPLAY_DB_FD");
+  pass_fd(b.fd_rw, 1, pass, &npass, env5, sizeof env5, "STANDIN_REPLAY_DB_RW_FD");
+  char *env[] = {env1, env2, env3, env4, env5, NULL};
   uint64_t wall = 0;
-  int rc = cli_run(argv + first, env, &wall);
+  int rc = cli_run_passing(argv + first, env, &wall, (const int(*)[2])pass, npass);
   const rdb_header *h = (const rdb_header *)b.base;
   const rdb_stats *s = (const rdb_stats *)(b.base + h->stats_off);
   print_line(s, wall);

@@ -452,7 +452,8 @@ static char **merged_env(char *const extra_env[]) {
  * launcher may hold hundreds of MiB (the replay database it just built),
  * and copying its page tables into a child that execs at once took
  * milliseconds that the measured wall time then included. */
-static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, int quiet) {
+static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, int quiet,
+               const int (*pass)[2], int npass) {
   fflush(NULL);
   char **env = merged_env(extra_env);
   if (!env) {
@@ -466,6 +467,8 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   }
+  for (int i = 0; i < npass; i++) /* a dup2 onto itself clears close-on-exec too */
+    posix_spawn_file_actions_adddup2(&fa, pass[i][0], pass[i][1]);
   /* The signals standin passes on are blocked from before the program
    * starts until their handlers are set: one that came in between (a
    * Ctrl-C as soon as the program prints) would otherwise end standin
@@ -522,11 +525,16 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
 }
 
 int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
-  return run(argv, extra_env, wall_ns, 0);
+  return run(argv, extra_env, wall_ns, 0, NULL, 0);
 }
 
 int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
-  return run(argv, extra_env, wall_ns, 1);
+  return run(argv, extra_env, wall_ns, 1, NULL, 0);
+}
+
+int cli_run_passing(char *const argv[], char *const extra_env[], uint64_t *wall_ns,
+                    const int (*pass)[2], int n) {
+  return run(argv, extra_env, wall_ns, 0, pass, n);
 }
 
 /* Scanning every process's environment is not free (~0.3 ms for 65

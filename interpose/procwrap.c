@@ -76,31 +76,41 @@ SHIM_EXPORT int chroot(const char *path) {
 SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
   SHIM_REAL(real, execve);
   shim_on_exec();
-  return real(path, argv, envp);
+  int rc = real(path, argv, envp);
+  shim_on_exec_failed();
+  return rc;
 }
 
 SHIM_EXPORT int execv(const char *path, char *const argv[]) {
   SHIM_REAL(real, execv);
   shim_on_exec();
-  return real(path, argv);
+  int rc = real(path, argv);
+  shim_on_exec_failed();
+  return rc;
 }
 
 SHIM_EXPORT int execvp(const char *file, char *const argv[]) {
   SHIM_REAL(real, execvp);
   shim_on_exec();
-  return real(file, argv);
+  int rc = real(file, argv);
+  shim_on_exec_failed();
+  return rc;
 }
 
 SHIM_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
   SHIM_REAL(real, execvpe);
   shim_on_exec();
-  return real(file, argv, envp);
+  int rc = real(file, argv, envp);
+  shim_on_exec_failed();
+  return rc;
 }
 
 SHIM_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
   SHIM_REAL(real, fexecve);
   shim_on_exec();
-  return real(fd, argv, envp);
+  int rc = real(fd, argv, envp);
+  shim_on_exec_failed();
+  return rc;
 }
 
 /* _exit skips exit handlers, and forked children often leave with it: flush

@@ -41,6 +41,8 @@ uint64_t shim_real_scans(void);
 /* Defined by each runtime; called by the exec* and _exit wrappers of
  * procwrap.c just before the process image ends. */
 void shim_on_exec(void);
+/* ... and after an exec that failed (the process goes on). */
+void shim_on_exec_failed(void);
 void shim_on_exit(void);
 /* Defined by each runtime; called by procwrap.c's chroot wrapper before
  * the process's root changes: the last moment it can reach files by the

@@ -65,6 +65,10 @@ void shim_on_exec(void) {
     rt_before_exec();
 }
 
+void shim_on_exec_failed(void) {
+  /* a later call opens the next file (rt_before_exec left recording idle) */
+}
+
 void shim_on_exit(void) {
   if (!rt_sealed && (uint32_t)getpid() == rt_cfg.pid)
     rt_before_exit();

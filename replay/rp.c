@@ -224,8 +224,15 @@ static void thread_gone(void *p) {
     flush(p);
 }
 
+static void pass_on(int on);
+
 void shim_on_exec(void) {
   flush_all();
+  pass_on(1);
+}
+
+void shim_on_exec_failed(void) {
+  pass_on(0);
 }
 
 void shim_on_exit(void) {
@@ -468,22 +475,65 @@ static void keep_open(kept_file *k, const char *path) {
   *k = (kept_file){fd, st.st_dev, st.st_ino};
 }
 
+/* The same files handed down as descriptors (STANDIN_REPLAY_DB_FD and
+ * STANDIN_REPLAY_DB_RW_FD), for a process that cannot reach the
+ * launcher's /proc entry: one in a PID namespace with a /proc of its own
+ * (unshare --mount-proc, bwrap) found no database there and ran without
+ * replay. Kept close-on-exec, and made inheritable only for the exec
+ * calls the shim wraps (shim_on_exec; posix_spawn, and so system() and
+ * popen(), are not among them). */
+static kept_file passed_db = {-1, 0, 0}, passed_rw = {-1, 0, 0};
+
+static int still_holds(const kept_file *k) {
+  struct stat st;
+  return k->fd >= 0 && fstat(k->fd, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino;
+}
+
+/* NAME=N:DEV:INO:PATH, taken when PATH is the one this process was given
+ * (a variable changed since stands for another file). */
+static void take_passed(kept_file *k, const char *name, const char *path) {
+  const char *v = getenv(name);
+  unsigned long long dev, ino;
+  int fd, at = -1;
+  if (!v || sscanf(v, "%d:%llu:%llu:%n", &fd, &dev, &ino, &at) != 3 || at < 0 || fd < 0 ||
+      strcmp(v + at, path) != 0)
+    return;
+  kept_file f = {fd, (dev_t)dev, (ino_t)ino};
+  if (!still_holds(&f)) /* closed, or another file there: not ours */
+    return;
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  *k = f;
+}
+
+/* Before an exec (on = 1) the passed descriptors go on to the new image;
+ * after one that failed (on = 0) they are close-on-exec again. */
+static void pass_on(int on) {
+  kept_file *ks[] = {&passed_db, &passed_rw};
+  for (int i = 0; i < 2; i++)
+    if (still_holds(ks[i]))
+      fcntl(ks[i]->fd, F_SETFD, on ? 0 : FD_CLOEXEC);
+}
+
 /* The kept descriptor if it still holds the file opened at start (it is
- * the caller's to close), else path opened now. */
-static int open_kept(kept_file *k, const char *path) {
+ * the caller's to close), else path opened now, else a copy of the one
+ * handed down. */
+static int open_kept(kept_file *k, const char *path, const kept_file *passed) {
   int fd = k->fd;
   k->fd = -1;
   struct stat st;
   if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino)
     return fd;
-  return path[0] == '/' ? open(path, O_RDWR | O_CLOEXEC) : -1;
+  fd = path[0] == '/' ? open(path, O_RDWR | O_CLOEXEC) : -1;
+  if (fd < 0 && still_holds(passed))
+    fd = fcntl(passed->fd, F_DUPFD_CLOEXEC, 0);
+  return fd;
 }
 
 /* Map the shared memory at `path` over the database's writable part
  * [0, ro_off), and check the header it then holds. */
 static int map_rw(const char *path) {
   uint64_t ro = hdr->ro_off;
-  int fd = open_kept(&kept_rw, path);
+  int fd = open_kept(&kept_rw, path, &passed_rw);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != ro ||
       mmap((void *)db, (size_t)ro, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
@@ -535,6 +585,9 @@ __attribute__((constructor)) static void rp_init(void) {
   memcpy(db_path, path, strlen(path) + 1);
   if (rw)
     memcpy(rw_path, rw, strlen(rw) + 1);
+  take_passed(&passed_db, "STANDIN_REPLAY_DB_FD", db_path);
+  if (*rw_path)
+    take_passed(&passed_rw, "STANDIN_REPLAY_DB_RW_FD", rw_path);
   if (!dl_iterate_phdr(hooked_lib, NULL)) {
     if (geteuid() == 0) { /* it may drop its privileges before its first call */
       keep_open(&kept_db, db_path);
@@ -550,7 +603,7 @@ __attribute__((constructor)) static void rp_init(void) {
 static void rp_setup(void) {
   const char *path = db_path;
   uint64_t setup_t0 = shim_now_ns();
-  int fd = open_kept(&kept_db, path);
+  int fd = open_kept(&kept_db, path, &passed_db);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
     shim_say("cannot open the replay database %s; this process runs without replay", path);

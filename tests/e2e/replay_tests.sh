@@ -642,3 +642,28 @@ t121_replay_more_occurrences_than_recorded_reuses_samples() {
   grep -q "more often than the recording" err2 && fail "$(cat err2)"
   return 0
 }
+
+# A program run in a PID namespace with a /proc of its own (unshare
+# --mount-proc, bwrap) cannot reach the launcher's /proc/PID/fd/N: it ran
+# without replay ("cannot open the replay database"). The database is also
+# handed down as inherited descriptors, which the shim passes on through
+# the exec calls it wraps: the shell's children are replayed too. Needs
+# root, or a user namespace that maps us to it.
+t130_replay_inside_a_pid_namespace_with_its_own_proc() {
+  local ns=(unshare -p -f --mount-proc)
+  if [ "$(id -u)" != 0 ]; then
+    unshare -r -p -f --mount-proc true 2>/dev/null || { echo "skipped: no PID namespace"; return 0; }
+    ns=(unshare -r -p -f --mount-proc)
+  fi
+  "${ns[@]}" true 2>/dev/null || { echo "skipped: no PID namespace"; return 0; }
+  local prog=(sh -c "$PB basic 5; $PB reverse 5")
+  "${ns[@]}" "${prog[@]}" >native.out
+  "$STANDIN" record -o rec -- "${ns[@]}" "${prog[@]}" >rec.out
+  cmp native.out rec.out
+  expect_eq "recorded" 40 "$(calls rec)"
+  "$STANDIN" replay -t rec --summary sum.json -- "${ns[@]}" "${prog[@]}" >rep.out 2>rep.err
+  cmp native.out rep.out
+  ! grep -q "cannot open the replay database" rep.err || fail "$(cat rep.err)"
+  expect_eq "replayed" 40 "$(json sum.json calls_replayed)"
+  expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
+}
