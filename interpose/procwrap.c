@@ -19,6 +19,7 @@
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -110,6 +111,29 @@ SHIM_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
   shim_on_exec();
   int rc = real(fd, argv, envp);
   shim_on_exec_failed();
+  return rc;
+}
+
+/* posix_spawn starts a program without passing through the exec calls
+ * above: a runtime that has descriptors to hand on (replay's, for a PID
+ * namespace with its own /proc) makes them inheritable around it. glibc's
+ * own system() and popen() spawn through an internal entry, unseen. */
+SHIM_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+  SHIM_REAL(real, posix_spawn);
+  shim_on_spawn(1);
+  int rc = real(pid, path, fa, attr, argv, envp);
+  shim_on_spawn(0);
+  return rc;
+}
+
+SHIM_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                             const posix_spawnattr_t *attr, char *const argv[],
+                             char *const envp[]) {
+  SHIM_REAL(real, posix_spawnp);
+  shim_on_spawn(1);
+  int rc = real(pid, file, fa, attr, argv, envp);
+  shim_on_spawn(0);
   return rc;
 }
 

@@ -43,6 +43,8 @@ uint64_t shim_real_scans(void);
 void shim_on_exec(void);
 /* ... and after an exec that failed (the process goes on). */
 void shim_on_exec_failed(void);
+/* Around a posix_spawn: starting = 1 before it, 0 after. */
+void shim_on_spawn(int starting);
 void shim_on_exit(void);
 /* Defined by each runtime; called by procwrap.c's chroot wrapper before
  * the process's root changes: the last moment it can reach files by the

@@ -69,6 +69,10 @@ void shim_on_exec_failed(void) {
   /* a later call opens the next file (rt_before_exec left recording idle) */
 }
 
+void shim_on_spawn(int starting) {
+  (void)starting; /* the spawned program loads its own shim from LD_PRELOAD */
+}
+
 void shim_on_exit(void) {
   if (!rt_sealed && (uint32_t)getpid() == rt_cfg.pid)
     rt_before_exit();

@@ -231,8 +231,18 @@ void shim_on_exec(void) {
   pass_on(1);
 }
 
+/* Threads inside a posix_spawn now: the descriptors stay inheritable
+ * until the last one is done (a flag is the process's, not a thread's). */
+static _Atomic int spawning;
+
 void shim_on_exec_failed(void) {
-  pass_on(0);
+  if (atomic_load(&spawning) == 0)
+    pass_on(0);
+}
+
+void shim_on_spawn(int starting) {
+  if (starting ? atomic_fetch_add(&spawning, 1) == 0 : atomic_fetch_sub(&spawning, 1) == 1)
+    pass_on(starting);
 }
 
 void shim_on_exit(void) {
@@ -480,8 +490,8 @@ static void keep_open(kept_file *k, const char *path) {
  * launcher's /proc entry: one in a PID namespace with a /proc of its own
  * (unshare --mount-proc, bwrap) found no database there and ran without
  * replay. Kept close-on-exec, and made inheritable only for the exec
- * calls the shim wraps (shim_on_exec; posix_spawn, and so system() and
- * popen(), are not among them). */
+ * calls and posix_spawns the shim wraps (shim_on_exec, shim_on_spawn;
+ * glibc's system() and popen() spawn through an internal entry, unseen). */
 static kept_file passed_db = {-1, 0, 0}, passed_rw = {-1, 0, 0};
 
 static int still_holds(const kept_file *k) {

@@ -454,7 +454,7 @@ t113_replay_frees_trees_without_leaks() {
 
 t114_replay_shim_exports_only_hooks() {
   syms=$(nm -D --defined-only "$B/lib/standin/libstandin-replay.so" | awk '$2 == "T" {print $3}' | sort | xargs)
-  expect_eq "exported" "_Exit _exit chroot dlopen dlsym execl execle execlp execv execve execvp execvpe fexecve jpeg_CreateDecompress jpeg_abort jpeg_abort_decompress jpeg_consume_input jpeg_crop_scanline jpeg_destroy jpeg_destroy_decompress jpeg_finish_decompress jpeg_finish_output jpeg_read_coefficients jpeg_read_header jpeg_read_raw_data jpeg_read_scanlines jpeg_skip_scanlines jpeg_start_decompress jpeg_start_output kill prctl protobuf_c_message_free_unpacked protobuf_c_message_get_packed_size protobuf_c_message_pack protobuf_c_message_pack_to_buffer protobuf_c_message_unpack pthread_create pthread_kill raise syscall tjDecompress2 tjDecompressHeader3 tjDecompressToYUV2 tjDecompressToYUVPlanes" "$syms"
+  expect_eq "exported" "_Exit _exit chroot dlopen dlsym execl execle execlp execv execve execvp execvpe fexecve jpeg_CreateDecompress jpeg_abort jpeg_abort_decompress jpeg_consume_input jpeg_crop_scanline jpeg_destroy jpeg_destroy_decompress jpeg_finish_decompress jpeg_finish_output jpeg_read_coefficients jpeg_read_header jpeg_read_raw_data jpeg_read_scanlines jpeg_skip_scanlines jpeg_start_decompress jpeg_start_output kill posix_spawn posix_spawnp prctl protobuf_c_message_free_unpacked protobuf_c_message_get_packed_size protobuf_c_message_pack protobuf_c_message_pack_to_buffer protobuf_c_message_unpack pthread_create pthread_kill raise syscall tjDecompress2 tjDecompressHeader3 tjDecompressToYUV2 tjDecompressToYUVPlanes" "$syms"
 }
 
 # Catch-up bookkeeping, single thread: every overrun is either paid back by
@@ -647,7 +647,8 @@ t121_replay_more_occurrences_than_recorded_reuses_samples() {
 # --mount-proc, bwrap) cannot reach the launcher's /proc/PID/fd/N: it ran
 # without replay ("cannot open the replay database"). The database is also
 # handed down as inherited descriptors, which the shim passes on through
-# the exec calls it wraps: the shell's children are replayed too. Needs
+# the exec calls and posix_spawns it wraps: the shell's children, and a
+# program's posix_spawned one, are replayed too. Needs
 # root, or a user namespace that maps us to it.
 t130_replay_inside_a_pid_namespace_with_its_own_proc() {
   local ns=(unshare -p -f --mount-proc)
@@ -666,4 +667,12 @@ t130_replay_inside_a_pid_namespace_with_its_own_proc() {
   ! grep -q "cannot open the replay database" rep.err || fail "$(cat rep.err)"
   expect_eq "replayed" 40 "$(json sum.json calls_replayed)"
   expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
+  # a program that starts another with posix_spawn (faults spawn: its own 5
+  # messages and pbtest's)
+  "${ns[@]}" "$FAULTS" spawn "$PB" 5 >spawn.nat
+  "$STANDIN" record -o srec -- "${ns[@]}" "$FAULTS" spawn "$PB" 5 >/dev/null 2>&1
+  "$STANDIN" replay -t srec --summary s2.json -- "${ns[@]}" "$FAULTS" spawn "$PB" 5 >spawn.rep 2>spawn.err
+  cmp spawn.nat spawn.rep
+  ! grep -q "cannot open the replay database" spawn.err || fail "spawn: $(cat spawn.err)"
+  expect_eq "spawn: replayed" "$(calls srec)" "$(json s2.json calls_replayed)"
 }
