@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "replaydb.h"
+#include "trace.h"
 
 static const char usage_text[] =
     "usage: standin replay [-t DIR] [--iface SPEC]... | [--plan FILE] [--summary FILE]\n"
@@ -536,12 +536,8 @@ static void warn_short_calls(const rdb_built *b, const rdb_stats *s) {
  * one's). */
 static void pass_fd(int fd, int k, int pass[2][2], int *n, char *env, size_t cap,
                     const char *name) {
-  struct rlimit rl;
   struct stat st;
-  long top = 1024;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < top)
-    top = (long)rl.rlim_cur;
-  int to = (int)(top - top / 16) - 8 + k;
+  int to = st_high_floor() - 8 + k; /* the program inherits our limit */
   if (fd < 0 || to <= 2 || fstat(fd, &st) != 0) {
     snprintf(env, cap, "%s=", name);
     return;

@@ -161,6 +161,13 @@ void *shim_real_opt(const char *name) {
   return p;
 }
 
+int shim_dladdr(const void *addr, Dl_info *di) {
+  struct link_map *lm = NULL;
+  if (!dladdr1(addr, di, (void **)&lm, RTLD_DL_LINKMAP))
+    return 0;
+  return lm && lm->l_name && !lm->l_name[0] ? 2 : 1;
+}
+
 void *shim_real(const char *name) {
   void *p = shim_real_opt(name);
   if (!p) {

@@ -34,6 +34,11 @@ void *shim_real(const char *name);
 /* Like shim_real, but returns NULL when absent. */
 void *shim_real_opt(const char *name);
 
+/* dladdr: 0 when addr is in no object, 2 when it is in the program itself
+ * (whose name dladdr takes from argv[0], which a program may have written
+ * its title over: setproctitle, Chromium's renderers), else 1. */
+int shim_dladdr(const void *addr, Dl_info *di);
+
 /* How many lookups have asked every loaded object (a library outside the
  * global scope, whose other functions are then looked for there first). */
 uint64_t shim_real_scans(void);

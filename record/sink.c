@@ -6,7 +6,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -338,19 +337,16 @@ static uint64_t corrected(const raw_call *rc) {
 
 static void resolve_frame(uint64_t ip, st_frame *f) {
   Dl_info info;
-  struct link_map *lm = NULL;
+  int in;
   memset(f, 0, sizeof *f);
   f->ip = ip;
   f->module = "";
   f->symbol = "";
   /* a return address points after the call: look up the call itself */
-  if (ip && dladdr1((void *)(uintptr_t)(ip - 1), &info, (void **)&lm, RTLD_DL_LINKMAP)) {
-    f->module = info.dli_fname ? info.dli_fname : "";
-    /* the program itself, which dladdr names by its argv[0]: a program may
-     * have written its title over that (Chromium's renderers do, and their
-     * call sites were named by a piece of their command line) */
-    if (lm && lm->l_name && !lm->l_name[0] && exe[0])
-      f->module = exe;
+  if (ip && (in = shim_dladdr((void *)(uintptr_t)(ip - 1), &info)) != 0) {
+    /* the program itself by its file (Chromium's renderers' call sites
+     * were named by a piece of their command line) */
+    f->module = in == 2 && exe[0] ? exe : info.dli_fname ? info.dli_fname : "";
     f->offset = ip - (uint64_t)(uintptr_t)info.dli_fbase;
     if (info.dli_sname) {
       f->symbol = info.dli_sname;

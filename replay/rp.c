@@ -528,12 +528,13 @@ static void pass_on(int on) {
  * the caller's to close), else path opened now, else a copy of the one
  * handed down. */
 static int open_kept(kept_file *k, const char *path, const kept_file *passed) {
-  int fd = k->fd;
-  k->fd = -1;
-  struct stat st;
-  if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino)
+  if (still_holds(k)) {
+    int fd = k->fd;
+    k->fd = -1;
     return fd;
-  fd = path[0] == '/' ? open(path, O_RDWR | O_CLOEXEC) : -1;
+  }
+  k->fd = -1;
+  int fd = path[0] == '/' ? open(path, O_RDWR | O_CLOEXEC) : -1;
   if (fd < 0 && still_holds(passed))
     fd = fcntl(passed->fd, F_DUPFD_CLOEXEC, 0);
   return fd;
@@ -1017,17 +1018,14 @@ void rp_miss(int reason, int api, const char *type, void *caller) {
                               "out of memory",
                               "replay is off in this process"};
   Dl_info di;
-  struct link_map *lm = NULL;
+  int in;
   const char *sym = "?", *mod = "?";
   char at[96]; /* a stripped or static caller: its object and offset, as report names sites */
   char exe[512];
-  if (caller && dladdr1((char *)caller - 1, &di, (void **)&lm, RTLD_DL_LINKMAP)) {
+  if (caller && (in = shim_dladdr((char *)caller - 1, &di)) != 0) {
     mod = di.dli_fname && di.dli_fname[0] ? di.dli_fname : "?";
-    /* the program itself, which dladdr names by an argv[0] it may have
-     * written its title over (setproctitle) */
-    ssize_t n;
-    if (lm && lm->l_name && !lm->l_name[0] &&
-        (n = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
+    ssize_t n; /* the program itself by its file */
+    if (in == 2 && (n = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
       exe[n] = 0;
       mod = exe;
     }

@@ -199,6 +199,9 @@ void st_set_high_fd(int on);
 /* fd moved there (close-on-exec; the old number closed), or fd itself
  * when none is free. */
 int st_fd_to_high(int fd);
+/* The lowest of those high descriptors: near the top of the soft limit,
+ * below 1024. */
+int st_high_floor(void);
 int st_writer_fd(st_writer *w);
 /* Move w's file to another descriptor (a high one if free) before the
  * caller lets its old number be reused; returns it, or -1 when none could

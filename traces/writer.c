@@ -772,7 +772,7 @@ static int fd_high; /* st_set_high_fd */
 /* The lowest descriptor to move a trace file to: near the top of the
  * soft limit, but below 1024 (a descriptor table is as large as its
  * highest descriptor, and select() cannot see past 1023). */
-static int high_floor(void) {
+int st_high_floor(void) {
   struct rlimit rl;
   rlim_t top = 1024;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < top)
@@ -788,7 +788,7 @@ static int high_floor(void) {
  * up. At the shim's start the process has one thread, and the growth costs
  * two system calls. The table never shrinks; a fork's copy keeps its size. */
 static void grow_fd_table(void) {
-  int floor = high_floor(), own = -1;
+  int floor = st_high_floor(), own = -1;
   int from = fcntl(2, F_GETFD) >= 0 ? 2 : (own = open("/", O_PATH | O_CLOEXEC));
   int hi = from >= 0 ? fcntl(from, F_DUPFD_CLOEXEC, floor) : -1;
   if (hi >= 0)
@@ -804,7 +804,7 @@ void st_set_high_fd(int on) {
 }
 
 int st_fd_to_high(int fd) {
-  int floor = high_floor();
+  int floor = st_high_floor();
   if (fd < 0 || fd >= floor)
     return fd;
   int hi = fcntl(fd, F_DUPFD_CLOEXEC, floor);
@@ -835,7 +835,7 @@ int st_writer_fd(st_writer *w) {
 
 int st_writer_move_fd(st_writer *w) {
   pthread_mutex_lock(&w->io);
-  int fd = fcntl(w->fd, F_DUPFD_CLOEXEC, high_floor());
+  int fd = fcntl(w->fd, F_DUPFD_CLOEXEC, st_high_floor());
   if (fd < 0)
     fd = fcntl(w->fd, F_DUPFD_CLOEXEC, 3);
   w->fd = fd; /* -1: every later write fails (EBADF), none lands elsewhere */
