@@ -177,6 +177,7 @@ typedef struct {
   uint64_t tick;
   int failed;
   uint32_t launcher_pid; /* run.info: the program's first process's parent, 0 unknown */
+  uint64_t launcher_pidns; /* run.info: its PID namespace, 0 unknown */
 } ctx;
 
 /* ---- groups -------------------------------------------------------------------- */
@@ -243,6 +244,12 @@ static void fill_site(an_group *g, scan_file *f, const st_call *c) {
   g->site = strdup(scan_site_label(f, c->site));
 }
 
+/* A PID namespace other than the launcher's, else 0. */
+static uint64_t other_pidns(const ctx *x, const scan_file *f) {
+  char b[48];
+  return *cli_pidns_note(x->launcher_pidns, f->h.pidns, b, sizeof b) ? f->h.pidns : 0;
+}
+
 static void fill_thread(an_group *g, scan_file *f, const st_call *c) {
   g->pid = f->h.pid;
   g->exec_seq = f->h.exec_seq;
@@ -273,8 +280,14 @@ static int32_t group_of(ctx *x, scan_file *f, const st_call *c) {
     break;
   case AN_BY_SITE: g = find_group(x, scan_site_label(f, c->site), f, c, fill_site); break;
   case AN_BY_THREAD:
-    snprintf(name, sizeof name, "%u.%u/%u", f->h.pid, f->h.exec_seq, c->thread);
+    if (other_pidns(x, f))
+      snprintf(name, sizeof name, "%u.%u@%llu/%u", f->h.pid, f->h.exec_seq,
+               (unsigned long long)f->h.pidns, c->thread);
+    else
+      snprintf(name, sizeof name, "%u.%u/%u", f->h.pid, f->h.exec_seq, c->thread);
     g = find_group(x, name, f, c, fill_thread);
+    if (g >= 0)
+      x->r->groups[g].pidns = other_pidns(x, f);
     break;
   }
   if (g >= 0 && idmap_put(&x->gcache, key, (uint32_t)g) != 0)
@@ -773,6 +786,7 @@ int an_run(an_result *r, const char *dir, const an_opts *o) {
   int rc = setup(&x, r, o);
   const char *lp = cli_runinfo_get(dir, "launcher_pid"); /* recordings since 2026-11-27 */
   x.launcher_pid = lp ? (uint32_t)strtoul(lp, NULL, 10) : 0;
+  x.launcher_pidns = cli_launcher_pidns(dir);
   r->root_traced = x.launcher_pid ? 0 : -1;
   tfile *files = rc == 0 ? list_files(dir, &n, &total) : NULL;
   if (rc != 0)

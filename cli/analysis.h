@@ -46,6 +46,7 @@ typedef struct {
   char *type;                     /* by type: message type */
   char *site;                     /* by site: call-site label */
   uint32_t pid, exec_seq, thread; /* by thread */
+  uint64_t pidns;                 /* by thread: its PID namespace, 0 for the launcher's */
   char *key;                      /* unique name of the group */
   uint64_t calls, ns, req_bytes, resp_bytes;
   unsigned byte_sides; /* st_call_byte_sides of its calls, or'ed */

@@ -27,12 +27,15 @@ void anp_group_label(const an_group *g, an_by by, char *buf, size_t cap) {
   case AN_BY_API: snprintf(buf, cap, "%s", st_api_name(g->api)); break;
   case AN_BY_TYPE: snprintf(buf, cap, "%s %s", st_api_name(g->api), g->type); break;
   case AN_BY_SITE: snprintf(buf, cap, "%s", g->site); break;
-  case AN_BY_THREAD:
+  case AN_BY_THREAD: {
+    char ns[48] = "", ex[32] = "";
+    if (g->pidns)
+      snprintf(ns, sizeof ns, " in pid:[%llu]", (unsigned long long)g->pidns);
     if (g->exec_seq)
-      snprintf(buf, cap, "pid %u (exec %u) thread %u", g->pid, g->exec_seq, g->thread);
-    else
-      snprintf(buf, cap, "pid %u thread %u", g->pid, g->thread);
+      snprintf(ex, sizeof ex, " (exec %u)", g->exec_seq);
+    snprintf(buf, cap, "pid %u%s%s thread %u", g->pid, ns, ex, g->thread);
     break;
+  }
   }
 }
 

@@ -24,8 +24,9 @@ static const char usage_text[] =
     "          reason, fingerprint, then one column per request feature (protobuf,\n"
     "          then JPEG: encoded_size ... out_cold_permille), empty where the API has none.\n"
     "  json    one object: {\"format\": \"standin-export\", \"version\": 1, \"recording\",\n"
-    "          \"calls\": [...the same fields, features as an object...], \"processes\":\n"
-    "          [{pid, ppid, exec, argv, start_ns, run_ns, threads, calls, status}]}.\n"
+    "          \"calls\": [...the same fields and pidns, features as an object...],\n"
+    "          \"processes\": [{pid, pidns, ppid, exec, argv, start_ns, run_ns, threads,\n"
+    "          calls, status}]}; pidns: the PID namespace's inode (0: unknown).\n"
     "  chrome  the Trace Event Format: {\"traceEvents\": [...]} with a complete event\n"
     "          (ph \"X\") per call — name \"API type\", pid, tid = thread index, ts and\n"
     "          dur in us, args with sizes, site and features — and metadata events\n"
@@ -50,6 +51,13 @@ typedef struct {
   int nfeat;
   uint8_t *thread_named; /* chrome: per thread index of the current file */
   uint32_t nthread_named;
+  /* chrome: the pid of the current file's events. A process in a PID
+   * namespace other than the launcher's (the k-th such seen) gets its pid
+   * plus k << 22 (above any pid_max), so that it does not share a track
+   * with a process that has the same pid in another namespace. */
+  uint64_t cpid, launcher_ns;
+  uint64_t *nss;
+  size_t nns;
 } ex_ctx;
 
 /* Feature names of every API, each once, in API order. */
@@ -154,11 +162,11 @@ static void json_call(ex_ctx *x, scan_file *f, const st_call *c) {
   char fp[33];
   hex16(c->fp, fp);
   fprintf(o,
-          "%s\n  {\"pid\": %u, \"exec\": %u, \"thread\": %u, \"seq\": %llu, \"start_ns\": %llu, "
-          "\"latency_ns\": %llu, \"api\": \"%s\", \"type\": ",
-          x->calls ? "," : "", f->h.pid, f->h.exec_seq, c->thread, (unsigned long long)c->seq,
-          (unsigned long long)rel(x, c->start_ns), (unsigned long long)c->latency_ns,
-          st_api_name(c->api));
+          "%s\n  {\"pid\": %u, \"pidns\": %llu, \"exec\": %u, \"thread\": %u, \"seq\": %llu, "
+          "\"start_ns\": %llu, \"latency_ns\": %llu, \"api\": \"%s\", \"type\": ",
+          x->calls ? "," : "", f->h.pid, (unsigned long long)f->h.pidns, f->h.exec_seq, c->thread,
+          (unsigned long long)c->seq, (unsigned long long)rel(x, c->start_ns),
+          (unsigned long long)c->latency_ns, st_api_name(c->api));
   json_write_str(o, scan_type_name(f, c->type));
   fprintf(o, ", \"site\": ");
   json_write_str(o, scan_site_label(f, c->site));
@@ -180,8 +188,8 @@ static void json_process(ex_ctx *x, scan_file *f, int first) {
   int approx;
   char st[256];
   scan_status_text(f, st, sizeof st);
-  fprintf(o, "%s\n    {\"pid\": %u, \"ppid\": %u, \"exec\": %u, \"argv\": [", first ? "" : ",",
-          f->h.pid, f->h.ppid, f->h.exec_seq);
+  fprintf(o, "%s\n    {\"pid\": %u, \"pidns\": %llu, \"ppid\": %u, \"exec\": %u, \"argv\": [",
+          first ? "" : ",", f->h.pid, (unsigned long long)f->h.pidns, f->h.ppid, f->h.exec_seq);
   for (uint32_t i = 0; i < f->h.argc; i++) {
     fputs(i ? ", " : "", o);
     json_write_str(o, f->h.argv[i]);
@@ -197,26 +205,45 @@ static void json_process(ex_ctx *x, scan_file *f, int first) {
 
 /* ---- Chrome trace events ------------------------------------------------------ */
 
-static void chrome_meta(ex_ctx *x, const char *what, uint32_t pid, uint32_t tid, const char *name) {
+static void chrome_meta(ex_ctx *x, const char *what, uint64_t pid, uint32_t tid, const char *name) {
   fprintf(x->out,
-          "%s\n{\"ph\": \"M\", \"name\": \"%s\", \"pid\": %u, \"tid\": %u, "
+          "%s\n{\"ph\": \"M\", \"name\": \"%s\", \"pid\": %llu, \"tid\": %u, "
           "\"args\": {\"name\": ",
-          x->calls ? "," : "", what, pid, tid);
+          x->calls ? "," : "", what, (unsigned long long)pid, tid);
   json_write_str(x->out, name);
   fputs("}}", x->out);
   x->calls++;
 }
 
+static uint64_t chrome_pid(ex_ctx *x, const scan_file *f) {
+  char b[48];
+  if (!*cli_pidns_note(x->launcher_ns, f->h.pidns, b, sizeof b))
+    return f->h.pid;
+  size_t k = 0;
+  while (k < x->nns && x->nss[k] != f->h.pidns)
+    k++;
+  if (k == x->nns) {
+    uint64_t *n = realloc(x->nss, (k + 1) * sizeof *n);
+    if (!n)
+      return f->h.pid;
+    x->nss = n;
+    x->nss[x->nns++] = f->h.pidns;
+  }
+  return f->h.pid + ((uint64_t)(k + 1) << 22);
+}
+
 static void chrome_process(ex_ctx *x, scan_file *f) {
-  char name[512];
+  char name[512], ns[48];
   size_t o = 0;
+  x->cpid = chrome_pid(x, f);
   for (uint32_t i = 0; i < f->h.argc && i < 4 && o < 200; i++) {
     const char *a = f->h.argv[i], *s = i ? NULL : strrchr(a, '/');
     o += (size_t)snprintf(name + o, sizeof name - o, "%s%s", i ? " " : "", s ? s + 1 : a);
   }
-  snprintf(name + o, sizeof name - o, "%s (pid %u%s)", f->h.argc > 4 ? " ..." : "", f->h.pid,
+  snprintf(name + o, sizeof name - o, "%s (pid %u%s%s)", f->h.argc > 4 ? " ..." : "", f->h.pid,
+           cli_pidns_note(x->launcher_ns, f->h.pidns, ns, sizeof ns),
            f->h.exec_seq ? ", after exec" : "");
-  chrome_meta(x, "process_name", f->h.pid, 0, name);
+  chrome_meta(x, "process_name", x->cpid, 0, name);
 }
 
 static void chrome_thread(ex_ctx *x, scan_file *f, uint32_t t) {
@@ -236,7 +263,7 @@ static void chrome_thread(ex_ctx *x, scan_file *f, uint32_t t) {
   x->thread_named[t] = 1;
   char name[64];
   snprintf(name, sizeof name, t ? "thread %u" : "main (thread 0)", t);
-  chrome_meta(x, "thread_name", f->h.pid, t, name);
+  chrome_meta(x, "thread_name", x->cpid, t, name);
 }
 
 static void chrome_call(ex_ctx *x, scan_file *f, const st_call *c) {
@@ -249,14 +276,14 @@ static void chrome_call(ex_ctx *x, scan_file *f, const st_call *c) {
   fprintf(o, ",\n{\"ph\": \"X\", \"name\": ");
   json_write_str(o, name);
   fprintf(o,
-          ", \"cat\": \"%s\", \"pid\": %u, \"tid\": %u, \"ts\": %llu.%03llu, \"dur\": "
+          ", \"cat\": \"%s\", \"pid\": %llu, \"tid\": %u, \"ts\": %llu.%03llu, \"dur\": "
           "%llu.%03llu, \"args\": {\"seq\": %llu, \"req_bytes\": %llu, \"resp_bytes\": %llu, "
           "\"site\": ",
-          st_api_family(c->api) == ST_FAMILY_JPEG ? "jpeg" : "protobuf", f->h.pid, c->thread,
-          (unsigned long long)(ts / 1000), (unsigned long long)(ts % 1000),
-          (unsigned long long)(c->latency_ns / 1000), (unsigned long long)(c->latency_ns % 1000),
-          (unsigned long long)c->seq, (unsigned long long)c->req_len,
-          (unsigned long long)c->resp_len);
+          st_api_family(c->api) == ST_FAMILY_JPEG ? "jpeg" : "protobuf",
+          (unsigned long long)x->cpid, c->thread, (unsigned long long)(ts / 1000),
+          (unsigned long long)(ts % 1000), (unsigned long long)(c->latency_ns / 1000),
+          (unsigned long long)(c->latency_ns % 1000), (unsigned long long)c->seq,
+          (unsigned long long)c->req_len, (unsigned long long)c->resp_len);
   json_write_str(o, scan_site_label(f, c->site));
   fprintf(o, ", \"features\": ");
   json_features(o, c);
@@ -414,6 +441,7 @@ int cmd_export(int argc, char **argv) {
     return 1;
   }
   feature_columns(&x);
+  x.launcher_ns = cli_launcher_pidns(x.dir);
   x.base = time_base(&td);
   begin_doc(&x);
   int bad = export_files(&x, &td);
@@ -422,6 +450,7 @@ int cmd_export(int argc, char **argv) {
     bad = 1;
   }
   free(x.thread_named);
+  free(x.nss);
   cli_tracedir_free(&td);
   return bad;
 }

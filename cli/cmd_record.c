@@ -212,11 +212,14 @@ static void write_runinfo(const char *dir, char **argv, const char *path, int dy
   for (int i = 0; argv[i]; i++)
     fprintf(f, "%s%s", i ? " " : "", argv[i]);
   /* launcher_pid: the program's first process is the one whose parent
-   * this is (analysis tells a server whose calls are all in its children) */
+   * this is (analysis tells a server whose calls are all in its children);
+   * launcher_pidns: processes in other PID namespaces are named with theirs */
+  struct stat ns;
   fprintf(f,
-          "\nprogram=%s\ndynamic=%d\nstatus=%s\nwall_ns=%llu\ntime=%lld\nlauncher_pid=%ld\n",
-          path, dynamic, status, (unsigned long long)wall_ns, (long long)time(NULL),
-          (long)getpid());
+          "\nprogram=%s\ndynamic=%d\nstatus=%s\nwall_ns=%llu\ntime=%lld\nlauncher_pid=%ld\n"
+          "launcher_pidns=%llu\n",
+          path, dynamic, status, (unsigned long long)wall_ns, (long long)time(NULL), (long)getpid(),
+          stat("/proc/self/ns/pid", &ns) == 0 ? (unsigned long long)ns.st_ino : 0ull);
   fclose(f);
 }
 

@@ -42,7 +42,7 @@ typedef struct {
   int used;
 } tm_file;
 
-#define TM_MAGIC "STTIME03"
+#define TM_MAGIC "STTIME04"
 
 /* Signatures, to pair processes by what they did: a thread's is a hash of
  * its calls' APIs and sizes in order; a process's combines its threads'
@@ -72,14 +72,14 @@ static int load_timing(tm_file *f, const char *path) {
   f->buf = len ? malloc(len) : NULL;
   int ok = f->buf && fread(f->buf, 1, len, in) == len;
   fclose(in);
-  size_t off = 8 + 16 + 24 + 4;
+  size_t off = 8 + 16 + 24 + 16 + 4;
   ok = ok && len >= off && memcmp(f->buf, TM_MAGIC, 8) == 0;
   if (ok) {
     uint32_t h[4];
     uint64_t h2[3];
     memcpy(h, f->buf + 8, sizeof h);
     memcpy(h2, f->buf + 24, sizeof h2);
-    memcpy(&f->alen, f->buf + 48, 4);
+    memcpy(&f->alen, f->buf + 64, 4);
     f->pid = h[0];
     f->exec_seq = h[2];
     f->nthreads = h[3];

@@ -68,11 +68,18 @@ const char *cli_runtime_lib(const char *name) {
 
 /* ---- trace directories --------------------------------------------------- */
 
+/* PID.trace, PID.1.trace, PID.2.trace ...: by pid, then in the order the
+ * files were created (an exec's image after the one before it) */
 static int trace_cmp(const void *a, const void *b) {
   const char *x = strrchr(*(char *const *)a, '/') + 1, *y = strrchr(*(char *const *)b, '/') + 1;
-  unsigned long px = strtoul(x, NULL, 10), py = strtoul(y, NULL, 10);
+  char *ex, *ey;
+  unsigned long px = strtoul(x, &ex, 10), py = strtoul(y, &ey, 10);
   if (px != py)
     return px < py ? -1 : 1;
+  unsigned long sx = *ex == '.' ? strtoul(ex + 1, NULL, 10) : 0,
+                sy = *ey == '.' ? strtoul(ey + 1, NULL, 10) : 0;
+  if (sx != sy)
+    return sx < sy ? -1 : 1;
   return strcmp(x, y);
 }
 
@@ -179,6 +186,24 @@ const char *cli_runinfo_get(const char *dir, const char *key) {
   }
   fclose(f);
   return found;
+}
+
+uint64_t cli_launcher_pidns(const char *dir) {
+  static char cached[PATH_MAX];
+  static uint64_t ns;
+  if (strcmp(cached, dir) != 0) {
+    const char *v = cli_runinfo_get(dir, "launcher_pidns"); /* since 2026-11-28 */
+    ns = v ? strtoull(v, NULL, 10) : 0;
+    snprintf(cached, sizeof cached, "%s", dir);
+  }
+  return ns;
+}
+
+const char *cli_pidns_note(uint64_t launcher, uint64_t pidns, char *buf, size_t cap) {
+  if (!launcher || !pidns || pidns == launcher)
+    return "";
+  snprintf(buf, cap, " in pid:[%llu]", (unsigned long long)pidns);
+  return buf;
 }
 
 /* ---- formatting ---------------------------------------------------------- */

@@ -1,6 +1,10 @@
 /* fuzz_trace_reader — the trace reader on any file: open it, stream every
  * record, and fetch every blob a record names (st_reader_blob), touching
- * every byte the reader returns. See fuzz_common.h for the input layout. */
+ * every byte the reader returns; and the record shim's st_peek_process,
+ * which must read a header exactly as the reader does. See fuzz_common.h
+ * for the input layout. */
+#include <fcntl.h>
+
 #include "fuzz_common.h"
 
 static void touch_str(const char *s) {
@@ -51,10 +55,22 @@ static void touch_record(st_reader *r, const st_record *rec) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   const char *path = fz_trace_file(d, n, "in.trace");
+  uint32_t pid = 0;
+  uint64_t ns = 0, start = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int peek = fd >= 0 ? st_peek_process(fd, &pid, &ns, &start) : ST_E_IO;
+  if (fd >= 0)
+    close(fd);
   st_reader *r;
-  if (st_reader_open(&r, path) != ST_OK)
+  int opened = st_reader_open(&r, path);
+  if ((peek == ST_OK) != (opened == ST_OK))
+    abort();
+  if (opened != ST_OK)
     return 0;
-  touch_header(st_reader_header(r));
+  const st_header *h = st_reader_header(r);
+  if (pid != h->pid || ns != h->pidns || start != h->start_ticks)
+    abort();
+  touch_header(h);
   st_record rec;
   int rc;
   while ((rc = st_reader_next(r, &rec)) == ST_OK)

@@ -178,8 +178,10 @@ static void crc_init(void) {
   }
 }
 
-/* Called by the writer thread only, after it has tried to allocate its
- * compressor, which loads the library. */
+/* The writer thread calls it after it has tried to allocate its
+ * compressor, which loads the library; a new file's check of the files
+ * that hold its pid's name (sink.c, earlier_image) may come before: the
+ * table does a header's few hundred bytes. */
 uint32_t libdeflate_crc32(uint32_t crc, const void *buf, size_t len) {
   if (dfl.crc32)
     return dfl.crc32(crc, buf, len);

@@ -108,6 +108,9 @@ int wr_open(const rt_config *cfg);  /* create the file; 0 or -1 (said why) */
 /* Read what names the process in its trace header (its executable), which
  * a chroot takes away; wr_open reads it again, keeping this on failure. */
 void wr_read_identity(void);
+/* This process's PID namespace and start time (st_header), as
+ * wr_read_identity last read them; 0 when it could not. */
+void wr_process_id(uint64_t *pidns, uint64_t *start_ticks);
 void wr_record(rt_thread *t, const ring_hdr *h);
 void wr_flush(void);
 void wr_set_compress(int on); /* store chunks uncompressed while behind */

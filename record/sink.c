@@ -110,21 +110,51 @@ void wr_release_fd(int fd) {
   pthread_mutex_unlock(&fd_lock);
 }
 
+/* Whether the trace file at rel (relative to at) that holds h's pid in its
+ * name was written by an earlier image of this process (before an exec):
+ * the same pid, PID namespace and start time. Not when it names another
+ * process (the same pid in another namespace, or a pid used again), or
+ * cannot be read (being created by another process right now: an earlier
+ * image's file had its header before the exec). Without this process's
+ * identity (no /proc), every such file counts as an earlier image. */
+static int earlier_image(int at, const char *rel, const st_header *h) {
+  if (h->pidns == 0)
+    return 1;
+  int fd = openat(at, rel, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  uint32_t pid;
+  uint64_t ns, start;
+  int rc = st_peek_process(fd, &pid, &ns, &start);
+  close(fd);
+  if (rc != ST_OK)
+    return 0;
+  return ns == 0 || (pid == h->pid && ns == h->pidns && start == h->start_ticks);
+}
+
+/* PID.trace, or PID.K.trace with the first K free. The file's exec_seq
+ * counts the earlier images of this process among them, which a process
+ * with the same pid in another PID namespace is not. */
 static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_seq) {
+  uint32_t earlier = 0;
   for (uint32_t seq = 0; seq < 1000; seq++) {
     if (seq == 0)
       snprintf(S.path, sizeof S.path, "%s/%u.trace", cfg->dir, h->pid);
     else
       snprintf(S.path, sizeof S.path, "%s/%u.%u.trace", cfg->dir, h->pid, seq);
     st_header hh = *h;
-    hh.exec_seq = seq;
+    hh.exec_seq = earlier;
     const char *rel; /* after a chroot: relative to the directory kept open */
     int at = rt_dir_at(S.path, &rel);
     int rc = st_writer_openat(&S.w, at, rel, &hh);
     if (rc == ST_OK) {
       publish_fd(st_writer_fd(S.w));
-      *exec_seq = seq;
+      *exec_seq = earlier;
       return 0;
+    }
+    if (rc == ST_E_EXISTS) {
+      earlier += (uint32_t)earlier_image(at, rel, h);
+      continue;
     }
     if (rc != ST_E_EXISTS) {
       int e = errno;
@@ -151,15 +181,56 @@ static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_
 }
 
 static char exe[PATH_MAX];
+static struct {
+  uint32_t pid; /* whose: a forked child inside a chroot knows nothing */
+  uint64_t pidns, start_ticks;
+} me_id;
+
+/* The process's start time, in clock ticks since boot: field 22 of
+ * /proc/self/stat, after the command name (which may hold spaces and
+ * parentheses: the last ')' ends it). 0 when it cannot be read. */
+static uint64_t read_start_ticks(void) {
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  /* fields 3 (state) to 21 follow the name; 22 is the start time */
+  for (int field = 2; p && field < 22; field++)
+    p = strchr(p + 1, ' ');
+  return p ? strtoull(p + 1, NULL, 10) : 0;
+}
 
 void wr_read_identity(void) {
   char buf[PATH_MAX];
+  uint32_t pid = (uint32_t)getpid();
+  struct stat ns;
+  uint64_t start = read_start_ticks();
+  if (start && stat("/proc/self/ns/pid", &ns) == 0) {
+    me_id.pid = pid;
+    me_id.pidns = (uint64_t)ns.st_ino;
+    me_id.start_ticks = start;
+  } else if (me_id.pid != pid) {
+    me_id.pid = pid;
+    me_id.pidns = me_id.start_ticks = 0;
+  }
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0)
     return; /* no /proc (a chroot): what was read before it, or nothing */
   buf[n] = 0;
   if (strcmp(exe, buf) != 0) /* the writer may be naming frames by it (resolve_frame) */
     memcpy(exe, buf, (size_t)n + 1);
+}
+
+void wr_process_id(uint64_t *pidns, uint64_t *start_ticks) {
+  int mine = me_id.pid == (uint32_t)getpid();
+  *pidns = mine ? me_id.pidns : 0;
+  *start_ticks = mine ? me_id.start_ticks : 0;
 }
 
 int wr_open(const rt_config *cfg) {
@@ -177,6 +248,7 @@ int wr_open(const rt_config *cfg) {
   h.host = host;
   wr_read_identity();
   h.exe = exe;
+  wr_process_id(&h.pidns, &h.start_ticks);
   h.tool_version = STANDIN_VERSION;
   if (read_cmdline(cmd, sizeof cmd, argv, &h.argc) == 0)
     h.argv = argv;

@@ -16,9 +16,10 @@
  * CLI matches call by call against the full recording (cli/retime.c).
  *
  * File layout (native byte order; the CLI reads it on the same machine):
- *   "STTIME03", u32 pid, ppid, exec_seq, nthreads, u64 start_mono_ns,
- *   timer_ns, pass_ns, u32 argv_bytes, argv (NUL-separated), then per
- *   thread: u32 index, u32 0, u64 n, n x tm_ent. */
+ *   "STTIME04", u32 pid, ppid, exec_seq, nthreads, u64 start_mono_ns,
+ *   timer_ns, pass_ns, pidns, start_ticks (as in a trace's header), u32
+ *   argv_bytes, argv (NUL-separated), then per thread: u32 index, u32 0,
+ *   u64 n, n x tm_ent. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -135,9 +136,28 @@ static int put(int fd, const void *p, size_t n) {
   return 0;
 }
 
-/* DIR/PID.timing, or PID.SEQ.timing for the SEQth exec of this pid (as
- * sink.c names trace files); -1 with errno on failure. */
-static int open_file(char *path, size_t cap, unsigned *seq_out) {
+#define TM_ID_OFF 48 /* pidns and start_ticks */
+
+/* Whether the timing file at rel (relative to at) was written by an earlier
+ * image of this process, as sink.c's earlier_image tells for traces. */
+static int earlier_image(int at, const char *rel, uint64_t pidns, uint64_t start) {
+  if (pidns == 0)
+    return 1;
+  int fd = openat(at, rel, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  uint32_t pid = 0;
+  uint64_t id[2] = {0, 0};
+  int ok = pread(fd, &pid, 4, 8) == 4 && pread(fd, id, sizeof id, TM_ID_OFF) == sizeof id;
+  close(fd);
+  return ok && pid == (uint32_t)getpid() && id[0] == pidns && id[1] == start;
+}
+
+/* DIR/PID.timing, or PID.K.timing with the first K free (as sink.c names
+ * trace files); *seq_out counts the earlier images of this process among
+ * them. -1 with errno on failure. */
+static int open_file(char *path, size_t cap, unsigned *seq_out, uint64_t pidns, uint64_t start) {
+  unsigned earlier = 0;
   for (unsigned seq = 0; seq < 1000; seq++) {
     if (seq == 0)
       snprintf(path, cap, "%s/%d.timing", rt_cfg.dir, (int)getpid());
@@ -147,9 +167,10 @@ static int open_file(char *path, size_t cap, unsigned *seq_out) {
     int at = rt_dir_at(path, &rel);
     int fd = openat(at, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0 || errno != EEXIST) {
-      *seq_out = seq;
+      *seq_out = earlier;
       return fd;
     }
+    earlier += (unsigned)earlier_image(at, rel, pidns, start);
   }
   errno = EEXIST;
   return -1;
@@ -170,7 +191,10 @@ void rt_timing_write(void) {
   wr_calibration(&timer_ns, &pass_ns);
   char path[PATH_MAX + 32];
   unsigned exec_seq = 0;
-  int fd = open_file(path, sizeof path, &exec_seq);
+  uint64_t id[2];
+  wr_read_identity();
+  wr_process_id(&id[0], &id[1]);
+  int fd = open_file(path, sizeof path, &exec_seq, id[0], id[1]);
   if (fd < 0) {
     shim_say("cannot write %s: %s; this process's calls keep their recorded latencies", path,
              strerror(errno));
@@ -186,8 +210,8 @@ void rt_timing_write(void) {
     nthreads++;
   uint32_t head[4] = {(uint32_t)getpid(), (uint32_t)getppid(), exec_seq, nthreads};
   uint64_t head2[3] = {rt_cfg.start_mono_ns, timer_ns, pass_ns};
-  int rc = put(fd, "STTIME03", 8) | put(fd, head, sizeof head) | put(fd, head2, sizeof head2) |
-           put(fd, &alen, 4) | put(fd, argv, alen);
+  int rc = put(fd, "STTIME04", 8) | put(fd, head, sizeof head) | put(fd, head2, sizeof head2) |
+           put(fd, id, sizeof id) | put(fd, &alen, 4) | put(fd, argv, alen);
   for (tm_thread *t = h0; t && rc == 0; t = t->next) {
     /* the count goes before the entries, and is known after them: a thread
      * that still calls adds entries this loop does not see */

@@ -272,4 +272,21 @@ static inline int stf_trailer_decode(const uint8_t in[STF_TRAILER_LEN], stf_trai
   return 1;
 }
 
+/* ---- File header (header.c) ------------------------------------------------ */
+
+/* Check a file's STF_PREAMBLE_LEN-byte preamble: its version and the length
+ * of the payload that follows. The version fields are looked at only after
+ * the preamble's checksum, so a flipped bit reads as damage, not as "too
+ * new". ST_OK, ST_E_HEADER or ST_E_VERSION. */
+int stf_check_preamble(const uint8_t *pre, uint32_t *version, uint32_t *plen);
+
+/* Decode a header payload (its checksum already checked) into h; the
+ * version is left as it was. Strings are copied to *s, which has room for
+ * plen + 1 bytes (each string takes at least its length plus one byte in
+ * the payload), or skipped when s is NULL; argv (ST_MAX_ARGS entries) gets
+ * the arguments, unless NULL. Bytes after the known fields are ignored
+ * (added by newer versions); the fields added last are 0 in files written
+ * before them. ST_OK or ST_E_HEADER. */
+int stf_parse_header(const uint8_t *p, uint32_t plen, st_header *h, char **s, const char **argv);
+
 #endif

@@ -120,65 +120,16 @@ static int read_at(const st_reader *r, void *buf, size_t n, uint64_t off) {
 
 /* ---- Header ---------------------------------------------------------------- */
 
-/* Check the fixed preamble. The version fields are looked at only after the
- * preamble checksum, so a flipped bit reads as damage, not as "too new". */
-static int check_preamble(st_reader *r, const uint8_t *pre, uint32_t *plen) {
-  if (stf_crc(pre, 20) != stf_get_u32(pre + 20))
-    return ST_E_HEADER;
-  uint16_t version = stf_get_u16(pre + 8), min_read = stf_get_u16(pre + 10);
-  uint32_t features = stf_get_u32(pre + 12);
-  if (min_read > ST_FORMAT_VERSION || (features & STF_FEAT_REQUIRED & ~STF_FEATURES_KNOWN))
-    return ST_E_VERSION;
-  if (min_read == 0 || min_read > version)
-    return ST_E_HEADER;
-  if (version < ST_FORMAT_MIN_READ)
-    return ST_E_VERSION;
-  *plen = stf_get_u32(pre + 16);
-  if (*plen > STF_HDR_MAX_PAYLOAD)
-    return ST_E_HEADER;
-  r->hdr.version = version;
-  return ST_OK;
-}
-
-/* Copy a length-prefixed string to *dst with a NUL; "" when out of bounds
- * (the cursor is then marked bad). */
-static const char *take_str(stf_cur *c, char **dst) {
-  uint64_t n = stf_get_varint(c);
-  const uint8_t *s = stf_get_raw(c, n);
-  if (!s || c->bad) /* a spent cursor yields n = 0 with no byte behind it */
-    return "";
-  char *d = *dst;
-  memcpy(d, s, (size_t)n);
-  d[n] = '\0';
-  *dst += n + 1;
-  return d;
-}
-
-/* Decode the header payload. Each string takes at least its length plus one
- * byte in the payload, so plen + 1 bytes hold all of them with their NULs.
- * Bytes after the known fields are ignored (added by newer versions). */
 static int parse_header(st_reader *r, const uint8_t *p, uint32_t plen) {
   const char **argv = malloc(ST_MAX_ARGS * sizeof *argv + plen + 1);
   if (!argv)
     return ST_E_NOMEM;
   r->hdr_mem = argv;
   char *s = (char *)(argv + ST_MAX_ARGS);
-  stf_cur c = {p, p + plen, 0};
-  st_header *h = &r->hdr;
-  h->pid = (uint32_t)stf_get_varint_max(&c, UINT32_MAX);
-  h->ppid = (uint32_t)stf_get_varint_max(&c, UINT32_MAX);
-  h->exec_seq = (uint32_t)stf_get_varint_max(&c, UINT32_MAX);
-  h->start_realtime_ns = stf_get_varint(&c);
-  h->start_mono_ns = stf_get_varint(&c);
-  h->clock = take_str(&c, &s);
-  h->host = take_str(&c, &s);
-  h->exe = take_str(&c, &s);
-  h->tool_version = take_str(&c, &s);
-  h->argc = (uint32_t)stf_get_varint_max(&c, ST_MAX_ARGS);
-  for (uint32_t i = 0; i < h->argc; i++)
-    argv[i] = take_str(&c, &s);
-  h->argv = argv;
-  return c.bad ? ST_E_HEADER : ST_OK;
+  uint32_t version = r->hdr.version;
+  int e = stf_parse_header(p, plen, &r->hdr, &s, argv);
+  r->hdr.version = version;
+  return e;
 }
 
 static int read_header(st_reader *r) {
@@ -193,7 +144,7 @@ static int read_header(st_reader *r) {
   if (have < sizeof pre)
     return ST_E_TRUNCATED;
   uint32_t plen;
-  if ((e = check_preamble(r, pre, &plen)))
+  if ((e = stf_check_preamble(pre, &r->hdr.version, &plen)))
     return e;
   r->data_off = STF_PREAMBLE_LEN + (uint64_t)plen + STF_PAYLOAD_CRC_LEN;
   if (r->size < r->data_off)

@@ -61,6 +61,13 @@ typedef struct {
   const char *tool_version;    /* standin version that wrote the file */
   uint32_t argc;
   const char *const *argv;
+  /* Which process this is, beyond its pid (0: not known, as in files
+   * written before them): the inode of its PID namespace
+   * (/proc/self/ns/pid) and its start time in clock ticks since boot
+   * (/proc/self/stat). An exec keeps both; a process with the same pid in
+   * another namespace, or a later one that reused the pid, has others. */
+  uint64_t pidns;
+  uint64_t start_ticks;
 } st_header;
 
 /* Call flags. */
@@ -276,6 +283,12 @@ typedef struct st_reader st_reader; /* incomplete type */
 /* Open a trace and read its header. Fails with ST_E_MAGIC, ST_E_VERSION,
  * ST_E_HEADER, ST_E_TRUNCATED (file shorter than its header) or ST_E_IO. */
 int st_reader_open(st_reader **r, const char *path);
+
+/* The pid, pidns and start_ticks of the trace open on fd, read from its
+ * header alone: the file is mapped, nothing is allocated (the record shim
+ * asks this of a file that holds its pid's name). ST_OK, ST_E_MAGIC,
+ * ST_E_VERSION, ST_E_HEADER, ST_E_TRUNCATED or ST_E_IO. */
+int st_peek_process(int fd, uint32_t *pid, uint64_t *pidns, uint64_t *start_ticks);
 
 /* Header of the file (valid until close). */
 const st_header *st_reader_header(const st_reader *r);

@@ -628,7 +628,7 @@ static size_t header_max(const st_header *h, uint32_t argc) {
        hdr_str_len(h->tool_version);
   for (uint32_t i = 0; i < argc; i++)
     n += 10 + hdr_str_len(h->argv[i]);
-  return n;
+  return n + 2 * 10; /* pidns, start_ticks */
 }
 
 static uint8_t *put_header_payload(uint8_t *p, const st_header *h, uint32_t argc) {
@@ -644,6 +644,8 @@ static uint8_t *put_header_payload(uint8_t *p, const st_header *h, uint32_t argc
   p = stf_put_varint(p, argc);
   for (uint32_t i = 0; i < argc; i++)
     p = put_hdr_str(p, h->argv[i]);
+  p = stf_put_varint(p, h->pidns);
+  p = stf_put_varint(p, h->start_ticks);
   return p;
 }
 

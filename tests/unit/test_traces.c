@@ -93,7 +93,9 @@ static st_header test_header(void) {
                  .exe = "/usr/bin/app",
                  .tool_version = "0.1.0-test",
                  .argc = 3,
-                 .argv = test_argv};
+                 .argv = test_argv,
+                 .pidns = 4026531836ull,
+                 .start_ticks = 123456789012ull};
   return h;
 }
 
@@ -472,6 +474,8 @@ START_TEST(test_trace_header_fields_round_trip) {
   ck_assert_uint_eq(g->argc, 3);
   for (int i = 0; i < 3; i++)
     ck_assert_str_eq(g->argv[i], test_argv[i]);
+  ck_assert_uint_eq(g->pidns, h.pidns);
+  ck_assert_uint_eq(g->start_ticks, h.start_ticks);
   st_record rec;
   ck_assert_int_eq(st_reader_next(r, &rec), ST_E_END);
   st_read_status st;
@@ -479,6 +483,112 @@ START_TEST(test_trace_header_fields_round_trip) {
   ck_assert_int_eq(st.clean, 1);
   ck_assert_int_eq(st.error, ST_OK);
   st_reader_close(r);
+}
+END_TEST
+
+/* A file holding only a header whose payload is the varints and strings
+ * given, in the current preamble (files from before a field was appended). */
+static void write_bare_header(const char *p, const uint8_t *payload, uint32_t plen) {
+  uint8_t b[256];
+  ck_assert_uint_le(plen, sizeof b - STF_PREAMBLE_LEN - 4);
+  memcpy(b, STF_MAGIC, STF_MAGIC_LEN);
+  stf_put_u16(b + 8, ST_FORMAT_VERSION);
+  stf_put_u16(b + 10, ST_FORMAT_MIN_READ);
+  stf_put_u32(b + 12, 0);
+  stf_put_u32(b + 16, plen);
+  stf_put_u32(b + 20, stf_crc(b, 20));
+  memcpy(b + STF_PREAMBLE_LEN, payload, plen);
+  stf_put_u32(b + STF_PREAMBLE_LEN + plen, stf_crc(payload, plen));
+  spit(p, b, STF_PREAMBLE_LEN + plen + 4);
+}
+
+static uint32_t bare_payload(uint8_t *b, int with_ids, int with_more) {
+  uint8_t *q = b;
+  q = stf_put_varint(q, 77);   /* pid */
+  q = stf_put_varint(q, 1);    /* ppid */
+  q = stf_put_varint(q, 0);    /* exec_seq */
+  q = stf_put_varint(q, 1000); /* start realtime, mono */
+  q = stf_put_varint(q, 5);
+  for (int i = 0; i < 4; i++) { /* clock, host, exe, tool_version */
+    *q++ = 1;
+    *q++ = 'x';
+  }
+  q = stf_put_varint(q, 1); /* argc, argv */
+  *q++ = 1;
+  *q++ = 'a';
+  if (with_ids) {
+    q = stf_put_varint(q, 4026532245ull);
+    q = stf_put_varint(q, 99);
+  }
+  if (with_more) /* a field a later version appends */
+    q = stf_put_varint(q, 12345);
+  return (uint32_t)(q - b);
+}
+
+/* The process identity (pidns, start_ticks) was appended to the header:
+ * files from before read it as 0, and fields after it are skipped; the
+ * record shim's st_peek_process reads the same from the header alone. */
+START_TEST(test_trace_header_process_identity_old_and_new) {
+  const char *p = tpath("bare");
+  for (int v = 0; v < 3; v++) {
+    uint8_t pl[128];
+    write_bare_header(p, pl, bare_payload(pl, v > 0, v > 1));
+    st_reader *r;
+    ck_assert_int_eq(st_reader_open(&r, p), ST_OK);
+    const st_header *g = st_reader_header(r);
+    ck_assert_uint_eq(g->pid, 77);
+    ck_assert_str_eq(g->argv[0], "a");
+    ck_assert_uint_eq(g->pidns, v ? 4026532245ull : 0);
+    ck_assert_uint_eq(g->start_ticks, v ? 99 : 0);
+    st_reader_close(r);
+    int fd = open(p, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    uint32_t pid = 0;
+    uint64_t ns = 1, st = 1;
+    ck_assert_int_eq(st_peek_process(fd, &pid, &ns, &st), ST_OK);
+    ck_assert_uint_eq(pid, 77);
+    ck_assert_uint_eq(ns, v ? 4026532245ull : 0);
+    ck_assert_uint_eq(st, v ? 99 : 0);
+    close(fd);
+  }
+}
+END_TEST
+
+/* st_peek_process on a written trace, and on files that are not one yet:
+ * empty (just created by another process), cut inside the header, or with
+ * a damaged header. */
+START_TEST(test_trace_peek_process) {
+  const char *p = tpath("t");
+  write_trace(p, 20, 0, 1);
+  st_header h = test_header();
+  uint32_t pid;
+  uint64_t ns, st;
+  int fd = open(p, O_RDONLY);
+  ck_assert_int_eq(st_peek_process(fd, &pid, &ns, &st), ST_OK);
+  close(fd);
+  ck_assert_uint_eq(pid, h.pid);
+  ck_assert_uint_eq(ns, h.pidns);
+  ck_assert_uint_eq(st, h.start_ticks);
+  size_t len;
+  uint8_t *b = slurp(p, &len);
+  const char *q = tpath("cut");
+  size_t cuts[] = {0, 5, STF_PREAMBLE_LEN, STF_PREAMBLE_LEN + 10};
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+    spit(q, b, cuts[i]);
+    fd = open(q, O_RDONLY);
+    ck_assert_int_eq(st_peek_process(fd, &pid, &ns, &st), ST_E_TRUNCATED);
+    close(fd);
+  }
+  b[STF_PREAMBLE_LEN + 3] ^= 0x40; /* inside the payload: its CRC fails */
+  spit(q, b, len);
+  fd = open(q, O_RDONLY);
+  ck_assert_int_eq(st_peek_process(fd, &pid, &ns, &st), ST_E_HEADER);
+  close(fd);
+  spit(q, "not a trace at all", 18);
+  fd = open(q, O_RDONLY);
+  ck_assert_int_eq(st_peek_process(fd, &pid, &ns, &st), ST_E_MAGIC);
+  close(fd);
+  free(b);
 }
 END_TEST
 
@@ -1440,6 +1550,8 @@ static Suite *trace_suite(void) {
   tcase_add_test(tc, test_trace_round_trip_many_small_chunks);
   tcase_add_test(tc, test_trace_barely_compressible_chunk_is_stored);
   tcase_add_test(tc, test_trace_header_fields_round_trip);
+  tcase_add_test(tc, test_trace_header_process_identity_old_and_new);
+  tcase_add_test(tc, test_trace_peek_process);
   tcase_add_test(tc, test_trace_header_caps_argv_and_strings);
   tcase_add_test(tc, test_trace_empty_strings_and_schema_round_trip);
   tcase_add_test(tc, test_trace_blob_dedup);

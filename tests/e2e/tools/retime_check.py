@@ -20,11 +20,12 @@ ENT = struct.Struct("<QQQIB3x")  # latency, size, start, nested, api
 
 def load(path):
     b = open(path, "rb").read()
-    assert b[:8] == b"STTIME03", path
+    assert b[:8] == b"STTIME04", path
     pid, ppid, exec_seq, nthreads = struct.unpack_from("<4I", b, 8)
     start, timer_ns, pass_ns = struct.unpack_from("<3Q", b, 24)
-    (alen,) = struct.unpack_from("<I", b, 48)
-    off = 52 + alen
+    pidns, start_ticks = struct.unpack_from("<2Q", b, 48)
+    (alen,) = struct.unpack_from("<I", b, 64)
+    off = 68 + alen
     threads = {}
     for _ in range(nthreads):
         index, _zero, n = struct.unpack_from("<IIQ", b, off)
