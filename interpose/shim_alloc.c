@@ -186,9 +186,27 @@ void shim_free(void *p) {
 void *shim_realloc(void *p, size_t n) {
   if (!p)
     return shim_alloc(n);
-  uint64_t room = class_bytes(header(p)->cls) - sizeof(hdr);
+  hdr *h = header(p);
+  uint64_t room = class_bytes(h->cls) - sizeof(hdr);
   if (n <= room)
     return p;
+  unsigned k;
+  if (class_of(n, &k) != 0)
+    return NULL;
+  /* A large block is a mapping of its own: grown by moving its pages, not
+   * copying them into a new block whose pages all fault again. A buffer
+   * that doubles as it fills (a decode's compressed bytes, read to the
+   * end before the request is known) then faults each page once: on a VM
+   * whose faults take ~2 us, a 380 KB JPEG's two such buffers took 1.3 ms
+   * to fill when grown by copying. */
+  if (h->cls > SLAB_CLASS_MAX) {
+    void *m = mremap(h, class_bytes(h->cls), class_bytes(k), MREMAP_MAYMOVE);
+    if (m != MAP_FAILED) {
+      h = m;
+      h->cls = k;
+      return h + 1;
+    }
+  }
   void *q = shim_alloc(n);
   if (!q)
     return NULL; /* p stays as it was, as with realloc */

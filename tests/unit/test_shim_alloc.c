@@ -78,6 +78,32 @@ START_TEST(test_realloc_keeps_the_prefix) {
 }
 END_TEST
 
+/* A large block grows in place or moves (mremap): its bytes stay, and the
+ * grown block is freed, kept and handed out again as one of its new class,
+ * whole. */
+START_TEST(test_realloc_of_a_large_block_keeps_its_class) {
+  size_t n = 200u << 10; /* a 256 KiB block */
+  uint8_t *p = shim_alloc(n);
+  ck_assert_ptr_nonnull(p);
+  for (size_t k = 0; k < n; k++)
+    p[k] = (uint8_t)(k * 7);
+  size_t m = 3u << 20; /* a 4 MiB block */
+  p = shim_realloc(p, m);
+  ck_assert_ptr_nonnull(p);
+  for (size_t k = 0; k < n; k++)
+    ck_assert_msg(p[k] == (uint8_t)(k * 7), "byte %zu", k);
+  memset(p + n, 0xA5, m - n);
+  shim_free(p);
+  uint8_t *q = shim_alloc(m);
+  ck_assert_ptr_nonnull(q);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  ck_assert_ptr_eq(q, p);        /* the kept block of that class */
+  memset(q, 1, (4u << 20) - 16); /* all of the class is mapped */
+#endif
+  shim_free(q);
+}
+END_TEST
+
 /* Freed large blocks are kept for reuse, within bounds: 64 MiB of blocks
  * of each large class from 128 KiB to 64 MiB (mapped, barely touched),
  * 640 MiB in all, freed at once, leave at most 256 MiB kept plus one
@@ -200,6 +226,7 @@ int main(void) {
   tcase_add_test(tc, test_blocks_hold_their_bytes);
   tcase_add_test(tc, test_zalloc_zeroes_reused_blocks);
   tcase_add_test(tc, test_realloc_keeps_the_prefix);
+  tcase_add_test(tc, test_realloc_of_a_large_block_keeps_its_class);
   tcase_add_test(tc, test_large_blocks_kept_within_bounds);
   tcase_add_test(tc, test_threads_allocate_and_another_frees);
   tcase_add_test(tc, test_child_of_fork_allocates);
