@@ -1047,13 +1047,19 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
   return plain_unwind(ips, max, hook);
 #else
   uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
+  /* the program's errno is left as its call left it: the first unwind
+   * loads libunwind, whose address check reads a non-blocking pipe
+   * (EAGAIN), and a thread's first call maps its ring */
+  int saved_errno = errno;
   /* the thread's ring, with its memo, is made here at its first call: a
    * first unwind without the memo would be libunwind's unw_backtrace,
    * whose per-thread cache clears 256 KiB */
   memo_tab *mt = rt_cfg.stack_memo ? memo_of(thread_self()) : NULL;
   int n = mt ? memo_find(mt, anchor, hook, ips, max) : 0; /* 0: plain unwind */
-  if (n)
+  if (n) {
+    errno = saved_errno;
     return n;
+  }
   atomic_fetch_add_explicit(&stacks_unwound, 1, memory_order_relaxed);
   /* libunwind's descriptors are standin's (fdguard.c) */
   unwind_enter();
@@ -1062,6 +1068,7 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
   n = unwind(mt, anchor, hook, ips, max);
   rt_in_unwind = 0;
   unwind_leave();
+  errno = saved_errno;
   return n;
 #endif
 }
@@ -1271,7 +1278,17 @@ void rt_schema_forget_all(void) {
   }
 }
 
+static void submit(rt_call *c, void *const *ips, int nips);
+
+/* The program's errno is left as its call left it: the first submit starts
+ * the writer, one may wait for ring space. */
 void rt_submit(rt_call *c, void *const *ips, int nips) {
+  int saved_errno = errno;
+  submit(c, ips, nips);
+  errno = saved_errno;
+}
+
+static void submit(rt_call *c, void *const *ips, int nips) {
   if (SHIM_UNLIKELY(atomic_load_explicit(&run_state, memory_order_acquire) != RUN_ACTIVE) &&
       start_writer() != 0) {
     drop_payloads(c);

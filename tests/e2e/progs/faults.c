@@ -37,6 +37,9 @@
  *                           doing N messages, then N more
  *   faults loop MS          messages for MS milliseconds (0: forever)
  *   faults paced US         one message every US microseconds, forever
+ *   faults errno N          N messages, each call with errno set to 0 before
+ *                           it; then which calls left errno set (libprotobuf-c
+ *                           sets it on none: neither may a shim)
  *   faults detach N         fork and exit at once; the child (a daemon left
  *                           running) waits 1 s, writes N messages to
  *                           detach.out and exits
@@ -86,6 +89,21 @@ extern char **environ;
 
 typedef Standin__Test__Tree Tree;
 
+/* faults errno: the first call of each kind that left errno set */
+static int watch_errno;
+static int errno_left[4];
+static const char *const errno_call[4] = {"get_packed_size", "pack", "unpack", "free_unpacked"};
+
+static void errno_before(void) {
+  if (watch_errno)
+    errno = 0;
+}
+
+static void errno_after(int call) {
+  if (watch_errno && errno && !errno_left[call])
+    errno_left[call] = errno;
+}
+
 /* One message through size, pack and unpack; returns a hash of the result
  * so that a wrong response changes the output. */
 static uint64_t one(int i) {
@@ -105,17 +123,25 @@ static uint64_t one(int i) {
   br.leaves = &leafp;
   t.n_branches = (size_t)(i % 2);
   t.branches = &brp;
+  errno_before();
   size_t n = standin__test__tree__get_packed_size(&t);
+  errno_after(0);
   uint8_t *buf = malloc(n ? n : 1);
+  errno_before();
   size_t w = standin__test__tree__pack(&t, buf);
+  errno_after(1);
+  errno_before();
   Tree *u = standin__test__tree__unpack(NULL, w, buf);
+  errno_after(2);
   uint64_t h = 1469598103934665603ull ^ w;
   if (u) {
     for (const char *p = u->title; *p; p++)
       h = (h ^ (uint8_t)*p) * 1099511628211ull;
     h = (h ^ u->n_branches) * 1099511628211ull;
   }
+  errno_before();
   standin__test__tree__free_unpacked(u, NULL);
+  errno_after(3);
   free(buf);
   return h;
 }
@@ -624,6 +650,18 @@ int main(int argc, char **argv) {
     return run_detach(a);
   if (!strcmp(mode, "daemon") && argc > 3)
     return run_daemon(argv[2], b);
+  if (!strcmp(mode, "errno") && argc > 2) {
+    watch_errno = 1;
+    messages(0, atoi(argv[2]));
+    int any = 0;
+    for (int k = 0; k < 4; k++)
+      if (errno_left[k])
+        any = printf("%s left errno %d (%s)\n", errno_call[k], errno_left[k],
+                     strerror(errno_left[k]));
+    if (!any)
+      printf("no call left errno set\n");
+    return 0;
+  }
   if (!strcmp(mode, "paced"))
     for (int i = 0;; i++) {
       one(i);

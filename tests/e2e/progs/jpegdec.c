@@ -24,7 +24,12 @@
  *     -repeat N      decode the file list N times
  *     -concat        a file holds several JPEGs back to back (one source)
  *     -tables FILE   read a tables-only datastream first (abbreviated images)
+ *     -errno         set errno to 0 before each library call of the decode
+ *                    sequence, and add to each line the first errno one left
+ *                    (libjpeg reading a whole file leaves none: neither may
+ *                    a shim)
  */
+#include <errno.h>
 #include <jerror.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -40,7 +45,7 @@ typedef struct {
   const char *src;
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
   int buffered, raw, coef, skip, crop_x, crop_w, lines, nofinish, one, strict, eoferr;
-  int threads, repeat, concat, chunk, stop;
+  int threads, repeat, concat, chunk, stop, errno_w;
   const char *tables;
 } opts;
 
@@ -218,9 +223,15 @@ typedef struct {
 
 /* Run a libjpeg step, feeding the suspending source until it stops
  * suspending. `step` returns nonzero when done. */
+static _Thread_local int errno_left; /* -errno: the first errno a call left */
+
 #define PUMP(d, done_expr)                                                                         \
   for (;;) {                                                                                       \
-    if (done_expr)                                                                                 \
+    errno = 0;                                                                                     \
+    int done_ = (done_expr);                                                                       \
+    if (errno && !errno_left)                                                                      \
+      errno_left = errno;                                                                          \
+    if (done_)                                                                                     \
       break;                                                                                       \
     if ((strcmp(O.src, "suspend") != 0 && strcmp(O.src, "forget") != 0) || !s_more(&(d)->ssrc))    \
       ERREXIT(&(d)->ci, JERR_INPUT_EMPTY);                                                         \
@@ -354,8 +365,12 @@ static int decode_one(dec_t *d, const char *name, out_t *out) {
   if (c->quantize_colors && c->colormap)
     for (int i = 0; i < c->out_color_components; i++)
       h = fnv(h, c->colormap[i], (size_t)c->actual_number_of_colors);
-  outf(out, "%s: %ux%u c=%d rows=%u sum=%016llx warnings=%d\n", name, c->output_width,
-       c->output_height, c->output_components, d->rows, (unsigned long long)h, d->err.warnings);
+  char en[32] = "";
+  if (O.errno_w)
+    snprintf(en, sizeof en, " errno=%d", errno_left);
+  errno_left = 0;
+  outf(out, "%s: %ux%u c=%d rows=%u sum=%016llx warnings=%d%s\n", name, c->output_width,
+       c->output_height, c->output_components, d->rows, (unsigned long long)h, d->err.warnings, en);
   if ((O.nofinish || O.stop) && !O.concat)
     jpeg_abort_decompress(c);
   else
@@ -523,6 +538,8 @@ static int parse(int argc, char **argv) {
       O.nofinish = 1;
     else if (!strcmp(a, "-one"))
       O.one = 1;
+    else if (!strcmp(a, "-errno"))
+      O.errno_w = 1;
     else if (!strcmp(a, "-strict"))
       O.strict = 1;
     else if (!strcmp(a, "-eoferr"))
