@@ -28,6 +28,8 @@ typedef struct {
   double file_out, file_cold;
   /* calls whose response the trace keeps as a digest, and their size */
   uint64_t file_digests, file_digest_bytes;
+  /* JPEG decodes whose rows the trace keeps, and their size */
+  uint64_t file_rows_kept, file_rows_kept_bytes;
 } info_agg;
 
 static info_row *find_row(info_agg *a, int api, const char *type) {
@@ -80,6 +82,10 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   if (c->flags & ST_CALL_RESP_DIGEST) {
     a->file_digests++;
     a->file_digest_bytes += c->resp_len;
+  } else if (st_api_family(c->api) == ST_FAMILY_JPEG && c->resp_len &&
+             !(c->flags & (ST_CALL_NO_RESPONSE | ST_CALL_FAILED))) {
+    a->file_rows_kept++;
+    a->file_rows_kept_bytes += c->resp_len;
   }
   if (st_api_family(c->api) == ST_FAMILY_JPEG && c->nfeat > ST_JPF_OUT_COLD) {
     double out = (double)c->feat[ST_JPF_OUT_BYTES];
@@ -183,6 +189,15 @@ static void print_process(const scan_file *f, uint64_t launcher_ns, uint64_t cal
            cli_fmt_count(n, sizeof n, agg->file_digests), agg->file_digests == 1 ? "" : "s",
            agg->file_digests == 1 ? "its" : "their",
            cli_fmt_bytes(by, sizeof by, (double)agg->file_digest_bytes));
+  }
+  if (agg->file_rows_kept) {
+    char n[32], by[32];
+    printf("  %s decode%s kept %s output rows (%s in all): replay cannot rebuild\n"
+           "  them from the request alone (tables from an earlier datastream, colour\n"
+           "  quantisation, dithered RGB565), or record ran with --keep-pixels\n",
+           cli_fmt_count(n, sizeof n, agg->file_rows_kept), agg->file_rows_kept == 1 ? "" : "s",
+           agg->file_rows_kept == 1 ? "its" : "their",
+           cli_fmt_bytes(by, sizeof by, (double)agg->file_rows_kept_bytes));
   }
   scan_status_text(f, st, sizeof st);
   printf("  status: %s\n", st);
@@ -346,6 +361,7 @@ int cmd_info(int argc, char **argv) {
     agg.file_ns = 0;
     agg.file_out = agg.file_cold = 0;
     agg.file_digests = agg.file_digest_bytes = 0;
+    agg.file_rows_kept = agg.file_rows_kept_bytes = 0;
     if (scan_run(&f, td.paths[i], on_call, &agg) != 0) {
       damaged = 1;
       continue;

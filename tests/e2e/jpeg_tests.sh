@@ -383,6 +383,10 @@ EOF
   jpeg_same run.sh
   grep -q "tables read" nat.out || fail "no tables: $(cat nat.out)"
   every_decode_replayed
+  # info says which processes' decodes kept their rows: the three that
+  # decode abbreviated images, not the others
+  "$STANDIN" info rec >info.out
+  expect_eq "processes with rows kept" 3 "$(grep -c ' kept \(its\|their\) output rows' info.out)"
 }
 
 t211_jpeg_replay_under_valgrind() {
