@@ -246,8 +246,7 @@ static void fill_site(an_group *g, scan_file *f, const st_call *c) {
 
 /* A PID namespace other than the launcher's, else 0. */
 static uint64_t other_pidns(const ctx *x, const scan_file *f) {
-  char b[48];
-  return *cli_pidns_note(x->launcher_pidns, f->h.pidns, b, sizeof b) ? f->h.pidns : 0;
+  return cli_pidns_other(x->launcher_pidns, f->h.pidns) ? f->h.pidns : 0;
 }
 
 static void fill_thread(an_group *g, scan_file *f, const st_call *c) {

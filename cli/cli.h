@@ -85,10 +85,13 @@ char *cli_fmt_side(char *buf, size_t cap, unsigned is_bytes, uint64_t bytes);
 const char *cli_runinfo_get(const char *dir, const char *key);
 
 /* The PID namespace standin record ran in (run.info; 0 when not known). A
- * process whose trace names another (st_header.pidns) is named with it:
- * cli_pidns_note gives " in pid:[N]" (as /proc/PID/ns/pid links show it)
- * then, and "" for the launcher's own namespace or an unknown one. */
+ * process whose trace names another (st_header.pidns; cli_pidns_other) is
+ * named with it: cli_pidns_name gives " in pid:[N]" (as /proc/PID/ns/pid
+ * links show it; "" for 0), cli_pidns_note that for a process in another
+ * namespace and "" for the launcher's own or an unknown one. */
 uint64_t cli_launcher_pidns(const char *dir);
+int cli_pidns_other(uint64_t launcher, uint64_t pidns);
+const char *cli_pidns_name(uint64_t pidns, char *buf, size_t cap);
 const char *cli_pidns_note(uint64_t launcher, uint64_t pidns, char *buf, size_t cap);
 
 /* A program resolved on PATH like execvp would; 0 or -1 with errno. */

@@ -216,8 +216,7 @@ static void chrome_meta(ex_ctx *x, const char *what, uint64_t pid, uint32_t tid,
 }
 
 static uint64_t chrome_pid(ex_ctx *x, const scan_file *f) {
-  char b[48];
-  if (!*cli_pidns_note(x->launcher_ns, f->h.pidns, b, sizeof b))
+  if (!cli_pidns_other(x->launcher_ns, f->h.pidns))
     return f->h.pid;
   size_t k = 0;
   while (k < x->nns && x->nss[k] != f->h.pidns)

@@ -199,11 +199,19 @@ uint64_t cli_launcher_pidns(const char *dir) {
   return ns;
 }
 
-const char *cli_pidns_note(uint64_t launcher, uint64_t pidns, char *buf, size_t cap) {
-  if (!launcher || !pidns || pidns == launcher)
+int cli_pidns_other(uint64_t launcher, uint64_t pidns) {
+  return launcher && pidns && pidns != launcher;
+}
+
+const char *cli_pidns_name(uint64_t pidns, char *buf, size_t cap) {
+  if (!pidns)
     return "";
   snprintf(buf, cap, " in pid:[%llu]", (unsigned long long)pidns);
   return buf;
+}
+
+const char *cli_pidns_note(uint64_t launcher, uint64_t pidns, char *buf, size_t cap) {
+  return cli_pidns_other(launcher, pidns) ? cli_pidns_name(pidns, buf, cap) : "";
 }
 
 /* ---- formatting ---------------------------------------------------------- */

@@ -156,25 +156,23 @@ static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_
       earlier += (uint32_t)earlier_image(at, rel, h);
       continue;
     }
-    if (rc != ST_E_EXISTS) {
-      int e = errno;
-      struct stat d;
-      /* a server that gave up root before its first call (php-fpm's
-       * workers run as nobody) cannot write into standin's 0700 directory */
-      if (rc == ST_E_IO && (e == EACCES || e == EPERM) &&
-          (stat(cfg->dir, &d) != 0 || d.st_uid != geteuid())) {
-        shim_say("cannot create trace file %s: %s; recording is off for pid %u, which runs as "
-                 "uid %u, not the directory's owner (the program goes on). To record processes "
-                 "that change user, make the directory first, writable for them (mkdir -m 1777 "
-                 "%s), and record into it with -o",
-                 S.path, strerror(e), h->pid, (unsigned)geteuid(), cfg->dir);
-        return -1;
-      }
-      shim_say("cannot create trace file %s: %s; recording is off for pid %u (the program goes "
-               "on)",
-               S.path, rc == ST_E_IO ? strerror(e) : st_strerror(rc), h->pid);
+    int e = errno;
+    struct stat d;
+    /* a server that gave up root before its first call (php-fpm's
+     * workers run as nobody) cannot write into standin's 0700 directory */
+    if (rc == ST_E_IO && (e == EACCES || e == EPERM) &&
+        (stat(cfg->dir, &d) != 0 || d.st_uid != geteuid())) {
+      shim_say("cannot create trace file %s: %s; recording is off for pid %u, which runs as "
+               "uid %u, not the directory's owner (the program goes on). To record processes "
+               "that change user, make the directory first, writable for them (mkdir -m 1777 "
+               "%s), and record into it with -o",
+               S.path, strerror(e), h->pid, (unsigned)geteuid(), cfg->dir);
       return -1;
     }
+    shim_say("cannot create trace file %s: %s; recording is off for pid %u (the program goes "
+             "on)",
+             S.path, rc == ST_E_IO ? strerror(e) : st_strerror(rc), h->pid);
+    return -1;
   }
   shim_say("too many trace files for pid %u in %s; recording is off", h->pid, cfg->dir);
   return -1;
