@@ -178,6 +178,7 @@ typedef struct {
   int failed;
   uint32_t launcher_pid; /* run.info: the program's first process's parent, 0 unknown */
   uint64_t launcher_pidns; /* run.info: its PID namespace, 0 unknown */
+  cli_procs procs;         /* by thread: processes that share a pid told apart */
 } ctx;
 
 /* ---- groups -------------------------------------------------------------------- */
@@ -278,16 +279,19 @@ static int32_t group_of(ctx *x, scan_file *f, const st_call *c) {
     g = find_group(x, name, f, c, fill_type);
     break;
   case AN_BY_SITE: g = find_group(x, scan_site_label(f, c->site), f, c, fill_site); break;
-  case AN_BY_THREAD:
-    if (other_pidns(x, f))
-      snprintf(name, sizeof name, "%u.%u@%llu/%u", f->h.pid, f->h.exec_seq,
-               (unsigned long long)f->h.pidns, c->thread);
-    else
-      snprintf(name, sizeof name, "%u.%u/%u", f->h.pid, f->h.exec_seq, c->thread);
+  case AN_BY_THREAD: {
+    /* PID.EXEC/THREAD, and #N for the N-th process with that pid */
+    char nth[16];
+    uint32_t n = cli_procs_nth(&x->procs, f->h.pid, f->h.pidns, f->h.start_ticks);
+    snprintf(name, sizeof name, "%u%s.%u/%u", f->h.pid, cli_nth_note(n, nth, sizeof nth) + (n > 1),
+             f->h.exec_seq, c->thread);
     g = find_group(x, name, f, c, fill_thread);
-    if (g >= 0)
+    if (g >= 0) {
       x->r->groups[g].pidns = other_pidns(x, f);
+      x->r->groups[g].nth = n;
+    }
     break;
+  }
   }
   if (g >= 0 && idmap_put(&x->gcache, key, (uint32_t)g) != 0)
     return -1;
@@ -736,6 +740,7 @@ static int setup(ctx *x, an_result *r, const an_opts *o) {
 }
 
 static void teardown(ctx *x) {
+  cli_procs_free(&x->procs);
   idmap_free(&x->gcache);
   idmap_free(&x->gindex);
   idmap_free(&x->rcache);

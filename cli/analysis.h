@@ -47,6 +47,7 @@ typedef struct {
   char *site;                     /* by site: call-site label */
   uint32_t pid, exec_seq, thread; /* by thread */
   uint64_t pidns;                 /* by thread: its PID namespace, 0 for the launcher's */
+  uint32_t nth; /* by thread: its process among those with its pid (cli_procs_nth) */
   char *key;                      /* unique name of the group */
   uint64_t calls, ns, req_bytes, resp_bytes;
   unsigned byte_sides; /* st_call_byte_sides of its calls, or'ed */

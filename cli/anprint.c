@@ -28,11 +28,11 @@ void anp_group_label(const an_group *g, an_by by, char *buf, size_t cap) {
   case AN_BY_TYPE: snprintf(buf, cap, "%s %s", st_api_name(g->api), g->type); break;
   case AN_BY_SITE: snprintf(buf, cap, "%s", g->site); break;
   case AN_BY_THREAD: {
-    char ns[48], ex[32] = "";
+    char ns[48], ex[32] = "", n[16];
     if (g->exec_seq)
       snprintf(ex, sizeof ex, " (exec %u)", g->exec_seq);
-    snprintf(buf, cap, "pid %u%s%s thread %u", g->pid, cli_pidns_name(g->pidns, ns, sizeof ns), ex,
-             g->thread);
+    snprintf(buf, cap, "pid %u%s%s%s thread %u", g->pid, cli_nth_note(g->nth, n, sizeof n),
+             cli_pidns_name(g->pidns, ns, sizeof ns), ex, g->thread);
     break;
   }
   }

@@ -90,6 +90,27 @@ const char *cli_runinfo_get(const char *dir, const char *key);
  * links show it; "" for 0), cli_pidns_note that for a process in another
  * namespace and "" for the launcher's own or an unknown one. */
 uint64_t cli_launcher_pidns(const char *dir);
+
+/* Processes of a recording by what names them (st_header: pid, pidns,
+ * start_ticks), for telling apart processes that have the same pid: in
+ * sandboxes run one after the other the kernel gives the next sandbox's
+ * namespace the inode number the last one had, so only the start time
+ * tells their first processes apart. cli_procs_nth gives a process's
+ * ordinal among those with its pid, from 1, in the order they are first
+ * asked for; an exec's images share theirs, and so do files without
+ * start_ticks (older recordings), as before. */
+typedef struct {
+  struct cli_proc {
+    uint32_t pid, nth;
+    uint64_t pidns, start;
+  } * v;
+  size_t n, cap;
+} cli_procs;
+uint32_t cli_procs_nth(cli_procs *t, uint32_t pid, uint64_t pidns, uint64_t start_ticks);
+void cli_procs_free(cli_procs *t);
+/* " #N" for N > 1, else "" */
+const char *cli_nth_note(uint32_t nth, char *buf, size_t cap);
+
 int cli_pidns_other(uint64_t launcher, uint64_t pidns);
 const char *cli_pidns_name(uint64_t pidns, char *buf, size_t cap);
 const char *cli_pidns_note(uint64_t launcher, uint64_t pidns, char *buf, size_t cap);

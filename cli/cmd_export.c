@@ -25,8 +25,9 @@ static const char usage_text[] =
     "          then JPEG: encoded_size ... out_cold_permille), empty where the API has none.\n"
     "  json    one object: {\"format\": \"standin-export\", \"version\": 1, \"recording\",\n"
     "          \"calls\": [...the same fields and pidns, features as an object...],\n"
-    "          \"processes\": [{pid, pidns, ppid, exec, argv, start_ns, run_ns, threads,\n"
-    "          calls, status}]}; pidns: the PID namespace's inode (0: unknown).\n"
+    "          \"processes\": [{pid, pidns, start_ticks, ppid, exec, argv, start_ns, run_ns,\n"
+    "          threads, calls, status}]}; pidns: the PID namespace's inode, start_ticks\n"
+    "          the process's start (/proc/PID/stat), 0 when unknown: with pid they name it.\n"
     "  chrome  the Trace Event Format: {\"traceEvents\": [...]} with a complete event\n"
     "          (ph \"X\") per call — name \"API type\", pid, tid = thread index, ts and\n"
     "          dur in us, args with sizes, site and features — and metadata events\n"
@@ -51,13 +52,12 @@ typedef struct {
   int nfeat;
   uint8_t *thread_named; /* chrome: per thread index of the current file */
   uint32_t nthread_named;
-  /* chrome: the pid of the current file's events. A process in a PID
-   * namespace other than the launcher's (the k-th such seen) gets its pid
-   * plus k << 22 (above any pid_max), so that it does not share a track
-   * with a process that has the same pid in another namespace. */
+  /* chrome: the pid of the current file's events. The n-th process with a
+   * pid (cli_procs_nth: the same pid in another PID namespace, or given
+   * again) gets pid + (n - 1) << 22, above any pid_max, so that it does
+   * not share a track with the others. */
   uint64_t cpid, launcher_ns;
-  uint64_t *nss;
-  size_t nns;
+  cli_procs procs;
 } ex_ctx;
 
 /* Feature names of every API, each once, in API order. */
@@ -188,8 +188,11 @@ static void json_process(ex_ctx *x, scan_file *f, int first) {
   int approx;
   char st[256];
   scan_status_text(f, st, sizeof st);
-  fprintf(o, "%s\n    {\"pid\": %u, \"pidns\": %llu, \"ppid\": %u, \"exec\": %u, \"argv\": [",
-          first ? "" : ",", f->h.pid, (unsigned long long)f->h.pidns, f->h.ppid, f->h.exec_seq);
+  fprintf(o,
+          "%s\n    {\"pid\": %u, \"pidns\": %llu, \"start_ticks\": %llu, \"ppid\": %u, "
+          "\"exec\": %u, \"argv\": [",
+          first ? "" : ",", f->h.pid, (unsigned long long)f->h.pidns,
+          (unsigned long long)f->h.start_ticks, f->h.ppid, f->h.exec_seq);
   for (uint32_t i = 0; i < f->h.argc; i++) {
     fputs(i ? ", " : "", o);
     json_write_str(o, f->h.argv[i]);
@@ -215,31 +218,17 @@ static void chrome_meta(ex_ctx *x, const char *what, uint64_t pid, uint32_t tid,
   x->calls++;
 }
 
-static uint64_t chrome_pid(ex_ctx *x, const scan_file *f) {
-  if (!cli_pidns_other(x->launcher_ns, f->h.pidns))
-    return f->h.pid;
-  size_t k = 0;
-  while (k < x->nns && x->nss[k] != f->h.pidns)
-    k++;
-  if (k == x->nns) {
-    uint64_t *n = realloc(x->nss, (k + 1) * sizeof *n);
-    if (!n)
-      return f->h.pid;
-    x->nss = n;
-    x->nss[x->nns++] = f->h.pidns;
-  }
-  return f->h.pid + ((uint64_t)(k + 1) << 22);
-}
-
 static void chrome_process(ex_ctx *x, scan_file *f) {
-  char name[512], ns[48];
+  char name[512], ns[48], nth[16];
   size_t o = 0;
-  x->cpid = chrome_pid(x, f);
+  uint32_t n = cli_procs_nth(&x->procs, f->h.pid, f->h.pidns, f->h.start_ticks);
+  x->cpid = f->h.pid + ((uint64_t)(n - 1) << 22);
   for (uint32_t i = 0; i < f->h.argc && i < 4 && o < 200; i++) {
     const char *a = f->h.argv[i], *s = i ? NULL : strrchr(a, '/');
     o += (size_t)snprintf(name + o, sizeof name - o, "%s%s", i ? " " : "", s ? s + 1 : a);
   }
-  snprintf(name + o, sizeof name - o, "%s (pid %u%s%s)", f->h.argc > 4 ? " ..." : "", f->h.pid,
+  snprintf(name + o, sizeof name - o, "%s (pid %u%s%s%s)", f->h.argc > 4 ? " ..." : "", f->h.pid,
+           cli_nth_note(n, nth, sizeof nth),
            cli_pidns_note(x->launcher_ns, f->h.pidns, ns, sizeof ns),
            f->h.exec_seq ? ", after exec" : "");
   chrome_meta(x, "process_name", x->cpid, 0, name);
@@ -449,7 +438,7 @@ int cmd_export(int argc, char **argv) {
     bad = 1;
   }
   free(x.thread_named);
-  free(x.nss);
+  cli_procs_free(&x.procs);
   cli_tracedir_free(&td);
   return bad;
 }

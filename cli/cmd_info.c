@@ -152,9 +152,10 @@ static int explain_empty(const char *dir) {
   return 0;
 }
 
-static void print_header(const scan_file *f, uint64_t launcher_ns) {
-  char ns[48];
-  printf("process %u%s", f->h.pid, cli_pidns_note(launcher_ns, f->h.pidns, ns, sizeof ns));
+static void print_header(const scan_file *f, uint32_t nth, uint64_t launcher_ns) {
+  char ns[48], n[16];
+  printf("process %u%s%s", f->h.pid, cli_nth_note(nth, n, sizeof n),
+         cli_pidns_note(launcher_ns, f->h.pidns, ns, sizeof ns));
   if (f->h.exec_seq)
     printf(" (exec %u)", f->h.exec_seq);
   printf(", parent %u:", f->h.ppid);
@@ -165,12 +166,12 @@ static void print_header(const scan_file *f, uint64_t launcher_ns) {
   printf("\n");
 }
 
-static void print_process(const scan_file *f, uint64_t launcher_ns, uint64_t call_ns,
+static void print_process(const scan_file *f, uint32_t nth, uint64_t launcher_ns, uint64_t call_ns,
                           uint64_t file_bytes, const info_agg *agg) {
   char a[32], b[32], c[32], d[32], e[32], st[256];
   int approx;
   uint64_t run = scan_run_ns(f, &approx);
-  print_header(f, launcher_ns);
+  print_header(f, nth, launcher_ns);
   printf("  threads %u, calls %s, time in calls %s = %.1f%% of %s%s run%s\n", f->nthreads,
          cli_fmt_count(a, sizeof a, f->calls), cli_fmt_ns(b, sizeof b, (double)call_ns),
          run ? 100.0 * (double)call_ns / (double)run : 0.0, approx ? ">= " : "",
@@ -351,6 +352,7 @@ int cmd_info(int argc, char **argv) {
   printf("recording %s%s%.*s%s\n\n", dir, cmd ? ": " : "", shown, cmd ? cmd : "",
          cmd && cmd[shown] ? " ..." : "");
   info_agg agg = {0};
+  cli_procs procs = {0};
   uint64_t total_ns = 0, total_calls = 0, total_bytes = 0;
   int damaged = 0;
   for (size_t i = 0; i < td.n; i++) {
@@ -368,7 +370,8 @@ int cmd_info(int argc, char **argv) {
     }
     struct stat st;
     uint64_t fb = stat(td.paths[i], &st) == 0 ? (uint64_t)st.st_size : 0;
-    print_process(&f, cli_launcher_pidns(dir), agg.file_ns, fb, &agg);
+    print_process(&f, cli_procs_nth(&procs, f.h.pid, f.h.pidns, f.h.start_ticks),
+                  cli_launcher_pidns(dir), agg.file_ns, fb, &agg);
     total_ns += agg.file_ns;
     total_calls += f.calls;
     total_bytes += fb;
@@ -385,6 +388,7 @@ int cmd_info(int argc, char **argv) {
     free(agg.rows[k].type);
   free(agg.rows);
   free(agg.slot);
+  cli_procs_free(&procs);
   cli_tracedir_free(&td);
   return damaged ? 1 : 0;
 }

@@ -197,6 +197,8 @@ static void group_json(const an_result *r, const an_group *g, int with_plan) {
     printf(", \"pid\": %u, \"exec\": %u, \"thread\": %u", g->pid, g->exec_seq, g->thread);
   if (!g->type && !g->site && g->api < 0 && g->pidns)
     printf(", \"pidns\": %llu", (unsigned long long)g->pidns);
+  if (!g->type && !g->site && g->api < 0 && g->nth > 1)
+    printf(", \"nth\": %u", g->nth);
   printf(",\n     \"calls\": %llu, \"time_ns\": %llu, \"share\": %.6f, \"mean_ns\": %.1f, "
          "\"min_ns\": %llu, \"p50_ns\": %llu, \"p90_ns\": %llu, \"p99_ns\": %llu, "
          "\"max_ns\": %llu, \"req_bytes\": %llu, \"resp_bytes\": %llu",

@@ -199,6 +199,42 @@ uint64_t cli_launcher_pidns(const char *dir) {
   return ns;
 }
 
+uint32_t cli_procs_nth(cli_procs *t, uint32_t pid, uint64_t pidns, uint64_t start_ticks) {
+  if (start_ticks == 0)
+    return 1;
+  uint32_t same_pid = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    const struct cli_proc *p = &t->v[i];
+    if (p->pid != pid)
+      continue;
+    if (p->pidns == pidns && p->start == start_ticks)
+      return p->nth;
+    same_pid++;
+  }
+  if (t->n == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 16;
+    struct cli_proc *v = realloc(t->v, cap * sizeof *v);
+    if (!v)
+      return same_pid + 1;
+    t->v = v;
+    t->cap = cap;
+  }
+  t->v[t->n++] = (struct cli_proc){pid, same_pid + 1, pidns, start_ticks};
+  return same_pid + 1;
+}
+
+void cli_procs_free(cli_procs *t) {
+  free(t->v);
+  memset(t, 0, sizeof *t);
+}
+
+const char *cli_nth_note(uint32_t nth, char *buf, size_t cap) {
+  if (nth <= 1)
+    return "";
+  snprintf(buf, cap, " #%u", nth);
+  return buf;
+}
+
 int cli_pidns_other(uint64_t launcher, uint64_t pidns) {
   return launcher && pidns && pidns != launcher;
 }
