@@ -60,14 +60,15 @@ $(IFACE_LIB): $(call obj,$(IFACE_SRC))
 
 # Preload shims: export only the hooks, resolve everything at link time.
 # The record shim loads libunwind and libdeflate itself, when a process
-# first needs them (record/lazylibs.c): not linked.
+# first needs them (record/lazylibs.c): not linked. The replay shim needs
+# neither (nor zlib): every process of a replayed run maps one library less.
 SHIM_LDFLAGS := -shared -Wl,--no-undefined -Wl,-z,now -Wl,--exclude-libs,ALL
 $(RECORD_SO): $(call obj,$(RECORD_SRC)) $(PROCWRAP) $(INTERPOSE_LIB) $(TRACE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_LDFLAGS) -o $@ $^ -ldl -pthread -lm
 $(REPLAY_SO): $(call obj,$(REPLAY_SRC)) $(PROCWRAP) $(INTERPOSE_LIB) $(IFACE_LIB) $(TRACE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(SHIM_LDFLAGS) -o $@ $^ $(LDLIBS_BASE)
+	$(CC) $(SHIM_LDFLAGS) -o $@ $^ -ldl -pthread -lm
 
 # The CLI links libprotobuf-c, libjpeg and TurboJPEG: it parses recorded bytes
 # and decodes recorded images again offline (replay DB).

@@ -272,6 +272,10 @@ static inline int stf_trailer_decode(const uint8_t in[STF_TRAILER_LEN], stf_trai
   return 1;
 }
 
+/* Whether st_set_high_fd is on (highfd.c): the writer then opens its
+ * files on high descriptors. */
+int stf_high_fd_on(void);
+
 /* ---- File header (header.c) ------------------------------------------------ */
 
 /* Check a file's STF_PREAMBLE_LEN-byte preamble: its version and the length
