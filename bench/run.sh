@@ -106,6 +106,19 @@ row "trace bytes per call with payloads, pbtest basic $E2E" \
   "$(awk -v b="$mixbytes" -v c="$mixcalls" 'BEGIN{printf "%.1f", b/c}') (compression $ratio)" "$ucmp" \
   "\`standin record -- pbtest basic $E2E\`; \`standin info\`"
 
+# A recorded server between requests: its writer thread's CPU while the
+# program waits 2 s after its calls (faults wait: 2 messages, then it polls
+# for a file every 10 ms). The writer naps longer once nothing came for
+# 20 ms (record/rt.c WRITER_DEEP_AFTER_NS).
+rm -rf "$T/idle" "$T/go"
+(sleep 2 && touch "$T/go") &
+toucher=$!
+"$S" record -o "$T/idle" -- "$B/progs/faults" wait "$T/go" 2 >/dev/null 2>&1
+wait "$toucher"
+idle_cpu=$("$S" info "$T/idle" | grep -m1 'trace writer thread used' | sed 's/.*used \(.*\) of CPU.*/\1/')
+row "record: writer thread CPU while the program waits 2 s after its calls" "$idle_cpu" "" \
+  "\`standin record -- faults wait FILE 2\`, FILE made 2 s later; \`standin info\`"
+
 # ---- replay: harness cost and spin accuracy --------------------------------
 # With a model that predicts 0 ns, a replayed call takes exactly the
 # harness's time (fingerprint, lookup, copy or rebuild, bookkeeping); the
