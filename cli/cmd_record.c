@@ -278,14 +278,27 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
       bytes += (uint64_t)st.st_size;
   }
   char b[32];
-  if (td.n)
+  long pid = 0;
+  char want[PATH_MAX + 16];
+  snprintf(want, sizeof want, "STANDIN_DIR=%s", absdir);
+  size_t live = cli_procs_with_env(want, &pid);
+  if (td.n) {
     fprintf(stderr, "standin: recorded %zu process%s into %s (%s); see 'standin info %s'\n", td.n,
             td.n == 1 ? "" : "es", dir, cli_fmt_bytes(b, sizeof b, (double)bytes), dir);
-  else {
-    long pid = 0;
-    char want[PATH_MAX + 16];
-    snprintf(want, sizeof want, "STANDIN_DIR=%s", absdir);
-    size_t live = cli_procs_with_env(want, &pid);
+    /* a daemon, a background job or a server's helper outlived the program */
+    if (live == 1)
+      fprintf(stderr,
+              "standin: 1 process it started still runs under the recorder (pid %ld): %s adds "
+              "its trace as it makes calls, closed when it exits; 'standin info' shows it as "
+              "not closed until then\n",
+              pid, dir);
+    else if (live)
+      fprintf(stderr,
+              "standin: %zu processes it started still run under the recorder (pid %ld, ...): "
+              "%s adds their traces as they make calls, closed when they exit; 'standin info' "
+              "shows them as not closed until then\n",
+              live, pid, dir);
+  } else {
     if (live)
       fprintf(stderr,
               "standin: %s exited before any intercepted call, but %zu process%s it started "

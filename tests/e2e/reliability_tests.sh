@@ -318,6 +318,24 @@ t644_calls_leave_errno_as_the_library_does() {
 # says the daemon still runs under it (not that nothing was recorded), and
 # the daemon's trace is complete once it exits; replay says its counts
 # leave the daemon's calls out, and the daemon's output is the same.
+# The same once the program made calls itself: record said "recorded 1
+# process" and nothing of the daemon still recording (nsd's dnstap
+# collector, a background job), whose trace then came later.
+t645_record_names_processes_that_outlive_the_program() {
+  "$STANDIN" record -o rec -- sh -c "$FAULTS errno 2 >/dev/null; $FAULTS detach 10" >rec.out 2>rec.err
+  grep -q "^standin: recorded 1 process into rec" rec.err || fail "record said: $(cat rec.err)"
+  grep -q "^standin: 1 process it started still runs under the recorder (pid [0-9]*): rec adds its trace as it makes calls" rec.err ||
+    fail "record said: $(cat rec.err)"
+  local i
+  for i in $(seq 100); do [ -s detach.out ] && [ "$(wc -l <detach.out)" = 10 ] && break; sleep 0.1; done
+  for i in $(seq 100); do
+    [ "$("$STANDIN" info rec 2>/dev/null | grep -c 'status: complete')" = 2 ] && break
+    sleep 0.1
+  done
+  trace_ok rec
+  expect_eq "calls" $((3 * 2 + 3 * 10)) "$(calls rec)" # 3 calls a message
+}
+
 t617_detached_daemon_is_reported_and_recorded() {
   "$FAULTS" detach 100 >native.out 2>&1
   for _ in $(seq 100); do [ -s detach.out ] && [ "$(wc -l <detach.out)" = 100 ] && break; sleep 0.1; done
