@@ -261,7 +261,7 @@ t209_jpeg_miss_falls_back_or_aborts() {
   cmp tnat.out trep.out
   expect_eq "tj fallback" 6 "$(json s2.json calls_fallback)"
   # none of a few calls was recorded: said, however few
-  grep -q "6 of 6 calls were not in the recording" err || fail "$(cat err)"
+  grep -q "6 of 6 calls looked up were not in the recording" err || fail "$(cat err)"
   grep -q "If it decodes other images, --on-miss nearest times its decodes" err || fail "$(cat err)"
   ! grep -q "protobuf calls" err || fail "protobuf's hint given for JPEG: $(cat err)"
   set +e

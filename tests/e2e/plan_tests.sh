@@ -147,7 +147,7 @@ t307_unsupported_requests_stay_in_software() {
   cmp rec.out rep.out
   expect_eq "software (get_packed_size)" 5 "$(json s.json calls_software)"
   expect_eq "replayed" 15 "$(json s.json calls_replayed)"
-  grep -q "5 recorded calls stay in software on protoacc: get_packed_size" err || fail "$(cat err)"
+  grep -q "of the recording's calls, 5 stay in software on protoacc: get_packed_size" err || fail "$(cat err)"
   # every recorded size was refused: they run at once, not walked and looked
   # up first, and are counted under the model's reason
   expect_eq "sizes without a lookup" 5 "$(json s.json calls_software_direct)"
@@ -169,7 +169,7 @@ t307_unsupported_requests_stay_in_software() {
   expect_eq "mixed: refused" 2 "$(pyj s3.json 'd["software_reasons"]["unsupported"]')"
   "$STANDIN" record -o one -- "$PB" basic 1 >/dev/null
   "$STANDIN" replay -t one --iface protobuf=protoacc -- "$PB" basic 1 >/dev/null 2>err1
-  grep -q "1 recorded call stays in software on protoacc: get_packed_size" err1 || fail "$(cat err1)"
+  grep -q "of the recording's calls, 1 stays in software on protoacc: get_packed_size" err1 || fail "$(cat err1)"
   # whatif says it per plan, and nothing for a plan that offloads every call
   "$STANDIN" whatif rec --iface protobuf=protoacc --plan <(printf 'accel c constant:ns=0\noffload api=protobuf to c\n') >w.txt
   grep -q "^in software under --iface protobuf=protoacc:" w.txt || fail "whatif: $(cat w.txt)"

@@ -163,7 +163,7 @@ pdf_pages_replay() {
   expect_eq "software: replayed" 3 "$(json software.json calls_replayed)"
   expect_eq "jpeg-core: replayed, in software" "1 2" \
     "$(json jpeg-core.json calls_replayed) $(json jpeg-core.json calls_software)"
-  grep -q "1 recorded call stays in software on jpeg-core: progressive JPEG" jpeg-core.err ||
+  grep -q "of the recording's calls, 1 stays in software on jpeg-core: progressive JPEG" jpeg-core.err ||
     fail "no reason given: $(cat jpeg-core.err)"
 }
 
@@ -235,7 +235,7 @@ SH
   cmp native.out pa.out || fail "protoacc: the tiles differ"
   expect_eq "protoacc: replayed, in software" "5 5" \
     "$(json pa.json calls_replayed) $(json pa.json calls_software)"
-  grep -q "5 recorded calls stay in software on protoacc: get_packed_size has no device counterpart" pa.err ||
+  grep -q "of the recording's calls, 5 stay in software on protoacc: get_packed_size has no device counterpart" pa.err ||
     fail "no reason given: $(cat pa.err)"
   # a zoom-2 tile was never recorded: it runs for real, or stops mapserv
   ./tiles.sh 0+0+0 2+1+2 >native2.out
