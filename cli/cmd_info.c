@@ -158,7 +158,10 @@ static void print_header(const scan_file *f, uint32_t nth, uint64_t launcher_ns)
          cli_pidns_note(launcher_ns, f->h.pidns, ns, sizeof ns));
   if (f->h.exec_seq)
     printf(" (exec %u)", f->h.exec_seq);
-  printf(", parent %u:", f->h.ppid);
+  if (f->h.ppid == 0) /* the first process of a PID namespace: its parent is outside */
+    printf(", parent outside its PID namespace:");
+  else
+    printf(", parent %u:", f->h.ppid);
   for (uint32_t i = 0; i < f->h.argc && i < 8; i++)
     printf(" %s", f->h.argv[i]);
   if (f->h.argc > 8)

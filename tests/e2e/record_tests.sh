@@ -87,6 +87,7 @@ PY
   expect_eq "processes named with their namespace" 3 "$(grep -c '^process 1\( #2\)\? in pid:\[[0-9]*\]' info.out)"
   expect_eq "the second process with pid 1" 2 "$(grep -c '^process 1 #2 ' info.out)"
   expect_eq "its exec image" 1 "$(grep -c '^process 1 #2 in pid:\[[0-9]*\] (exec 1)' info.out)"
+  expect_eq "parents outside the namespaces" 3 "$(grep -c ', parent outside its PID namespace: ' info.out)"
   "$STANDIN" report --by thread rec >rep.out
   expect_eq "threads in the report" 3 "$(grep -c '^pid 1 .*thread 0' rep.out)"
   expect_eq "threads of the second process" 2 "$(grep -c '^pid 1 #2 ' rep.out)"
