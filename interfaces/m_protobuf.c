@@ -73,15 +73,23 @@ static void *protoacc_create(int n, const char *const *k, const char *const *v, 
   const char *vals[32];
   for (int i = 0; i < n && i < 32; i++) {
     vals[i] = v[i];
-    if (!strcmp(k[i], "bound"))
-      vals[i] = !strcmp(v[i], "lower") ? "0" : !strcmp(v[i], "upper") ? "1"
-                : !strcmp(v[i], "mid")   ? "0.5"
-                                         : v[i];
+    if (strcmp(k[i], "bound") != 0)
+      continue;
+    vals[i] = !strcmp(v[i], "lower")   ? "0"
+              : !strcmp(v[i], "upper") ? "1"
+              : !strcmp(v[i], "mid")   ? "0.5"
+                                       : v[i];
+    char *end;
+    double b = strtod(vals[i], &end);
+    if (!*vals[i] || *end || !(b >= 0 && b <= 1)) {
+      snprintf(err, cap,
+               "model protoacc: bound=%s is not lower, upper, mid or a number from 0 to 1", v[i]);
+      return NULL;
+    }
   }
   ifb_numbers *x = ifb_numbers_create("protoacc", protoacc_p, n, k, vals, err, cap);
-  if (x && (x->p[PA_BOUND] > 1 || x->p[PA_WRITE_BYTES] < 1)) {
-    snprintf(err, cap, "model protoacc: bound must be lower, upper, mid or 0..1, and "
-                       "write_bytes at least 1");
+  if (x && x->p[PA_WRITE_BYTES] < 1) {
+    snprintf(err, cap, "model protoacc: write_bytes must be at least 1");
     free(x);
     return NULL;
   }

@@ -68,6 +68,12 @@ int ifb_parse(const char *model, const ifb_param *defs, double *out, int n,
                values[i]);
       return -1;
     }
+    /* a clock divides every cycle count: at 0 MHz the model would predict
+     * 0 ns for everything (or infinity), never what anyone means */
+    if (v == 0 && !strcmp(keys[i], "clock_mhz")) {
+      snprintf(err, errcap, "model %s: clock_mhz must be above 0", model);
+      return -1;
+    }
     out[k] = v;
   }
   return 0;

@@ -148,6 +148,18 @@ START_TEST(test_model_spec_errors_name_the_bad_part) {
   ck_assert_int_eq(if_model_parse(&m, "constant:ns=-4", err, sizeof err), IF_E_SPEC);
   ck_assert_ptr_nonnull(strstr(err, "ns=-4"));
   ck_assert_int_eq(if_model_parse(&m, "protoacc:bound=middle", err, sizeof err), IF_E_SPEC);
+  ck_assert_ptr_nonnull(
+      strstr(err, "bound=middle is not lower, upper, mid or a number from 0 to 1"));
+  ck_assert_int_eq(if_model_parse(&m, "protoacc:bound=1.5", err, sizeof err), IF_E_SPEC);
+  /* a clock of 0 MHz is refused by every model that has one (protoacc and
+   * protoacc-lpn predicted 0 ns for every call) */
+  static const char *const clocked[] = {"protoacc", "protoacc-lpn", "jpeg-core", "jpeg-lpn"};
+  for (size_t i = 0; i < sizeof clocked / sizeof clocked[0]; i++) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "%s:clock_mhz=0", clocked[i]);
+    ck_assert_int_eq(if_model_parse(&m, spec, err, sizeof err), IF_E_SPEC);
+    ck_assert_msg(strstr(err, "clock_mhz must be above 0"), "%s: %s", spec, err);
+  }
   ck_assert_int_eq(if_model_parse(&m, "./no-such-model.so", err, sizeof err), IF_E_PLUGIN);
   ck_assert_ptr_nonnull(strstr(err, "cannot load plugin ./no-such-model.so"));
   ck_assert_int_eq(if_model_parse(&m, "table", err, sizeof err), IF_E_SPEC);
