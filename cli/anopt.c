@@ -38,8 +38,16 @@ int anopt_take(anopt *o, int c, const char *arg) {
     return 1;
   case 'N': {
     double v = strtod(arg, &end);
-    double unit = !strcmp(end, "s") ? 1e9 : !strcmp(end, "ms") ? 1e6 : !strcmp(end, "us") ? 1e3
-                                          : (!*end || !strcmp(end, "ns")) ? 1 : 0;
+    double unit = !strcmp(end, "s")    ? 1e9
+                  : !strcmp(end, "ms") ? 1e6
+                  : !strcmp(end, "us") ? 1e3
+                  : !strcmp(end, "ns") ? 1
+                                       : 0;
+    /* a bare number has no unit: "80" meant 80 ms, and was taken as 80 ns */
+    if (end != arg && !*end && v > 0) {
+      cli_err("--native-wall: '%s' has no unit; give it as %sms, %ss or %sns", arg, arg, arg, arg);
+      return -1;
+    }
     if (end == arg || unit == 0 || !(v > 0) || v * unit > 1e18) {
       cli_err("--native-wall: '%s' is not a duration like 188ms, 0.5s or 1200000ns", arg);
       return -1;

@@ -1,6 +1,7 @@
 /* cmd_compare.c — `standin compare`: the offline estimate of a plan beside
  * the wall time that replays of the same plan measured. */
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 
 static const char usage_text[] =
     "usage: standin compare [DIR] (--plan FILE | --iface SPEC...) SUMMARY.json...\n"
-    "                       [--format text|json] [--cpus N]\n"
+    "                       [--format text|json] [--cpus N] [--native-wall T]\n"
     "\n"
     "Estimates the plan offline (as `standin whatif`) on the recording DIR (default\n"
     "standin.data) and prints, for each `standin replay --summary` file measured with\n"
@@ -27,7 +28,9 @@ static const char usage_text[] =
     "  -p, --plan FILE   the plan the replays used\n"
     "  -i, --iface SPEC  or its --iface options, repeated as they were given to replay\n"
     "      --format F    text (default) or json\n"
-    "      --cpus N      CPUs of the recording machine (default: this one's)\n";
+    "      --cpus N      CPUs of the recording machine (default: this one's)\n"
+    "      --native-wall T  the program's wall time measured without standin (188ms,\n"
+    "                    0.5s, 1200000ns), the estimate's baseline, as for whatif\n";
 
 #define MAX_SUMMARIES 256
 
@@ -88,8 +91,36 @@ static int load(const cmp_opts *o, summary *s) {
     }
     s[i].wall = (uint64_t)w->num;
     s[i].replayed = (uint64_t)json_num(json_get(s[i].doc, "calls_replayed"), 0);
+    /* a replay of another recording measures another program (summaries
+     * since 2026-11-29 say which; older ones cannot be checked) */
+    const json *rec = json_get(s[i].doc, "recording");
+    char want[PATH_MAX];
+    if (rec && rec->kind == JSON_STR && realpath(o->dir, want) && strcmp(rec->str, want) != 0)
+      cli_warn("%s is a replay of %s, not of %s: its wall time is not this recording's to "
+               "compare with",
+               o->files[i], rec->str, want);
   }
   return 0;
+}
+
+/* A summary whose replay had none of the plan's accelerators ran another
+ * plan: its times are not this plan's. */
+static void check_accelerators(const cmp_opts *o, const summary *s, const plan *p) {
+  for (int i = 0; i < o->nfiles; i++) {
+    const json *arr = json_get(s[i].doc, "accelerators");
+    if (!arr || arr->kind != JSON_ARR)
+      continue;
+    int shared = 0;
+    for (int k = 0; k < p->naccel && !shared; k++)
+      for (size_t j = 0; j < arr->n && !shared; j++) {
+        const json *n = json_get(&arr->items[j], "name");
+        shared = n && n->kind == JSON_STR && !strcmp(n->str, p->accel[k].name);
+      }
+    if (!shared && p->naccel)
+      cli_warn("%s was replayed with none of the plan's accelerators (%s%s): give compare the "
+               "plan or --iface the replay ran with",
+               o->files[i], p->accel[0].name, p->naccel > 1 ? ", ..." : "");
+  }
 }
 
 static double diff(uint64_t est, uint64_t meas) {
@@ -152,8 +183,11 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
            cli_fmt_ns(q, sizeof q, (double)pr->accel[k].queue_ns));
     for (int i = 0; i < o->nfiles; i++) {
       const json *ac = summary_accel(&s[i], pr->p->accel[k].name);
-      printf("%-14s %-32.32s %10.0f %11s\n", "", o->files[i],
-             json_num(json_get(ac, "requests"), NAN),
+      if (!ac) { /* this replay had no such accelerator: nothing measured */
+        printf("%-14s %-32.32s %10s %11s\n", "", o->files[i], "-", "-");
+        continue;
+      }
+      printf("%-14s %-32.32s %10.0f %11s\n", "", o->files[i], json_num(json_get(ac, "requests"), 0),
              cli_fmt_ns(q, sizeof q, json_num(json_get(ac, "queue_ns"), 0)));
     }
   }
@@ -204,8 +238,10 @@ int cmd_compare(int argc, char **argv) {
       rc = 1;
     }
   }
-  if (rc == 0)
+  if (rc == 0) {
+    check_accelerators(&o, s, o.a.ps.p[0]);
     (o.a.json ? print_json : print_text)(&r, &o, s);
+  }
   for (int i = 0; i < o.nfiles; i++)
     json_free(s[i].doc);
   an_free(&r);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "json.h"
 #include "replaydb.h"
 #include "trace.h"
 
@@ -335,8 +336,8 @@ static uint64_t spin_pct(const rdb_stats *s, double q) {
   return (uint64_t)RDB_SPIN_BINS * RDB_SPIN_BIN_NS;
 }
 
-static int write_summary(const char *path, const rdb_built *b, const plan *p, uint64_t wall,
-                         int rc) {
+static int write_summary(const char *path, const char *dir, const rdb_built *b, const plan *p,
+                         uint64_t wall, int rc) {
   const rdb_header *h = (const rdb_header *)b->base;
   const rdb_stats *s = (const rdb_stats *)(b->base + h->stats_off);
   FILE *f = fopen(path, "w");
@@ -344,7 +345,11 @@ static int write_summary(const char *path, const rdb_built *b, const plan *p, ui
     cli_err("cannot write summary %s: %s", path, strerror(errno));
     return -1;
   }
-  fprintf(f, "{\n  \"exit_status\": %d,\n  \"wall_ns\": %llu,\n", rc, (unsigned long long)wall);
+  /* which recording it replayed: compare checks it is the one it is given */
+  char real[PATH_MAX];
+  fprintf(f, "{\n  \"recording\": ");
+  json_write_str(f, realpath(dir, real) ? real : dir);
+  fprintf(f, ",\n  \"exit_status\": %d,\n  \"wall_ns\": %llu,\n", rc, (unsigned long long)wall);
   fprintf(f, "  \"calls_intercepted\": %llu,\n  \"calls_replayed\": %llu,\n", C(s, RDB_C_INTERCEPTED),
           C(s, RDB_C_REPLAYED));
   fprintf(f, "  \"calls_software\": %llu,\n  \"software_reasons\": {", C(s, RDB_C_SOFTWARE));
@@ -619,7 +624,7 @@ int cmd_replay(int argc, char **argv) {
     fprintf(stderr, "standin: replay: of the recording's calls, %llu %s in software on %s: %s\n",
             (unsigned long long)b.why[k].n, b.why[k].n == 1 ? "stays" : "stay",
             o.plan.accel[b.why[k].accel].name, b.why[k].why);
-  if (o.summary && write_summary(o.summary, &b, &o.plan, wall, rc) != 0 && rc == 0)
+  if (o.summary && write_summary(o.summary, o.dir, &b, &o.plan, wall, rc) != 0 && rc == 0)
     rc = 1;
   rdb_built_free(&b);
   plan_free(&o.plan);

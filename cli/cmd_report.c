@@ -13,7 +13,7 @@
 
 static const char usage_text[] =
     "usage: standin report [DIR] [--by api|type|site|thread] [--plan FILE | --iface SPEC...]\n"
-    "                      [--format text|json] [--plot DIR] [--cpus N]\n"
+    "                      [--format text|json] [--plot DIR] [--cpus N] [--native-wall T]\n"
     "\n"
     "Reads a recording (default standin.data) once, in bounded memory, and prints per\n"
     "group: calls, time in the calls and its share of the run time (of the thread's\n"
@@ -36,6 +36,9 @@ static const char usage_text[] =
     "      --format F    text (default) or json\n"
     "      --cpus N      CPUs of the recording machine, for the estimate (default:\n"
     "                    this one's)\n"
+    "      --native-wall T  the program's wall time measured without standin (188ms,\n"
+    "                    0.5s, 1200000ns): with a plan, the estimate's baseline, as\n"
+    "                    for whatif (shares stay of the recorded run)\n"
     "      --plot DIR    also write DIR/latency.{dat,gp} (latency distribution per\n"
     "                    group, the 12 groups with the most time) and DIR/size.{dat,gp}\n"
     "                    (mean recorded and, with a plan, predicted time per request\n"

@@ -38,7 +38,7 @@ static const char usage_text[] =
     "      --format F    text (default) or json\n"
     "      --cpus N      CPUs of the recording machine (default: this one's)\n"
     "      --native-wall T  the program's wall time measured without standin (188ms,\n"
-    "                    0.5s, ns by default): recording slows a program down, so\n"
+    "                    0.5s, 1200000ns): recording slows a program down, so\n"
     "                    estimates taken from the recorded run start too high\n";
 
 typedef struct {
@@ -85,7 +85,14 @@ static void print_text(const an_result *r, const wi_opts *o) {
     for (int i = 0; i < pr->p->naccel; i++)
       q += pr->accel[i].queue_ns;
     char n[32], rec[32], pred[32], qs[32], e[32], nv[32];
-    const char *nm = plan_label(o->a.ps.name[k]); /* the full name follows when cut */
+    /* cut at the front, where two plans' names are most alike
+     * (exp_variant_A.plan, exp_variant_B.plan); the full name follows */
+    const char *nm = plan_label(o->a.ps.name[k]);
+    char cut[32];
+    if (strlen(nm) > 28) {
+      snprintf(cut, sizeof cut, "...%s", nm + strlen(nm) - 25);
+      nm = cut;
+    }
     printf("%-28.28s %10s %11s %11s %11s %11s %+7.1f%% %11s  %s\n", nm,
            cli_fmt_count(n, sizeof n, pr->offloaded),
            cli_fmt_ns(rec, sizeof rec, (double)pr->offloaded_rec_ns),

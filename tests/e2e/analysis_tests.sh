@@ -254,8 +254,19 @@ for s in c["summaries"]:
     assert abs(s["estimate_difference"] - (c["estimate_ns"] - w) / w) < 1e-3, s
     assert s["calls_replayed"] == c["plan"]["offloaded"] == 10
 EOF
-  "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 s1.json s2.json >c.txt
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 s1.json s2.json >c.txt 2>c.err
   grep -q "s1.json" c.txt && grep -q "^median" c.txt || fail "$(cat c.txt)"
+  [ ! -s c.err ] || fail "warned: $(cat c.err)"
+  # a summary of another recording, or of a replay with none of the plan's
+  # accelerators, is said to be one (it was compared without a word)
+  "$STANDIN" record -o other -- "$PB" basic 3 >/dev/null
+  "$STANDIN" replay -t other --iface pb.pack=constant:ns=20000 --summary o.json -- "$PB" basic 3 >/dev/null
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 s1.json o.json >c2.txt 2>c2.err
+  grep -q "o.json is a replay of $(realpath other), not of $(realpath rec)" c2.err || fail "$(cat c2.err)"
+  "$STANDIN" compare rec --iface pb.pack=protoacc s1.json >c3.txt 2>c3.err
+  grep -q "s1.json was replayed with none of the plan's accelerators (protoacc)" c3.err ||
+    fail "$(cat c3.err)"
+  grep -q "^ *s1.json *- *-$" c3.txt || fail "no measurement shown as '-': $(cat c3.txt)"
 }
 
 t409_report_plots_written_with_or_without_gnuplot() {
@@ -412,6 +423,13 @@ PY
   rc=$?
   set -e
   [ "$rc" -ne 0 ] && grep -q "native-wall: '12parsecs' is not a duration" err || fail "$(cat err)"
+  # a bare number was taken as ns: 80 (meant as ms) gave an estimate of 2 ns
+  set +e
+  "$STANDIN" whatif rec --iface constant --native-wall 80 2>err
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && grep -q "native-wall: '80' has no unit; give it as 80ms, 80s or 80ns" err ||
+    fail "$rc: $(cat err)"
 }
 
 # A server whose calls are all made by the processes it starts (postgres's
