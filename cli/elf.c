@@ -2,9 +2,13 @@
  * work: a static executable has no PT_INTERP, so no dynamic loader runs and
  * LD_PRELOAD is never looked at; and a dynamic one that has libprotobuf-c
  * or libjpeg linked in from their static archives calls its own copy,
- * which no preloaded shim stands in front of. */
+ * which no preloaded shim stands in front of. And to name call-site frames
+ * that dladdr could not: functions the program does not export. */
 #include <elf.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -113,4 +117,160 @@ const char *cli_elf_builtin_lib(const char *path, const char **fn) {
   }
   munmap(map, len);
   return lib;
+}
+
+/* ---- naming frames --------------------------------------------------------- */
+
+/* A file's functions, sorted by address: .symtab (the program's own
+ * functions, static ones too, unless stripped) and .dynsym. */
+typedef struct {
+  uint64_t start, size;
+  uint32_t name; /* into names */
+} fn_sym;
+
+typedef struct {
+  char path[PATH_MAX];
+  int ok;        /* read, and not changed since the recording */
+  uint64_t bias; /* lowest PT_LOAD address: what dladdr's base stands for */
+  fn_sym *syms;
+  size_t n;
+  char *names;
+} elf_syms;
+
+static int sym_cmp(const void *a, const void *b) {
+  const fn_sym *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Every size and offset comes from the file: each is checked against the
+ * mapping before it is used. */
+static void load_syms(elf_syms *e, const uint8_t *m, size_t len) {
+  Elf64_Ehdr eh;
+  memcpy(&eh, m, sizeof eh);
+  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > len ||
+      (len - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum ||
+      eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > len ||
+      (len - eh.e_phoff) / sizeof(Elf64_Phdr) < eh.e_phnum)
+    return;
+  e->bias = UINT64_MAX;
+  for (unsigned i = 0; i < eh.e_phnum; i++) {
+    Elf64_Phdr ph;
+    memcpy(&ph, m + eh.e_phoff + (size_t)i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD && ph.p_vaddr < e->bias)
+      e->bias = ph.p_vaddr & ~(uint64_t)4095;
+  }
+  if (e->bias == UINT64_MAX)
+    return;
+  size_t cap = 0, ncap = 0, nlen = 0;
+  for (unsigned i = 0; i < eh.e_shnum; i++) {
+    Elf64_Shdr sh, str;
+    memcpy(&sh, m + eh.e_shoff + (size_t)i * sizeof sh, sizeof sh);
+    if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || sh.sh_link >= eh.e_shnum)
+      continue;
+    memcpy(&str, m + eh.e_shoff + (size_t)sh.sh_link * sizeof str, sizeof str);
+    if (sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_offset > len ||
+        sh.sh_size > len - sh.sh_offset || str.sh_offset > len ||
+        str.sh_size > len - str.sh_offset || str.sh_size == 0)
+      continue;
+    const char *names = (const char *)m + str.sh_offset;
+    for (size_t k = 0; k < sh.sh_size / sizeof(Elf64_Sym); k++) {
+      Elf64_Sym sym;
+      memcpy(&sym, m + sh.sh_offset + k * sizeof sym, sizeof sym);
+      int type = ELF64_ST_TYPE(sym.st_info);
+      if (sym.st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
+          sym.st_size == 0 || sym.st_name >= str.sh_size)
+        continue;
+      size_t room = str.sh_size - sym.st_name, l = strnlen(names + sym.st_name, room);
+      if (l == room || l == 0)
+        continue;
+      if (e->n == cap) {
+        cap = cap ? cap * 2 : 256;
+        fn_sym *ns = realloc(e->syms, cap * sizeof *ns);
+        if (!ns)
+          return;
+        e->syms = ns;
+      }
+      if (nlen + l + 1 > ncap) {
+        ncap = (ncap ? ncap * 2 : 4096) + l + 1;
+        char *nn = realloc(e->names, ncap);
+        if (!nn)
+          return;
+        e->names = nn;
+      }
+      memcpy(e->names + nlen, names + sym.st_name, l + 1);
+      e->syms[e->n++] = (fn_sym){sym.st_value, sym.st_size, (uint32_t)nlen};
+      nlen += l + 1;
+    }
+  }
+  if (e->n)
+    qsort(e->syms, e->n, sizeof *e->syms, sym_cmp);
+  e->ok = e->n > 0;
+}
+
+enum { NCACHE = 8 };
+static elf_syms cache[NCACHE];
+static unsigned next;
+
+void cli_elf_forget(void) {
+  for (unsigned i = 0; i < NCACHE; i++) {
+    free(cache[i].syms);
+    free(cache[i].names);
+    memset(&cache[i], 0, sizeof cache[i]);
+  }
+}
+
+/* The symbols of path, read once per CLI run (a few files at a time). */
+static elf_syms *syms_of(const char *path, uint64_t recorded_at_s) {
+  for (unsigned i = 0; i < NCACHE; i++)
+    if (cache[i].path[0] && !strcmp(cache[i].path, path))
+      return &cache[i];
+  elf_syms *e = &cache[next++ % NCACHE];
+  free(e->syms);
+  free(e->names);
+  memset(e, 0, sizeof *e);
+  snprintf(e->path, sizeof e->path, "%s", path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return e;
+  struct stat st;
+  void *map = MAP_FAILED;
+  /* a file changed after the recording may have its functions elsewhere:
+   * its names would be wrong ones, so it names nothing */
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t)sizeof(Elf64_Ehdr) &&
+      (uint64_t)st.st_mtime <= recorded_at_s)
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED)
+    return e;
+  load_syms(e, map, (size_t)st.st_size);
+  munmap(map, (size_t)st.st_size);
+  return e;
+}
+
+int cli_elf_name_frame(const char *path, uint64_t recorded_at_s, uint64_t offset, char *name,
+                       size_t cap, uint64_t *sym_offset) {
+  if (!path || path[0] != '/' || offset == 0)
+    return 0;
+  elf_syms *e = syms_of(path, recorded_at_s);
+  if (!e->ok)
+    return 0;
+  /* the call before the return address the frame holds */
+  uint64_t at = offset - 1 + e->bias;
+  size_t lo = 0, hi = e->n;
+  while (lo < hi) { /* the last symbol starting at or before `at` */
+    size_t mid = lo + (hi - lo) / 2;
+    if (e->syms[mid].start <= at)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0)
+    return 0;
+  const fn_sym *f = &e->syms[lo - 1];
+  if (at - f->start >= f->size)
+    return 0;
+  snprintf(name, cap, "%s", e->names + f->name);
+  *sym_offset = offset + e->bias - f->start;
+  return 1;
 }

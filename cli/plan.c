@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,6 +390,16 @@ static int site_matches(const char *glob, const st_site *s, int modules) {
     return 0;
   for (uint32_t i = 0; i < s->nframes; i++) {
     const char *v = modules ? s->frames[i].module : s->frames[i].symbol;
+    /* a frame also by its object and offset, as replay's --on-miss abort
+     * and a stripped program's labels name it ("rpc+0x90b6") */
+    const char *m = s->frames[i].module, *mb = m ? strrchr(m, '/') : NULL;
+    if (!modules && m && *m) {
+      char at[PATH_MAX + 24];
+      snprintf(at, sizeof at, "%s+0x%llx", mb ? mb + 1 : m,
+               (unsigned long long)s->frames[i].offset);
+      if (fnmatch(glob, at, 0) == 0)
+        return 1;
+    }
     if (!v || !*v)
       continue;
     if (fnmatch(glob, v, 0) == 0)

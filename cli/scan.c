@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_elf.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -70,23 +71,35 @@ static void add_site(scan_file *f, const st_site *st) {
   free(s->label);
   size_t need = 1;
   uint32_t nf = st->nframes > ST_MAX_FRAMES ? ST_MAX_FRAMES : st->nframes;
-  char pretty[ST_MAX_FRAMES][256];
+  char pretty[ST_MAX_FRAMES][256], named[ST_MAX_FRAMES][256];
+  const char *sym[ST_MAX_FRAMES];
+  uint64_t sym_off[ST_MAX_FRAMES];
   for (uint32_t i = 0; i < nf; i++) {
-    cli_demangle(st->frames[i].symbol, pretty[i], sizeof pretty[i]);
-    need += strlen(st->frames[i].module) + strlen(st->frames[i].symbol) + strlen(pretty[i]) + 3;
+    /* a frame dladdr left unnamed (the program's own functions, which it
+     * does not export) is named from the file's symbol table, if it has
+     * one and has not changed since the recording */
+    sym[i] = st->frames[i].symbol;
+    sym_off[i] = st->frames[i].sym_offset;
+    if (!sym[i][0] &&
+        cli_elf_name_frame(st->frames[i].module, f->h.start_realtime_ns / 1000000000ull,
+                           st->frames[i].offset, named[i], sizeof named[i], &sym_off[i]))
+      sym[i] = named[i];
+    cli_demangle(sym[i], pretty[i], sizeof pretty[i]);
+    need += strlen(st->frames[i].module) + strlen(sym[i]) + strlen(pretty[i]) + 3;
   }
   s->strings = malloc(need);
   s->site = *st;
   s->site.nframes = nf;
   char *p = s->strings;
   for (uint32_t i = 0; p && i < nf; i++) {
-    size_t a = strlen(st->frames[i].module) + 1, b = strlen(st->frames[i].symbol) + 1;
+    size_t a = strlen(st->frames[i].module) + 1, b = strlen(sym[i]) + 1;
     size_t c = strlen(pretty[i]) + 1;
     memcpy(p, st->frames[i].module, a);
     s->site.frames[i].module = p;
     p += a;
-    memcpy(p, st->frames[i].symbol, b);
+    memcpy(p, sym[i], b);
     s->site.frames[i].symbol = p;
+    s->site.frames[i].sym_offset = sym_off[i];
     p += b;
     memcpy(p, pretty[i], c);
     s->site.frames[i].pretty = c > 1 ? p : NULL;

@@ -547,3 +547,31 @@ assert "not-selected 2, no-response 1, not-offloadable 1" in row, row
 assert row[end - 1] != " " and row[end:end + 1] == " ", "RECORDED is not under its heading:\n%s\n%s" % (lines[h], row)
 PYEOF
 }
+
+# Call sites in the program's own functions, which it does not export, had
+# no name (dladdr sees only exported symbols): report showed "pbtest+0x9680"
+# and a plan's site= could select none of them. The CLI names them from
+# the program's symbol table, unless the file changed after the recording
+# (its functions may have moved: a wrong name is worse than none); site=
+# also takes a frame's object and offset, as replay's abort names it.
+t421_call_sites_named_from_the_programs_symbol_table() {
+  cp "$PB" ./pbcopy
+  "$STANDIN" record -o rec -- ./pbcopy basic 3 >/dev/null
+  "$STANDIN" report rec --by site >named.txt
+  # (the innermost frames: one < basic, or with less inlining the generated
+  # standin__test__tree_* < one)
+  grep -q "[ <] *one[.a-z0-9]*+0x[0-9a-f]* \|^one[.a-z0-9]*+0x" named.txt || fail "$(cat named.txt)"
+  printf 'accel c constant:ns=0\noffload site=basic to c\n' >sym.plan
+  "$STANDIN" whatif rec --plan sym.plan --format json >w.json
+  expect_eq "calls selected by function name" 12 "$(pyj w.json 'd["plans"][0]["offloaded"]')"
+  off=$("$STANDIN" dump rec --format json | head -1 | python3 -c \
+    'import json, sys; print(hex(json.load(sys.stdin)["frames"][0]["offset"]))')
+  printf 'accel c constant:ns=0\noffload site=pbcopy+%s to c\n' "$off" >off.plan
+  "$STANDIN" whatif rec --plan off.plan --format json >w2.json
+  expect_eq "calls selected by object and offset" 3 "$(pyj w2.json 'd["plans"][0]["offloaded"]')"
+  touch -d '+1 hour' ./pbcopy
+  "$STANDIN" report rec --by site >changed.txt
+  grep -q "^pbcopy+0x[0-9a-f]* < pbcopy+0x[0-9a-f]* " changed.txt || fail "$(cat changed.txt)"
+  grep -q "basic+" changed.txt && fail "named from a file changed since: $(cat changed.txt)"
+  return 0
+}
