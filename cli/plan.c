@@ -263,6 +263,10 @@ static int parse_accel(plan *p, char **w, int n, char *err, size_t cap) {
       return -1;
     }
   }
+  if (if_link_check(&a->link, err, cap) != 0) {
+    if_model_free(a->model);
+    return -1;
+  }
   p->naccel++;
   return 0;
 }
@@ -338,7 +342,10 @@ int plan_add_iface(plan *p, const char *spec) {
     model = eq + 1;
   }
   plan_accel *a = new_accel(p, "", err, sizeof err);
-  if (!a || accel_model(a, model, err, sizeof err) != 0) {
+  if (!a || accel_model(a, model, err, sizeof err) != 0 ||
+      if_link_check(&a->link, err, sizeof err) != 0) {
+    if (a)
+      if_model_free(a->model);
     cli_err("--iface %s: %s", spec, err);
     return -1;
   }
@@ -603,7 +610,8 @@ int plan_set_param(plan *p, const char *accel, const char *key, const char *valu
   }
   plan_accel *a = &p->accel[ai];
   if (is_accel_key(key))
-    return accel_key(a, key, value, err, cap) == 1 ? 0 : -1;
+    return accel_key(a, key, value, err, cap) == 1 && if_link_check(&a->link, err, cap) == 0 ? 0
+                                                                                             : -1;
   char ms[sizeof a->spec];
   if_model *m;
   if (model_spec(a->spec, key, value, ms, sizeof ms) != 0) {

@@ -13,6 +13,7 @@ void if_link_init(if_link *l, if_link_kind kind) {
   l->rtt_ns = 758;
   l->gbps = 15.75;
   l->poll_ns = 0;
+  l->set = 0;
 }
 
 static int number(const char *key, const char *v, double *out, char *err, size_t cap) {
@@ -29,20 +30,26 @@ static int number(const char *key, const char *v, double *out, char *err, size_t
 
 int if_link_set(if_link *l, const char *key, const char *v, char *err, size_t cap) {
   if (!strcmp(key, "link")) {
+    /* the kind only: settings given before it stay (link_rtt_ns=5000
+     * link=pcie kept the default round trip when this reset them) */
     if (!strcmp(v, "none"))
-      if_link_init(l, IF_LINK_NONE);
+      l->kind = IF_LINK_NONE;
     else if (!strcmp(v, "onchip"))
-      if_link_init(l, IF_LINK_ONCHIP);
+      l->kind = IF_LINK_ONCHIP;
     else if (!strcmp(v, "pcie"))
-      if_link_init(l, IF_LINK_PCIE);
+      l->kind = IF_LINK_PCIE;
     else {
       snprintf(err, cap, "link=%s: choose none, onchip or pcie", v);
       return -1;
     }
     return 1;
   }
-  if (!strcmp(key, "link_onchip_ns"))
+  if (!strcmp(key, "link_onchip_ns")) {
+    l->set |= IF_LINK_SET_ONCHIP;
     return number(key, v, &l->onchip_ns, err, cap);
+  }
+  if (!strncmp(key, "link_", 5))
+    l->set |= IF_LINK_SET_PCIE;
   if (!strcmp(key, "link_rtt_ns"))
     return number(key, v, &l->rtt_ns, err, cap);
   if (!strcmp(key, "link_poll_ns"))
@@ -79,4 +86,18 @@ void if_link_cost(const if_link *l, uint64_t req, uint64_t resp, uint64_t *in_ns
 
 const char *if_link_name(const if_link *l) {
   return l->kind == IF_LINK_ONCHIP ? "onchip" : l->kind == IF_LINK_PCIE ? "pcie" : "none";
+}
+
+int if_link_check(const if_link *l, char *err, size_t cap) {
+  if ((l->set & IF_LINK_SET_PCIE) && l->kind != IF_LINK_PCIE) {
+    snprintf(err, cap,
+             "link_rtt_ns, link_gbps and link_poll_ns set a PCIe link: give link=pcie "
+             "too");
+    return -1;
+  }
+  if ((l->set & IF_LINK_SET_ONCHIP) && l->kind != IF_LINK_ONCHIP) {
+    snprintf(err, cap, "link_onchip_ns sets an on-chip link: give link=onchip too");
+    return -1;
+  }
+  return 0;
 }

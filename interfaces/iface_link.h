@@ -26,7 +26,10 @@ typedef struct {
   double rtt_ns;    /* pcie: round trip */
   double gbps;      /* pcie: GB/s (bytes per ns) */
   double poll_ns;   /* pcie: completion noticed after */
+  unsigned set;     /* IF_LINK_SET_*: the settings given (if_link_check) */
 } if_link;
+
+enum { IF_LINK_SET_ONCHIP = 1, IF_LINK_SET_PCIE = 2 };
 
 /* Defaults for a kind. */
 void if_link_init(if_link *l, if_link_kind kind);
@@ -36,6 +39,10 @@ void if_link_init(if_link *l, if_link_kind kind);
  * was applied, 0 if it is not a link key, -1 with a message in err if the
  * value is bad. Set kind before its parameters. */
 int if_link_set(if_link *l, const char *key, const char *value, char *err, size_t errcap);
+/* After every setting: -1 with err when one was given for another kind of
+ * link than the one chosen (link_rtt_ns without link=pcie did nothing,
+ * silently), else 0. */
+int if_link_check(const if_link *l, char *err, size_t errcap);
 
 /* Cost on the way in (before service) and out (after), in ns. */
 void if_link_cost(const if_link *l, uint64_t req_bytes, uint64_t resp_bytes, uint64_t *in_ns,

@@ -37,7 +37,8 @@ t302_plan_errors_name_file_and_line() {
   printf 'accel a constant engines=lots\n' >p4.txt
   printf 'accel a constant\noffload size=9-1 to a\n' >p5.txt
   printf 'accel a constant\noffload api=pb.packk to a\n' >p6.txt
-  for i in 1 2 3 4 5 6; do
+  printf 'accel a constant link_rtt_ns=5000\noffload api=protobuf to a\n' >p8.txt
+  for i in 1 2 3 4 5 6 8; do
     set +e
     "$STANDIN" replay --plan p$i.txt -- true 2>e$i
     rc=$?
@@ -50,6 +51,9 @@ t302_plan_errors_name_file_and_line() {
   grep -q "p4.txt:1: engines=lots" e4 || fail "e4: $(cat e4)"
   grep -q "p5.txt:2: size=9-1" e5 || fail "e5: $(cat e5)"
   grep -q "p6.txt:2: 'pb.packk' is not an API" e6 || fail "e6: $(cat e6)"
+  # a PCIe setting without link=pcie did nothing, without a word
+  grep -q "p8.txt:1: link_rtt_ns, link_gbps and link_poll_ns set a PCIe link: give link=pcie too" e8 ||
+    fail "e8: $(cat e8)"
   set +e
   "$STANDIN" replay --plan missing.txt -- true 2>e7
   set -e

@@ -182,7 +182,21 @@ START_TEST(test_link_costs) {
   ck_assert_int_eq(if_link_set(&l, "link_onchip_ns", "30", err, sizeof err), 1);
   if_link_cost(&l, 1000, 2000, &in, &out);
   ck_assert_uint_eq(in + out, 30);
+  ck_assert_int_eq(if_link_check(&l, err, sizeof err), 0);
   ck_assert_int_eq(if_link_set(&l, "link", "warp", err, sizeof err), -1);
+  /* a setting for another kind of link did nothing, silently: refused;
+   * and one given before link= is kept (link= reset it) */
+  if_link_init(&l, IF_LINK_NONE);
+  ck_assert_int_eq(if_link_set(&l, "link_rtt_ns", "5000", err, sizeof err), 1);
+  ck_assert_int_eq(if_link_check(&l, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "give link=pcie too"));
+  ck_assert_int_eq(if_link_set(&l, "link", "pcie", err, sizeof err), 1);
+  ck_assert_int_eq(if_link_check(&l, err, sizeof err), 0);
+  if_link_cost(&l, 0, 0, &in, &out);
+  ck_assert_uint_eq(in + out, 3 * 5000);
+  ck_assert_int_eq(if_link_set(&l, "link_onchip_ns", "9", err, sizeof err), 1);
+  ck_assert_int_eq(if_link_check(&l, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "give link=onchip too"));
   ck_assert_int_eq(if_link_set(&l, "engines", "2", err, sizeof err), 0);
 }
 END_TEST
