@@ -148,6 +148,12 @@ int cmd_whatif(int argc, char **argv) {
   if (rc == 0 && r.processes == 0) {
     cli_err_no_trace(o.dir, "estimate");
     rc = -1;
+  } else if (rc == 0 && r.calls == 0 && r.damaged) {
+    /* (a table of zeros read as an estimate) */
+    cli_err("%s: nothing to estimate: its traces are damaged before their first call (see "
+            "above); record the program again",
+            o.dir);
+    rc = -1;
   }
   if (rc == 0)
     (o.a.json ? print_json : print_text)(&r, &o);

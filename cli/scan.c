@@ -261,7 +261,9 @@ void scan_status_text(const scan_file *f, char *buf, size_t cap) {
              chunks_read(n, sizeof n, s->chunks),
              cli_fmt_bytes(b, sizeof b, (double)(s->file_bytes - s->good_bytes)));
   else if (s->error)
-    snprintf(buf, cap, "damaged at byte %llu (%s): %s, %s after it lost",
+    /* checksums are per chunk: the damage is somewhere in the chunk that
+     * starts there */
+    snprintf(buf, cap, "damaged in the chunk at byte %llu (%s): %s, %s after it lost",
              (unsigned long long)s->error_offset, st_strerror(s->error),
              chunks_read(n, sizeof n, s->chunks),
              cli_fmt_bytes(b, sizeof b, (double)(s->file_bytes - s->good_bytes)));

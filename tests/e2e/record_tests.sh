@@ -226,7 +226,24 @@ t015_info_reports_damaged_trace() {
   set +e
   "$STANDIN" info rec >info.out 2>&1
   set -e
-  grep -q "damaged at byte\|not a standin\|header" info.out || fail "info: $(cat info.out)"
+  grep -q "damaged in the chunk at byte\|not a standin\|header" info.out || fail "info: $(cat info.out)"
+  # damaged in its first chunk: no call is left, and whatif says so rather
+  # than print a table of zeros
+  "$STANDIN" record -o first -- "$PB" basic 5 >/dev/null
+  python3 - first/*.trace <<'PY'
+import struct, sys
+f = open(sys.argv[1], "r+b")
+plen = struct.unpack("<I", f.read(20)[16:20])[0]
+o = 28 + plen + 40  # inside the first chunk (its header is 36 bytes)
+f.seek(o); b = f.read(1)[0]; f.seek(o); f.write(bytes([b ^ 0xFF]))
+PY
+  set +e
+  "$STANDIN" whatif first --iface protoacc >w.out 2>w.err
+  rc=$?
+  set -e
+  expect_eq "whatif's exit status" 1 "$rc"
+  grep -q "first: nothing to estimate: its traces are damaged before their first call" w.err ||
+    fail "whatif: $(cat w.out w.err)"
 }
 
 # A program with libprotobuf-c linked in from its static archive calls its
