@@ -300,6 +300,28 @@ static int parse_line(plan *p, char *line, int lineno, char *err, size_t cap) {
   return -1;
 }
 
+/* A rule an earlier one always wins over (the first that matches decides)
+ * never applies: a `keep api=pb.pack` after `offload api=protobuf to a`
+ * changed nothing, without a word. Told for an earlier rule that selects
+ * by API alone; one with other selectors may leave calls to the later. */
+static void warn_shadowed(const plan *p, const char *path) {
+  for (int j = 1; j < p->nrules; j++) {
+    const plan_rule *b = &p->rules[j];
+    for (int i = 0; i < j; i++) {
+      const plan_rule *a = &p->rules[i];
+      if (a->type_glob || a->site_glob || a->module_glob || a->size_min != 0 ||
+          a->size_max != UINT64_MAX)
+        continue;
+      if (a->api_mask == 0 || (b->api_mask != 0 && (b->api_mask & ~a->api_mask) == 0)) {
+        cli_warn("%s:%d: this rule never applies: the rule on line %d takes every call it "
+                 "selects (the first rule that matches decides); put it first",
+                 path, b->line, a->line);
+        break;
+      }
+    }
+  }
+}
+
 int plan_load(plan *p, const char *path) {
   FILE *f = fopen(path, "r");
   if (!f) {
@@ -323,6 +345,8 @@ int plan_load(plan *p, const char *path) {
   if (rc == 0 && p->nrules == 0)
     cli_warn("%s offloads nothing: it has no offload rule, so every call stays in software",
              path);
+  if (rc == 0)
+    warn_shadowed(p, path);
   return rc;
 }
 

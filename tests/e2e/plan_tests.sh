@@ -54,6 +54,15 @@ t302_plan_errors_name_file_and_line() {
   # a PCIe setting without link=pcie did nothing, without a word
   grep -q "p8.txt:1: link_rtt_ns, link_gbps and link_poll_ns set a PCIe link: give link=pcie too" e8 ||
     fail "e8: $(cat e8)"
+  # a rule an earlier one always wins over never applies: said, not refused
+  printf 'accel a constant\noffload api=protobuf to a\nkeep api=pb.pack\n' >p9.txt
+  "$STANDIN" record -o rec -- "$PB" basic 2 >/dev/null
+  "$STANDIN" whatif rec --plan p9.txt >/dev/null 2>e9
+  grep -q "p9.txt:3: this rule never applies: the rule on line 2 takes every call it selects" e9 ||
+    fail "e9: $(cat e9)"
+  printf 'accel a constant\nkeep api=pb.pack\noffload api=protobuf to a\n' >p10.txt
+  "$STANDIN" whatif rec --plan p10.txt >/dev/null 2>e10
+  [ ! -s e10 ] || fail "e10: $(cat e10)"
   set +e
   "$STANDIN" replay --plan missing.txt -- true 2>e7
   set -e
