@@ -280,11 +280,12 @@ static int32_t group_of(ctx *x, scan_file *f, const st_call *c) {
     break;
   case AN_BY_SITE: g = find_group(x, scan_site_label(f, c->site), f, c, fill_site); break;
   case AN_BY_THREAD: {
-    /* PID.EXEC/THREAD, and #N for the N-th process with that pid */
-    char nth[16];
+    /* PID.EXEC/THREAD, or PID#N.EXEC/THREAD for the N-th process with that pid */
     uint32_t n = cli_procs_nth(&x->procs, f->h.pid, f->h.pidns, f->h.start_ticks);
-    snprintf(name, sizeof name, "%u%s.%u/%u", f->h.pid, cli_nth_note(n, nth, sizeof nth) + (n > 1),
-             f->h.exec_seq, c->thread);
+    if (n > 1)
+      snprintf(name, sizeof name, "%u#%u.%u/%u", f->h.pid, n, f->h.exec_seq, c->thread);
+    else
+      snprintf(name, sizeof name, "%u.%u/%u", f->h.pid, f->h.exec_seq, c->thread);
     g = find_group(x, name, f, c, fill_thread);
     if (g >= 0) {
       x->r->groups[g].pidns = other_pidns(x, f);

@@ -57,112 +57,20 @@ static const struct {
     {"tjDecompressHeader3", "libturbojpeg"},
 };
 
-/* Every size and offset comes from the file: each is checked against the
- * mapping before it is used. */
-static const char *scan_symtab(const uint8_t *m, size_t len, const Elf64_Shdr *sh,
-                               const Elf64_Shdr *str, const char **fn) {
-  if (sh->sh_entsize != sizeof(Elf64_Sym) || sh->sh_offset > len ||
-      sh->sh_size > len - sh->sh_offset || str->sh_offset > len ||
-      str->sh_size > len - str->sh_offset || str->sh_size == 0)
-    return NULL;
-  const char *names = (const char *)m + str->sh_offset;
-  size_t n = sh->sh_size / sizeof(Elf64_Sym);
-  for (size_t i = 0; i < n; i++) {
-    Elf64_Sym sym;
-    memcpy(&sym, m + sh->sh_offset + i * sizeof sym, sizeof sym);
-    if (sym.st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym.st_info) != STT_FUNC ||
-        sym.st_name >= str->sh_size)
-      continue;
-    const char *name = names + sym.st_name;
-    size_t room = str->sh_size - sym.st_name;
-    if (strnlen(name, room) == room)
-      continue; /* not terminated inside its table */
-    for (size_t k = 0; k < sizeof hooked / sizeof hooked[0]; k++)
-      if (!strcmp(name, hooked[k].fn)) {
-        *fn = hooked[k].fn;
-        return hooked[k].lib;
-      }
-  }
-  return NULL;
-}
+/* Call fn(ctx, name, value, size) for each function symbol of the mapped
+ * ELF file m of len bytes, in .symtab (gone when stripped) and .dynsym
+ * (what it exports), until fn returns nonzero; returns that, or 0. Every
+ * size and offset comes from the file: each is checked against the mapping
+ * before it is used. */
+typedef int (*func_sym_fn)(void *ctx, const char *name, size_t len, uint64_t value, uint64_t size);
 
-const char *cli_elf_builtin_lib(const char *path, const char **fn) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return NULL;
-  struct stat st;
-  void *map = MAP_FAILED;
-  if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
-    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (map == MAP_FAILED)
-    return NULL;
-  const uint8_t *m = map;
-  size_t len = (size_t)st.st_size;
-  const char *lib = NULL;
-  Elf64_Ehdr eh;
-  memcpy(&eh, m, sizeof eh);
-  if (!memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-      eh.e_shentsize == sizeof(Elf64_Shdr) && eh.e_shoff <= len &&
-      (len - eh.e_shoff) / sizeof(Elf64_Shdr) >= eh.e_shnum) {
-    /* .symtab (gone when stripped) and .dynsym (what it exports) */
-    for (unsigned i = 0; i < eh.e_shnum && !lib; i++) {
-      Elf64_Shdr sh, str;
-      memcpy(&sh, m + eh.e_shoff + (size_t)i * sizeof sh, sizeof sh);
-      if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || sh.sh_link >= eh.e_shnum)
-        continue;
-      memcpy(&str, m + eh.e_shoff + (size_t)sh.sh_link * sizeof str, sizeof str);
-      lib = scan_symtab(m, len, &sh, &str, fn);
-    }
-  }
-  munmap(map, len);
-  return lib;
-}
-
-/* ---- naming frames --------------------------------------------------------- */
-
-/* A file's functions, sorted by address: .symtab (the program's own
- * functions, static ones too, unless stripped) and .dynsym. */
-typedef struct {
-  uint64_t start, size;
-  uint32_t name; /* into names */
-} fn_sym;
-
-typedef struct {
-  char path[PATH_MAX];
-  int ok;        /* read, and not changed since the recording */
-  uint64_t bias; /* lowest PT_LOAD address: what dladdr's base stands for */
-  fn_sym *syms;
-  size_t n;
-  char *names;
-} elf_syms;
-
-static int sym_cmp(const void *a, const void *b) {
-  const fn_sym *x = a, *y = b;
-  return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Every size and offset comes from the file: each is checked against the
- * mapping before it is used. */
-static void load_syms(elf_syms *e, const uint8_t *m, size_t len) {
+static int each_func_sym(const uint8_t *m, size_t len, func_sym_fn fn, void *ctx) {
   Elf64_Ehdr eh;
   memcpy(&eh, m, sizeof eh);
   if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
       eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > len ||
-      (len - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum ||
-      eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > len ||
-      (len - eh.e_phoff) / sizeof(Elf64_Phdr) < eh.e_phnum)
-    return;
-  e->bias = UINT64_MAX;
-  for (unsigned i = 0; i < eh.e_phnum; i++) {
-    Elf64_Phdr ph;
-    memcpy(&ph, m + eh.e_phoff + (size_t)i * sizeof ph, sizeof ph);
-    if (ph.p_type == PT_LOAD && ph.p_vaddr < e->bias)
-      e->bias = ph.p_vaddr & ~(uint64_t)4095;
-  }
-  if (e->bias == UINT64_MAX)
-    return;
-  size_t cap = 0, ncap = 0, nlen = 0;
+      (len - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum)
+    return 0;
   for (unsigned i = 0; i < eh.e_shnum; i++) {
     Elf64_Shdr sh, str;
     memcpy(&sh, m + eh.e_shoff + (size_t)i * sizeof sh, sizeof sh);
@@ -179,36 +87,128 @@ static void load_syms(elf_syms *e, const uint8_t *m, size_t len) {
       memcpy(&sym, m + sh.sh_offset + k * sizeof sym, sizeof sym);
       int type = ELF64_ST_TYPE(sym.st_info);
       if (sym.st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
-          sym.st_size == 0 || sym.st_name >= str.sh_size)
+          sym.st_name >= str.sh_size)
         continue;
       size_t room = str.sh_size - sym.st_name, l = strnlen(names + sym.st_name, room);
       if (l == room || l == 0)
-        continue;
-      if (e->n == cap) {
-        cap = cap ? cap * 2 : 256;
-        fn_sym *ns = realloc(e->syms, cap * sizeof *ns);
-        if (!ns)
-          return;
-        e->syms = ns;
-      }
-      if (nlen + l + 1 > ncap) {
-        ncap = (ncap ? ncap * 2 : 4096) + l + 1;
-        char *nn = realloc(e->names, ncap);
-        if (!nn)
-          return;
-        e->names = nn;
-      }
-      memcpy(e->names + nlen, names + sym.st_name, l + 1);
-      e->syms[e->n++] = (fn_sym){sym.st_value, sym.st_size, (uint32_t)nlen};
-      nlen += l + 1;
+        continue; /* not terminated inside its table, or no name */
+      int r = fn(ctx, names + sym.st_name, l, sym.st_value, sym.st_size);
+      if (r)
+        return r;
     }
   }
+  return 0;
+}
+
+typedef struct {
+  const char *fn, *lib;
+} builtin_found;
+
+static int find_hooked(void *ctx, const char *name, size_t len, uint64_t value, uint64_t size) {
+  builtin_found *f = ctx;
+  for (size_t k = 0; k < sizeof hooked / sizeof hooked[0]; k++)
+    if (!strcmp(name, hooked[k].fn)) {
+      f->fn = hooked[k].fn;
+      f->lib = hooked[k].lib;
+      return 1;
+    }
+  return 0;
+}
+
+const char *cli_elf_builtin_lib(const char *path, const char **fn) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  struct stat st;
+  void *map = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED)
+    return NULL;
+  builtin_found f = {NULL, NULL};
+  each_func_sym(map, (size_t)st.st_size, find_hooked, &f);
+  munmap(map, (size_t)st.st_size);
+  if (f.lib)
+    *fn = f.fn;
+  return f.lib;
+}
+
+/* ---- naming frames --------------------------------------------------------- */
+
+/* A file's functions, sorted by address: .symtab (the program's own
+ * functions, static ones too, unless stripped) and .dynsym. */
+typedef struct {
+  uint64_t start, size;
+  uint32_t name; /* into names */
+} fn_sym;
+
+typedef struct {
+  char path[PATH_MAX];
+  int ok;        /* read, and not changed since the recording */
+  uint64_t bias; /* lowest PT_LOAD address: what dladdr's base stands for */
+  fn_sym *syms;
+  size_t n, cap;
+  char *names;
+  size_t nlen, ncap;
+} elf_syms;
+
+static int sym_cmp(const void *a, const void *b) {
+  const fn_sym *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int add_sym(void *ctx, const char *name, size_t l, uint64_t value, uint64_t size) {
+  elf_syms *e = ctx;
+  if (size == 0)
+    return 0; /* no extent to find a frame in */
+  if (e->n == e->cap) {
+    size_t cap = e->cap ? e->cap * 2 : 256;
+    fn_sym *ns = realloc(e->syms, cap * sizeof *ns);
+    if (!ns)
+      return -1;
+    e->syms = ns;
+    e->cap = cap;
+  }
+  if (e->nlen + l + 1 > e->ncap) {
+    size_t ncap = (e->ncap ? e->ncap * 2 : 4096) + l + 1;
+    char *nn = realloc(e->names, ncap);
+    if (!nn)
+      return -1;
+    e->names = nn;
+    e->ncap = ncap;
+  }
+  memcpy(e->names + e->nlen, name, l + 1);
+  e->syms[e->n++] = (fn_sym){value, size, (uint32_t)e->nlen};
+  e->nlen += l + 1;
+  return 0;
+}
+
+/* The load bias (program headers checked against the mapping) and the
+ * function symbols, sorted. */
+static void load_syms(elf_syms *e, const uint8_t *m, size_t len) {
+  Elf64_Ehdr eh;
+  memcpy(&eh, m, sizeof eh);
+  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > len ||
+      (len - eh.e_phoff) / sizeof(Elf64_Phdr) < eh.e_phnum)
+    return;
+  e->bias = UINT64_MAX;
+  for (unsigned i = 0; i < eh.e_phnum; i++) {
+    Elf64_Phdr ph;
+    memcpy(&ph, m + eh.e_phoff + (size_t)i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD && ph.p_vaddr < e->bias)
+      e->bias = ph.p_vaddr & ~(uint64_t)4095;
+  }
+  if (e->bias == UINT64_MAX || each_func_sym(m, len, add_sym, e) != 0)
+    return; /* out of memory: no names rather than some */
   if (e->n)
     qsort(e->syms, e->n, sizeof *e->syms, sym_cmp);
   e->ok = e->n > 0;
 }
 
-enum { NCACHE = 8 };
+/* files named in a run's frames: the program, its libraries, plugins */
+enum { NCACHE = 32 };
 static elf_syms cache[NCACHE];
 static unsigned next;
 
@@ -220,7 +220,7 @@ void cli_elf_forget(void) {
   }
 }
 
-/* The symbols of path, read once per CLI run (a few files at a time). */
+/* The symbols of path, read once per CLI run. */
 static elf_syms *syms_of(const char *path, uint64_t recorded_at_s) {
   for (unsigned i = 0; i < NCACHE; i++)
     if (cache[i].path[0] && !strcmp(cache[i].path, path))

@@ -413,13 +413,15 @@ static void own_stack_bounds(void) {
   rt_stack_bounds(lo, hi);
 }
 
-/* Ring of the calling thread, registered on first use. */
-static rt_thread *thread_self(void) {
-  if (SHIM_LIKELY(self != NULL))
-    return self;
+/* The calling thread's ring, made and registered at its first call. The
+ * program's errno is kept: mapping the ring, reading the stack's bounds. */
+static __attribute__((noinline, cold)) rt_thread *thread_register(void) {
+  int saved_errno = errno;
   rt_thread *t = thread_new();
-  if (!t)
+  if (!t) {
+    errno = saved_errno;
     return NULL;
+  }
   if (!rt_stack_hi)
     own_stack_bounds();
   rt_thread *head = atomic_load(&threads);
@@ -428,7 +430,13 @@ static rt_thread *thread_self(void) {
   while (!atomic_compare_exchange_weak(&threads, &head, t));
   pthread_setspecific(thread_key, t);
   self = t;
+  errno = saved_errno;
   return t;
+}
+
+/* Ring of the calling thread, registered on first use. */
+static inline rt_thread *thread_self(void) {
+  return SHIM_LIKELY(self != NULL) ? self : thread_register();
 }
 
 /* ---- writer lifecycle ---------------------------------------------------- */
@@ -528,6 +536,7 @@ static void install_signal_handlers(void) {
  * on its first request. The calls made meanwhile wait in the ring; if the
  * file cannot be created, the writer says so and recording stops. */
 static int start_writer(void) {
+  int saved_errno = errno; /* the program's: creating the writer is standin's */
   pthread_mutex_lock(&start_lock);
   int st = atomic_load(&run_state);
   if (st == RUN_IDLE) {
@@ -560,6 +569,7 @@ static int start_writer(void) {
   }
   st = atomic_load(&run_state);
   pthread_mutex_unlock(&start_lock);
+  errno = saved_errno;
   return st == RUN_ACTIVE ? 0 : -1;
 }
 
@@ -1058,19 +1068,16 @@ __attribute__((noinline)) int rt_stack(void **ips, int max) {
   return plain_unwind(ips, max, hook);
 #else
   uintptr_t anchor = (uintptr_t)__builtin_frame_address(0);
-  /* the program's errno is left as its call left it: the first unwind
-   * loads libunwind, whose address check reads a non-blocking pipe
-   * (EAGAIN), and a thread's first call maps its ring */
-  int saved_errno = errno;
   /* the thread's ring, with its memo, is made here at its first call: a
    * first unwind without the memo would be libunwind's unw_backtrace,
    * whose per-thread cache clears 256 KiB */
   memo_tab *mt = rt_cfg.stack_memo ? memo_of(thread_self()) : NULL;
   int n = mt ? memo_find(mt, anchor, hook, ips, max) : 0; /* 0: plain unwind */
-  if (n) {
-    errno = saved_errno;
+  if (n)
     return n;
-  }
+  /* the program's errno is left as its call left it: the first unwind
+   * loads libunwind, whose address check reads a non-blocking pipe (EAGAIN) */
+  int saved_errno = errno;
   atomic_fetch_add_explicit(&stacks_unwound, 1, memory_order_relaxed);
   /* libunwind's descriptors are standin's (fdguard.c) */
   unwind_enter();
@@ -1100,6 +1107,7 @@ typedef struct {
 } writer_wait;
 
 static int wait_turn(writer_wait *w) {
+  int saved_errno = errno; /* the program's: the wait is standin's */
   if (w->spins == 0) {
     atomic_fetch_add_explicit(&ring_waits, 1, memory_order_relaxed);
     w->t0 = shim_now_ns();
@@ -1114,6 +1122,7 @@ static int wait_turn(writer_wait *w) {
     struct timespec ts = {0, 50000};
     nanosleep(&ts, NULL);
   }
+  errno = saved_errno;
   return 1;
 }
 
@@ -1289,17 +1298,9 @@ void rt_schema_forget_all(void) {
   }
 }
 
-static void submit(rt_call *c, void *const *ips, int nips);
-
-/* The program's errno is left as its call left it: the first submit starts
- * the writer, one may wait for ring space. */
+/* The program's errno is kept where standin makes system calls of its own
+ * (thread_register, start_writer, wait_turn): not on every call. */
 void rt_submit(rt_call *c, void *const *ips, int nips) {
-  int saved_errno = errno;
-  submit(c, ips, nips);
-  errno = saved_errno;
-}
-
-static void submit(rt_call *c, void *const *ips, int nips) {
   if (SHIM_UNLIKELY(atomic_load_explicit(&run_state, memory_order_acquire) != RUN_ACTIVE) &&
       start_writer() != 0) {
     drop_payloads(c);
