@@ -152,13 +152,14 @@ static const json *summary_accel(const summary *s, const char *name) {
 }
 
 static void print_text(const an_result *r, const cmp_opts *o, const summary *s) {
-  char a[32], b[32], c[32];
+  char a[32], b[32], c[32], nc[32];
   uint64_t est = an_estimate(r, 0), naive = an_estimate_naive(r, 0);
   printf("recording %s: %s%s; plan %s\n", o->dir, cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
          r->wall_recorded == 2 ? " native wall (--native-wall)" : r->wall_recorded ? " wall (run.info)" : " (trace span)", o->a.ps.name[0]);
-  printf("offline: estimate %s by %s (%u CPUs), naive sum %s; %llu call%s offloaded\n\n",
+  printf("offline: estimate %s by %s (%u CPUs), naive sum %s; %s call%s offloaded\n\n",
          cli_fmt_ns(b, sizeof b, (double)est), an_method(r, 0), r->cpus,
-         cli_fmt_ns(c, sizeof c, (double)naive), (unsigned long long)r->plans[0].offloaded,
+         cli_fmt_ns(c, sizeof c, (double)naive),
+         cli_fmt_count(nc, sizeof nc, r->plans[0].offloaded),
          r->plans[0].offloaded == 1 ? "" : "s");
   printf("%-32s %11s %11s %9s %11s %9s %10s\n", "SUMMARY", "MEASURED", "ESTIMATE", "DIFF",
          "NAIVE SUM", "DIFF", "REPLAYED");

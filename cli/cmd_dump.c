@@ -13,12 +13,15 @@ static const char usage_text[] =
     "\n"
     "Prints every recorded call (default directory standin.data), one per line, in\n"
     "file order (by process, then as written). JSON lines carry every field,\n"
-    "features by name and the call site's frames.\n"
+    "features by name and the call site's frames, under the trace's own names\n"
+    "(req_len, resp_len, fp, flags); 'standin export --format json' is the\n"
+    "versioned format for other tools.\n"
     "\n"
     "  -t, --trace DIR      the recording, as for replay (or DIR)\n"
     "  -n, --limit N        stop after N calls\n"
     "      --format F       text (default) or json\n"
-    "      --payload        decode the protobuf message of each call (JSON only)\n";
+    "      --payload        decode the protobuf message of each call (JSON lines;\n"
+    "                       implies --format json)\n";
 
 typedef struct {
   int json, payload;
@@ -134,7 +137,7 @@ static int parse(int argc, char **argv, dump_opts *o, const char **dir) {
                                      {"trace", required_argument, 0, 't'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
-  const char *trace = NULL;
+  const char *trace = NULL, *fmt = NULL;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "n:t:h", lo, NULL)) != -1) {
@@ -153,6 +156,7 @@ static int parse(int argc, char **argv, dump_opts *o, const char **dir) {
         return -1;
       }
       o->json = !strcmp(optarg, "json");
+      fmt = optarg;
       break;
     case 'p': o->payload = 1; break;
     case 't': trace = optarg; break;
@@ -160,6 +164,14 @@ static int parse(int argc, char **argv, dump_opts *o, const char **dir) {
     default: fputs(usage_text, stderr); return -1;
     }
   }
+  /* the decoded message is a JSON value: --payload alone means JSON lines */
+  if (o->payload && fmt && !o->json) {
+    cli_err("dump: --payload decodes each message into the JSON lines; use --format json "
+            "(or leave --format out)");
+    return -1;
+  }
+  if (o->payload)
+    o->json = 1;
   return cli_trace_dir("dump", trace, argc, argv, dir);
 }
 

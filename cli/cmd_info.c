@@ -301,14 +301,15 @@ static void print_rows(info_agg *a, uint64_t total_ns) {
            cli_fmt_side(q, sizeof q, r->byte_sides & ST_SIDE_REQ, r->req_bytes),
            cli_fmt_side(s, sizeof s, r->byte_sides & ST_SIDE_RESP, r->resp_bytes));
     if (r->failed || r->not_offloadable || r->no_response) {
-      char list[256], why[264] = "";
+      char list[256], why[264] = "", n1[32], n2[32], n3[32];
       cli_no_list(r->no_why, list, sizeof list);
       if (*list)
         snprintf(why, sizeof why, " (%s)", list);
-      printf("%-18s   %llu failed in the library, %llu not offloadable%s, %llu without a saved "
+      printf("%-18s   %s failed in the library, %s not offloadable%s, %s without a saved "
              "response\n",
-             "", (unsigned long long)r->failed, (unsigned long long)r->not_offloadable, why,
-             (unsigned long long)r->no_response);
+             "", cli_fmt_count(n1, sizeof n1, r->failed),
+             cli_fmt_count(n2, sizeof n2, r->not_offloadable), why,
+             cli_fmt_count(n3, sizeof n3, r->no_response));
     }
   }
 }

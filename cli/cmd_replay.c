@@ -17,13 +17,14 @@
 
 static const char usage_text[] =
     "usage: standin replay [-t DIR] [--iface SPEC]... | [--plan FILE] [--summary FILE]\n"
-    "                      [--on-miss fallback|abort|nearest] [--no-catch-up] -- PROGRAM [ARGS...]\n"
+    "                      [--on-miss fallback|abort|nearest] [--no-catch-up] -- PROGRAM "
+    "[ARGS...]\n"
     "\n"
     "Runs PROGRAM with the replay shim preloaded. Each protobuf-c / JPEG call that\n"
     "was recorded in DIR (default standin.data) waits for the latency the chosen\n"
     "performance interface predicts, then returns the saved response; the rest of\n"
     "the program runs for real, so the end-to-end effect is measured. Exits with\n"
-    "PROGRAM's exit status.\n"
+    "PROGRAM's exit status (125 when --on-miss abort stopped it).\n"
     "\n"
     "  -t, --trace DIR       recording to replay\n"
     "  -i, --iface SPEC      [API=]MODEL[:key=value,...]; repeatable, first match wins.\n"
@@ -196,20 +197,27 @@ static double approx_gap(const rdb_stats *s) {
 }
 
 static void print_line(const rdb_stats *s, uint64_t wall) {
-  char a[32], b[32], c[32], d[32], e[32], g[32], direct[48] = "";
+  char a[32], b[32], c[32], d[32], e[32], g[32], direct[64] = "";
+  char n0[32], n1[32], n2[32], n3[32], n4[32];
   unsigned long long calls = C(s, RDB_C_INTERCEPTED), over = T(s, RDB_API_OVERRUNS);
   unsigned long long over_ns = T(s, RDB_API_OVERRUN_NS);
-  char approx[48] = "";
+  char approx[64] = "";
   if (C(s, RDB_C_DIRECT))
-    snprintf(direct, sizeof direct, " (%llu without a lookup)", C(s, RDB_C_DIRECT));
+    snprintf(direct, sizeof direct, " (%s without a lookup)",
+             cli_fmt_count(n0, sizeof n0, C(s, RDB_C_DIRECT)));
   if (C(s, RDB_C_APPROX))
-    snprintf(approx, sizeof approx, ", %llu approximated", C(s, RDB_C_APPROX));
+    snprintf(approx, sizeof approx, ", %s approximated",
+             cli_fmt_count(n0, sizeof n0, C(s, RDB_C_APPROX)));
   fprintf(stderr,
-          "standin: replay: %llu call%s, %llu replayed, %llu kept in software%s, %llu "
-          "fallback%s; predicted %s (recorded %s); %llu overrun%s (%s",
-          calls, calls == 1 ? "" : "s", C(s, RDB_C_REPLAYED), C(s, RDB_C_SOFTWARE), direct,
-          C(s, RDB_C_FALLBACK), approx, cli_fmt_ns(a, sizeof a, (double)C(s, RDB_C_PREDICTED_NS)),
-          cli_fmt_ns(b, sizeof b, (double)C(s, RDB_C_RECORDED_NS)), over, over == 1 ? "" : "s",
+          "standin: replay: %s call%s, %s replayed, %s kept in software%s, %s "
+          "fallback%s; predicted %s (recorded %s); %s overrun%s (%s",
+          cli_fmt_count(n1, sizeof n1, calls), calls == 1 ? "" : "s",
+          cli_fmt_count(n2, sizeof n2, C(s, RDB_C_REPLAYED)),
+          cli_fmt_count(n3, sizeof n3, C(s, RDB_C_SOFTWARE)), direct,
+          cli_fmt_count(n4, sizeof n4, C(s, RDB_C_FALLBACK)), approx,
+          cli_fmt_ns(a, sizeof a, (double)C(s, RDB_C_PREDICTED_NS)),
+          cli_fmt_ns(b, sizeof b, (double)C(s, RDB_C_RECORDED_NS)),
+          cli_fmt_count(n0, sizeof n0, over), over == 1 ? "" : "s",
           cli_fmt_ns(c, sizeof c, (double)over_ns));
   if (C(s, RDB_C_REPAID_NS))
     fprintf(stderr, ", %s paid back", cli_fmt_ns(e, sizeof e, (double)C(s, RDB_C_REPAID_NS)));
@@ -228,9 +236,9 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
     char h[32];
     unsigned long long n = C(s, RDB_API(top, RDB_API_OVERRUNS));
     fprintf(stderr,
-            "standin: replay: most overrun time in %s: %llu overrun%s, %s (%.0f%% of it); its "
+            "standin: replay: most overrun time in %s: %s overrun%s, %s (%.0f%% of it); its "
             "harness took %s a call (--summary: by_api)\n",
-            st_api_name(top), n, n == 1 ? "" : "s",
+            st_api_name(top), cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s",
             cli_fmt_ns(h, sizeof h, (double)C(s, RDB_API(top, RDB_API_OVERRUN_NS))),
             100.0 * (double)C(s, RDB_API(top, RDB_API_OVERRUN_NS)) / (double)over_ns,
             cli_fmt_ns(g, sizeof g, per_call(s, top)));
@@ -239,16 +247,17 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
     fprintf(stderr, "standin: replay: fallback reasons:");
     for (int i = 0; i < RDB_FB_NREASONS; i++)
       if (C(s, RDB_C_FB0 + i))
-        fprintf(stderr, " %s %llu", fb_names[i], C(s, RDB_C_FB0 + i));
+        fprintf(stderr, " %s %s", fb_names[i], cli_fmt_count(n0, sizeof n0, C(s, RDB_C_FB0 + i)));
     fprintf(stderr, "\n");
   }
   if (C(s, RDB_C_APPROX)) {
     unsigned long long n = C(s, RDB_C_APPROX);
     fprintf(stderr,
-            "standin: replay: %llu call%s not in the recording ran for real, timed from the "
+            "standin: replay: %s call%s not in the recording ran for real, timed from the "
             "recorded calls of %s API and type nearest in size (%.1f%% apart in all; "
             "--on-miss nearest: calls_approximated)\n",
-            n, n == 1 ? "" : "s", n == 1 ? "its" : "their", 100.0 * approx_gap(s));
+            cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s", n == 1 ? "its" : "their",
+            100.0 * approx_gap(s));
   }
   /* a program that repeats a request more often than when recorded (a
    * timed benchmark loop that runs faster, a longer run) gets answers, but
@@ -256,9 +265,9 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
   if (C(s, RDB_C_REUSED)) {
     unsigned long long n = C(s, RDB_C_REUSED);
     fprintf(stderr,
-            "standin: replay: %llu call%s repeated a request more often than the recording "
+            "standin: replay: %s call%s repeated a request more often than the recording "
             "did; %s the recorded samples again, in order (reused_samples)\n",
-            n, n == 1 ? "" : "s", n == 1 ? "it took" : "they took");
+            cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s", n == 1 ? "it took" : "they took");
   }
 }
 
@@ -269,12 +278,12 @@ static void print_unusable(const rdb_built *b) {
   if (!b->calls_unusable)
     return;
   unsigned long long n = b->calls_unusable;
-  char why[512];
+  char why[512], nb[32];
   cli_no_list(b->unusable_by, why, sizeof why);
   fprintf(stderr,
-          "standin: replay: %llu recorded call%s not offloadable (%s); such calls run for "
+          "standin: replay: %s recorded call%s not offloadable (%s); such calls run for "
           "real, outside the counts above\n",
-          n, n == 1 ? " was" : "s were", why);
+          cli_fmt_count(nb, sizeof nb, n), n == 1 ? " was" : "s were", why);
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -487,15 +496,16 @@ static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
    * calls and said nothing, as half of its calls were sizes) */
   unsigned long long all = C(s, RDB_C_INTERCEPTED) - C(s, RDB_C_DIRECT),
                      missing = C(s, RDB_C_FB0 + RDB_FB_NOT_IN_TRACE);
+  char nm[32], na[32];
   if (C(s, RDB_C_FB0 + RDB_FB_SCHEMA))
-    cli_warn("%llu unpack calls did not fit the program's message types: its .proto changed "
+    cli_warn("%s unpack calls did not fit the program's message types: its .proto changed "
              "since the recording, or the recording comes from another program; they ran the "
              "real library",
-             C(s, RDB_C_FB0 + RDB_FB_SCHEMA));
+             cli_fmt_count(nm, sizeof nm, C(s, RDB_C_FB0 + RDB_FB_SCHEMA)));
   if (C(s, RDB_C_FB0 + RDB_FB_MISMATCH))
-    cli_warn("%llu call%s a recorded request whose bytes or packed size differ from "
+    cli_warn("%s call%s a recorded request whose bytes or packed size differ from "
              "%s (a damaged or doctored recording); %s the real library",
-             C(s, RDB_C_FB0 + RDB_FB_MISMATCH),
+             cli_fmt_count(nm, sizeof nm, C(s, RDB_C_FB0 + RDB_FB_MISMATCH)),
              C(s, RDB_C_FB0 + RDB_FB_MISMATCH) == 1 ? " found" : "s found",
              C(s, RDB_C_FB0 + RDB_FB_MISMATCH) == 1 ? "its own" : "theirs",
              C(s, RDB_C_FB0 + RDB_FB_MISMATCH) == 1 ? "it ran" : "they ran");
@@ -505,16 +515,17 @@ static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
   for (int api = 0; api < ST_API_MAX && !pb; api++)
     pb = st_api_family(api) == ST_FAMILY_PROTOBUF && C(s, RDB_API(api, RDB_API_CALLS)) != 0;
   int most_missing = missing && ((all >= 10 && missing * 2 > all) || missing == all);
+  cli_fmt_count(nm, sizeof nm, missing);
+  cli_fmt_count(na, sizeof na, all);
   if (most_missing && b->files_cut)
-    cli_warn(
-        "%llu of %llu calls looked up were not in the recording: %llu of its trace files ended "
-        "early (see above), and the calls recorded after that are lost; record the "
-        "program again to replay them",
-        missing, all, (unsigned long long)b->files_cut);
+    cli_warn("%s of %s calls looked up were not in the recording: %llu of its trace files ended "
+             "early (see above), and the calls recorded after that are lost; record the "
+             "program again to replay them",
+             nm, na, (unsigned long long)b->files_cut);
   else if (most_missing)
-    cli_warn("%llu of %llu calls looked up were not in the recording: is it from another program, "
+    cli_warn("%s of %s calls looked up were not in the recording: is it from another program, "
              "version or input?%s",
-             missing, all,
+             nm, na,
              on_miss != RDB_MISS_FALLBACK ? ""
              : pb ? " If the program puts a time or an id in its messages, --on-miss nearest "
                     "times its protobuf calls as the recorded ones nearest in size"
@@ -531,13 +542,14 @@ static void warn_short_calls(const rdb_built *b, const rdb_stats *s) {
   if (n < CLI_SHORT_CALLS_MIN || b->as_recorded_ns >= CLI_SHORT_CALL_NS * n ||
       C(s, RDB_C_INTERCEPTED) == 0)
     return;
-  char m[32];
+  char m[32], nb[32];
   fprintf(stderr,
-          "standin: replay: the recording's %llu calls that the model times by their recorded "
+          "standin: replay: the recording's %s calls that the model times by their recorded "
           "latency (%s on average) were timed while recording, which makes calls this short "
           "slower (pbtest's ~500 ns calls by 1-16%% on the test VMs), and this replay with "
           "them; 'standin record --retime' times them again without the recorder\n",
-          (unsigned long long)n, cli_fmt_ns(m, sizeof m, (double)b->as_recorded_ns / (double)n));
+          cli_fmt_count(nb, sizeof nb, n),
+          cli_fmt_ns(m, sizeof m, (double)b->as_recorded_ns / (double)n));
 }
 
 /* Hand fd to the program at a fixed number near the top of its descriptor
@@ -620,9 +632,10 @@ int cmd_replay(int argc, char **argv) {
   warn_short_calls(&b, s);
   /* decided when the database was built: about the recording's calls, which
    * this run may not all have made */
+  char nb[32];
   for (size_t k = 0; k < b.nwhy; k++)
-    fprintf(stderr, "standin: replay: of the recording's calls, %llu %s in software on %s: %s\n",
-            (unsigned long long)b.why[k].n, b.why[k].n == 1 ? "stays" : "stay",
+    fprintf(stderr, "standin: replay: of the recording's calls, %s %s in software on %s: %s\n",
+            cli_fmt_count(nb, sizeof nb, b.why[k].n), b.why[k].n == 1 ? "stays" : "stay",
             o.plan.accel[b.why[k].accel].name, b.why[k].why);
   if (o.summary && write_summary(o.summary, o.dir, &b, &o.plan, wall, rc) != 0 && rc == 0)
     rc = 1;

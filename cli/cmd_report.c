@@ -113,11 +113,12 @@ static void why_cell(const an_gplan *gp, char *buf, size_t cap) {
   static const char *const shortn[AN_SW_N] = {"not-selected", "kept", "unsupported", "no-response",
                                               "not-offloadable"};
   size_t o = 0;
+  char n[32];
   buf[0] = 0;
   for (int i = 0; i < AN_SW_N && o < cap; i++)
     if (gp->sw[i])
-      o += (size_t)snprintf(buf + o, cap - o, "%s%s %llu", o ? ", " : "", shortn[i],
-                            (unsigned long long)gp->sw[i]);
+      o += (size_t)snprintf(buf + o, cap - o, "%s%s %s", o ? ", " : "", shortn[i],
+                            cli_fmt_count(n, sizeof n, gp->sw[i]));
 }
 
 static void print_plan(const an_result *r, const size_t *ix, an_by by, int w, const char *name) {
@@ -125,10 +126,11 @@ static void print_plan(const an_result *r, const size_t *ix, an_by by, int w, co
   uint64_t sw = 0;
   for (int i = 0; i < AN_SW_N; i++)
     sw += pr->sw[i];
-  char a[32], b[32];
-  printf("\nplan %s: %s of %s calls offloaded (%.1f%%), %llu stay in software\n", name,
+  char a[32], b[32], c[32];
+  printf("\nplan %s: %s of %s calls offloaded (%.1f%%), %s stay in software\n", name,
          cli_fmt_count(a, sizeof a, pr->offloaded), cli_fmt_count(b, sizeof b, r->calls),
-         r->calls ? 100.0 * (double)pr->offloaded / (double)r->calls : 0.0, (unsigned long long)sw);
+         r->calls ? 100.0 * (double)pr->offloaded / (double)r->calls : 0.0,
+         cli_fmt_count(c, sizeof c, sw));
   int ww = 12; /* the WHY SOFTWARE column: as wide as its widest cell */
   for (size_t i = 0; i < r->ngroups; i++) {
     char why[128];

@@ -201,6 +201,16 @@ assert all("message" in r and r["message"]["title"].startswith("tree-") for r in
 assert all(r["features"]["encoded_size"] == r["resp_len"] for r in packs)
 EOF
   expect_eq "limit" 3 "$("$STANDIN" dump rec --limit 3 | wc -l)"
+  # --payload alone means JSON lines; with --format text it is refused
+  "$STANDIN" dump rec --payload --limit 2 >p.json
+  expect_eq "payload implies json" "$(head -2 d.json)" "$(cat p.json)"
+  set +e
+  "$STANDIN" dump rec --payload --format text >/dev/null 2>err
+  rc=$?
+  set -e
+  expect_eq "payload with text" 2 "$rc"
+  grep -q -- "--payload decodes each message into the JSON lines; use --format json" err ||
+    fail "message: $(cat err)"
 }
 
 t014_record_refuses_to_overwrite_without_force() {

@@ -311,7 +311,7 @@ t123_replay_says_when_short_calls_were_timed_while_recording() {
   "$B/progs/gentrace" -o short --spec short.spec
   # the program makes calls (none of them recorded: the trace is made up)
   "$STANDIN" replay -t short -- "$PB" basic 2 >/dev/null 2>err
-  grep -q "^standin: replay: the recording's 1200 $note" err || fail "software: $(cat err)"
+  grep -q "^standin: replay: the recording's 1,200 $note" err || fail "software: $(cat err)"
   grep -q "(900 ns on average)" err || fail "mean: $(cat err)"
   grep -q "standin record --retime' times them again" err || fail "$(cat err)"
   "$STANDIN" replay -t short --iface scale:factor=0.5 -- "$PB" basic 2 >/dev/null 2>err
