@@ -241,6 +241,7 @@ const char *jpg_no_name(unsigned reason, char *buf, size_t len) {
       [JPG_NO_NOMEM] = "the recorder ran out of memory",
       [JPG_NO_TJ_ERROR] = "TurboJPEG error or warning",
       [JPG_NO_UNTRACKED] = "a source or error manager standin cannot follow",
+      [JPG_NO_BAD_MARKER] = "corrupt data: an invalid marker",
   };
   if (reason < JPG_NO_COUNT)
     return names[reason];

@@ -24,7 +24,7 @@ enum { M_SOI = 0xD8, M_EOI = 0xD9, M_SOS = 0xDA, M_TEM = 0x01 };
 static int kept(int m) {
   if (m >= 0xC0 && m <= 0xCF)
     return m != 0xC8; /* SOFn, DHT (C4), DAC (CC); C8 is reserved */
-  return m == 0xDA || m == 0xDB || m == 0xDC || m == 0xDD || m == 0xDF || m == 0xE0 || m == 0xEE;
+  return m == 0xDA || m == 0xDB || m == 0xDC || m == 0xDD || m == 0xE0 || m == 0xEE;
 }
 
 void jpg_scan_init(jpg_scan *s, size_t reserve, int want_output) {
@@ -71,6 +71,31 @@ static void segment_done(jpg_scan *s) {
   }
 }
 
+/* Whether libjpeg's marker reader (jdmarker.c, read_markers) stops at
+ * marker m with an error: an unknown or reserved code (RESn, JPGn, DHP,
+ * EXP), a frame type it does not decode, a second frame header, a second
+ * SOI. */
+static int refused(const jpg_scan *s, int m) {
+  switch (m) {
+  case 0x01: /* TEM */
+  case 0xC4:
+  case 0xCC: /* DHT, DAC */
+  case 0xD9:
+  case 0xDA:
+  case 0xDB: /* EOI, SOS, DQT */
+  case 0xDC:
+  case 0xDD:
+  case 0xFE: /* DNL, DRI, COM */ return 0;
+  case 0xC0:
+  case 0xC1:
+  case 0xC2:
+  case 0xC9:
+  case 0xCA: /* the SOFn it decodes */ return s->seen_sof;
+  case M_SOI: return s->seen_soi;
+  default: return !((m >= 0xD0 && m <= 0xD7) || (m >= 0xE0 && m <= 0xEF));
+  }
+}
+
 /* A marker was read (its 0xFF and code consumed). */
 static void on_marker(jpg_scan *s, int m, int in_entropy) {
   if (in_entropy)
@@ -80,8 +105,16 @@ static void on_marker(jpg_scan *s, int m, int in_entropy) {
     s->st = S_DONE;
     return;
   }
+  if (refused(s, m)) {
+    s->bad_marker = m;
+    s->st = S_DONE;
+    return;
+  }
+  if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xCC)
+    s->seen_sof = 1;
   if (m == M_SOI || m == M_TEM || (m >= 0xD0 && m <= 0xD7)) {
     if (m == M_SOI) {
+      s->seen_soi = 1;
       put2(s, 0xFF, m);
       s->complete_end = s->out_len;
     }

@@ -29,6 +29,9 @@ typedef struct {
   uint32_t seg_left; /* payload bytes of that segment still to come */
   int keep;          /* the segment goes to the output */
   int seen_sos;      /* a scan started */
+  int seen_soi;      /* SOI was read */
+  int seen_sof;      /* a frame header was read */
+  int bad_marker;    /* the marker libjpeg stops at with an error (0: none) */
   int oom;           /* output could not grow: the result is unusable */
   uint8_t len_hi;
   /* Output: `reserve` bytes left free at the front for the caller (a
@@ -48,7 +51,12 @@ void jpg_scan_init(jpg_scan *s, size_t reserve, int want_output);
  * EOI ends the datastream (the EOI marker itself is consumed). */
 size_t jpg_scan_feed(jpg_scan *s, const uint8_t *p, size_t n);
 
-/* 1 once EOI has been consumed. */
+/* 1 once EOI has been consumed, or a marker libjpeg refuses (bad_marker:
+ * an unknown or reserved marker, a second SOI or frame header, a frame
+ * type it does not decode): corrupt data, where the real library fails,
+ * or, in data with restart markers, skips to the next one. Its two bytes
+ * are consumed, and the normalised stream is cut as if the data ended
+ * just before it. */
 int jpg_scan_done(const jpg_scan *s);
 
 /* End the datastream here (EOI seen or not), append EOI to the output and

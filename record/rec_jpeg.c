@@ -51,6 +51,7 @@ typedef struct {
   uint8_t *pix; /* rows as returned, then room for the extension */
   size_t pix_len;    /* bytes of every row */
   int pix_lost;      /* a row could not be kept */
+  int bad_marker;    /* the data holds a marker libjpeg stops at (jpeg_scan.h) */
   int as_digest;     /* the rows are hashed, not kept (pix stays NULL) */
   uint32_t rows_seen; /* rows hashed so far, in order */
   uint64_t digest;    /* jpg_digest_row over those rows */
@@ -82,6 +83,7 @@ static uint8_t *build_request(jpg_obj *o, rec_dec *x, size_t *len, jpg_probe *pr
   jpg_scan sc;
   jpg_request_scan(o, &x->par, &sc);
   jpg_scan_feed(&sc, o->cap.p, o->cap.len);
+  x->bad_marker = sc.bad_marker;
   return jpg_request_finish(o, &x->par, x->cmap_in, &sc, len, pr);
 }
 
@@ -146,12 +148,19 @@ static void submit(jpg_obj *o, int failed) {
   c.type_key = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   if (failed) {
     c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;
-    c.reason = o->passthrough ? o->reason : JPG_NO_ERROR;
-    if (o->passthrough)
+    c.reason = o->passthrough ? o->reason : x->bad_marker ? JPG_NO_BAD_MARKER : JPG_NO_ERROR;
+    if (o->passthrough || x->bad_marker) /* replay runs these for real, unlooked-up */
       c.flags |= ST_CALL_NOT_OFFLOADABLE;
   } else if (o->passthrough) {
     c.flags = ST_CALL_NOT_OFFLOADABLE | ST_CALL_NO_RESPONSE;
     c.reason = o->reason;
+  } else if (x->bad_marker) {
+    /* corrupt data: the library decoded up to a marker it refuses, and
+     * fails there when the program reads on (jpeg_finish_decompress) or
+     * resynchronises at the next restart marker; replay runs such a
+     * decode for real, as it could do neither */
+    c.flags = ST_CALL_NOT_OFFLOADABLE | ST_CALL_NO_RESPONSE;
+    c.reason = JPG_NO_BAD_MARKER;
   } else if (!complete) {
     c.flags = ST_CALL_NOT_OFFLOADABLE | ST_CALL_NO_RESPONSE;
     c.reason = JPG_NO_ABANDONED;

@@ -319,6 +319,15 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
   }
   if (d == JPG_DRAIN_SUSPENDED)
     return ID_SUSPENDED;
+  if (x->scan.bad_marker) {
+    /* Corrupt data: the real library decodes up to a marker it refuses,
+     * then fails there if the program reads on, or resynchronises at a
+     * restart marker; recorded as not offloadable. It reads the drained
+     * bytes, the marker included, then the program's. */
+    x->pass = 1;
+    go_real(o, x, 1);
+    return ID_REAL;
+  }
   if (d == JPG_DRAIN_ERROR)
     x->par.options |= JPG_OPT_SOURCE_ERROR;
   size_t len;

@@ -245,6 +245,36 @@ t208_jpeg_truncated_and_corrupt_behave_as_without_standin() {
   expect_eq "fallback" 0 "$(json sum.json calls_fallback)"
 }
 
+# Corrupt data: an invalid marker inside the entropy-coded data. The
+# library warns, fills the rest of the scan, and fails at the marker when
+# the program reads on; with restart markers (the progressive file) it
+# skips to the next one instead. Recorded as not offloadable; replay runs
+# them for real, whatever the source: a
+# suspending one had its drain read the two bytes after the marker as a
+# segment length, past the end of the file, and wait for data forever (the
+# program got no rows; poppler rendered a blank page).
+t220_jpeg_corrupt_marker_runs_for_real_from_every_source() {
+  corpus
+  ks=$(files k_base_420 k_prog_444_r2)
+  {
+    echo "djpeg -outfile o.ppm $CORPUS/k_base_420.jpg; echo rc=\$?; md5sum <o.ppm"
+    for src in stdio mem custom suspend; do echo "$JD -src $src $ks"; done
+    echo "$JD -src suspend -chunk 50000 $ks"
+  } >run.sh
+  jpeg_same run.sh
+  grep -q "Corrupt JPEG data: premature end of data segment" nat.err || fail "no warning: $(cat nat.err)"
+  expect_eq "errors at the marker" 5 "$(grep -c "error 'Unsupported marker type 0x28'" nat.out)"
+  expect_eq "rows before it" 5 "$(grep -c "k_base_420.jpg: error 'Unsupported marker type 0x28' after 450 rows" nat.out)"
+  expect_eq "resynchronised" 5 "$(grep -c "k_prog_444_r2.jpg: 800x450 c=3 rows=450 .* warnings=4" nat.out)"
+  expect_eq "not offloadable" 11 "$("$STANDIN" dump rec | grep -c NOT-OFFLOADABLE)"
+  expect_eq "summary" "11 0 0" \
+    "$(json sum.json calls_not_offloadable) $(json sum.json calls_intercepted) $(json sum.json calls_fallback)"
+  "$STANDIN" info rec >info.txt
+  grep -q "0 failed in the library, 5 not offloadable (5 corrupt data: an invalid marker)" info.txt &&
+    grep -q "6 failed in the library, 6 not offloadable (6 corrupt data: an invalid marker)" info.txt ||
+    fail "info: $(cat info.txt)"
+}
+
 t209_jpeg_miss_falls_back_or_aborts() {
   corpus
   "$STANDIN" record -o rec -- "$JD" $(files s_base_420_r1) >/dev/null

@@ -7,12 +7,14 @@
 #   m_*   800x450, l_* 1920x1080, x_* 4000x3000 (12 megapixels)
 #   c_*   with a comment and an extra APP marker; a_* arithmetic coding
 #   t_*   truncated copies (60% of the file)
+#   k_*   corrupt copies: a marker libjpeg refuses (FF 28), then two bytes
+#         that read as a segment length past the end, at 40% of the file
 set -euo pipefail
 mkdir -p "$1"
 DIR=$(cd "$1" && pwd)
 B=$(cd "${B:-build}" && pwd)
 MK="$B/progs/jpegmkppm"
-STAMP="$DIR/.corpus-v1"
+STAMP="$DIR/.corpus-v2"
 [ -e "$STAMP" ] && exit 0
 # tests run side by side (run.sh E2E_JOBS): one makes the corpus, the
 # others wait for it
@@ -62,6 +64,17 @@ cjpeg -quality 85 -arithmetic -sample 2x2 s.ppm >a_arith_420.jpg 2>/dev/null || 
 for f in m_base_420 m_prog_444_r2; do
   n=$(stat -c %s $f.jpg)
   head -c $((n * 6 / 10)) $f.jpg >t_${f#m_}.jpg
+done
+for f in m_base_420 m_prog_444_r2; do
+  python3 - $f.jpg k_${f#m_}.jpg <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+i = len(d) * 4 // 10
+while d[i - 1] == 0xFF or d[i] == 0xFF:  # not inside a stuffed byte or marker
+    i += 1
+d[i:i + 4] = b'\xff\x28\xfe\xfe'
+open(sys.argv[2], 'wb').write(d)
+PY
 done
 rm -f ./*.ppm ./*.pgm
 touch "$STAMP"

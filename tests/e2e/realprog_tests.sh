@@ -445,3 +445,28 @@ t713_python_ctypes_turbojpeg_reaches_the_hooks() {
   [ "$(calls rec tj.decode)" -ge 20 ] || fail "tj.decode calls: $(calls rec tj.decode)"
   every_decode_replayed
 }
+
+# pdftoppm with a corrupt JPEG on a page (an invalid marker in its scan):
+# poppler's source returns FALSE at the end of the image's stream, so its
+# decodes suspend there. Replay's drain read the marker's next two bytes as
+# a segment length past the end and suspended for good: poppler got no
+# rows and rendered the page blank, and libjpeg's warning was gone. The
+# decode is now not offloadable and runs for real; the page beside it
+# still replays.
+t714_pdftoppm_page_with_a_corrupt_jpeg() {
+  command -v pdftoppm >/dev/null || { echo "skipped: no pdftoppm"; return 0; }
+  corpus
+  python3 "$(dirname "$B")/tests/e2e/tools/jpeg_pdf.py" doc.pdf "$CORPUS/k_base_420.jpg" \
+    "$CORPUS/o_base_420.jpg"
+  pdftoppm -r 30 doc.pdf native 2>native.err
+  grep -q "premature end of data segment" native.err || fail "no warning: $(cat native.err)"
+  "$STANDIN" record -o rec -- pdftoppm -r 30 doc.pdf rec 2>/dev/null
+  "$STANDIN" replay -t rec --summary sum.json -- pdftoppm -r 30 doc.pdf rep 2>rep.err
+  for p in 1 2; do
+    cmp "native-$p.ppm" "rec-$p.ppm" || fail "recorded page $p differs"
+    cmp "native-$p.ppm" "rep-$p.ppm" || fail "replayed page $p differs"
+  done
+  grep -q "premature end of data segment" rep.err || fail "warning lost: $(cat rep.err)"
+  expect_eq "replayed, not offloadable, fallback" "1 1 0" \
+    "$(json sum.json calls_replayed) $(json sum.json calls_not_offloadable) $(json sum.json calls_fallback)"
+}

@@ -226,6 +226,58 @@ START_TEST(test_scan_truncated_segment_is_left_out) {
 }
 END_TEST
 
+/* Corrupt data: a marker libjpeg's marker reader refuses ends the stream
+ * there (the real library fails at it), consumed, the request cut before
+ * it. Markers it accepts between scans do not. */
+START_TEST(test_scan_stops_at_a_marker_libjpeg_refuses) {
+  static const int refused[] = {0x28, 0x02, 0xBF, 0xC3, 0xC8, 0xCF, 0xDE,
+                                0xDF, 0xF0, 0xFD, 0xC0, 0xC2, 0xD8};
+  for (size_t k = 0; k < sizeof refused / sizeof *refused; k++) {
+    stream in = {.n = 0}, want = {.n = 0};
+    image(&in);
+    marker(&in, refused[k]);
+    size_t end = in.n;
+    put(&in, "\x92\x37 more data", 11); /* read as a length before: past EOI */
+    marker(&in, 0xD9);
+    image_normalised(&want);
+    marker(&want, 0xD9);
+    jpg_scan sc;
+    jpg_scan_init(&sc, 0, 1);
+    ck_assert_uint_eq(jpg_scan_feed(&sc, in.b, in.n), end);
+    ck_assert(jpg_scan_done(&sc));
+    ck_assert_int_eq(sc.bad_marker, refused[k]);
+    uint8_t *buf;
+    size_t len;
+    ck_assert_int_eq(jpg_scan_finish(&sc, &buf, &len), 0);
+    ck_assert_uint_eq(len, want.n);
+    ck_assert_int_eq(memcmp(buf, want.b, len), 0);
+    shim_free(buf);
+    for (size_t piece = 1; piece < 9; piece++) { /* wherever the pieces end */
+      size_t used;
+      stream got = normalise(&in, piece, &used);
+      assert_same(&got, &want);
+      ck_assert_uint_eq(used, end);
+    }
+  }
+  static const int accepted[] = {0xC4, 0xCC, 0xDB, 0xDC, 0xDD, 0xE5, 0xFE, 0x01};
+  for (size_t k = 0; k < sizeof accepted / sizeof *accepted; k++) {
+    stream in = {.n = 0};
+    image(&in);
+    if (accepted[k] == 0x01)
+      marker(&in, 0x01);
+    else
+      segment(&in, accepted[k], 4, 7);
+    marker(&in, 0xD9);
+    jpg_scan sc;
+    jpg_scan_init(&sc, 0, 0);
+    ck_assert_uint_eq(jpg_scan_feed(&sc, in.b, in.n), in.n);
+    ck_assert(jpg_scan_done(&sc));
+    ck_assert_int_eq(sc.bad_marker, 0);
+    jpg_scan_free(&sc);
+  }
+}
+END_TEST
+
 START_TEST(test_scan_without_output_still_finds_eoi) {
   stream in = {.n = 0};
   image(&in);
@@ -647,6 +699,7 @@ int main(void) {
   tcase_add_test(scan, test_scan_tables_only_datastream);
   tcase_add_test(scan, test_scan_truncated_segment_is_left_out);
   tcase_add_test(scan, test_scan_without_output_still_finds_eoi);
+  tcase_add_test(scan, test_scan_stops_at_a_marker_libjpeg_refuses);
   tcase_add_test(scan, test_probe_reads_frame_and_restart_interval);
   tcase_add_test(req, test_subsampling_and_class_names);
   tcase_add_test(req, test_request_header_round_trip);
