@@ -517,6 +517,13 @@ static char **merged_env(char *const extra_env[]) {
   return env;
 }
 
+/* SIGPIPE as standin was started with: each program gets it so. Between
+ * programs, standin ignores it: its last words go to a stderr that may be
+ * a pipe the reader closed (`standin replay ... 2>&1 | head`), and dying of
+ * it lost the --summary file and the program's exit status. */
+static struct sigaction pipe_given;
+static int pipe_saved;
+
 /* The program is started with posix_spawn (a vfork, not a fork): the
  * launcher may hold hundreds of MiB (the replay database it just built),
  * and copying its page tables into a child that execs at once took
@@ -550,6 +557,8 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
   sigaddset(&passed, SIGTERM);
   sigaddset(&passed, SIGHUP);
   sigprocmask(SIG_BLOCK, &passed, &mask);
+  if (pipe_saved)
+    sigaction(SIGPIPE, &pipe_given, NULL);
   posix_spawnattr_t at;
   posix_spawnattr_init(&at);
   posix_spawnattr_setsigmask(&at, &mask);
@@ -560,6 +569,9 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
   posix_spawnattr_destroy(&at);
   posix_spawn_file_actions_destroy(&fa);
   free(env);
+  struct sigaction ign = {.sa_handler = SIG_IGN};
+  sigaction(SIGPIPE, &ign, pipe_saved ? NULL : &pipe_given);
+  pipe_saved = 1;
   if (e != 0) {
     sigprocmask(SIG_SETMASK, &mask, NULL);
     fprintf(stderr, "standin: cannot run %s: %s\n", argv[0], strerror(e));

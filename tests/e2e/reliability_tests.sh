@@ -336,6 +336,31 @@ t645_record_names_processes_that_outlive_the_program() {
   expect_eq "calls" $((3 * 2 + 3 * 10)) "$(calls rec)" # 3 calls a message
 }
 
+# standin's last lines go to stderr, which may be a pipe whose reader is
+# gone (`2>&1 | head`): standin died of SIGPIPE there (exit 141), losing the
+# replay's --summary file and the program's exit status. The program itself
+# still gets SIGPIPE as standin was given it.
+t646_closed_stderr_pipe_keeps_summary_and_status() {
+  local rc
+  set +e
+  "$STANDIN" record -o rec -- "$PB" basic 3 2>&1 >/dev/null | true
+  rc=${PIPESTATUS[0]}
+  set -e
+  expect_eq "record: exit status" 0 "$rc"
+  trace_ok rec
+  set +e
+  "$STANDIN" replay -t rec --summary s.json -- "$PB" basic 3 2>&1 >/dev/null | true
+  rc=${PIPESTATUS[0]}
+  set -e
+  expect_eq "replay: exit status" 0 "$rc"
+  expect_eq "summary written" 12 "$(json s.json calls_replayed)"
+  set +e
+  "$STANDIN" replay -t rec -- sh -c 'yes | head -c 1 >/dev/null; exec yes' 2>/dev/null | head -c 1 >/dev/null
+  rc=${PIPESTATUS[0]}
+  set -e
+  expect_eq "the program still dies of SIGPIPE" 141 "$rc"
+}
+
 t617_detached_daemon_is_reported_and_recorded() {
   "$FAULTS" detach 100 >native.out 2>&1
   for _ in $(seq 100); do [ -s detach.out ] && [ "$(wc -l <detach.out)" = 100 ] && break; sleep 0.1; done
