@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "jpeg_regen.h"
+#include "jpeg_req.h"
 #include "pb_walk.h"
 #include "scan.h"
 #include "shim.h"
@@ -170,6 +171,8 @@ typedef struct {
   rdb_arena data;    /* requests and responses (b_entry.req1, resp1) */
   rdb_arena streams; /* plain streams (b_entry.stream1) */
   b_names names;
+  rdb_stuck *stuck; /* abandoned decodes (rdb.h) */
+  size_t nstuck, capstuck;
   int oom; /* an arena or the names ran out of memory */
 } builder;
 
@@ -570,8 +573,29 @@ static void link_next(builder *b, const st_call *c, const b_entry *e) {
   l->sample = e->n - 1;
 }
 
+/* A decode the program abandoned, or that failed: where its data ended
+ * (rdb_stuck). */
+static void keep_stuck(builder *b, scan_file *f, const st_call *c) {
+  const void *req;
+  uint64_t len;
+  int abandoned = (c->flags & ST_CALL_NOT_OFFLOADABLE) && c->reason == JPG_NO_ABANDONED;
+  if (c->api != ST_API_JPEG_DECODE || !(abandoned || (c->flags & ST_CALL_FAILED)) || !c->req_blob ||
+      st_reader_blob(f->r, c->req_blob, &req, &len) != ST_OK || len <= 2)
+    return;
+  if (b->nstuck == b->capstuck) {
+    size_t cap = b->capstuck ? b->capstuck * 2 : 8;
+    rdb_stuck *n = realloc(b->stuck, cap * sizeof *n);
+    if (!n) /* such a decode then waits for data, as before: not fatal */
+      return;
+    b->stuck = n;
+    b->capstuck = cap;
+  }
+  b->stuck[b->nstuck++] = (rdb_stuck){len - 2, XXH3_64bits(req, len - 2)};
+}
+
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   builder *b = arg;
+  keep_stuck(b, f, c);
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
     b->unusable++;
     b->out->unusable_by[cli_no_slot(c)]++;
@@ -608,6 +632,11 @@ static int sample_cmp(const void *x, const void *y) {
   return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
 }
 
+static int stuck_cmp(const void *x, const void *y) {
+  const rdb_stuck *a = x, *b = y;
+  return a->len < b->len ? -1 : a->len > b->len;
+}
+
 static void builder_free(builder *b) {
   for (size_t i = 0; i < b->n; i++)
     free(b->e[i].s);
@@ -616,6 +645,7 @@ static void builder_free(builder *b) {
   rdb_arena_free(&b->streams);
   names_free(&b->names);
   free(b->last);
+  free(b->stuck);
   free(b->slots);
   for (size_t i = 0; i < b->nds; i++)
     pbw_descset_free(b->ds[i].ds);
@@ -896,6 +926,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   off = rdb_al8(off + nnear_groups * sizeof(rdb_near_group));
   uint64_t near_off = off;
   off = rdb_al8(off + nnear * sizeof(rdb_near));
+  uint64_t stuck_off = off;
+  off = rdb_al8(off + b->nstuck * sizeof(rdb_stuck));
   uint64_t names_off = off;
   off += name_bytes;
   front = off;
@@ -912,16 +944,30 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   }
   madvise(m, front, MADV_HUGEPAGE);
   rdb_header *h = (rdb_header *)m;
-  *h = (rdb_header){.magic = RDB_MAGIC, .version = RDB_VERSION, .on_miss = (uint32_t)on_miss,
+  *h = (rdb_header){.magic = RDB_MAGIC,
+                    .version = RDB_VERSION,
+                    .on_miss = (uint32_t)on_miss,
                     .catch_up = catch_up != 0,
-                    .size = size, .nentries = b->n, .entries_off = entries_off,
+                    .size = size,
+                    .nentries = b->n,
+                    .entries_off = entries_off,
                     .next_off = next_off,
-                    .nslots = nslots, .slots_off = slots_off, .naccel = (uint32_t)p->naccel,
-                    .accel_off = accel_off, .stats_off = stats_off, .trace_start_ns = b->start_ns,
-                    .ro_off = ro_off, .unpack_pieces = pieces != 0,
-                    .nclasses = (uint64_t)ncls, .classes_off = classes_off,
-                    .nnear_groups = nnear_groups, .near_groups_off = near_groups_off,
-                    .nnear = nnear, .near_off = near_off};
+                    .nslots = nslots,
+                    .slots_off = slots_off,
+                    .naccel = (uint32_t)p->naccel,
+                    .accel_off = accel_off,
+                    .stats_off = stats_off,
+                    .trace_start_ns = b->start_ns,
+                    .ro_off = ro_off,
+                    .unpack_pieces = pieces != 0,
+                    .nclasses = (uint64_t)ncls,
+                    .classes_off = classes_off,
+                    .nnear_groups = nnear_groups,
+                    .near_groups_off = near_groups_off,
+                    .nnear = nnear,
+                    .near_off = near_off,
+                    .nstuck = b->nstuck,
+                    .stuck_off = stuck_off};
   calibrate_tsc(h);
   rdb_accel *acc = (rdb_accel *)(m + accel_off);
   for (int i = 0; i < p->naccel; i++) {
@@ -983,6 +1029,10 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     ents[i].ref_len = ents[r].resp_len;
   }
   near_write(m, ents, near, nnear, near_groups_off, near_off);
+  if (b->nstuck) {
+    qsort(b->stuck, b->nstuck, sizeof *b->stuck, stuck_cmp);
+    memcpy(m + stuck_off, b->stuck, b->nstuck * sizeof *b->stuck);
+  }
   parts.front = m;
   parts.front_len = front;
   parts.size = size;

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 10
+#define RDB_VERSION 11
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -213,7 +213,21 @@ typedef struct {
   /* --on-miss nearest: rdb_near_group[], and the rdb_near[] they index */
   uint64_t nnear_groups, near_groups_off;
   uint64_t nnear, near_off;
+  /* rdb_stuck[], by length: JPEG decodes the recorded program abandoned */
+  uint64_t nstuck, stuck_off;
 } rdb_header;
+
+/* A recorded JPEG decode that ended before its last row (JPG_NO_ABANDONED)
+ * or failed: its request up to the EOI the normalisation appends, by
+ * length and XXH3-64. A replayed decode whose drain suspends with a
+ * request that starts so ran out of data where the recorded one did: a
+ * program with a suspending source gives up there (or fails), with the
+ * rows the library decoded from what was in (replay runs it for real,
+ * rep_jpeg.c). */
+typedef struct {
+  uint64_t len;
+  uint64_t hash;
+} rdb_stuck;
 
 /* A message type some of whose APIs stay whole in software: every
  * recorded call of that API and type stays in software for one and the

@@ -74,6 +74,7 @@ typedef struct {
   int setup_ran;    /* the real jpeg_start_decompress set up the decompressor */
   jpg_scan scan;
   int scan_on;
+  size_t stuck_upto; /* request bytes compared with abandoned decodes so far */
   /* served */
   const uint8_t *pix;
   size_t row_bytes;
@@ -298,6 +299,46 @@ static const rdb_entry *find(const uint8_t *req, size_t len, int *reason) {
   return e;
 }
 
+/* Whether the drain, suspended, stands where a recorded decode ran out of
+ * data and its program gave up (rdb_stuck): the request so far starts with
+ * that decode's. A program whose suspending source is at the end of a
+ * truncated image takes the rows the library could decode and stops;
+ * served, it got none (poppler rendered the page blank). Each recorded
+ * length is compared once a decode, when the request grows past it; the
+ * header and tables are written into the scanner's reserved front, as
+ * jpg_request_finish will. */
+static int stuck_here(jpg_obj *o, rep_dec *x) {
+  size_t n;
+  const rdb_stuck *st = rp_stuck(&n);
+  jpg_scan *sc = &x->scan;
+  if (!st || !sc->out || sc->oom)
+    return 0;
+  x->par.tables_len = (uint32_t)o->tables.len;
+  size_t hl = jpg_req_header_len(&x->par);
+  if (sc->reserve != hl + o->tables.len || sc->out_len <= x->stuck_upto)
+    return 0;
+  size_t lo = 0, hi = n; /* the first longer than what was compared */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (st[mid].len <= x->stuck_upto)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  int wrote = 0, found = 0;
+  for (; lo < n && st[lo].len <= sc->out_len && !found; lo++) {
+    if (!wrote) {
+      jpg_req_write_header(sc->out, &x->par, x->cmap_in);
+      if (o->tables.len)
+        memcpy(sc->out + hl, o->tables.p, o->tables.len);
+      wrote = 1;
+    }
+    found = st[lo].len >= sc->reserve && XXH3_64bits(sc->out, st[lo].len) == st[lo].hash;
+  }
+  x->stuck_upto = sc->out_len;
+  return found;
+}
+
 enum { ID_SUSPENDED, ID_SERVED, ID_REAL };
 
 /* Decide what the recording says about this decode (inside an outermost
@@ -313,6 +354,13 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     /* libjpeg's arithmetic decoder cannot suspend: it fails where the data
      * ran out. Only the real library, fed exactly the data that was there,
      * fails (or not) at the same row. */
+    x->pass = 1;
+    go_real(o, x, 1);
+    return ID_REAL;
+  }
+  if (d == JPG_DRAIN_SUSPENDED && stuck_here(o, x)) {
+    /* where a recorded decode's program gave up: the real library reads
+     * the drained bytes and returns the rows it can decode from them */
     x->pass = 1;
     go_real(o, x, 1);
     return ID_REAL;

@@ -426,6 +426,10 @@ static int validate(void) {
       hdr->nnear > db_size / sizeof(rdb_near) ||
       !rp_ptr(hdr->near_off, hdr->nnear * sizeof(rdb_near)))
     return -1;
+  if (hdr->nstuck > db_size / sizeof(rdb_stuck) ||
+      !rp_ptr(hdr->stuck_off, hdr->nstuck * sizeof(rdb_stuck)) ||
+      (hdr->nstuck && (hdr->stuck_off < hdr->ro_off || (hdr->stuck_off & 7))))
+    return -1;
   if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off | hdr->next_off |
        hdr->classes_off | hdr->near_groups_off | hdr->near_off) &
       7)
@@ -786,6 +790,11 @@ static inline const rdb_entry *found(const rdb_entry *ents, uint64_t i) {
   if (i + 1 < hdr->nentries)
     prefetch_lines(&ents[i + 1], 2);
   return &ents[i];
+}
+
+const rdb_stuck *rp_stuck(size_t *n) {
+  *n = db ? hdr->nstuck : 0;
+  return *n ? (const rdb_stuck *)(db + hdr->stuck_off) : NULL;
 }
 
 const rdb_entry *rp_lookup(const uint8_t fp[16]) {

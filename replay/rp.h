@@ -48,6 +48,10 @@ void rp_predicted_was(const rdb_entry *e, int right);
  * in the caches). */
 int rp_served(const rdb_entry *e);
 
+/* The recorded decodes the program abandoned (rdb_stuck, by length), *n
+ * of them; NULL when there are none. */
+const rdb_stuck *rp_stuck(size_t *n);
+
 /* Entry for a fingerprint (already bound to the API), or NULL. */
 const rdb_entry *rp_lookup(const uint8_t fp[16]);
 

@@ -236,8 +236,15 @@ t208_jpeg_truncated_and_corrupt_behave_as_without_standin() {
     echo "$JD -src mem $ts"
     echo "$JD -src custom -strict $ts"
     echo "$JD -src suspend $(files a_arith_420)" # the arithmetic decoder cannot suspend
+    # a suspending source at the end of a truncated file: the program gives
+    # up with the rows the library could decode (replay gave it none, as it
+    # waited for the rest of the image to identify it)
+    echo "$JD -src suspend $ts"
+    echo "$JD -src suspend -chunk 5000 $ts"
   } >>run.sh
   jpeg_same run.sh
+  expect_eq "rows before the end, suspended" 2 \
+    "$(grep -c "t_base_420.jpg: error 'Empty input file' after 270 rows" nat.out)"
   grep -q "Premature end of JPEG file" nat.err || fail "no warning: $(cat nat.err)"
   grep -q "rc=2" nat.out || fail "djpeg did not warn"
   grep -q "error 'Premature end of input file' after 270 rows" nat.out || fail "$(cat nat.out)"

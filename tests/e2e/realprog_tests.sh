@@ -470,3 +470,25 @@ t714_pdftoppm_page_with_a_corrupt_jpeg() {
   expect_eq "replayed, not offloadable, fallback" "1 1 0" \
     "$(json sum.json calls_replayed) $(json sum.json calls_not_offloadable) $(json sum.json calls_fallback)"
 }
+
+# pdftoppm with a truncated JPEG on a page: poppler's source returns FALSE
+# where the image's stream ends, and poppler renders the rows libjpeg
+# returned until then. Replay waited for the rest of the image to identify
+# the decode, so poppler got no rows and the page was blank. The recorded
+# decode ended there; a replayed one that suspends where it did runs for real.
+t715_pdftoppm_page_with_a_truncated_jpeg() {
+  command -v pdftoppm >/dev/null || { echo "skipped: no pdftoppm"; return 0; }
+  corpus
+  python3 "$(dirname "$B")/tests/e2e/tools/jpeg_pdf.py" doc.pdf "$CORPUS/t_base_420.jpg" \
+    "$CORPUS/o_base_420.jpg"
+  pdftoppm -r 30 doc.pdf native 2>native.err
+  "$STANDIN" record -o rec -- pdftoppm -r 30 doc.pdf rec 2>/dev/null
+  "$STANDIN" replay -t rec --summary sum.json -- pdftoppm -r 30 doc.pdf rep 2>rep.err
+  for p in 1 2; do
+    cmp "native-$p.ppm" "rec-$p.ppm" || fail "recorded page $p differs"
+    cmp "native-$p.ppm" "rep-$p.ppm" || fail "replayed page $p differs"
+  done
+  grep -v '^standin: ' rep.err | cmp - native.err || fail "stderr differs: $(cat rep.err)"
+  expect_eq "replayed, not offloadable, fallback" "1 1 0" \
+    "$(json sum.json calls_replayed) $(json sum.json calls_not_offloadable) $(json sum.json calls_fallback)"
+}
