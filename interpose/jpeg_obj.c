@@ -381,6 +381,8 @@ uint64_t jpg_data_consumed(const jpg_obj *o) {
 
 void jpg_header_done(jpg_obj *o) {
   o->header_len = o->cap.len;
+  o->frame_w = o->cinfo->image_width;
+  o->frame_h = o->cinfo->image_height;
 }
 
 void jpg_sync(jpg_obj *o) {
@@ -843,7 +845,8 @@ static void feed_skip(jpg_obj *o, long n) {
 
 /* ---- requests --------------------------------------------------------------- */
 
-void jpg_take_params(j_decompress_ptr ci, jpg_params *p, uint8_t **cmap) {
+void jpg_take_params(const jpg_obj *o, jpg_params *p, uint8_t **cmap) {
+  j_decompress_ptr ci = o->cinfo;
   memset(p, 0, sizeof *p);
   *cmap = NULL;
   p->api = ST_API_JPEG_DECODE;
@@ -865,6 +868,10 @@ void jpg_take_params(j_decompress_ptr ci, jpg_params *p, uint8_t **cmap) {
   p->dither_mode = ci->dither_mode;
   p->desired_colors = ci->desired_number_of_colors;
   p->output_gamma = ci->output_gamma;
+  if (ci->image_width != o->frame_w || ci->image_height != o->frame_h) {
+    p->image_width = ci->image_width;
+    p->image_height = ci->image_height;
+  }
   if (!ci->quantize_colors || !ci->colormap || ci->actual_number_of_colors <= 0)
     return;
   /* The map has out_color_components rows; computing them is cheap and

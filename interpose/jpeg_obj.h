@@ -101,6 +101,7 @@ struct jpg_obj {
   int in_src;        /* inside the program's fill / skip / init */
   int src_error;     /* the error exit came from inside the program's source */
   size_t header_len; /* cap.len when the header was complete */
+  uint32_t frame_w, frame_h; /* the image size jpeg_read_header read */
   jpg_buf tables;    /* tables-only datastreams read on this object */
 
   /* error manager */
@@ -217,7 +218,7 @@ void jpg_emit(jpg_obj *o, const jpg_msg *m);
 /* The decode parameters as they are when jpeg_start_decompress is called.
  * A colour map the program gave for quantising is copied to *cmap (malloc'd,
  * caller frees; NULL when none). */
-void jpg_take_params(j_decompress_ptr cinfo, jpg_params *p, uint8_t **cmap);
+void jpg_take_params(const jpg_obj *o, jpg_params *p, uint8_t **cmap);
 
 /* Bytes per output row as jpeg_read_scanlines returns them. */
 size_t jpg_row_bytes(j_decompress_ptr cinfo);

@@ -59,6 +59,10 @@ static void set_params(j_decompress_ptr ci, const jpg_params *p) {
   ci->quantize_colors = FALSE;
   ci->raw_data_out = FALSE;
   ci->buffered_image = FALSE;
+  if (p->image_width && p->image_height) {
+    ci->image_width = p->image_width;
+    ci->image_height = p->image_height;
+  }
 }
 
 /* A TurboJPEG call: the same function, the same arguments, written packed

@@ -54,6 +54,8 @@ void jpg_req_write_header(uint8_t *d, const jpg_params *p, const uint8_t *cmap) 
   w32(d + 56, p->tables_len);
   w32(d + 60, p->cmap_colors);
   w32(d + 64, p->cmap_components);
+  w32(d + 68, p->image_width);
+  w32(d + 72, p->image_height);
   if (hl > JPG_REQ_FIXED && cmap)
     memcpy(d + JPG_REQ_FIXED, cmap, hl - JPG_REQ_FIXED);
 }
@@ -79,6 +81,8 @@ int jpg_req_parse(const uint8_t *b, size_t len, jpg_params *p, const uint8_t **c
   p->tables_len = r32(b + 56);
   p->cmap_colors = r32(b + 60);
   p->cmap_components = r32(b + 64);
+  p->image_width = r32(b + 68);
+  p->image_height = r32(b + 72);
   if (p->cmap_components > 4 || p->cmap_colors > 65536 || hl != jpg_req_header_len(p) || hl > len ||
       p->tables_len > len - hl)
     return -1;

@@ -82,6 +82,10 @@ typedef struct {
   uint32_t tables_len;  /* bytes of tables-only datastreams before the image */
   uint32_t cmap_colors; /* colour map given by the program, 0 = none */
   uint32_t cmap_components;
+  /* the image size the program set after jpeg_read_header, when not the
+   * frame header's (openslide decodes one tile of an image with restart
+   * markers so); 0 = the frame's */
+  uint32_t image_width, image_height;
 } jpg_params;
 
 /* Bytes of the request header for these parameters (fixed part and map). */

@@ -213,7 +213,7 @@ __attribute__((constructor)) static void rec_jpeg_init(void) {
 
 static void take_params(jpg_obj *o, rec_dec *x) {
   shim_free(x->cmap_in);
-  jpg_take_params(o->cinfo, &x->par, &x->cmap_in);
+  jpg_take_params(o, &x->par, &x->cmap_in);
 }
 
 static void not_offloadable(jpg_obj *o, int reason) {

@@ -396,6 +396,16 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     go_real(o, x, !served);
     return ID_REAL;
   }
+  if (e && (e->flags & RDB_ENTRY_NO_RESPONSE) && rp_next_in_software(e)) {
+    /* no response to serve, and none wanted: the plan or the model keeps
+     * it in software (jpeg-core and restart markers), counted so, not as
+     * a miss */
+    int served = rp_begin(&tk, e, t0); /* another thread may have taken that one */
+    if (served)
+      rp_finish(&tk);
+    go_real(o, x, !served);
+    return ID_REAL;
+  }
   if (e && (e->flags & RDB_ENTRY_NO_RESPONSE))
     reason = RDB_FB_NO_RESPONSE, e = NULL;
   if (e && take_response(o, x, e) != 0)
@@ -544,7 +554,7 @@ static boolean start_first(jpg_obj *o, rep_dec *x, void *caller) {
   JPG_REAL(real_calc, jpeg_calc_output_dimensions, JPG_LIBJPEG);
   JPG_REAL(real_multi, jpeg_has_multiple_scans, JPG_LIBJPEG);
   j_decompress_ptr ci = o->cinfo;
-  jpg_take_params(ci, &x->par, &x->cmap_in);
+  jpg_take_params(o, &x->par, &x->cmap_in);
   o->phase = JPG_STARTED;
   if (ci->buffered_image || ci->raw_data_out) {
     x->pass = 1;

@@ -792,6 +792,16 @@ static inline const rdb_entry *found(const rdb_entry *ents, uint64_t i) {
   return &ents[i];
 }
 
+int rp_next_in_software(const rdb_entry *e) {
+  const rdb_entry *ents = (const rdb_entry *)(db + hdr->entries_off);
+  _Atomic uint64_t *nexts = (_Atomic uint64_t *)(db + hdr->next_off);
+  const rdb_sample *samples = rp_ptr(e->samples_off, (uint64_t)e->nsamples * sizeof(rdb_sample));
+  if (!samples || e->nsamples == 0)
+    return 0;
+  uint64_t k = atomic_load_explicit(&nexts[e - ents], memory_order_relaxed) % e->nsamples;
+  return samples[k].accel < 0 || (uint32_t)samples[k].accel >= hdr->naccel;
+}
+
 const rdb_stuck *rp_stuck(size_t *n) {
   *n = db ? hdr->nstuck : 0;
   return *n ? (const rdb_stuck *)(db + hdr->stuck_off) : NULL;

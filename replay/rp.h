@@ -48,6 +48,10 @@ void rp_predicted_was(const rdb_entry *e, int right);
  * in the caches). */
 int rp_served(const rdb_entry *e);
 
+/* Whether e's next occurrence stays in software (the plan or the model
+ * keeps it there), without taking it: rp_begin would return 0. */
+int rp_next_in_software(const rdb_entry *e);
+
 /* The recorded decodes the program abandoned (rdb_stuck, by length), *n
  * of them; NULL when there are none. */
 const rdb_stuck *rp_stuck(size_t *n);

@@ -282,6 +282,30 @@ t220_jpeg_corrupt_marker_runs_for_real_from_every_source() {
     fail "info: $(cat info.txt)"
 }
 
+# A program that sets the image size after jpeg_read_header (openslide
+# decodes one band of a Hamamatsu image so: the header, the band's
+# restart intervals, EOI): the size is part of the request, and the rows
+# recorded as a digest are rebuilt at that size. Before, the rebuild
+# decoded the whole image, failed, and every such decode fell back while
+# whatif counted them offloaded.
+t221_jpeg_image_size_set_after_the_header() {
+  corpus
+  python3 - "$CORPUS/s_base_420_r1.jpg" band.jpg <<'EOF'
+import sys
+d = open(sys.argv[1], 'rb').read()
+i = d.index(b'\xff\xda')  # SOS; a restart marker after each 16-row MCU row
+for _ in range(5):          # 64 rows, and the next row the upsampling looks at
+    i = next(j for j in range(i + 2, len(d)) if d[j] == 0xFF and 0xD0 <= d[j + 1] <= 0xD7)
+open(sys.argv[2], 'wb').write(d[:i] + b'\xff\xd9')
+EOF
+  echo "$JD -height 64 -nofinish band.jpg $(files s_prog_444_r0)" >run.sh
+  echo "$JD $(files s_base_420_r1)" >>run.sh # the same image at its own size
+  jpeg_same run.sh
+  grep -q "band.jpg: 320x64 c=3 rows=64 .* warnings=0" nat.out || fail "$(cat nat.out)"
+  ! grep -q "could not be rebuilt" rep.err || fail "$(cat rep.err)"
+  every_decode_replayed
+}
+
 t209_jpeg_miss_falls_back_or_aborts() {
   corpus
   "$STANDIN" record -o rec -- "$JD" $(files s_base_420_r1) >/dev/null
@@ -599,6 +623,13 @@ not_rebuilt() {
 t216_jpeg_rows_not_rebuilt_fall_back() {
   corpus
   not_rebuilt libjpeg 2 2 "$JD" $(files c_base_420 s_prog_444_r0)
+  # a decode the model keeps in software needs no rows: counted in software,
+  # not as a fallback (jpeg-core serves no progressive JPEG)
+  "$STANDIN" replay -t libjpeg.lie --iface jpeg=jpeg-core --summary core.sum \
+    -- "$JD" $(files c_base_420 s_prog_444_r0) >core.out 2>core.err
+  cmp libjpeg.nat core.out || fail "jpeg-core: replayed output differs"
+  expect_eq "jpeg-core: in software, fallback" "1 1" \
+    "$(json core.sum calls_software) $(json core.sum calls_fallback)"
   # TurboJPEG keeps digests too: rgb, bgrx/2, tjDecompress, yuv, yuv planes
   # (and a call that fails, answered from the recording as failed)
   not_rebuilt tj 5 6 "$JT" $(files s_base_420_r1)

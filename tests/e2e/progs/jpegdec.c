@@ -15,6 +15,8 @@
  *     -nofancy -nosmooth -quant N -onepass     output parameters
  *     -buffered -raw -coef -skip N -crop X,W   modes an accelerator would not serve
  *     -lines N       rows per jpeg_read_scanlines call (default rec_outbuf_height)
+ *     -height N      set image_height to N after jpeg_read_header (as openslide
+ *                    does to decode one band of an image with restart markers)
  *     -nofinish      jpeg_abort_decompress after the last row, no finish
  *     -stop N        give up after N rows (jpeg_abort_decompress)
  *     -one           one decompression object for every file
@@ -45,7 +47,7 @@ typedef struct {
   const char *src;
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
   int buffered, raw, coef, skip, crop_x, crop_w, lines, nofinish, one, strict, eoferr;
-  int threads, repeat, concat, chunk, stop, errno_w;
+  int threads, repeat, concat, chunk, stop, errno_w, height;
   const char *tables;
 } opts;
 
@@ -345,6 +347,8 @@ static int decode_one(dec_t *d, const char *name, out_t *out) {
   int hr;
   PUMP(d, (hr = jpeg_read_header(c, TRUE)) != JPEG_SUSPENDED);
   set_params(c);
+  if (O.height > 0 && (JDIMENSION)O.height < c->image_height)
+    c->image_height = (JDIMENSION)O.height;
   uint64_t h = 1469598103934665603ull;
   if (O.coef) {
     h = read_coef(d, h);
@@ -512,6 +516,8 @@ static int parse(int argc, char **argv) {
       sscanf(v, "%d,%d", &O.crop_x, &O.crop_w), i++;
     else if (!strcmp(a, "-lines"))
       O.lines = atoi(v), i++;
+    else if (!strcmp(a, "-height"))
+      O.height = atoi(v), i++;
     else if (!strcmp(a, "-threads"))
       O.threads = atoi(v), i++;
     else if (!strcmp(a, "-repeat"))
