@@ -68,6 +68,9 @@ void cli_tracedir_free(cli_tracedir *td);
  * whose program made no intercepted call (run.info is there), or not a
  * recording at all. */
 void cli_err_no_trace(const char *dir, const char *what);
+/* The same as a warning, for commands whose empty output is still an
+ * answer (dump, export). */
+void cli_warn_no_trace(const char *dir, const char *what);
 
 /* Open one trace with a clear message on failure (names the file). */
 int cli_reader_open(st_reader **r, const char *path);

@@ -183,6 +183,8 @@ int cmd_dump(int argc, char **argv) {
   cli_tracedir td;
   if (cli_tracedir_open(&td, dir) != 0)
     return 1;
+  if (td.n == 0)
+    cli_warn_no_trace(dir, "dump");
   int bad = 0;
   for (size_t i = 0; i < td.n && !(o.limit && o.printed >= o.limit); i++) {
     scan_file f;

@@ -35,7 +35,7 @@ static const char usage_text[] =
     "\n"
     "  -t, --trace DIR  the recording, as for replay (or DIR)\n"
     "  -F, --format F   csv, json or chrome (required)\n"
-    "  -o, --output F   write to F instead of standard output\n";
+    "  -o, --output F   write to F instead of standard output (- is standard output)\n";
 
 enum { FMT_CSV, FMT_JSON, FMT_CHROME };
 
@@ -422,6 +422,10 @@ int cmd_export(int argc, char **argv) {
   cli_tracedir td;
   if (cli_tracedir_open(&td, x.dir) != 0)
     return 1;
+  if (td.n == 0)
+    cli_warn_no_trace(x.dir, "export");
+  if (x.out_path && !strcmp(x.out_path, "-"))
+    x.out_path = NULL; /* standard output, as without -o */
   x.out = x.out_path ? fopen(x.out_path, "w") : stdout;
   if (!x.out) {
     cli_err("cannot write %s: %s", x.out_path, strerror(errno));

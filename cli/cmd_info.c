@@ -145,9 +145,11 @@ static int explain_empty(const char *dir) {
            "  to record it.\n",
            p, lib, fn, lib);
   else
-    printf("  %s made no protobuf-c or libjpeg/TurboJPEG call that standin intercepts\n"
-           "  (is it dynamically linked against libprotobuf-c, libjpeg or libturbojpeg? a\n"
-           "  set-user-ID program also ignores LD_PRELOAD).\n",
+    printf("  %s made no protobuf-c or libjpeg/TurboJPEG call that standin intercepts:\n"
+           "  it may load the libraries without calling them for this input (pdfimages -j\n"
+           "  copies JPEG data as it is), or not use them (is it dynamically linked\n"
+           "  against libprotobuf-c, libjpeg or libturbojpeg? a set-user-ID program also\n"
+           "  ignores LD_PRELOAD).\n",
            p);
   return 0;
 }
@@ -289,7 +291,7 @@ static void print_process(const scan_file *f, uint32_t nth, uint64_t launcher_ns
 static void print_rows(info_agg *a, uint64_t total_ns) {
   if (a->n)
     qsort(a->rows, a->n, sizeof *a->rows, row_cmp);
-  printf("\n%-18s %-32s %10s %11s %6s %10s %10s %10s\n", "API", "TYPE", "CALLS", "TIME", "SHARE",
+  printf("\n%-18s %-32s %10s %11s %6s %10s %10s %10s\n", "API", "TYPE", "CALLS", "TIME", "%CALLS",
          "MEAN", "REQ", "RESP");
   for (size_t i = 0; i < a->n; i++) {
     const info_row *r = &a->rows[i];
@@ -316,7 +318,11 @@ static void print_rows(info_agg *a, uint64_t total_ns) {
 
 int cmd_info(int argc, char **argv) {
   static const char usage[] = "usage: standin info [DIR]\n\n"
-                              "Summarises a recording (default standin.data).\n\n"
+                              "Summarises a recording (default standin.data): per process\n"
+                              "its threads, calls and trace status; then per API and\n"
+                              "message type the calls, the time in them and its share of\n"
+                              "all the time in calls (%CALLS; 'standin report' gives shares\n"
+                              "of the run), the mean, request and response bytes.\n\n"
                               "  -t, --trace DIR   the recording, as for replay (or DIR)\n";
   static const struct option lo[] = {
       {"trace", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};

@@ -36,7 +36,7 @@ static const char usage_text[] =
     "                        link=none|onchip|pcie, link_rtt_ns=, link_gbps=, ...\n"
     "                        'standin models' lists the models.\n"
     "  -p, --plan FILE       an offload plan: accelerators and rules (docs/PLANS.md)\n"
-    "      --summary FILE    write the run's statistics as JSON\n"
+    "      --summary FILE    write the run's statistics as JSON (- for standard output)\n"
     "      --on-miss POLICY  a call not in the recording: fallback (run the real\n"
     "                        call, counted; default), abort (stop the program) or\n"
     "                        nearest (run the real call for its response, but\n"
@@ -259,6 +259,15 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
             cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s", n == 1 ? "its" : "their",
             100.0 * approx_gap(s));
   }
+  if (C(s, RDB_C_NO_NEAREST)) {
+    unsigned long long n = C(s, RDB_C_NO_NEAREST);
+    fprintf(stderr,
+            "standin: replay: %s call%s not in the recording had no recorded call of %s API "
+            "and type (for JPEG, of %s kind and scaling) to be timed as: counted as "
+            "fallback%s (--on-miss nearest: calls_without_nearest)\n",
+            cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s", n == 1 ? "its" : "their",
+            n == 1 ? "its" : "their", n == 1 ? "" : "s");
+  }
   /* a program that repeats a request more often than when recorded (a
    * timed benchmark loop that runs faster, a longer run) gets answers, but
    * its later occurrences' latencies are the recorded ones again */
@@ -349,7 +358,8 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
                          uint64_t wall, int rc) {
   const rdb_header *h = (const rdb_header *)b->base;
   const rdb_stats *s = (const rdb_stats *)(b->base + h->stats_off);
-  FILE *f = fopen(path, "w");
+  int out = !strcmp(path, "-"); /* standard output, after the program's */
+  FILE *f = out ? stdout : fopen(path, "w");
   if (!f) {
     cli_err("cannot write summary %s: %s", path, strerror(errno));
     return -1;
@@ -373,6 +383,7 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
    * how far apart in size, summed over them (rdb.h) */
   fprintf(f, "},\n  \"calls_approximated\": %llu,\n  \"approximated_size_gap\": %.4f",
           C(s, RDB_C_APPROX), approx_gap(s));
+  fprintf(f, ",\n  \"calls_without_nearest\": %llu", C(s, RDB_C_NO_NEAREST));
   /* found by following the recorded order, without a fingerprint (rp.c) */
   fprintf(f, ",\n  \"lookups_predicted\": %llu,\n  \"lookups_mispredicted\": %llu",
           C(s, RDB_C_PREDICTED), C(s, RDB_C_MISPREDICTED));
@@ -420,7 +431,11 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
           (unsigned long long)b->build_ns, (unsigned long long)b->build_peak_rss);
   fprintf(f, "  \"trace_entries\": %llu,\n  \"trace_samples\": %llu\n}\n",
           (unsigned long long)b->entries, (unsigned long long)b->samples);
-  return fclose(f) == 0 ? 0 : -1;
+  if (out ? fflush(f) != 0 || ferror(f) : fclose(f) != 0) {
+    cli_err("writing summary %s failed: %s", out ? "to standard output" : path, strerror(errno));
+    return -1;
+  }
+  return 0;
 }
 
 static int same_base(const char *p, const char *base) {
@@ -618,6 +633,9 @@ int cmd_replay(int argc, char **argv) {
   const rdb_header *h = (const rdb_header *)b.base;
   const rdb_stats *s = (const rdb_stats *)(b.base + h->stats_off);
   print_line(s, wall);
+  if (h->on_miss == RDB_MISS_ABORT && rc == 125 && C(s, RDB_C_FALLBACK))
+    fprintf(stderr, "standin: replay: the program was stopped at a miss (--on-miss abort, "
+                    "above): the fallback counted is that call, which did not run\n");
   print_unusable(&b);
   long pid = 0;
   size_t live = cli_procs_with_env(env2, &pid);

@@ -16,7 +16,7 @@ static const char usage_text[] =
     "                      [--format text|json] [--plot DIR] [--cpus N] [--native-wall T]\n"
     "\n"
     "Reads a recording (default standin.data) once, in bounded memory, and prints per\n"
-    "group: calls, time in the calls and its share of the run time (of the thread's\n"
+    "group: calls, time in the calls and its share of the run time (%RUN; of the thread's\n"
     "process for --by thread, else of all processes together: with several threads\n"
     "it can pass 100%), latency percentiles p50/p90/p99 from a log-linear histogram\n"
     "(within 1.6%; max exact), request and response bytes.\n"
@@ -91,7 +91,7 @@ static int label_width(const an_result *r, an_by by) {
 }
 
 static void print_calls(const an_result *r, const size_t *ix, an_by by, int w) {
-  printf("%-*s %10s %11s %6s %10s %10s %10s %10s %10s %10s\n", w, "GROUP", "CALLS", "TIME", "SHARE",
+  printf("%-*s %10s %11s %6s %10s %10s %10s %10s %10s %10s\n", w, "GROUP", "CALLS", "TIME", "%RUN",
          "P50", "P90", "P99", "MAX", "REQ", "RESP");
   for (size_t i = 0; i < r->ngroups; i++) {
     const an_group *g = &r->groups[ix[i]];

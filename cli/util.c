@@ -155,6 +155,15 @@ void cli_err_no_trace(const char *dir, const char *what) {
     cli_err("%s holds no trace; record one with 'standin record -o %s -- PROGRAM'", dir, dir);
 }
 
+void cli_warn_no_trace(const char *dir, const char *what) {
+  if (cli_runinfo_get(dir, "command"))
+    cli_warn("%s: no calls to %s: the program recorded there made no protobuf-c or JPEG call "
+             "that standin intercepts ('standin info %s' says more)",
+             dir, what, dir);
+  else
+    cli_warn("%s holds no trace; record one with 'standin record -o %s -- PROGRAM'", dir, dir);
+}
+
 int cli_reader_open(st_reader **r, const char *path) {
   int rc = st_reader_open(r, path);
   if (rc == ST_OK)

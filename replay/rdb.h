@@ -110,6 +110,9 @@ enum {
                             nearest recorded call (--on-miss nearest) */
   RDB_C_APPROX_KEY_DIFF, /* sum over them of |size - the nearest's size| */
   RDB_C_APPROX_KEY,      /* sum over them of their size */
+  RDB_C_NO_NEAREST,      /* misses under --on-miss nearest with no recorded call of
+                            their API, type (and JPEG kind) to be timed as:
+                            fallbacks */
   RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */
   RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N

@@ -1248,6 +1248,7 @@ void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t v
   if (!found) { /* nothing of this API and type was recorded: a fallback */
     ADD(RDB_C_INTERCEPTED, 1);
     ADD(RDB_C_FALLBACK, 1);
+    ADD(RDB_C_NO_NEAREST, 1);
     ADD(RDB_C_FB0 + (reason >= 0 && reason < RDB_FB_NREASONS ? reason : 0), 1);
     if (unhide)
       rp_unhidden(s - t0, api);

@@ -157,6 +157,9 @@ t404_whatif_threads_closer_to_replay_than_naive_sum() {
 t405_export_csv_and_json_parse_with_standard_tools() {
   "$STANDIN" record -o rec -- "$PB" basic 5 >/dev/null
   "$STANDIN" export rec --format csv -o calls.csv
+  # -o - is standard output, not a file named -
+  "$STANDIN" export rec --format csv -o - | cmp - calls.csv || fail "-o - differs"
+  [ ! -e ./- ] || fail "-o - wrote a file named -"
   "$STANDIN" export rec --format json >calls.json
   n=$(calls rec)
   python3 - "$n" <<'EOF'
@@ -341,6 +344,14 @@ t415_recording_without_calls_is_reported_not_analysed() {
   set -e
   expect_eq "info on a directory without recording" 1 $rc
   grep -q "empty holds no trace" err || fail "$(cat err)"
+  # dump and export answer with nothing, and say why
+  "$STANDIN" dump rec >out 2>err
+  [ ! -s out ] || fail "dump printed: $(cat out)"
+  grep -q "rec: no calls to dump: the program recorded there made no protobuf-c or JPEG call" err ||
+    fail "dump: $(cat err)"
+  "$STANDIN" export rec --format csv >out 2>err
+  expect_eq "export: the header row alone" 1 "$(wc -l <out)"
+  grep -q "rec: no calls to export" err || fail "export: $(cat err)"
 }
 
 t411_report_by_thread_site_and_api_on_a_recording() {

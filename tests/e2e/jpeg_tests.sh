@@ -347,6 +347,8 @@ t217_jpeg_miss_timed_as_the_nearest_recorded_decodes() {
     -- "$JD" -dct float $(files c_base_420 m_base_420 l_base_420 s_prog_444_r0) >rep.out 2>err
   cmp nat.out rep.out
   grep -q "3 calls not in the recording ran for real, timed from" err || fail "$(cat err)"
+  grep -q "1 call not in the recording had no recorded call of its API and type (for JPEG, of its kind and scaling) to be timed as: counted as fallback" err ||
+    fail "the progressive one: $(cat err)"
   "$STANDIN" dump rec --format json >d.json
   python3 - s.json d.json <<'PY'
 import json, sys
@@ -358,6 +360,7 @@ num, den = 800 * 450 - 320 * 240, 1920 * 1080 - 320 * 240
 mid = lo + int((hi - lo) * num / den) if hi >= lo else lo - int((lo - hi) * num / den)
 assert s["calls_approximated"] == 3 and s["calls_replayed"] == 0, s
 assert s["calls_fallback"] == 1 and s["fallback_reasons"]["not_in_trace"] == 1, s
+assert s["calls_without_nearest"] == 1, s
 assert abs(s["predicted_ns"] - (lo + mid + hi)) <= 1, (s["predicted_ns"], lo, mid, hi)
 PY
   "$JD" -scale 1/2 $(files m_base_420) >half.out

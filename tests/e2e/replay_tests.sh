@@ -19,6 +19,11 @@ replay_same() {
 
 t101_replay_basic_output_identical() {
   replay_same "$PB" basic 40
+  # --summary - writes the JSON to standard output, after the program's
+  "$STANDIN" replay -t rec --summary - -- "$PB" basic 40 >both.out 2>/dev/null
+  head -c "$(stat -c %s rep.out)" both.out | cmp - rep.out || fail "program output changed"
+  tail -c +"$(($(stat -c %s rep.out) + 1))" both.out | python3 -c 'import json,sys; assert json.load(sys.stdin)["calls_replayed"] == 160' ||
+    fail "no summary after the output: $(tail -5 both.out)"
 }
 
 t118_replay_follows_the_recorded_order() {
@@ -344,6 +349,8 @@ t108_replay_miss_aborts_when_asked() {
   [ "$rc" -ne 0 ] || fail "exit status 0"
   grep -q "replay miss in pb\..* for standin.test.Tree" err || fail "message: $(cat err)"
   expect_eq "exit status" 125 "$rc"
+  grep -q "^standin: replay: the program was stopped at a miss (--on-miss abort, above)" err ||
+    fail "no word on the fallback: $(cat err)"
   # pbtest's caller is a static function, which the shim has no name for:
   # it is named by object and offset, which a plan's site= selects too
   # (report names it from pbtest's symbol table)
