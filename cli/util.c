@@ -68,18 +68,26 @@ const char *cli_runtime_lib(const char *name) {
 
 /* ---- trace directories --------------------------------------------------- */
 
-/* PID.trace, PID.1.trace, PID.2.trace ...: by pid, then in the order the
- * files were created (an exec's image after the one before it) */
+/* The parts of a trace file's name (record/rt.c, rt_names): PID.trace,
+ * PID.K.trace, PID-START.trace, PID-START.K.trace. */
+static void trace_key(const char *name, unsigned long long k[3]) {
+  char *e;
+  k[0] = strtoull(name, &e, 10);
+  k[1] = *e == '-' ? strtoull(e + 1, &e, 10) : 0;
+  k[2] = *e == '.' ? strtoull(e + 1, NULL, 10) : 0;
+}
+
+/* By pid, then by process (the one that made PID.trace first, the others
+ * by start time), then in the order the files were created (an exec's
+ * image after the one before it) */
 static int trace_cmp(const void *a, const void *b) {
   const char *x = strrchr(*(char *const *)a, '/') + 1, *y = strrchr(*(char *const *)b, '/') + 1;
-  char *ex, *ey;
-  unsigned long px = strtoul(x, &ex, 10), py = strtoul(y, &ey, 10);
-  if (px != py)
-    return px < py ? -1 : 1;
-  unsigned long sx = *ex == '.' ? strtoul(ex + 1, NULL, 10) : 0,
-                sy = *ey == '.' ? strtoul(ey + 1, NULL, 10) : 0;
-  if (sx != sy)
-    return sx < sy ? -1 : 1;
+  unsigned long long kx[3], ky[3];
+  trace_key(x, kx);
+  trace_key(y, ky);
+  for (int i = 0; i < 3; i++)
+    if (kx[i] != ky[i])
+      return kx[i] < ky[i] ? -1 : 1;
   return strcmp(x, y);
 }
 

@@ -185,6 +185,31 @@ void rt_release_dir_fd(int fd);
  * One load of the descriptor, which a dup2 may move meanwhile. */
 int rt_dir_at(const char *path, const char **rel);
 
+/* The names a process's files take in the recording directory, tried in
+ * order until one is free (O_EXCL): DIR/PID.EXT, then PID.1.EXT, PID.2.EXT
+ * ... for the later images (execs) of the process that made PID.EXT; any
+ * other process with that pid (another PID namespace's pid 1, a pid used
+ * again) takes PID-START.EXT, PID-START.1.EXT ..., START being its start
+ * time in clock ticks, so it never reads the first process's files, and a
+ * recording of thousands of sandboxes does not run out of names. Without
+ * a start time, every file of the pid is one sequence. `earlier` counts
+ * the names tried that hold an earlier image of this process: the new
+ * file's exec_seq. */
+typedef struct {
+  uint64_t start;  /* the process's start time, 0 when unknown */
+  uint64_t family; /* 0: PID.K.EXT; else START: PID-START.K.EXT */
+  unsigned seq;
+  unsigned earlier;
+} rt_names;
+
+void rt_names_init(rt_names *n, uint64_t start_ticks);
+/* The current name. */
+void rt_names_path(const rt_names *n, char *buf, size_t cap, const char *dir, uint32_t pid,
+                   const char *ext);
+/* The current name exists; mine: it holds an earlier image of this
+ * process. Returns 0 to try the next name, -1 when there is none left. */
+int rt_names_next(rt_names *n, int mine);
+
 /* The writer could not write the file (disk full, ...): it said so once;
  * recording stops and the hooks pass every call straight through. */
 void rt_writer_failed(void);

@@ -1614,6 +1614,31 @@ int rt_dir_fd(void) {
   return atomic_load_explicit(&dir_fd, memory_order_acquire);
 }
 
+void rt_names_init(rt_names *n, uint64_t start_ticks) {
+  *n = (rt_names){.start = start_ticks};
+}
+
+void rt_names_path(const rt_names *n, char *buf, size_t cap, const char *dir, uint32_t pid,
+                   const char *ext) {
+  if (n->family && n->seq)
+    snprintf(buf, cap, "%s/%u-%llu.%u.%s", dir, pid, (unsigned long long)n->family, n->seq, ext);
+  else if (n->family)
+    snprintf(buf, cap, "%s/%u-%llu.%s", dir, pid, (unsigned long long)n->family, ext);
+  else if (n->seq)
+    snprintf(buf, cap, "%s/%u.%u.%s", dir, pid, n->seq, ext);
+  else
+    snprintf(buf, cap, "%s/%u.%s", dir, pid, ext);
+}
+
+int rt_names_next(rt_names *n, int mine) {
+  if (!n->family && n->seq == 0 && !mine && n->start) {
+    n->family = n->start; /* PID.EXT is another process's: our own names */
+    return 0;
+  }
+  n->earlier += mine != 0;
+  return ++n->seq < 1000 ? 0 : -1;
+}
+
 int rt_dir_at(const char *path, const char **rel) {
   int fd = rt_dir_fd();
   size_t n = strlen(rt_cfg.dir);

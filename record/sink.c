@@ -132,29 +132,28 @@ static int earlier_image(int at, const char *rel, const st_header *h) {
   return ns == 0 || (pid == h->pid && ns == h->pidns && start == h->start_ticks);
 }
 
-/* PID.trace, or PID.K.trace with the first K free. The file's exec_seq
- * counts the earlier images of this process among them, which a process
- * with the same pid in another PID namespace is not. */
+/* The first free name of this process's (rt_names). The file's exec_seq
+ * counts the earlier images of this process, which a process with the
+ * same pid in another PID namespace is not. */
 static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_seq) {
-  uint32_t earlier = 0;
-  for (uint32_t seq = 0; seq < 1000; seq++) {
-    if (seq == 0)
-      snprintf(S.path, sizeof S.path, "%s/%u.trace", cfg->dir, h->pid);
-    else
-      snprintf(S.path, sizeof S.path, "%s/%u.%u.trace", cfg->dir, h->pid, seq);
+  rt_names nm;
+  rt_names_init(&nm, h->pidns ? h->start_ticks : 0);
+  for (;;) {
+    rt_names_path(&nm, S.path, sizeof S.path, cfg->dir, h->pid, "trace");
     st_header hh = *h;
-    hh.exec_seq = earlier;
+    hh.exec_seq = nm.earlier;
     const char *rel; /* after a chroot: relative to the directory kept open */
     int at = rt_dir_at(S.path, &rel);
     int rc = st_writer_openat(&S.w, at, rel, &hh);
     if (rc == ST_OK) {
       publish_fd(st_writer_fd(S.w));
-      *exec_seq = earlier;
+      *exec_seq = nm.earlier;
       return 0;
     }
     if (rc == ST_E_EXISTS) {
-      earlier += (uint32_t)earlier_image(at, rel, h);
-      continue;
+      if (rt_names_next(&nm, earlier_image(at, rel, h)) == 0)
+        continue;
+      break;
     }
     int e = errno;
     struct stat d;

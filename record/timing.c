@@ -153,24 +153,23 @@ static int earlier_image(int at, const char *rel, uint64_t pidns, uint64_t start
   return ok && pid == (uint32_t)getpid() && id[0] == pidns && id[1] == start;
 }
 
-/* DIR/PID.timing, or PID.K.timing with the first K free (as sink.c names
- * trace files); *seq_out counts the earlier images of this process among
- * them. -1 with errno on failure. */
+/* The first free name of this process's (rt_names, as sink.c names trace
+ * files), PID.timing first; *seq_out counts the earlier images of this
+ * process. -1 with errno on failure. */
 static int open_file(char *path, size_t cap, unsigned *seq_out, uint64_t pidns, uint64_t start) {
-  unsigned earlier = 0;
-  for (unsigned seq = 0; seq < 1000; seq++) {
-    if (seq == 0)
-      snprintf(path, cap, "%s/%d.timing", rt_cfg.dir, (int)getpid());
-    else
-      snprintf(path, cap, "%s/%d.%u.timing", rt_cfg.dir, (int)getpid(), seq);
+  rt_names nm;
+  rt_names_init(&nm, pidns ? start : 0);
+  for (;;) {
+    rt_names_path(&nm, path, cap, rt_cfg.dir, (uint32_t)getpid(), "timing");
     const char *rel; /* after a chroot: relative to the directory kept open */
     int at = rt_dir_at(path, &rel);
     int fd = openat(at, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0 || errno != EEXIST) {
-      *seq_out = earlier;
+      *seq_out = nm.earlier;
       return fd;
     }
-    earlier += (unsigned)earlier_image(at, rel, pidns, start);
+    if (rt_names_next(&nm, earlier_image(at, rel, pidns, start)) != 0)
+      break;
   }
   errno = EEXIST;
   return -1;

@@ -71,7 +71,13 @@ t038_record_same_pid_in_two_pid_namespaces() {
   "${prog[@]}" >native.out
   "$STANDIN" record -o rec -- "${prog[@]}" >rec.out
   cmp native.out rec.out
-  expect_eq "trace files" "1.1.trace 1.2.trace 1.trace" "$(cd rec && ls *.trace | xargs)"
+  # the first process with pid 1 names its files 1.trace, 1.1.trace ...;
+  # the second, 1-START.trace and 1-START.1.trace for its exec
+  local names
+  names=$(cd rec && ls *.trace | xargs)
+  local f=($names)
+  [[ ${f[0]} =~ ^1-([0-9]+)\.1\.trace$ ]] && [ "${f[1]}" = "1-${BASH_REMATCH[1]}.trace" ] &&
+    [ "${f[2]}" = 1.trace ] && [ ${#f[@]} = 3 ] || fail "trace files: $names"
   expect_eq "calls" 44 "$(calls rec)"
   "$STANDIN" export -t rec -F json -o rec.json
   python3 - rec.json <<'PY' || fail "processes: $(head -c 3000 rec.json)"
@@ -97,6 +103,29 @@ print(len({e["pid"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e["p
   # the timing runs of --retime tell the processes apart the same way
   "$STANDIN" record --retime -o ret -- "${prog[@]}" >/dev/null 2>ret.err
   grep -q "44 of 44 calls retimed" ret.err || fail "retime: $(cat ret.err)"
+}
+
+# Thousands of sandboxes each have a pid 1: the second and later take names
+# of their own (1-START.trace), never scanning the first one's files. Before,
+# every new pid 1 read the header of each earlier pid-1 file, and the
+# 1,001st found no free name and was not recorded. Here the first process's
+# sequence is full (1.trace to 1.999.trace) and the next sandbox still
+# records, as the shim preloaded by hand into an existing directory.
+t039_record_sandbox_after_a_full_name_sequence() {
+  local ns=(unshare -p -f --mount-proc)
+  [ "$(id -u)" = 0 ] || ns=(unshare -r -p -f --mount-proc)
+  "${ns[@]}" true 2>/dev/null || { echo "skipped: no PID namespace"; return 0; }
+  "$STANDIN" record -o rec -- "${ns[@]}" "$PB" basic 2 >/dev/null
+  local i
+  for i in $(seq 999); do cp rec/1.trace rec/1.$i.trace; done
+  STANDIN_DIR=$PWD/rec LD_PRELOAD=$B/lib/standin/libstandin-record.so \
+    "${ns[@]}" "$PB" basic 3 >/dev/null 2>err
+  ! grep -q "too many trace files" err || fail "$(cat err)"
+  local own
+  own=$(cd rec && ls 1-*.trace)
+  [[ $own =~ ^1-[0-9]+\.trace$ ]] || fail "its file: $own"
+  mkdir own && cp rec/"$own" own/
+  expect_eq "its calls" 12 "$(calls own)"
 }
 
 t005_record_missing_program_exits_127() {
