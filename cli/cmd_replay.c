@@ -607,6 +607,14 @@ int cmd_replay(int argc, char **argv) {
     return 1;
   }
   warn_other_program(o.dir, path, argv + first + 1, argc - first - 1, o.on_miss);
+  if (b.build_ns >= 1000000000ull) { /* a script waiting for a server to come up */
+    char t[32], sz[32], n[32];
+    fprintf(stderr,
+            "standin: replay: building the replay database of %s calls (%s) took %s, before "
+            "the program starts (--summary: database)\n",
+            cli_fmt_count(n, sizeof n, b.samples), cli_fmt_bytes(sz, sizeof sz, (double)b.size),
+            cli_fmt_ns(t, sizeof t, (double)b.build_ns));
+  }
   const char *old = getenv("LD_PRELOAD");
   char preload[PATH_MAX * 2], dbpath[64], env1[PATH_MAX * 2 + 16], env2[96], env3[96];
   snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");

@@ -63,6 +63,9 @@ typedef struct {
   const uint8_t *ref;
   size_t ref_len;
   size_t ref_pos; /* FP_EMIT: where the last reference ended in ref */
+  /* FP_EMIT: the blob being written cannot occur in ref (an array of
+   * numbers pack writes as varints, or with a tag each): not looked for */
+  int noref;
   uint8_t buf[FP_BUF];
 } walk_ctx;
 
@@ -170,6 +173,7 @@ static inline void fp_blob_digest(walk_ctx *c, size_t n, pbw__h128 h) {
 static __attribute__((unused)) const uint8_t *fp_ref_find(const walk_ctx *c, const uint8_t *p,
                                                           size_t n) {
   const uint8_t *r = c->ref, *end = r + c->ref_len, *q = r + c->ref_pos;
+  pbw__ref_searches++;
   for (int tries = 0; tries < 8 && q <= end - n; tries++, q++) {
     q = memmem(q, (size_t)(end - q), p, 8);
     if (q == NULL || q > end - n)
@@ -203,7 +207,7 @@ static __attribute__((unused)) void fp_plain_ref(walk_ctx *c, const void *p, siz
       c->differs = 1;
     return;
   }
-  const uint8_t *at = c->ref && n <= c->ref_len ? fp_ref_find(c, p, n) : NULL;
+  const uint8_t *at = c->ref && !c->noref && n <= c->ref_len ? fp_ref_find(c, p, n) : NULL;
   if (at != NULL) {
     tag = (uint64_t)(at - c->ref) + 1;
     c->ref_pos = (size_t)(at - c->ref) + n;

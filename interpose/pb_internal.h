@@ -145,6 +145,10 @@ const char *pbw__empty_string(void);
  * compiled walk plans (pb_walk.c). Tests set it to compare the two. */
 extern int pbw__plans_off;
 
+/* Searches of a blob in the packed bytes the plain stream refers into
+ * (fp_ref_find), counted for tests. */
+extern unsigned long pbw__ref_searches;
+
 /* ---- Schemas (pb_schema.c), read by pb_json.c and pb_descset.c ---------- */
 
 /* Schema record fields are u32 offsets into the blob (names) or indices;

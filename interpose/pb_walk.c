@@ -151,6 +151,33 @@ static int walk_value(walk_ctx *c, const ProtobufCFieldDescriptor *f, const void
   }
 }
 
+/* Whether pack writes the array of field f (numbers) as its raw bytes: a
+ * packed array of fixed-size numbers. Only such an array can be found in
+ * the packed bytes by the plain stream's references; looking for any other
+ * searched the whole message each time, and building the replay database
+ * of a 1 MB message of small uint32 arrays took 3.7 s. */
+static inline int raw_array(const ProtobufCFieldDescriptor *f) {
+  if (!(f->flags & PROTOBUF_C_FIELD_FLAG_PACKED))
+    return 0;
+  switch (f->type) {
+  case PROTOBUF_C_TYPE_FIXED32:
+  case PROTOBUF_C_TYPE_SFIXED32:
+  case PROTOBUF_C_TYPE_FLOAT:
+  case PROTOBUF_C_TYPE_FIXED64:
+  case PROTOBUF_C_TYPE_SFIXED64:
+  case PROTOBUF_C_TYPE_DOUBLE: return 1;
+  default: return 0;
+  }
+}
+
+/* An array of n numbers of field f, as one blob. */
+static inline void fp_numbers(walk_ctx *c, const ProtobufCFieldDescriptor *f, const void *arr,
+                              size_t bytes) {
+  c->noref = !raw_array(f);
+  fp_blob(c, arr, bytes);
+  c->noref = 0;
+}
+
 /* Arrays of plain numbers are hashed as one block; everything else (bools
  * are normalised by pack, pointers are followed) element by element. */
 static int walk_repeated(walk_ctx *c, const ProtobufCFieldDescriptor *f, const char *base,
@@ -177,7 +204,7 @@ static int walk_repeated(walk_ctx *c, const ProtobufCFieldDescriptor *f, const c
     return PBW_OK;
   case PROTOBUF_C_TYPE_MESSAGE:
   case PROTOBUF_C_TYPE_BOOL: break;
-  default: fp_blob(c, arr, n * esz); return PBW_OK;
+  default: fp_numbers(c, f, arr, n * esz); return PBW_OK;
   }
   for (size_t i = 0; i < n; i++) {
     int rc = walk_value(c, f, arr + i * esz, depth);
@@ -272,6 +299,7 @@ static const wplan *plan_vals[PLAN_SLOTS];
 static _Alignas(16) unsigned char plan_arena[PLAN_ARENA];
 static size_t plan_used;
 int pbw__plans_off;
+unsigned long pbw__ref_searches;
 
 static unsigned plan_slot(const ProtobufCMessageDescriptor *d) {
   uint64_t h = (uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ull;
@@ -400,8 +428,8 @@ WALK_INLINE int walk_rep(walk_ctx *c, const wop *o, const char *base, size_t n, 
   if (arr == NULL)
     return PBW_OK;
   switch (o->kind) {
-  case WK_S4: fp_blob(c, arr, n * 4); return PBW_OK;
-  case WK_S8: fp_blob(c, arr, n * 8); return PBW_OK;
+  case WK_S4: fp_numbers(c, o->f, arr, n * 4); return PBW_OK;
+  case WK_S8: fp_numbers(c, o->f, arr, n * 8); return PBW_OK;
   case WK_BOOL:
     for (size_t i = 0; i < n; i++)
       fp_u32(c, pbw__ld32(arr + i * sizeof(protobuf_c_boolean)) != 0);
@@ -548,6 +576,7 @@ _Static_assert(PBW_FP_MEMO == FP_BUF, "a memo holds one hashing chunk");
 int pbw_fingerprint_tree_memo(const ProtobufCMessage *m, uint8_t fp[16], pbw_fp_memo *memo,
                               int keep) {
   walk_ctx c;
+  c.noref = 0;
   c.hash = FP_HASH;
   c.spilled = 0;
   int rc = walk_tree(&c, m, 0);
@@ -571,6 +600,7 @@ int pbw_fingerprint_tree_memo(const ProtobufCMessage *m, uint8_t fp[16], pbw_fp_
 
 int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *st) {
   walk_ctx c;
+  c.noref = 0;
   c.hash = FP_HASH;
   c.spilled = 0;
   int rc = walk_tree(&c, m, st != NULL);
@@ -584,6 +614,7 @@ int pbw_fingerprint_tree(const ProtobufCMessage *m, uint8_t fp[16], pbw_stats *s
 int pbw_tree_matches(const ProtobufCMessage *m, const void *stream, size_t len, const void *ref,
                      size_t ref_len) {
   walk_ctx c;
+  c.noref = 0;
   c.hash = FP_MATCH;
   c.differs = 0;
   c.exp = stream;
@@ -600,6 +631,7 @@ int pbw_tree_matches(const ProtobufCMessage *m, const void *stream, size_t len, 
 int pbw_tree_stream(const ProtobufCMessage *m, const void *ref, size_t ref_len, uint8_t **out,
                     size_t *len) {
   walk_ctx c;
+  c.noref = 0;
   c.hash = FP_EMIT;
   c.differs = 0;
   c.out = NULL;
@@ -624,6 +656,7 @@ int pbw_tree_stream(const ProtobufCMessage *m, const void *ref, size_t ref_len, 
 
 int pbw_tree_stats(const ProtobufCMessage *m, pbw_stats *st) {
   walk_ctx c;
+  c.noref = 0;
   c.hash = FP_STATS;
   int rc = walk_tree(&c, m, 1);
   *st = c.st;

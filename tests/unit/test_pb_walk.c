@@ -2890,6 +2890,48 @@ START_TEST(test_descset_layout_checks) {
 }
 END_TEST
 
+/* The plain stream refers into the packed bytes for blobs pack writes as
+ * they are; arrays of numbers it writes as varints, or with a tag each,
+ * are never looked for there (each search scanned the whole message: the
+ * replay database of a 1 MB message of small arrays took seconds). The
+ * packed fixed32 array is found and referred to, the others are inline. */
+START_TEST(test_stream_looks_up_only_arrays_pack_writes_raw) {
+  Standin__Test__Tree t = STANDIN__TEST__TREE__INIT;
+  Standin__Test__Leaf leaf = STANDIN__TEST__LEAF__INIT;
+  uint32_t ids[40];
+  uint64_t un[40];
+  int32_t vals[40];
+  for (int i = 0; i < 40; i++)
+    ids[i] = 0x01020304u * (uint32_t)(i + 1), un[i] = (uint64_t)i * 1000003u, vals[i] = -i * 7;
+  t.title = "arrays";
+  t.n_packed_ids = 40;
+  t.packed_ids = ids;
+  t.n_unpacked_ids = 40;
+  t.unpacked_ids = un;
+  leaf.n_values = 40;
+  leaf.values = vals;
+  t.payload_case = STANDIN__TEST__TREE__PAYLOAD_LEAF;
+  t.leaf = &leaf;
+  buf b = pack(&t.base);
+  uint8_t *plain, *r;
+  size_t len = stream_of(&t.base, &plain);
+  unsigned long before = pbw__ref_searches;
+  size_t rlen = ref_stream_of(&t.base, b.p, b.n, &r);
+  ck_assert_uint_eq(pbw__ref_searches - before, 1);
+  ck_assert_uint_eq(rlen, len - sizeof ids); /* the fixed32 array only */
+  ck_assert(pbw_tree_matches(&t.base, r, rlen, b.p, b.n));
+  pbw__plans_off = 1; /* the interpreted walk alike */
+  free(r);
+  before = pbw__ref_searches;
+  ck_assert_uint_eq(ref_stream_of(&t.base, b.p, b.n, &r), rlen);
+  ck_assert_uint_eq(pbw__ref_searches - before, 1);
+  pbw__plans_off = 0;
+  free(r);
+  free(plain);
+  free(b.p);
+}
+END_TEST
+
 START_TEST(test_strerror_names_every_code) {
   for (int e = PBW_OK; e <= PBW_E_BADDATA; e++)
     ck_assert_str_ne(pbw_strerror(e), pbw_strerror(-1));
@@ -2907,6 +2949,7 @@ int main(void) {
   TCase *img = tcase("image"), *bad = tcase("image_damage"), *fp = tcase("fingerprint");
   TCase *st = tcase("stats"), *js = tcase("schema_json"), *ds = tcase("descset");
   tcase_add_test(img, test_image_roundtrip_sample_tree_packs_identically);
+  tcase_add_test(img, test_stream_looks_up_only_arrays_pack_writes_raw);
   tcase_add_test(img, test_image_roundtrip_sample3_batch_packs_identically);
   tcase_add_test(img, test_image_roundtrip_all_scalar_types);
   tcase_add_test(img, test_image_field_by_field_equals_unpacked_tree);
