@@ -677,10 +677,11 @@ typedef struct {
 
 /* Find the (API, type) pairs whose every recorded call stays in software
  * for one reason, the plan's or the model's (rdb_class): the shim runs
- * those calls straight away. Marks their entries `direct`. Returns the
+ * those calls straight away. Marks their entries `direct` (with mark; not
+ * under --on-miss abort, whose shim looks every call up). Returns the
  * number of classes with a kept API in *out (malloc'd; `unsup` then holds
  * those of the kept APIs the model refused), or -1 out of memory. */
-static long find_classes(builder *b, b_class **out) {
+static long find_classes(builder *b, b_class **out, int mark) {
   size_t cap = 16;
   while (cap < b->n * 2)
     cap *= 2;
@@ -718,7 +719,7 @@ static long find_classes(builder *b, b_class **out) {
     t[j].kept = (t[j].sel ^ t[j].unsup) & ~t[j].mixed;
     t[j].unsup &= t[j].kept;
   }
-  for (size_t i = 0; i < b->n; i++)
+  for (size_t i = 0; i < b->n && mark; i++)
     if (is_protobuf_api(b->e[i].api))
       b->e[i].direct = t[at[i]].kept >> b->e[i].api & 1;
   free(at);
@@ -875,9 +876,10 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     if (b->e[i].n > 1)
       qsort(b->e[i].s, b->e[i].n, sizeof *b->e[i].s, sample_cmp);
   /* under --on-miss abort every call is looked up, so that none can miss
-   * unnoticed */
+   * unnoticed: the classes then only say, of a miss, that the plan keeps
+   * its kind of call in software */
   b_class *cls = NULL;
-  long ncls = on_miss == RDB_MISS_ABORT ? 0 : find_classes(b, &cls);
+  long ncls = find_classes(b, &cls, on_miss != RDB_MISS_ABORT);
   if (ncls < 0) {
     cli_err("out of memory building the replay database");
     return -1;

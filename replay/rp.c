@@ -831,7 +831,7 @@ static int stored_name_is(uint64_t off, const char *name, size_t len) {
 }
 
 int rp_has_kept(void) {
-  return db != NULL && hdr->nclasses != 0;
+  return db != NULL && hdr->nclasses != 0 && hdr->on_miss != RDB_MISS_ABORT;
 }
 
 uint32_t rp_kept_apis(const char *name) {
@@ -1056,10 +1056,16 @@ void rp_miss(int reason, int api, const char *type, void *caller) {
       sym = at;
     }
   }
+  /* a call the plan would not offload anyway: abort checks every call
+   * against the recording, which may surprise (rdb_class) */
+  int kept = type && (rp_kept_apis(type) >> api & 1);
   shim_say("replay miss in %s for %s (called from %s in %s): %s; stopping because of "
-           "--on-miss abort",
+           "--on-miss abort%s",
            st_api_name(api), type ? type : "?", sym, mod,
-           why[reason < RDB_FB_NREASONS ? reason : 0]);
+           why[reason < RDB_FB_NREASONS ? reason : 0],
+           kept ? ", which checks every call against the recording, also this one that the "
+                  "plan keeps in software (--on-miss fallback runs such calls)"
+                : "");
   _exit(125);
 }
 

@@ -265,6 +265,9 @@ t311_types_kept_whole_run_without_a_lookup() {
   set -e
   expect_eq "abort exit" 125 "$rc"
   grep -q "replay miss in pb.size for standin.test.Tree" err || fail "abort: $(cat err)"
+  # and says that the plan keeps that call in software
+  grep -q "stopping because of --on-miss abort, which checks every call against the recording, also this one that the plan keeps in software" err ||
+    fail "abort: $(cat err)"
 }
 
 # --iface options form one plan, first match wins: an option that an earlier
