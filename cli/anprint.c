@@ -98,7 +98,8 @@ void anp_software_text(FILE *f, const an_result *r, int k) {
   for (int i = 0; i < AN_SW_N; i++) {
     if (!pr->sw[i])
       continue;
-    fprintf(f, "  %llu call%s %s", (unsigned long long)pr->sw[i], pr->sw[i] == 1 ? "" : "s",
+    char n[32];
+    fprintf(f, "  %s call%s %s", cli_fmt_count(n, sizeof n, pr->sw[i]), pr->sw[i] == 1 ? "" : "s",
             what[i]);
     if (i == AN_SW_NOT_OFFLOADABLE) { /* why no plan could offload them */
       char list[256];
@@ -108,7 +109,7 @@ void anp_software_text(FILE *f, const an_result *r, int k) {
     fprintf(f, "\n");
     if (i == AN_SW_UNSUPPORTED) /* what each model said */
       for (size_t w = 0; w < pr->nwhy; w++)
-        fprintf(f, "    %llu on %s: %s\n", (unsigned long long)pr->why[w].n,
+        fprintf(f, "    %s on %s: %s\n", cli_fmt_count(n, sizeof n, pr->why[w].n),
                 pr->p->accel[pr->why[w].accel].name, pr->why[w].why);
   }
 }
@@ -136,9 +137,9 @@ void anp_notes_text(FILE *f, const an_result *r) {
       engines |= r->plans[k].p->accel[a].engines != 0;
   if (r->late)
     fprintf(f,
-            "note: %llu call%s met out of start order (a thread's records came late); "
+            "note: %s call%s met out of start order (a thread's records came late); "
             "%s queueing is approximate\n",
-            (unsigned long long)r->late, r->late == 1 ? " was" : "s were",
+            cli_fmt_count((char[32]){0}, 32, r->late), r->late == 1 ? " was" : "s were",
             r->late == 1 ? "its" : "their");
   if (r->overlap && engines)
     fprintf(f, "note: processes ran at the same time; offline, each has the accelerators to "

@@ -128,6 +128,9 @@ int cli_find_program(const char *prog, char *out, size_t cap);
 int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
 /* cli_run with stdin, stdout and stderr on /dev/null. */
 int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
+/* cli_run_quiet, but a standard input that is a regular file is given to
+ * the program again from its start (record --retime's timing runs). */
+int cli_run_again(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
 /* cli_run that also hands the program n descriptors: pass[i][0] as
  * pass[i][1], inheritable. */
 int cli_run_passing(char *const argv[], char *const extra_env[], uint64_t *wall_ns,

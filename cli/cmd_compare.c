@@ -42,7 +42,7 @@ typedef struct {
 } cmp_opts;
 
 typedef struct {
-  uint64_t wall, replayed;
+  uint64_t wall, replayed, approx, fallback;
   json *doc;
 } summary;
 
@@ -91,6 +91,18 @@ static int load(const cmp_opts *o, summary *s) {
     }
     s[i].wall = (uint64_t)w->num;
     s[i].replayed = (uint64_t)json_num(json_get(s[i].doc, "calls_replayed"), 0);
+    s[i].approx = (uint64_t)json_num(json_get(s[i].doc, "calls_approximated"), 0);
+    s[i].fallback = (uint64_t)json_num(json_get(s[i].doc, "calls_fallback"), 0);
+    /* a replay whose calls all missed ran the program for real: its wall
+     * time says nothing of the plan */
+    if (s[i].replayed + s[i].approx == 0 && s[i].fallback > 0) {
+      char n[32];
+      cli_warn("%s answered no call from the recording (%s fallback%s): its wall time is the "
+               "program's own, not the plan's; see its fallback_reasons, and --on-miss nearest "
+               "for programs whose requests change from run to run",
+               o->files[i], cli_fmt_count(n, sizeof n, s[i].fallback),
+               s[i].fallback == 1 ? "" : "s");
+    }
     /* a replay of another recording measures another program (summaries
      * since 2026-11-29 say which; older ones cannot be checked) */
     const json *rec = json_get(s[i].doc, "recording");
@@ -161,14 +173,20 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
          cli_fmt_ns(c, sizeof c, (double)naive),
          cli_fmt_count(nc, sizeof nc, r->plans[0].offloaded),
          r->plans[0].offloaded == 1 ? "" : "s");
-  printf("%-32s %11s %11s %9s %11s %9s %10s\n", "SUMMARY", "MEASURED", "ESTIMATE", "DIFF",
-         "NAIVE SUM", "DIFF", "REPLAYED");
+  int near = 0;
+  for (int i = 0; i < o->nfiles; i++)
+    near |= s[i].approx != 0;
+  printf("%-32s %11s %11s %9s %11s %9s %10s%s\n", "SUMMARY", "MEASURED", "ESTIMATE", "DIFF",
+         "NAIVE SUM", "DIFF", "REPLAYED", near ? " APPROXIMATED" : "");
   for (int i = 0; i < o->nfiles; i++) {
-    char m[32], e[32], n[32];
-    printf("%-32.32s %11s %11s %+8.1f%% %11s %+8.1f%% %10llu\n", o->files[i],
+    char m[32], e[32], n[32], rp[32], ap[32];
+    printf("%-32.32s %11s %11s %+8.1f%% %11s %+8.1f%% %10s", o->files[i],
            cli_fmt_ns(m, sizeof m, (double)s[i].wall), cli_fmt_ns(e, sizeof e, (double)est),
            diff(est, s[i].wall), cli_fmt_ns(n, sizeof n, (double)naive), diff(naive, s[i].wall),
-           (unsigned long long)s[i].replayed);
+           cli_fmt_count(rp, sizeof rp, s[i].replayed));
+    if (near)
+      printf(" %12s", cli_fmt_count(ap, sizeof ap, s[i].approx));
+    putchar('\n');
   }
   uint64_t med = median_wall(s, o->nfiles);
   char m[32], e[32], n[32];
@@ -178,9 +196,9 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
   const an_plan *pr = &r->plans[0];
   printf("\n%-14s %-32s %10s %11s\n", "ACCELERATOR", "FROM", "REQUESTS", "QUEUE");
   for (int k = 0; k < pr->p->naccel; k++) {
-    char q[32];
-    printf("%-14s %-32s %10llu %11s\n", pr->p->accel[k].name, "offline estimate",
-           (unsigned long long)pr->accel[k].requests,
+    char q[32], rq[32];
+    printf("%-14s %-32s %10s %11s\n", pr->p->accel[k].name, "offline estimate",
+           cli_fmt_count(rq, sizeof rq, pr->accel[k].requests),
            cli_fmt_ns(q, sizeof q, (double)pr->accel[k].queue_ns));
     for (int i = 0; i < o->nfiles; i++) {
       const json *ac = summary_accel(&s[i], pr->p->accel[k].name);
@@ -188,7 +206,8 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
         printf("%-14s %-32.32s %10s %11s\n", "", o->files[i], "-", "-");
         continue;
       }
-      printf("%-14s %-32.32s %10.0f %11s\n", "", o->files[i], json_num(json_get(ac, "requests"), 0),
+      printf("%-14s %-32.32s %10s %11s\n", "", o->files[i],
+             cli_fmt_count(rq, sizeof rq, (uint64_t)json_num(json_get(ac, "requests"), 0)),
              cli_fmt_ns(q, sizeof q, json_num(json_get(ac, "queue_ns"), 0)));
     }
   }
@@ -206,10 +225,11 @@ static void print_json(const an_result *r, const cmp_opts *o, const summary *s) 
   for (int i = 0; i < o->nfiles; i++) {
     printf("%s\n    {\"file\": ", i ? "," : "");
     json_write_str(stdout, o->files[i]);
-    printf(", \"wall_ns\": %llu, \"calls_replayed\": %llu, \"estimate_difference\": %.4f, "
-           "\"naive_difference\": %.4f}",
+    printf(", \"wall_ns\": %llu, \"calls_replayed\": %llu, \"calls_approximated\": %llu, "
+           "\"estimate_difference\": %.4f, \"naive_difference\": %.4f}",
            (unsigned long long)s[i].wall, (unsigned long long)s[i].replayed,
-           diff(est, s[i].wall) / 100, diff(naive, s[i].wall) / 100);
+           (unsigned long long)s[i].approx, diff(est, s[i].wall) / 100,
+           diff(naive, s[i].wall) / 100);
   }
   printf("\n  ],\n  \"median_wall_ns\": %llu, \"estimate_ns\": %llu, \"naive_ns\": %llu, "
          "\"estimate_difference\": %.4f, \"naive_difference\": %.4f\n}\n",

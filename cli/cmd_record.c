@@ -260,7 +260,7 @@ static char *env_pair(const char *k, const char *v) {
   return s;
 }
 
-static void summary(const char *dir, const char *absdir, const char *prog, int builtin) {
+static void summary(const char *dir, const char *absdir, const char *prog, int builtin, int rc) {
   struct stat dst;
   if (stat(dir, &dst) != 0) {
     cli_warn("the recording directory %s was removed while the program ran: its traces are "
@@ -307,16 +307,22 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
               prog, live, live == 1 ? "" : "es", live == 1 ? "s" : "", pid,
               live == 1 ? "" : ", ...", dir);
     else {
+      char st[64] = "";
+      if (rc != 0) /* a client whose server was down, a bad argument: the likely why */
+        snprintf(st, sizeof st, " (%s exited with status %d)", prog, rc);
       fprintf(stderr,
-              "standin: no intercepted call was made, so %s holds no trace; "
+              "standin: no intercepted call was made%s, so %s holds no trace; "
               "'standin info %s' says more\n",
-              dir, dir);
+              st, dir, dir);
       /* processes that gave up root before their first call (a server's
        * workers) could not create their traces here: their own messages
        * may have gone to a log the daemon keeps */
       struct stat ds;
       /* (a program with a library linked in was warned about before it ran) */
-      if (!builtin && geteuid() == 0 && stat(dir, &ds) == 0 && !(ds.st_mode & S_IWOTH))
+      /* (not after a failure status: that is the likelier why; a server
+       * stopped by a signal still gets it) */
+      if (!builtin && (rc == 0 || rc > 128) && geteuid() == 0 && stat(dir, &ds) == 0 &&
+          !(ds.st_mode & S_IWOTH))
         fprintf(stderr,
                 "standin: if the program's processes give up root before their first call (a "
                 "server's workers), they cannot write into %s: make the directory first, "
@@ -402,11 +408,15 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
     }
     snprintf(dirpair, sizeof dirpair, "STANDIN_DIR=%.*s", PATH_MAX + 31, pdirs[p]);
     if (o->retime == 1)
-      fprintf(stderr, "standin: --retime: running the program again, timing its calls only\n");
+      fprintf(stderr, "standin: --retime: running the program again, timing its calls only "
+                      "(its output discarded; a server must be stopped again)\n");
     else
-      fprintf(stderr, "standin: --retime: timing-only run %u of %d\n", p + 1, o->retime);
+      fprintf(stderr,
+              "standin: --retime: timing-only run %u of %d (the program again, its "
+              "output discarded%s)\n",
+              p + 1, o->retime, p == 0 ? "; a server must be stopped again" : "");
     uint64_t wall;
-    int rc = cli_run_quiet(argv, env2, &wall);
+    int rc = cli_run_again(argv, env2, &wall);
     if (rc != 0)
       cli_warn("--retime: timing-only run %u exited with status %d", p + 1, rc);
     pdir[done++] = pdirs[p];
@@ -434,13 +444,18 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
               "standin: --retime: %s of them on threads whose work differed between the runs "
               "(a pool's): paired by API, size and start order\n",
               cli_fmt_count(a, sizeof a, st.pooled));
+    struct stat in;
+    int piped = fstat(0, &in) == 0 && !S_ISREG(in.st_mode) && !S_ISCHR(in.st_mode);
     if (st.threads_differ || st.unmatched_proc)
       fprintf(stderr,
               "standin: --retime: %u thread%s made different calls in the timing run%s and %u "
               "process%s had no counterpart (a program that is not deterministic cannot be "
-              "retimed there)\n",
+              "retimed there%s)\n",
               st.threads_differ, st.threads_differ == 1 ? "" : "s", done > 1 ? "s" : "",
-              st.unmatched_proc, st.unmatched_proc == 1 ? "" : "es");
+              st.unmatched_proc, st.unmatched_proc == 1 ? "" : "es",
+              piped ? "; nor one that reads its standard input, a pipe here: the timing runs "
+                      "read none. Give it a file (< FILE), which each run reads again"
+                    : "");
   }
   if (getenv("STANDIN_RETIME_KEEP")) /* for checking the retime against the runs */
     fprintf(stderr, "standin: --retime: the timing runs' files are kept in %s\n", tdir);
@@ -492,7 +507,7 @@ int cmd_record(int argc, char **argv) {
   snprintf(status, sizeof status, "exit %d", rc);
   write_runinfo(o.dir, argv + first, path, dyn, status, wall);
   const char *slash = strrchr(argv[first], '/');
-  summary(o.dir, absdir, slash ? slash + 1 : argv[first], builtin);
+  summary(o.dir, absdir, slash ? slash + 1 : argv[first], builtin, rc);
   if (o.retime)
     retime(&o, absdir, argv + first, env);
   for (int i = 0; env[i]; i++)

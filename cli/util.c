@@ -555,8 +555,15 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
   }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  if (quiet) {
+  struct stat in;
+  int again = -1; /* standard input, a regular file, opened anew: from its start */
+  if (quiet == 2 && fstat(0, &in) == 0 && S_ISREG(in.st_mode))
+    again = open("/proc/self/fd/0", O_RDONLY | O_CLOEXEC);
+  if (again >= 0)
+    posix_spawn_file_actions_adddup2(&fa, again, 0);
+  else if (quiet)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (quiet) {
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   }
@@ -586,6 +593,8 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
   posix_spawnattr_destroy(&at);
   posix_spawn_file_actions_destroy(&fa);
   free(env);
+  if (again >= 0)
+    close(again);
   struct sigaction ign = {.sa_handler = SIG_IGN};
   sigaction(SIGPIPE, &ign, pipe_saved ? NULL : &pipe_given);
   pipe_saved = 1;
@@ -628,6 +637,10 @@ int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
 
 int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
   return run(argv, extra_env, wall_ns, 1, NULL, 0);
+}
+
+int cli_run_again(char *const argv[], char *const extra_env[], uint64_t *wall_ns) {
+  return run(argv, extra_env, wall_ns, 2, NULL, 0);
 }
 
 int cli_run_passing(char *const argv[], char *const extra_env[], uint64_t *wall_ns,

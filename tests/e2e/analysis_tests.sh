@@ -270,6 +270,17 @@ EOF
   grep -q "s1.json was replayed with none of the plan's accelerators (protoacc)" c3.err ||
     fail "$(cat c3.err)"
   grep -q "^ *s1.json *- *-$" c3.txt || fail "no measurement shown as '-': $(cat c3.txt)"
+  # a replay whose every call missed ran the program for real: said so;
+  # --on-miss nearest's calls are shown beside the replayed ones
+  "$STANDIN" replay -t other --iface pb.pack=constant:ns=20000 --summary miss.json \
+    -- "$PB" same 10 >/dev/null 2>&1
+  "$STANDIN" replay -t other --iface pb.pack=constant:ns=20000 --on-miss nearest \
+    --summary near.json -- "$PB" same 10 >/dev/null 2>&1
+  "$STANDIN" compare other --iface pb.pack=constant:ns=20000 miss.json near.json >c4.txt 2>c4.err
+  grep -q "miss.json answered no call from the recording (.* fallbacks): its wall time is the program's own" c4.err ||
+    fail "$(cat c4.err)"
+  ! grep -q "near.json answered no call" c4.err || fail "near.json: $(cat c4.err)"
+  grep -q " APPROXIMATED$" c4.txt || fail "$(cat c4.txt)"
 }
 
 t409_report_plots_written_with_or_without_gnuplot() {
@@ -320,7 +331,14 @@ t410_analysis_errors_say_what_to_do() {
 # directory that is not a recording at all.
 t415_recording_without_calls_is_reported_not_analysed() {
   "$STANDIN" record -o rec -- true 2>err
-  grep -q "no intercepted call was made" err || fail "record: $(cat err)"
+  grep -q "no intercepted call was made, so rec holds no trace" err || fail "record: $(cat err)"
+  # a program that failed: its status is the likely why, and said
+  set +e
+  "$STANDIN" record -o failed -- sh -c 'exit 3' 2>ferr
+  set -e
+  grep -q "no intercepted call was made (sh exited with status 3), so failed holds no trace" ferr ||
+    fail "record: $(cat ferr)"
+  ! grep -q "mkdir -m 1777" ferr || fail "root hint after a failure: $(cat ferr)"
   mkdir empty
   echo '{"wall_ns": 1000}' >s.json
   for c in "report rec" "whatif rec --iface protoacc" "sweep rec --iface constant --vary constant.ns=1,2" \

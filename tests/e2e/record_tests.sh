@@ -599,9 +599,10 @@ t020_record_retime_replaces_latencies_only() {
 # and the user is told.
 t021_record_retime_keeps_what_does_not_match() {
   echo 20 >n.txt
-  # the second run reads no input: it packs 3 messages instead of 20
-  "$STANDIN" record --retime -o rec -- sh -c 'read n; exec "$0" basic "${n:-3}"' "$PB" \
-    <n.txt >/dev/null 2>err.txt
+  # the input comes through a pipe, which the timing runs cannot read
+  # again: they pack 3 messages instead of 20
+  cat n.txt | "$STANDIN" record --retime -o rec -- sh -c 'read n; exec "$0" basic "${n:-3}"' "$PB" \
+    >/dev/null 2>err.txt
   grep -q "none of the 80 calls could be retimed" err.txt || fail "$(cat err.txt)"
   # a program that made no call is not run again for nothing
   set +e
@@ -616,14 +617,28 @@ t021_record_retime_keeps_what_does_not_match() {
   "$STANDIN" info rec | grep -q "timing-only" && fail "info claims a retime"
   # a thread pool whose calls differ between the runs (here: the second
   # run's items are smaller) cannot be paired even as a pool
-  "$STANDIN" record --retime=1 -o pool -- sh -c 'read n; exec "$0" pool 4 "${n:-3}"' "$PB" \
-    <n.txt >/dev/null 2>pool.err
+  cat n.txt | "$STANDIN" record --retime=1 -o pool -- sh -c 'read n; exec "$0" pool 4 "${n:-3}"' "$PB" \
+    >/dev/null 2>pool.err
   grep -q "none of the .* calls could be retimed" pool.err || fail "pool: $(cat pool.err)"
 }
 
 # --retime=N: each call gets its latency in the timing run whose time in
 # calls is the lowest, or with --retime-run median the median (checked
 # against the runs' own files); a thread pool's calls are paired as a whole
+# A program that reads its standard input: the timing runs get a file given
+# with < again from its start (they had /dev/null, and nothing could be
+# retimed); a pipe cannot be read again, and the message says so.
+t023_record_retime_reads_a_file_on_stdin_again() {
+  printf '3\n5\n' >in.txt
+  "$STANDIN" record --retime -o rec -- sh -c "while read n; do $PB basic \$n; done" \
+    <in.txt >/dev/null 2>err
+  grep -q "^standin: --retime: 32 of 32 calls retimed" err || fail "file: $(cat err)"
+  printf '3\n5\n' | "$STANDIN" record --retime -o rec2 -- sh -c "while read n; do $PB basic \$n; done" \
+    >/dev/null 2>err2
+  grep -q "none of the 32 calls could be retimed" err2 && grep -q "nor one that reads its standard input, a pipe here" err2 ||
+    fail "pipe: $(cat err2)"
+}
+
 # by API, size and start order, and the trace still replays exactly.
 t022_record_retime_median_and_pools() {
   "$PB" basic 50 >native.out
@@ -660,11 +675,12 @@ t022_record_retime_median_and_pools() {
   grep -q "give --retime too" bad2.err || fail "$(cat bad2.err)"
   [ ! -e bad ] || fail "a refused recording left bad/"
   # a pool: every call retimed. rotpool's workers take other messages in
-  # the timing runs (which read no input) than in the recording, so no
-  # thread pairs by itself and all 120 calls pair as a pool's
+  # the timing runs (which read no input: it comes through a pipe) than in
+  # the recording, so no thread pairs by itself and all 120 calls pair as a
+  # pool's
   echo 1 >rot.txt
   "$PB" rotpool 4 30 <rot.txt >rot.native
-  "$STANDIN" record --retime=2 -o rot -- "$PB" rotpool 4 30 <rot.txt >rot.out 2>rot.err
+  cat rot.txt | "$STANDIN" record --retime=2 -o rot -- "$PB" rotpool 4 30 >rot.out 2>rot.err
   cmp rot.native rot.out
   grep -q "120 of 120 calls retimed" rot.err || fail "rotpool: $(cat rot.err)"
   grep -q "120 of them on threads whose work differed" rot.err || fail "rotpool: $(cat rot.err)"
