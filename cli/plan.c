@@ -300,19 +300,36 @@ static int parse_line(plan *p, char *line, int lineno, char *err, size_t cap) {
   return -1;
 }
 
+/* Whether selector glob a selects every call glob b does (NULL: any):
+ * the same text, or b a plain name that a matches (a call's type, symbol
+ * or module is then b itself, so a matches it too). */
+static int glob_covers(const char *a, const char *b) {
+  if (!a)
+    return 1;
+  if (!b)
+    return 0;
+  return !strcmp(a, b) || (!strpbrk(b, "*?[\\") && fnmatch(a, b, 0) == 0);
+}
+
+/* Whether rule a selects every call rule b does. */
+static int rule_covers(const plan_rule *a, const plan_rule *b) {
+  return (a->api_mask == 0 || (b->api_mask != 0 && (b->api_mask & ~a->api_mask) == 0)) &&
+         glob_covers(a->type_glob, b->type_glob) && glob_covers(a->site_glob, b->site_glob) &&
+         glob_covers(a->module_glob, b->module_glob) && a->size_min <= b->size_min &&
+         a->size_max >= b->size_max;
+}
+
 /* A rule an earlier one always wins over (the first that matches decides)
  * never applies: a `keep api=pb.pack` after `offload api=protobuf to a`
- * changed nothing, without a word. Told for an earlier rule that selects
- * by API alone; one with other selectors may leave calls to the later. */
+ * changed nothing, without a word; so did a `keep type=app.Req` after
+ * `offload type=app.* to a`. Told where every selector of the earlier rule
+ * takes all the later one's calls (rule_covers). */
 static void warn_shadowed(const plan *p, const char *path) {
   for (int j = 1; j < p->nrules; j++) {
     const plan_rule *b = &p->rules[j];
     for (int i = 0; i < j; i++) {
       const plan_rule *a = &p->rules[i];
-      if (a->type_glob || a->site_glob || a->module_glob || a->size_min != 0 ||
-          a->size_max != UINT64_MAX)
-        continue;
-      if (a->api_mask == 0 || (b->api_mask != 0 && (b->api_mask & ~a->api_mask) == 0)) {
+      if (rule_covers(a, b)) {
         cli_warn("%s:%d: this rule never applies: the rule on line %d takes every call it "
                  "selects (the first rule that matches decides); put it first",
                  path, b->line, a->line);

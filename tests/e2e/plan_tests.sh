@@ -63,6 +63,16 @@ t302_plan_errors_name_file_and_line() {
   printf 'accel a constant\nkeep api=pb.pack\noffload api=protobuf to a\n' >p10.txt
   "$STANDIN" whatif rec --plan p10.txt >/dev/null 2>e10
   [ ! -s e10 ] || fail "e10: $(cat e10)"
+  # by type, site and size too: a glob that matches the later rule's name,
+  # a size range that holds its range; not the other way round
+  printf '%s\n' 'accel a constant' 'offload type=standin.test.* size=0-5000 to a' \
+    'keep type=standin.test.Tree size=10-20 api=pb.pack' 'offload site=main to a' \
+    'keep site=main type=standin.test.Tree' 'keep type=standin.test.*' >p11.txt
+  "$STANDIN" whatif rec --plan p11.txt >/dev/null 2>e11
+  grep -q "p11.txt:3: this rule never applies: the rule on line 2" e11 &&
+    grep -q "p11.txt:5: this rule never applies: the rule on line 4" e11 ||
+    fail "e11: $(cat e11)"
+  expect_eq "e11 warnings" 2 "$(wc -l <e11)"
   set +e
   "$STANDIN" replay --plan missing.txt -- true 2>e7
   set -e
