@@ -68,6 +68,11 @@ void cli_tracedir_free(cli_tracedir *td);
  * whose program made no intercepted call (run.info is there), or not a
  * recording at all. */
 void cli_err_no_trace(const char *dir, const char *what);
+/* Lock dir for `standin record`'s run; -1 (said why) when another record
+ * holds it. */
+int cli_recording_lock(const char *dir);
+/* Whether a `standin record` is writing into dir right now. */
+int cli_recording_busy(const char *dir);
 /* The same as a warning, for commands whose empty output is still an
  * answer (dump, export). */
 void cli_warn_no_trace(const char *dir, const char *what);
@@ -122,10 +127,13 @@ const char *cli_pidns_note(uint64_t launcher, uint64_t pidns, char *buf, size_t 
 int cli_find_program(const char *prog, char *out, size_t cap);
 
 /* Run argv with extra environment (NAME=VALUE strings, NULL-terminated) and
- * wait for it; forwards SIGTERM/SIGHUP, ignores SIGINT/SIGQUIT while the
- * program runs. Returns the exit code standin should use (the program's
- * status, or 128+signal), and the wall time in *wall_ns. */
+ * wait for it; forwards TERM, HUP, USR1, USR2, ALRM, TSTP and CONT, and INT/QUIT sent by kill,
+ * while the program runs. Returns the exit code standin should use (the program's status, or
+ * 128+signal), and the wall time in *wall_ns. */
 int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
+/* CLOCK_MONOTONIC in ns, as the kernel has it even when a library
+ * preloaded into standin fakes clock_gettime (faketime). */
+uint64_t cli_mono_ns(void);
 /* cli_run with stdin, stdout and stderr on /dev/null. */
 int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
 /* cli_run_quiet, but a standard input that is a regular file is given to

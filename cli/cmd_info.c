@@ -359,8 +359,12 @@ int cmd_info(int argc, char **argv) {
     while (shown > 80 && cmd[shown] != ' ')
       shown--;
   }
-  printf("recording %s%s%.*s%s\n\n", dir, cmd ? ": " : "", shown, cmd ? cmd : "",
+  printf("recording %s%s%.*s%s\n", dir, cmd ? ": " : "", shown, cmd ? cmd : "",
          cmd && cmd[shown] ? " ..." : "");
+  if (cli_recording_busy(dir))
+    printf("  still being recorded into: a 'standin record' is running, and its processes' "
+           "traces are not closed yet\n");
+  putchar('\n');
   info_agg agg = {0};
   cli_procs procs = {0};
   uint64_t total_ns = 0, total_calls = 0, total_bytes = 0;

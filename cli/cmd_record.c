@@ -182,6 +182,10 @@ static int prepare_dir(const char *dir, int force) {
     cli_err("%s exists and is not a directory; choose another with -o", dir);
     return -1;
   }
+  /* one record at a time into a directory: two at once merged their traces
+   * (both found it empty), and -f deleted a running record's */
+  if (cli_recording_lock(dir) != 0)
+    return -1;
   if (clear_dir(dir, force) != 0)
     return -1;
   char probe[PATH_MAX];
@@ -263,8 +267,8 @@ static char *env_pair(const char *k, const char *v) {
 static void summary(const char *dir, const char *absdir, const char *prog, int builtin, int rc) {
   struct stat dst;
   if (stat(dir, &dst) != 0) {
-    cli_warn("the recording directory %s was removed while the program ran: its traces are "
-             "lost",
+    cli_warn("the recording directory %s was removed or renamed while the program ran: its "
+             "traces are gone with it (if it was renamed, they are where it went)",
              dir);
     return;
   }

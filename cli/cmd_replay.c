@@ -433,6 +433,8 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
           (unsigned long long)b->entries, (unsigned long long)b->samples);
   if (out ? fflush(f) != 0 || ferror(f) : fclose(f) != 0) {
     cli_err("writing summary %s failed: %s", out ? "to standard output" : path, strerror(errno));
+    if (!out)
+      unlink(path); /* not a summary a later compare would take as whole */
     return -1;
   }
   return 0;
@@ -601,6 +603,10 @@ int cmd_replay(int argc, char **argv) {
     return EXIT_NOTFOUND;
   }
   const char *shim = cli_runtime_lib("libstandin-replay.so");
+  if (cli_recording_busy(o.dir))
+    cli_warn("%s is still being recorded into (a 'standin record' is running): replaying the "
+             "calls written so far",
+             o.dir);
   rdb_built b;
   if (!shim || rdb_build(o.dir, &o.plan, o.on_miss, !o.no_catch_up, !o.block_trees, &b) != 0) {
     plan_free(&o.plan);

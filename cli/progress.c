@@ -8,9 +8,7 @@
 #include "cli.h"
 
 static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return cli_mono_ns();
 }
 
 void progress_start(progress *p, const char *what, size_t nfiles, uint64_t total) {

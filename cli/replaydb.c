@@ -1072,12 +1072,17 @@ static int scan_dir(const char *dir, builder *b) {
     return -1;
   }
   int rc = 0;
+  size_t skipped = 0;
   plan_reset(b->plan); /* occurrences count from this pass's first */
   for (size_t i = 0; i < td.n && rc == 0; i++) {
     scan_file f;
     if (scan_run(&f, td.paths[i], on_call, b) != 0) {
-      rc = -1;
-      break;
+      /* said why (a damaged header, not a trace): one process's calls
+       * missing, as info and report carry on without them */
+      cli_warn("%s cannot be read: replaying without its calls", td.paths[i]);
+      b->out->files_cut++;
+      skipped++;
+      continue;
     }
     if (b->oom) {
       cli_err("out of memory building the replay database from %s (%llu distinct requests "
@@ -1103,6 +1108,10 @@ static int scan_dir(const char *dir, builder *b) {
       b->start_ns = f.h.start_mono_ns;
     b->files++;
     scan_close(&f);
+  }
+  if (rc == 0 && skipped == td.n) {
+    cli_err("%s: none of its %zu trace files can be read; nothing to replay", dir, td.n);
+    rc = -1;
   }
   cli_tracedir_free(&td);
   return rc;

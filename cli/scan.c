@@ -124,6 +124,8 @@ static void add_site(scan_file *f, const st_site *st) {
 static void on_note(scan_file *f, const st_note *n) {
   if (!strcmp(n->key, "end_mono_ns"))
     f->end_mono_ns = strtoull(n->value, NULL, 10);
+  else if (!strcmp(n->key, "calls_without_ring"))
+    f->calls_no_ring = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "recording_stopped"))
     f->stopped_seccomp = !strcmp(n->value, "seccomp");
   else if (!strcmp(n->key, "ended_by_signal"))
@@ -272,6 +274,12 @@ void scan_status_text(const scan_file *f, char *buf, size_t cap) {
              "not closed (killed, or still running): %s; the calls not yet flushed (at most the "
              "last ~100 ms) are lost",
              chunks_read(n, sizeof n, s->chunks));
+  else if (f->calls_no_ring)
+    snprintf(buf, cap,
+             "closed, but %s call%s of threads whose ring could not be mapped (an "
+             "address-space limit) %s not recorded",
+             cli_fmt_count(n, sizeof n, f->calls_no_ring), f->calls_no_ring == 1 ? "" : "s",
+             f->calls_no_ring == 1 ? "was" : "were");
   else if (f->stopped_seccomp)
     snprintf(buf, cap,
              "complete up to the seccomp filter the process installed: the calls it made "

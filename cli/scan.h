@@ -47,6 +47,7 @@ typedef struct scan_file {
   uint64_t last_call_end_ns;
   st_read_status status;
   int stopped_seccomp; /* recording stopped when the process installed a seccomp filter */
+  uint64_t calls_no_ring; /* calls not recorded: their thread's ring could not be mapped */
   int end_signal;   /* the writer closed because the program got this signal */
   int created_only; /* the file ends inside its header: r is NULL */
 } scan_file;

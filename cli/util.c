@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -152,6 +154,37 @@ void cli_tracedir_free(cli_tracedir *td) {
   free(td->paths);
   td->paths = NULL;
   td->n = 0;
+}
+
+/* The recording's lock: an flock on the directory itself, held by `standin
+ * record` for its whole run (the descriptor is close-on-exec: the program
+ * does not hold it). */
+int cli_recording_lock(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    cli_err("cannot open recording directory %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK)
+      cli_err("%s is being recorded into by another 'standin record' that is still running; "
+              "wait for it to end, or record into another directory with -o",
+              dir);
+    else
+      cli_err("cannot lock recording directory %s: %s", dir, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  return 0; /* kept open, and locked, until standin exits */
+}
+
+int cli_recording_busy(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd);
+  return busy;
 }
 
 void cli_err_no_trace(const char *dir, const char *what) {
@@ -339,19 +372,58 @@ int cli_find_program(const char *prog, char *out, size_t cap) {
   return -1;
 }
 
+static uint64_t ts_ns(const struct timespec *ts) {
+  return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+/* CLOCK_MONOTONIC from the kernel itself: a library preloaded into standin
+ * (faketime) cannot change it. */
+static uint64_t kernel_mono_ns(void) {
+  struct timespec ts;
+  if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0)
+    return 0;
+  return ts_ns(&ts);
+}
+
+/* Whether libc's clock_gettime reads the kernel's CLOCK_MONOTONIC (through
+ * the vDSO, much faster than a system call). A faked one (libfaketime
+ * preloaded into standin, frozen or scaled) made the TSC calibration fail,
+ * the shims time with the fake clock, every recorded latency 0 ns or ten
+ * times too long, and a replay spin forever. Decided once. */
+static int libc_clock_true(void) {
+  static int ok = -1;
+  if (ok < 0) {
+    struct timespec ts;
+    uint64_t a = kernel_mono_ns();
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t b = ts_ns(&ts), c = kernel_mono_ns();
+    ok = a && b >= a && b <= c;
+  }
+  return ok;
+}
+
+uint64_t cli_mono_ns(void) {
+  if (libc_clock_true()) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts_ns(&ts);
+  }
+  return kernel_mono_ns();
+}
+
 /* A TSC reading and the CLOCK_MONOTONIC time at its midpoint, from the
  * tightest-bracketed of eight tries. */
 static void tsc_mono_pair(uint64_t *tsc, uint64_t *mono) {
   uint64_t best = UINT64_MAX;
+  *tsc = *mono = 0;
   for (int i = 0; i < 8; i++) {
-    struct timespec ts;
     uint64_t a = __builtin_ia32_rdtsc();
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t m = cli_mono_ns();
     uint64_t b = __builtin_ia32_rdtsc();
     if (b - a < best) {
       best = b - a;
       *tsc = a + (b - a) / 2;
-      *mono = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+      *mono = m;
     }
   }
 }
@@ -489,6 +561,24 @@ static void forward(int sig) {
     kill(child_pid, sig);
 }
 
+/* SIGTSTP sent to standin: the program stops too, then standin, as it
+ * would have by default (a terminal's Ctrl-Z reaches both anyway). */
+static void forward_stop(int sig) {
+  int e = errno;
+  if (child_pid > 0)
+    kill(child_pid, sig);
+  raise(SIGSTOP);
+  errno = e;
+}
+
+/* Signals standin passes on while the program runs: those a supervisor or
+ * a script sends to the pid it started (stop, reload, reopen logs,
+ * timeouts). Default-fatal ones (USR1, USR2, ALRM) had ended standin and
+ * left the program running, recording, with no parent. */
+static const int passed_on[] = {SIGINT,  SIGQUIT, SIGTERM, SIGHUP, SIGUSR1,
+                                SIGUSR2, SIGALRM, SIGTSTP, SIGCONT};
+#define NPASSED (int)(sizeof passed_on / sizeof *passed_on)
+
 /* SIGINT and SIGQUIT: the terminal sends them to the whole foreground
  * process group, the program included, so one from it (si_code > 0) is left
  * to the program alone: forwarded, a program that stops gracefully on the
@@ -502,9 +592,7 @@ static void forward_sent(int sig, siginfo_t *si, void *ctx) {
 }
 
 static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return cli_mono_ns();
 }
 
 /* environ with extra_env's NAME=value entries replacing or added to it;
@@ -576,10 +664,8 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
    * was given. */
   sigset_t passed, mask;
   sigemptyset(&passed);
-  sigaddset(&passed, SIGINT);
-  sigaddset(&passed, SIGQUIT);
-  sigaddset(&passed, SIGTERM);
-  sigaddset(&passed, SIGHUP);
+  for (int i = 0; i < NPASSED; i++)
+    sigaddset(&passed, passed_on[i]);
   sigprocmask(SIG_BLOCK, &passed, &mask);
   if (pipe_saved)
     sigaction(SIGPIPE, &pipe_given, NULL);
@@ -605,20 +691,18 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
   }
   child_pid = pid;
   struct sigaction sent = {.sa_sigaction = forward_sent, .sa_flags = SA_SIGINFO},
-                   fwd = {.sa_handler = forward}, oi, oq, ot, oh;
-  sigaction(SIGINT, &sent, &oi);
-  sigaction(SIGQUIT, &sent, &oq);
-  sigaction(SIGTERM, &fwd, &ot);
-  sigaction(SIGHUP, &fwd, &oh);
+                   fwd = {.sa_handler = forward}, stop = {.sa_handler = forward_stop}, old[NPASSED];
+  for (int i = 0; i < NPASSED; i++) {
+    int s = passed_on[i];
+    sigaction(s, s == SIGINT || s == SIGQUIT ? &sent : s == SIGTSTP ? &stop : &fwd, &old[i]);
+  }
   sigprocmask(SIG_SETMASK, &mask, NULL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
   *wall_ns = mono_ns() - t0;
-  sigaction(SIGINT, &oi, NULL);
-  sigaction(SIGQUIT, &oq, NULL);
-  sigaction(SIGTERM, &ot, NULL);
-  sigaction(SIGHUP, &oh, NULL);
+  for (int i = 0; i < NPASSED; i++)
+    sigaction(passed_on[i], &old[i], NULL);
   child_pid = 0;
   if (WIFEXITED(status))
     return WEXITSTATUS(status);

@@ -133,6 +133,7 @@ void wr_forget_types(void); /* descriptors may be unloaded: start a new table */
 /* Standin's own time on the program's threads so far (writer thread). */
 uint64_t rt_overhead_ns(void);
 uint64_t rt_stacks_unwound(void); /* call stacks not found in a memo */
+uint64_t rt_calls_without_ring(void); /* calls not recorded: no ring for their thread */
 /* CPU time the trace writer thread has used so far (0 if unknown). */
 uint64_t rt_writer_cpu_ns(void);
 

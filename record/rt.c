@@ -1298,6 +1298,26 @@ void rt_schema_forget_all(void) {
   }
 }
 
+/* Calls of threads whose ring could not be mapped (an address-space limit,
+ * ulimit -v, with many threads): not recorded, but counted (the trace's
+ * calls_without_ring, which info reports) and said once a process. */
+static _Atomic uint64_t calls_no_ring;
+
+uint64_t rt_calls_without_ring(void) {
+  return atomic_load_explicit(&calls_no_ring, memory_order_relaxed);
+}
+
+static __attribute__((noinline, cold)) void no_ring(rt_call *c) {
+  int saved_errno = errno;
+  drop_payloads(c);
+  if (atomic_fetch_add(&calls_no_ring, 1) == 0)
+    shim_say("cannot map a %zu KiB ring for a thread of pid %d: its calls are not recorded "
+             "(counted; the program goes on). The address space is short (ulimit -v?): a "
+             "smaller STANDIN_RING_KB helps",
+             rt_cfg.ring_bytes >> 10, (int)getpid());
+  errno = saved_errno;
+}
+
 /* The program's errno is kept where standin makes system calls of its own
  * (thread_register, start_writer, wait_turn): not on every call. */
 void rt_submit(rt_call *c, void *const *ips, int nips) {
@@ -1308,7 +1328,7 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
   }
   rt_thread *t = thread_self();
   if (!t) {
-    drop_payloads(c);
+    no_ring(c);
     return;
   }
   submitted++;

@@ -323,6 +323,7 @@ void wr_close(void) {
     note_u64("record_overhead_ns", rt_overhead_ns());
     note_u64("writer_cpu_ns", rt_writer_cpu_ns());
     note_u64("stacks_unwound", rt_stacks_unwound());
+    note_u64("calls_without_ring", rt_calls_without_ring());
     note_u64("writer_fell_behind", S.stored_mode_switches);
     uint64_t wait_ns, waits = rt_ring_waits(&wait_ns);
     note_u64("ring_waits", waits);

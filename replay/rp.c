@@ -315,9 +315,16 @@ static uint64_t spin_quiet; /* SPIN_QUIET_NS in ticks */
 
 static uint64_t spin_until(uint64_t deadline) {
   if (tsc_mult == 0) {
-    uint64_t now;
-    while ((now = shim_now_ns()) < deadline)
+    /* clock_gettime: a clock that stands still (a faked one, frozen) would
+     * hold the program here for ever; given up after ~2^22 turns (~0.1 s)
+     * without a tick */
+    uint64_t now, last = 0;
+    unsigned still = 0;
+    while ((now = shim_now_ns()) < deadline && still < (1u << 22)) {
+      still = now == last ? still + 1 : 0;
+      last = now;
       __builtin_ia32_pause();
+    }
     return now;
   }
   if (deadline <= mono_base)

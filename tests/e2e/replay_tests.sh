@@ -450,6 +450,29 @@ t129_replay_cut_trace_blames_the_cut() {
   return 0
 }
 
+# One trace whose header is damaged (or a stray *.trace that is no trace)
+# stopped the whole replay before the program ran, while info and report
+# carried on with the other files: replay now runs without that process's
+# calls, and says so; with no readable file at all it still refuses.
+t132_replay_skips_a_trace_it_cannot_read() {
+  "$STANDIN" record -o rec -- sh -c "$PB basic 20 && $PB same 20" >rec.out
+  local bad
+  bad=$(ls rec/*.trace | head -1)
+  printf X | dd of="$bad" bs=1 seek=8 conv=notrunc 2>/dev/null
+  "$STANDIN" replay -t rec --summary s.json -- sh -c "$PB basic 20 && $PB same 20" >rep.out 2>err
+  cmp rec.out rep.out
+  grep -q "$bad cannot be read: replaying without its calls" err || fail "$(cat err)"
+  [ "$(json s.json calls_replayed)" -gt 0 ] && [ "$(json s.json calls_fallback)" -gt 0 ] ||
+    fail "replayed $(json s.json calls_replayed), fallback $(json s.json calls_fallback)"
+  for f in rec/*.trace; do printf X | dd of="$f" bs=1 seek=8 conv=notrunc 2>/dev/null; done
+  set +e
+  "$STANDIN" replay -t rec -- true 2>err2
+  local rc=$?
+  set -e
+  expect_eq "nothing readable: exit" 1 "$rc"
+  grep -q "rec: none of its 2 trace files can be read; nothing to replay" err2 || fail "$(cat err2)"
+}
+
 t113_replay_frees_trees_without_leaks() {
   command -v valgrind >/dev/null || { echo "no valgrind: skipped"; return 0; }
   [ -z "${STANDIN_SANITIZER:-}" ] || { echo "valgrind under a sanitizer: skipped"; return 0; }
