@@ -784,7 +784,18 @@ static void set_wall(an_result *r, const char *dir, uint64_t first, uint64_t las
   }
 }
 
+static int run(an_result *r, const char *dir, const an_opts *o);
+
+/* Models run here: a plugin's output goes to standard error, not into the
+ * report (if_quiet_stdout). */
 int an_run(an_result *r, const char *dir, const an_opts *o) {
+  if_quiet_stdout(1);
+  int rc = run(r, dir, o);
+  if_quiet_stdout(0);
+  return rc;
+}
+
+static int run(an_result *r, const char *dir, const an_opts *o) {
   ctx x;
   size_t n = 0;
   uint64_t total = 0, first = 0, last = 0;

@@ -123,10 +123,18 @@ static void check_accelerators(const cmp_opts *o, const summary *s, const plan *
     if (!arr || arr->kind != JSON_ARR)
       continue;
     int shared = 0;
-    for (int k = 0; k < p->naccel && !shared; k++)
-      for (size_t j = 0; j < arr->n && !shared; j++) {
+    for (int k = 0; k < p->naccel; k++)
+      for (size_t j = 0; j < arr->n; j++) {
         const json *n = json_get(&arr->items[j], "name");
-        shared = n && n->kind == JSON_STR && !strcmp(n->str, p->accel[k].name);
+        if (!n || n->kind != JSON_STR || strcmp(n->str, p->accel[k].name))
+          continue;
+        shared = 1;
+        /* the same accelerator with other parameters is another model */
+        const json *m = json_get(&arr->items[j], "model");
+        const char *want = if_model_describe(p->accel[k].model);
+        if (m && m->kind == JSON_STR && strcmp(m->str, want))
+          cli_warn("%s replayed %s as %s, not %s: its times are another model's", o->files[i],
+                   p->accel[k].name, m->str, want);
       }
     if (!shared && p->naccel)
       cli_warn("%s was replayed with none of the plan's accelerators (%s%s): give compare the "

@@ -516,12 +516,18 @@ static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, rdb
                             ? &f->sites[c->site].site
                             : NULL;
   uint64_t size = plan_request_size(c);
-  /* the request's features are the entry's; the call's own are the same
-   * but for what was measured of this call alone (out_cold_permille) */
-  standin_request r = {.api = e->api, .nfeat = c->nfeat, .feat = c->feat, .type = e->type,
-                       .recorded_ns = c->latency_ns, .req = req_of(b, e),
-                       .req_len = e->req1 ? e->req_len : size, .resp = resp_of(b, e),
-                       .resp_len = e->resp_len, .fp = e->fp};
+  /* the request the offline commands give the model (analysis.c), so that
+   * whatif and replay predict alike: the call's sizes and features (the
+   * entry's but for what was measured of this call alone,
+   * out_cold_permille), and for a JPEG decode its request bytes. The
+   * entry's other bytes (a pack's output, an unpack's tree image, rows)
+   * had made linear's replay 15% apart from its whatif. */
+  standin_request r;
+  plan_request(&r, c, e->type);
+  if (st_api_family(e->api) == ST_FAMILY_JPEG && e->req1) {
+    r.req = req_of(b, e);
+    r.req_len = e->req_len;
+  }
   plan_decision d;
   plan_evaluate(b->plan, &r, site, size, c->resp_len, &d);
   if (d.outcome == PLAN_UNSUPPORTED) {
@@ -1117,8 +1123,21 @@ static int scan_dir(const char *dir, builder *b) {
   return rc;
 }
 
+static int build(const char *dir, const plan *p, int on_miss, int catch_up, int unpack_pieces,
+                 rdb_built *out);
+
+/* Models run here: a plugin's output goes to standard error, not into the
+ * program's (if_quiet_stdout). */
 int rdb_build(const char *dir, const plan *p, int on_miss, int catch_up, int unpack_pieces,
               rdb_built *out) {
+  if_quiet_stdout(1);
+  int rc = build(dir, p, on_miss, catch_up, unpack_pieces, out);
+  if_quiet_stdout(0);
+  return rc;
+}
+
+static int build(const char *dir, const plan *p, int on_miss, int catch_up, int unpack_pieces,
+                 rdb_built *out) {
   builder b = {.plan = p, .out = out};
   b.probe_restart = on_miss == RDB_MISS_NEAREST && !plan_stateful(p);
   for (int i = 0; i < p->naccel && i < PLAN_MAX_ACCEL; i++) {

@@ -26,6 +26,9 @@ int if_model_parse(if_model **m, const char *spec, char *err, size_t errcap);
 /* IF_OK with the predicted service time, or IF_UNSUPPORTED; then
  * if_model_why() says why (static text). */
 int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns);
+/* on: standard output goes to standard error until the matching off
+ * (nested), for the stretches in which models run (a plugin may print). */
+void if_quiet_stdout(int on);
 const char *if_model_why(void);
 
 /* A new pass over a recording begins: a model that tells occurrences of a
@@ -46,6 +49,8 @@ int if_recorded_out_cold(const standin_request *r);
 /* "scale:factor=0.25": the model with every parameter it was given. */
 const char *if_model_describe(const if_model *m);
 const char *if_model_name(const if_model *m);
+/* The model's own description: its summary line and parameters. */
+const standin_iface *if_model_iface(const if_model *m);
 
 void if_model_free(if_model *m); /* accepts NULL */
 

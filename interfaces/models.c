@@ -4,9 +4,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "builtin.h"
 #include "iface.h"
@@ -100,7 +102,56 @@ static int is_plugin(const char *name, size_t n) {
   return memchr(name, '/', n) || (n > 3 && !strncmp(name + n - 3, ".so", 3));
 }
 
+/* ---- a plugin that crashes -------------------------------------------------- */
+
+/* Which plugin function runs (NULL: none), for a crash inside it: standin
+ * died of the signal without a word, and after a replay with the signal's
+ * status instead of the program's. */
+static const char *volatile plugin_fn;
+static const char *volatile plugin_name; /* its spec, as the user wrote it */
+static const int crash_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+static struct sigaction crash_old[5];
+
+static void put_err(const char *s) {
+  ssize_t r = write(2, s, strlen(s));
+  (void)r;
+}
+
+static void on_crash(int sig) {
+  if (plugin_fn) {
+    char num[8] = {0};
+    int n = sig, k = 0;
+    char rev[8];
+    do
+      rev[k++] = (char)('0' + n % 10);
+    while ((n /= 10) && k < 7);
+    for (int i = 0; i < k; i++)
+      num[i] = rev[k - 1 - i];
+    put_err("standin: the model plugin ");
+    put_err(plugin_name ? plugin_name : "?");
+    put_err(" crashed in its ");
+    put_err(plugin_fn);
+    put_err(" (signal ");
+    put_err(num);
+    put_err("); run the command under gdb to see where\n");
+  }
+  for (size_t i = 0; i < sizeof crash_sigs / sizeof *crash_sigs; i++)
+    if (crash_sigs[i] == sig)
+      sigaction(sig, &crash_old[i], NULL);
+  raise(sig);
+}
+
+static void watch_crashes(void) {
+  static int on;
+  if (on++)
+    return;
+  struct sigaction sa = {.sa_handler = on_crash, .sa_flags = SA_NODEFER | SA_RESETHAND};
+  for (size_t i = 0; i < sizeof crash_sigs / sizeof *crash_sigs; i++)
+    sigaction(crash_sigs[i], &sa, &crash_old[i]);
+}
+
 static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) {
+  watch_crashes();
   m->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!m->dl) {
     snprintf(err, errcap, "cannot load plugin %s: %s", path, dlerror());
@@ -109,14 +160,22 @@ static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) 
   standin_iface_entry_fn entry = (standin_iface_entry_fn)dlsym(m->dl, "standin_iface_entry");
   if (!entry) {
     snprintf(err, errcap,
-             "plugin %s has no standin_iface_entry function; see interfaces/standin_iface.h",
+             "plugin %s has no standin_iface_entry function (in C++, declare it extern \"C\"); "
+             "see interfaces/standin_iface.h",
              path);
     return IF_E_PLUGIN;
   }
+  plugin_fn = "standin_iface_entry";
+  plugin_name = path;
   m->iface = entry();
-  if (!m->iface || m->iface->abi != STANDIN_IFACE_ABI) {
-    snprintf(err, errcap, "plugin %s is built for interface ABI %u; this standin uses ABI %d",
-             path, m->iface ? m->iface->abi : 0u, STANDIN_IFACE_ABI);
+  plugin_fn = NULL;
+  if (!m->iface) {
+    snprintf(err, errcap, "plugin %s: standin_iface_entry returned NULL", path);
+    return IF_E_PLUGIN;
+  }
+  if (m->iface->abi != STANDIN_IFACE_ABI) {
+    snprintf(err, errcap, "plugin %s is built for interface ABI %u; this standin uses ABI %d", path,
+             m->iface->abi, STANDIN_IFACE_ABI);
     return IF_E_PLUGIN;
   }
   if (!m->iface->create || !m->iface->predict || !m->iface->name) {
@@ -182,9 +241,19 @@ int if_model_parse(if_model **out, const char *spec, char *err, size_t errcap) {
   if (rc == IF_OK)
     rc = split_kv(params, m->iface->name, keys, values, &n, err, errcap);
   if (rc == IF_OK) {
+    if_quiet_stdout(1);
+    plugin_fn = m->dl ? "create" : NULL;
+    plugin_name = spec;
+    if (errcap)
+      err[0] = 0;
     m->inst = m->iface->create(n, keys, values, err, errcap);
-    if (!m->inst)
+    plugin_fn = NULL;
+    if_quiet_stdout(0);
+    if (!m->inst) {
       rc = IF_E_SPEC;
+      if (errcap && !err[0]) /* a plugin that said nothing */
+        snprintf(err, errcap, "%s refused its parameters without saying why", m->iface->name);
+    }
   }
   free(params);
   if (rc != IF_OK) {
@@ -198,9 +267,45 @@ int if_model_parse(if_model **out, const char *spec, char *err, size_t errcap) {
   return IF_OK;
 }
 
+/* A service time over an hour is no accelerator's: a plugin's unit error
+ * (ps or cycles for ns) or a negative that wrapped. Taken, it made replay
+ * spin for days and whatif add up past 2^64. */
+#define IF_MAX_SERVICE_NS 3600000000000ull
+
+/* While models run, standard output is standard error: a plugin that
+ * prints (printf in predict) wrote into the replayed program's output and
+ * into whatif's JSON. Nested; flushed at each switch. */
+static int quiet_depth, quiet_saved = -1;
+
+void if_quiet_stdout(int on) {
+  fflush(stdout);
+  if (on && quiet_depth++ == 0) {
+    quiet_saved = dup(1);
+    if (quiet_saved >= 0)
+      dup2(2, 1);
+  } else if (!on && quiet_depth > 0 && --quiet_depth == 0 && quiet_saved >= 0) {
+    dup2(quiet_saved, 1);
+    close(quiet_saved);
+    quiet_saved = -1;
+  }
+}
+
 int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) {
   why_unsupported = NULL;
-  return m->iface->predict(m->inst, r, ns) == STANDIN_SUPPORTED ? IF_OK : IF_UNSUPPORTED;
+  *ns = 0; /* a model that says yes without a time: 0 ns */
+  plugin_fn = m->dl ? "predict" : NULL;
+  plugin_name = m->desc;
+  int rc = m->iface->predict(m->inst, r, ns);
+  plugin_fn = NULL;
+  if (rc != STANDIN_SUPPORTED) /* anything but 0 */
+    return IF_UNSUPPORTED;
+  if (*ns > IF_MAX_SERVICE_NS) {
+    why_unsupported = "the model predicted more than an hour for it (is its unit "
+                      "nanoseconds? a negative that wrapped?): not taken";
+    *ns = 0;
+    return IF_UNSUPPORTED;
+  }
+  return IF_OK;
 }
 
 void if_model_reset(if_model *m) {
@@ -231,6 +336,10 @@ const char *if_model_describe(const if_model *m) {
   return m->desc;
 }
 
+const standin_iface *if_model_iface(const if_model *m) {
+  return m ? m->iface : NULL;
+}
+
 const char *if_model_name(const if_model *m) {
   return m->iface->name;
 }
@@ -238,8 +347,14 @@ const char *if_model_name(const if_model *m) {
 void if_model_free(if_model *m) {
   if (!m)
     return;
-  if (m->iface->destroy)
+  if (m->iface->destroy) {
+    if_quiet_stdout(1);
+    plugin_fn = m->dl ? "destroy" : NULL;
+    plugin_name = m->desc;
     m->iface->destroy(m->inst);
+    plugin_fn = NULL;
+    if_quiet_stdout(0);
+  }
   if (m->dl)
     dlclose(m->dl);
   free(m);

@@ -13,8 +13,25 @@
  *     cc -shared -fPIC -o model.so model.c $(pkg-config --cflags standin)
  *
  * Models run in the standin command before and after the program (never
- * inside it), once per recorded call, so they may take their time; they
- * must be deterministic for a given request.
+ * inside it), once per recorded call (and again for each value a sweep
+ * tries), so they may take their time; they must be deterministic for a
+ * given request. What a plugin must know:
+ *
+ *   - predict is called from one thread at a time, but several instances
+ *     of one plugin live at once (a sweep makes one per value, a plan may
+ *     name the plugin twice, with other parameters): keep every parameter
+ *     and all state in the instance create returns, none in globals.
+ *   - standard output is the report's or the program's: anything a plugin
+ *     prints there goes to standard error; print diagnostics to stderr.
+ *   - predict returns STANDIN_SUPPORTED with *service_ns in nanoseconds
+ *     (0 if not set), or anything else for "unsupported" (the call stays in
+ *     software). A time over an hour is taken as unsupported, with a word:
+ *     it is a unit error (ps, cycles) or a negative that wrapped.
+ *   - create refuses an unknown or bad key itself (standin does not check
+ *     keys against `params`), with a message in err; a typo a plugin
+ *     ignores is invisible.
+ *   - a crash inside the plugin ends standin, which names the plugin and
+ *     the function first.
  *
  * Versioning: STANDIN_IFACE_ABI changes only when this structure or the
  * request changes incompatibly; standin refuses a plugin whose `abi` it
@@ -24,6 +41,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define STANDIN_IFACE_ABI 1
 
@@ -60,7 +81,9 @@ enum {
   STANDIN_JPEG_OUT_PIXELS = 7,
   STANDIN_JPEG_OUT_BYTES = 8,
   STANDIN_JPEG_SCALE_NUM = 9,
-  STANDIN_JPEG_SCALE_DENOM = 10
+  STANDIN_JPEG_SCALE_DENOM = 10,
+  STANDIN_JPEG_OUT_COLD = 11 /* per mille of the output the library left in memory, not
+                                the caches (measured for each decode when recorded) */
 };
 
 /* One request. Pointers are valid during the predict call only. */
@@ -70,11 +93,16 @@ typedef struct {
   const uint64_t *feat;  /* features, slots above */
   const char *type;      /* message type full name ("foo.Bar"), JPEG class, or "" */
   uint64_t recorded_ns;  /* software latency of this call when recorded */
-  const uint8_t *req;    /* request bytes (unpack: the encoded message; JPEG:
-                            see traces/FORMAT.md), NULL for message trees */
-  uint64_t req_len;      /* request bytes, or the encoded size for trees */
-  const uint8_t *resp;   /* response bytes (pack: the encoded message), or NULL */
-  uint64_t resp_len;
+  /* The same in every command (whatif, report, sweep, compare and replay): */
+  const uint8_t *req;    /* JPEG decodes: the request, a header with the decode's
+                            parameters, then the JPEG datastream (traces/FORMAT.md
+                            in standin's sources, "Request blob"); NULL for
+                            protobuf calls, which the features describe */
+  uint64_t req_len;      /* JPEG: bytes of req; unpack: bytes of the encoded
+                            message; pack, size, pack_to_buffer: the encoded size */
+  const uint8_t *resp;   /* NULL: the response is what the accelerator makes */
+  uint64_t resp_len;     /* response bytes as recorded: pack and pack_to_buffer
+                            the encoded size, JPEG the rows' bytes, else 0 */
   const uint8_t *fp;     /* 16-byte request fingerprint */
 } standin_request;
 
@@ -97,5 +125,9 @@ typedef struct {
 } standin_iface;
 
 typedef const standin_iface *(*standin_iface_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -270,6 +270,10 @@ EOF
   grep -q "s1.json was replayed with none of the plan's accelerators (protoacc)" c3.err ||
     fail "$(cat c3.err)"
   grep -q "^ *s1.json *- *-$" c3.txt || fail "no measurement shown as '-': $(cat c3.txt)"
+  # the same accelerator with other parameters is another model
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=5000 s1.json >/dev/null 2>c5.err
+  grep -q "s1.json replayed constant as constant:ns=20000, not constant:ns=5000" c5.err ||
+    fail "$(cat c5.err)"
   # a replay whose every call missed ran the program for real: said so;
   # --on-miss nearest's calls are shown beside the replayed ones
   "$STANDIN" replay -t other --iface pb.pack=constant:ns=20000 --summary miss.json \
@@ -370,6 +374,20 @@ t415_recording_without_calls_is_reported_not_analysed() {
   "$STANDIN" export rec --format csv >out 2>err
   expect_eq "export: the header row alone" 1 "$(wc -l <out)"
   grep -q "rec: no calls to export" err || fail "export: $(cat err)"
+}
+
+# whatif and replay give a model the same request: linear (request plus
+# response bytes) predicted 15% more in replay, which handed it the
+# entry's stored bytes (a pack's output, an unpack's tree image) where
+# whatif gave the call's sizes. Equal now, call for call (every call is
+# replayed, none queues).
+t422_whatif_and_replay_give_models_the_same_requests() {
+  "$STANDIN" record -o rec -- "$PB" basic 40 >/dev/null
+  "$STANDIN" whatif rec --iface linear:base_ns=10,ns_per_byte=1 --format json >w.json
+  "$STANDIN" replay -t rec --iface linear:base_ns=10,ns_per_byte=1 --summary s.json \
+    -- "$PB" basic 40 >/dev/null 2>&1
+  expect_eq "replayed" 160 "$(json s.json calls_replayed)"
+  expect_eq "predicted" "$(pyj w.json 'd["plans"][0]["predicted_ns"]')" "$(json s.json predicted_ns)"
 }
 
 t411_report_by_thread_site_and_api_on_a_recording() {

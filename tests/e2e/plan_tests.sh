@@ -113,6 +113,48 @@ EOF
   grep -q "built for interface ABI 99; this standin uses ABI 1" e1 || fail "e1: $(cat e1)"
   grep -q "has no standin_iface_entry" e2 || fail "e2: $(cat e2)"
   grep -q "cannot load plugin ./absent.so" e3 || fail "e3: $(cat e3)"
+  "$STANDIN" models ./fixed.so | grep -q "^fixed *test" || fail "models: $("$STANDIN" models ./fixed.so)"
+  # a plugin's mistakes (from a helper writing plugins): printf in predict
+  # went into the replayed program's output and whatif's JSON; a time of
+  # 1e18 ns made replay spin for days, a negative wrapped whatif's sums;
+  # a crash killed standin without a word
+  cat >bad.c <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include "standin_iface.h"
+static int mode;
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  mode = n ? atoi(v[0]) : 0;
+  printf("bad: created\n");
+  return malloc(1);
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  printf("bad: predict\n");
+  if (mode == 2)
+    *(volatile int *)0 = 1;
+  *ns = mode == 1 ? (uint64_t)(100 - (long long)r->recorded_ns) : 1000000000000000000ull;
+  return STANDIN_SUPPORTED;
+}
+static const standin_iface me = {STANDIN_IFACE_ABI, "bad", "mode=0", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF
+  gcc -shared -fPIC -I"$inc" -o bad.so bad.c
+  for mode in 0 1; do
+    timeout 60 "$STANDIN" replay -t rec --iface ./bad.so:mode=$mode --summary b$mode.json \
+      -- "$PB" basic 6 >b$mode.out 2>b$mode.err
+    cmp rec.out b$mode.out || fail "mode $mode: the plugin's output went into the program's"
+    expect_eq "mode $mode: replayed" 0 "$(json b$mode.json calls_replayed)"
+    grep -q "the model predicted more than an hour for it" b$mode.err || fail "mode $mode: $(cat b$mode.err)"
+    "$STANDIN" whatif rec --iface ./bad.so:mode=$mode --format json >w$mode.json 2>/dev/null
+    python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"][0]; assert p["offloaded"] == 0, p' w$mode.json ||
+      fail "mode $mode: whatif: $(head -c 300 w$mode.json)"
+  done
+  set +e
+  "$STANDIN" whatif rec --iface ./bad.so:mode=2 >/dev/null 2>e4
+  local rc=$?
+  set -e
+  expect_eq "crash: exit" 139 "$rc"
+  grep -q "the model plugin ./bad.so:mode=2 crashed in its predict (signal 11)" e4 || fail "e4: $(cat e4)"
 }
 
 # 8 threads on one engine must queue; on 8 engines never
