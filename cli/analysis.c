@@ -888,6 +888,18 @@ uint64_t an_estimate_naive(const an_result *r, int k) {
   return minus(r->wall_ns, r->plans[k].saving_sum);
 }
 
+int an_naive_means(const an_result *r, int k) {
+  return r->plans[k].saving_sum < (int64_t)r->wall_ns;
+}
+
+char *an_fmt_naive(char *buf, size_t cap, const an_result *r, int k) {
+  if (!an_naive_means(r, k)) {
+    snprintf(buf, cap, "-");
+    return buf;
+  }
+  return cli_fmt_ns(buf, cap, (double)an_estimate_naive(r, k));
+}
+
 uint32_t an_cpus_here(void) {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)

@@ -124,7 +124,7 @@ void anp_estimate_text(FILE *f, const an_result *r, int k) {
   fprintf(f, "end to end: recorded %s%s; estimate %s (%+.1f%%) by %s",
           cli_fmt_ns(a, sizeof a, (double)r->wall_ns), r->wall_recorded == 2 ? " (--native-wall)" : r->wall_recorded ? "" : " (trace span)",
           cli_fmt_ns(b, sizeof b, (double)est), pct(est, r->wall_ns), an_method(r, k));
-  if (naive != est)
+  if (naive != est && an_naive_means(r, k))
     fprintf(f, "; subtracting every call's saving would give %s (%+.1f%%)",
             cli_fmt_ns(c, sizeof c, (double)naive), pct(naive, r->wall_ns));
   fputc('\n', f);

@@ -178,29 +178,30 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
          r->wall_recorded == 2 ? " native wall (--native-wall)" : r->wall_recorded ? " wall (run.info)" : " (trace span)", o->a.ps.name[0]);
   printf("offline: estimate %s by %s (%u CPUs), naive sum %s; %s call%s offloaded\n\n",
          cli_fmt_ns(b, sizeof b, (double)est), an_method(r, 0), r->cpus,
-         cli_fmt_ns(c, sizeof c, (double)naive),
-         cli_fmt_count(nc, sizeof nc, r->plans[0].offloaded),
+         an_fmt_naive(c, sizeof c, r, 0), cli_fmt_count(nc, sizeof nc, r->plans[0].offloaded),
          r->plans[0].offloaded == 1 ? "" : "s");
   int near = 0;
   for (int i = 0; i < o->nfiles; i++)
     near |= s[i].approx != 0;
   printf("%-32s %11s %11s %9s %11s %9s %10s%s\n", "SUMMARY", "MEASURED", "ESTIMATE", "DIFF",
          "NAIVE SUM", "DIFF", "REPLAYED", near ? " APPROXIMATED" : "");
+  int nm = an_naive_means(r, 0);
   for (int i = 0; i < o->nfiles; i++) {
-    char m[32], e[32], n[32], rp[32], ap[32];
-    printf("%-32.32s %11s %11s %+8.1f%% %11s %+8.1f%% %10s", o->files[i],
+    char m[32], e[32], n[32], rp[32], ap[32], nd[16];
+    snprintf(nd, sizeof nd, nm ? "%+.1f%%" : "-", diff(naive, s[i].wall));
+    printf("%-32.32s %11s %11s %+8.1f%% %11s %9s %10s", o->files[i],
            cli_fmt_ns(m, sizeof m, (double)s[i].wall), cli_fmt_ns(e, sizeof e, (double)est),
-           diff(est, s[i].wall), cli_fmt_ns(n, sizeof n, (double)naive), diff(naive, s[i].wall),
+           diff(est, s[i].wall), an_fmt_naive(n, sizeof n, r, 0), nd,
            cli_fmt_count(rp, sizeof rp, s[i].replayed));
     if (near)
       printf(" %12s", cli_fmt_count(ap, sizeof ap, s[i].approx));
     putchar('\n');
   }
   uint64_t med = median_wall(s, o->nfiles);
-  char m[32], e[32], n[32];
-  printf("%-32s %11s %11s %+8.1f%% %11s %+8.1f%%\n", "median", cli_fmt_ns(m, sizeof m, (double)med),
-         cli_fmt_ns(e, sizeof e, (double)est), diff(est, med),
-         cli_fmt_ns(n, sizeof n, (double)naive), diff(naive, med));
+  char m[32], e[32], n[32], nd[16];
+  snprintf(nd, sizeof nd, nm ? "%+.1f%%" : "-", diff(naive, med));
+  printf("%-32s %11s %11s %+8.1f%% %11s %9s\n", "median", cli_fmt_ns(m, sizeof m, (double)med),
+         cli_fmt_ns(e, sizeof e, (double)est), diff(est, med), an_fmt_naive(n, sizeof n, r, 0), nd);
   const an_plan *pr = &r->plans[0];
   printf("\n%-14s %-32s %10s %11s\n", "ACCELERATOR", "FROM", "REQUESTS", "QUEUE");
   for (int k = 0; k < pr->p->naccel; k++) {

@@ -319,7 +319,7 @@ static void print_text(const an_result *r, const sw_opts *o, const measured *m,
     printf("%-16.16s %10s %11s %+7.1f%% %11s", o->values[v],
            cli_fmt_count(n, sizeof n, r->plans[v + 1].offloaded),
            cli_fmt_ns(e, sizeof e, (double)est), change(est, r->wall_ns),
-           cli_fmt_ns(nv, sizeof nv, (double)an_estimate_naive(r, v + 1)));
+           an_fmt_naive(nv, sizeof nv, r, v + 1));
     if (m && m[v].ok) {
       snprintf(sp, sizeof sp, "%s..%s", cli_fmt_ns(lo, sizeof lo, (double)m[v].min),
                cli_fmt_ns(hi, sizeof hi, (double)m[v].max));

@@ -99,7 +99,7 @@ static void print_text(const an_result *r, const wi_opts *o) {
            cli_fmt_ns(pred, sizeof pred, (double)pr->predicted_ns),
            cli_fmt_ns(qs, sizeof qs, (double)q), cli_fmt_ns(e, sizeof e, (double)est),
            r->wall_ns ? 100.0 * ((double)est - (double)r->wall_ns) / (double)r->wall_ns : 0.0,
-           cli_fmt_ns(nv, sizeof nv, (double)an_estimate_naive(r, k)), an_method(r, k));
+           an_fmt_naive(nv, sizeof nv, r, k), an_method(r, k));
   }
   for (int k = 0; k < r->nplans; k++) {
     if (strlen(plan_label(o->a.ps.name[k])) > 28)

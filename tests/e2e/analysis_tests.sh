@@ -390,6 +390,24 @@ t422_whatif_and_replay_give_models_the_same_requests() {
   expect_eq "predicted" "$(pyj w.json 'd["plans"][0]["predicted_ns"]')" "$(json s.json predicted_ns)"
 }
 
+# Threads that call at once can save more than the run's wall time in all:
+# the naive sum (wall minus every saving) then stops at 0, and whatif and
+# compare showed "0 ns" and -100%. Shown as "-" now.
+t423_naive_sum_past_zero_is_not_shown_as_zero() {
+  cat >over.spec <<'EOF'
+process 300 start=1000000000 end=1000030000
+thread 0
+thread 1 parent=0
+type 1 app.Req
+call thread=0 api=pb.unpack type=1 start=1000001000 lat=20000 req=10
+call thread=1 api=pb.unpack type=1 start=1000001000 lat=20000 req=10
+EOF
+  "$GEN" -o over --spec over.spec
+  "$STANDIN" whatif over --iface constant:ns=0 >w.txt
+  grep -q "^--iface constant:ns=0 .* -  per-thread critical path$" w.txt || fail "$(cat w.txt)"
+  ! grep -q "subtracting every call's saving" w.txt || fail "$(cat w.txt)"
+}
+
 t411_report_by_thread_site_and_api_on_a_recording() {
   "$STANDIN" record -o rec -- "$PB" threads 3 5 >/dev/null
   "$STANDIN" report rec --by thread --format json >t.json
