@@ -187,22 +187,22 @@ int cli_recording_busy(const char *dir) {
   return busy;
 }
 
-void cli_err_no_trace(const char *dir, const char *what) {
+static void no_trace(const char *dir, const char *what, void (*say)(const char *, ...),
+                     const char *lead) {
   if (cli_runinfo_get(dir, "command"))
-    cli_err("%s: nothing to %s: the program recorded there made no protobuf-c or JPEG call "
-            "that standin intercepts ('standin info %s' says more)",
-            dir, what, dir);
+    say("%s: %s %s: the program recorded there made no protobuf-c or JPEG call that standin "
+        "intercepts ('standin info %s' says more)",
+        dir, lead, what, dir);
   else
-    cli_err("%s holds no trace; record one with 'standin record -o %s -- PROGRAM'", dir, dir);
+    say("%s holds no trace; record one with 'standin record -o %s -- PROGRAM'", dir, dir);
+}
+
+void cli_err_no_trace(const char *dir, const char *what) {
+  no_trace(dir, what, cli_err, "nothing to");
 }
 
 void cli_warn_no_trace(const char *dir, const char *what) {
-  if (cli_runinfo_get(dir, "command"))
-    cli_warn("%s: no calls to %s: the program recorded there made no protobuf-c or JPEG call "
-             "that standin intercepts ('standin info %s' says more)",
-             dir, what, dir);
-  else
-    cli_warn("%s holds no trace; record one with 'standin record -o %s -- PROGRAM'", dir, dir);
+  no_trace(dir, what, cli_warn, "no calls to");
 }
 
 int cli_reader_open(st_reader **r, const char *path) {

@@ -183,8 +183,8 @@ static uint64_t env_number(const char *name, uint64_t min, uint64_t max, uint64_
  * off. */
 static int config_dir(void) {
   const char *dir = getenv("STANDIN_DIR");
-  /* room for "/<pid>.<exec>.trace" after the directory */
-  size_t room = sizeof rt_cfg.dir - 32;
+  /* room for "/<pid>-<start>.<exec>.timing" after the directory (rt_names) */
+  size_t room = sizeof rt_cfg.dir - 48;
   if (dir && *dir) {
     if (dir[0] != '/') {
       shim_say("STANDIN_DIR=%s is not an absolute path; recording is off for pid %d", dir,
