@@ -199,6 +199,7 @@ install: all
 		$(DESTDIR)$(PREFIX)/include/standin $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(STANDIN) $(DESTDIR)$(PREFIX)/bin/standin
 	install -m 644 $(B)/lib/standin/*.so $(DESTDIR)$(PREFIX)/lib/standin/
+	install -m 644 record/valgrind.supp $(DESTDIR)$(PREFIX)/lib/standin/
 	install -m 644 interfaces/standin_iface.h $(DESTDIR)$(PREFIX)/include/standin/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' interfaces/standin.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/standin.pc

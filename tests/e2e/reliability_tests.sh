@@ -447,6 +447,18 @@ t650_reload_signals_reach_the_program() {
   done
 }
 
+# Recorded under valgrind, libunwind's address checks are reported as
+# writes of uninitialised bytes, and --error-exitcode changed the program's
+# status; record/valgrind.supp suppresses exactly those.
+t651_record_under_valgrind_with_the_suppressions() {
+  command -v valgrind >/dev/null || { echo "no valgrind: skipped"; return 0; }
+  [ -z "${STANDIN_SANITIZER:-}" ] || { echo "valgrind under a sanitizer: skipped"; return 0; }
+  "$STANDIN" record -o rec -- valgrind -q --error-exitcode=9 \
+    --suppressions="$(dirname "$B")/record/valgrind.supp" "$PB" basic 5 >out 2>err ||
+    fail "exit $?: $(cat err)"
+  expect_eq "calls" 20 "$(calls rec)"
+}
+
 t617_detached_daemon_is_reported_and_recorded() {
   "$FAULTS" detach 100 >native.out 2>&1
   for _ in $(seq 100); do [ -s detach.out ] && [ "$(wc -l <detach.out)" = 100 ] && break; sleep 0.1; done
