@@ -110,7 +110,8 @@ static int is_plugin(const char *name, size_t n) {
 static const char *volatile plugin_fn;
 static const char *volatile plugin_name; /* its spec, as the user wrote it */
 static const int crash_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-static struct sigaction crash_old[5];
+#define NCRASH (sizeof crash_sigs / sizeof *crash_sigs)
+static struct sigaction crash_old[NCRASH];
 
 static void put_err(const char *s) {
   ssize_t r = write(2, s, strlen(s));
@@ -119,23 +120,19 @@ static void put_err(const char *s) {
 
 static void on_crash(int sig) {
   if (plugin_fn) {
-    char num[8] = {0};
-    int n = sig, k = 0;
-    char rev[8];
-    do
-      rev[k++] = (char)('0' + n % 10);
-    while ((n /= 10) && k < 7);
-    for (int i = 0; i < k; i++)
-      num[i] = rev[k - 1 - i];
+    char num[4], *p = num + sizeof num; /* the number, without printf */
+    *--p = 0;
+    for (int n = sig; n && p > num; n /= 10)
+      *--p = (char)('0' + n % 10);
     put_err("standin: the model plugin ");
     put_err(plugin_name ? plugin_name : "?");
     put_err(" crashed in its ");
     put_err(plugin_fn);
     put_err(" (signal ");
-    put_err(num);
+    put_err(p);
     put_err("); run the command under gdb to see where\n");
   }
-  for (size_t i = 0; i < sizeof crash_sigs / sizeof *crash_sigs; i++)
+  for (size_t i = 0; i < NCRASH; i++)
     if (crash_sigs[i] == sig)
       sigaction(sig, &crash_old[i], NULL);
   raise(sig);
@@ -146,8 +143,28 @@ static void watch_crashes(void) {
   if (on++)
     return;
   struct sigaction sa = {.sa_handler = on_crash, .sa_flags = SA_NODEFER | SA_RESETHAND};
-  for (size_t i = 0; i < sizeof crash_sigs / sizeof *crash_sigs; i++)
+  for (size_t i = 0; i < NCRASH; i++)
     sigaction(crash_sigs[i], &sa, &crash_old[i]);
+}
+
+/* Around a plugin's own code (built-in models need neither): its name and
+ * function for a crash, and with quiet (create, destroy: once each)
+ * standard output on standard error. */
+static void plugin_in(const if_model *m, const char *fn, const char *name, int quiet) {
+  if (!m->dl)
+    return;
+  if (quiet)
+    if_quiet_stdout(1);
+  plugin_name = name;
+  plugin_fn = fn;
+}
+
+static void plugin_out(const if_model *m, int quiet) {
+  if (!m->dl)
+    return;
+  plugin_fn = NULL;
+  if (quiet)
+    if_quiet_stdout(0);
 }
 
 static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) {
@@ -241,14 +258,11 @@ int if_model_parse(if_model **out, const char *spec, char *err, size_t errcap) {
   if (rc == IF_OK)
     rc = split_kv(params, m->iface->name, keys, values, &n, err, errcap);
   if (rc == IF_OK) {
-    if_quiet_stdout(1);
-    plugin_fn = m->dl ? "create" : NULL;
-    plugin_name = spec;
+    plugin_in(m, "create", spec, 1);
     if (errcap)
       err[0] = 0;
     m->inst = m->iface->create(n, keys, values, err, errcap);
-    plugin_fn = NULL;
-    if_quiet_stdout(0);
+    plugin_out(m, 1);
     if (!m->inst) {
       rc = IF_E_SPEC;
       if (errcap && !err[0]) /* a plugin that said nothing */
@@ -293,10 +307,9 @@ void if_quiet_stdout(int on) {
 int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) {
   why_unsupported = NULL;
   *ns = 0; /* a model that says yes without a time: 0 ns */
-  plugin_fn = m->dl ? "predict" : NULL;
-  plugin_name = m->desc;
+  plugin_in(m, "predict", m->desc, 0); /* quiet for the whole run: an_run, rdb_build */
   int rc = m->iface->predict(m->inst, r, ns);
-  plugin_fn = NULL;
+  plugin_out(m, 0);
   if (rc != STANDIN_SUPPORTED) /* anything but 0 */
     return IF_UNSUPPORTED;
   if (*ns > IF_MAX_SERVICE_NS) {
@@ -348,12 +361,9 @@ void if_model_free(if_model *m) {
   if (!m)
     return;
   if (m->iface->destroy) {
-    if_quiet_stdout(1);
-    plugin_fn = m->dl ? "destroy" : NULL;
-    plugin_name = m->desc;
+    plugin_in(m, "destroy", m->desc, 1);
     m->iface->destroy(m->inst);
-    plugin_fn = NULL;
-    if_quiet_stdout(0);
+    plugin_out(m, 1);
   }
   if (m->dl)
     dlclose(m->dl);

@@ -799,14 +799,30 @@ static inline const rdb_entry *found(const rdb_entry *ents, uint64_t i) {
   return &ents[i];
 }
 
-int rp_next_in_software(const rdb_entry *e) {
+/* e's count of occurrences served so far, whole run (rdb_header.next_off) */
+static inline _Atomic uint64_t *occurrences(const rdb_entry *e) {
   const rdb_entry *ents = (const rdb_entry *)(db + hdr->entries_off);
-  _Atomic uint64_t *nexts = (_Atomic uint64_t *)(db + hdr->next_off);
-  const rdb_sample *samples = rp_ptr(e->samples_off, (uint64_t)e->nsamples * sizeof(rdb_sample));
-  if (!samples || e->nsamples == 0)
+  return (_Atomic uint64_t *)(db + hdr->next_off) + (e - ents);
+}
+
+/* e's recorded occurrences, or NULL */
+static inline const rdb_sample *samples_of(const rdb_entry *e) {
+  if (e->nsamples == 0)
+    return NULL;
+  return rp_ptr(e->samples_off, (uint64_t)e->nsamples * sizeof(rdb_sample));
+}
+
+/* The plan or the model keeps this occurrence in software. */
+static inline int in_software(const rdb_sample *s) {
+  return s->accel < 0 || (uint32_t)s->accel >= hdr->naccel;
+}
+
+int rp_next_in_software(const rdb_entry *e) {
+  const rdb_sample *samples = samples_of(e);
+  if (!samples)
     return 0;
-  uint64_t k = atomic_load_explicit(&nexts[e - ents], memory_order_relaxed) % e->nsamples;
-  return samples[k].accel < 0 || (uint32_t)samples[k].accel >= hdr->naccel;
+  uint64_t k = atomic_load_explicit(occurrences(e), memory_order_relaxed) % e->nsamples;
+  return in_software(&samples[k]);
 }
 
 const rdb_stuck *rp_stuck(size_t *n) {
@@ -907,10 +923,10 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
   ADD(RDB_C_INTERCEPTED, 1);
   const rdb_entry *ents = (const rdb_entry *)(db + hdr->entries_off);
   _Atomic uint64_t *nexts = (_Atomic uint64_t *)(db + hdr->next_off);
-  uint64_t k = atomic_fetch_add_explicit(&nexts[e - ents], 1, memory_order_relaxed);
+  uint64_t k = atomic_fetch_add_explicit(occurrences(e), 1, memory_order_relaxed);
   last_used = (uint64_t)(e - ents);
-  const rdb_sample *samples = rp_ptr(e->samples_off, (uint64_t)e->nsamples * sizeof(rdb_sample));
-  if (!samples || e->nsamples == 0)
+  const rdb_sample *samples = samples_of(e);
+  if (!samples)
     return 0;
   if (k >= e->nsamples) {
     ADD(RDB_C_REUSED, 1);
@@ -933,7 +949,7 @@ static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, u
   t->s = s;
   t->t0 = t0;
   t->approx = 0;
-  if (s->accel < 0 || (uint32_t)s->accel >= hdr->naccel) {
+  if (in_software(s)) {
     ADD(RDB_C_SOFTWARE, 1);
     ADD(RDB_C_SW0 + (s->sw_reason < RDB_SW_NREASONS ? s->sw_reason : 0), 1);
     return 0;

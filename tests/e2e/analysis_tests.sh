@@ -52,6 +52,20 @@ EOF
   "$GEN" -o threads --spec threads.spec
 }
 
+# two_threads_at_once RUN LAT: the recording "over", a process of RUN ns
+# whose two threads each make one LAT ns unpack at the same moment
+two_threads_at_once() {
+  cat >over.spec <<SPEC
+process 300 start=1000000000 end=$((1000000000 + $1))
+thread 0
+thread 1 parent=0
+type 1 app.Req
+call thread=0 api=pb.unpack type=1 start=1000001000 lat=$2 req=10
+call thread=1 api=pb.unpack type=1 start=1000001000 lat=$2 req=10
+SPEC
+  "$GEN" -o over --spec over.spec
+}
+
 t401_report_golden_trace_hand_computed() {
   golden_single
   "$STANDIN" report single --format json >r.json
@@ -394,15 +408,7 @@ t422_whatif_and_replay_give_models_the_same_requests() {
 # the naive sum (wall minus every saving) then stops at 0, and whatif and
 # compare showed "0 ns" and -100%. Shown as "-" now.
 t423_naive_sum_past_zero_is_not_shown_as_zero() {
-  cat >over.spec <<'EOF'
-process 300 start=1000000000 end=1000030000
-thread 0
-thread 1 parent=0
-type 1 app.Req
-call thread=0 api=pb.unpack type=1 start=1000001000 lat=20000 req=10
-call thread=1 api=pb.unpack type=1 start=1000001000 lat=20000 req=10
-EOF
-  "$GEN" -o over --spec over.spec
+  two_threads_at_once 30000 20000
   "$STANDIN" whatif over --iface constant:ns=0 >w.txt
   grep -q "^--iface constant:ns=0 .* -  per-thread critical path$" w.txt || fail "$(cat w.txt)"
   ! grep -q "subtracting every call's saving" w.txt || fail "$(cat w.txt)"
@@ -522,15 +528,7 @@ t418_whatif_says_when_the_first_process_made_no_call() {
 # Threads that call at once spend more time in calls than the run lasts:
 # report and info say why the share passes 100%, and only then.
 t416_report_share_over_100_percent_is_explained() {
-  cat >over.spec <<'SPEC'
-process 300 start=1000000000 end=1000010000
-thread 0
-thread 1 parent=0
-type 1 app.Req
-call thread=0 api=pb.unpack type=1 start=1000001000 lat=8000 req=10
-call thread=1 api=pb.unpack type=1 start=1000001000 lat=8000 req=10
-SPEC
-  "$GEN" -o over --spec over.spec
+  two_threads_at_once 10000 8000
   "$STANDIN" report over >r.txt
   grep -q "160.0% of 10.00 us run time (threads call at the same time: their times add up)" r.txt ||
     fail "$(head -1 r.txt)"
