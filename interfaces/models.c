@@ -27,6 +27,8 @@ struct if_model {
   const standin_iface *iface;
   void *inst;
   void *dl; /* plugin handle, NULL for built-ins */
+  const char *(*why)(int code); /* a plugin's standin_iface_why, if it has one */
+  const char *why_last;         /* its last reason, interned (plugin_why) */
   char desc[512];
 };
 
@@ -199,7 +201,49 @@ static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) 
     snprintf(err, errcap, "plugin %s: standin_iface lacks name, create or predict", path);
     return IF_E_PLUGIN;
   }
+  m->why = (const char *(*)(int))dlsym(m->dl, "standin_iface_why");
   return IF_OK;
+}
+
+/* ---- a plugin's reasons ------------------------------------------------------ */
+
+/* The reasons plugins gave (standin_iface_why), copied: reports count
+ * reasons by their address, and print them after the plugin is unloaded.
+ * One copy per distinct text, kept for the life of the process; a plugin
+ * that makes up more than WHY_MAX texts gets the generic reason. */
+#define WHY_MAX 256
+#define WHY_LEN 200
+static char *why_texts[WHY_MAX];
+static int why_n;
+
+static const char *why_intern(const char *s) {
+  char t[WHY_LEN + 1];
+  size_t n = strnlen(s, WHY_LEN);
+  memcpy(t, s, n);
+  t[n] = 0;
+  for (size_t i = 0; i < n; i++) /* one line in every report */
+    if ((unsigned char)t[i] < 0x20)
+      t[i] = ' ';
+  for (int i = 0; i < why_n; i++)
+    if (!strcmp(why_texts[i], t))
+      return why_texts[i];
+  if (why_n == WHY_MAX || !(why_texts[why_n] = strdup(t)))
+    return NULL;
+  return why_texts[why_n++];
+}
+
+/* Why the plugin refused with code rc, or NULL (the generic reason). */
+static const char *plugin_why(const if_model *m, int rc) {
+  if (!m->why)
+    return NULL;
+  plugin_in(m, "standin_iface_why", m->desc, 0);
+  const char *s = m->why(rc);
+  plugin_out(m, 0);
+  if (!s || !*s)
+    return NULL;
+  if (m->why_last && !strncmp(s, m->why_last, WHY_LEN)) /* the usual case: one text again */
+    return m->why_last;
+  return ((if_model *)m)->why_last = why_intern(s);
 }
 
 /* Split "k=v,k=v" in place into keys/values. */
@@ -310,8 +354,11 @@ int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) 
   plugin_in(m, "predict", m->desc, 0); /* quiet for the whole run: an_run, rdb_build */
   int rc = m->iface->predict(m->inst, r, ns);
   plugin_out(m, 0);
-  if (rc != STANDIN_SUPPORTED) /* anything but 0 */
+  if (rc != STANDIN_SUPPORTED) { /* anything but 0 */
+    if (m->dl)
+      why_unsupported = plugin_why(m, rc);
     return IF_UNSUPPORTED;
+  }
   if (*ns > IF_MAX_SERVICE_NS) {
     why_unsupported = "the model predicted more than an hour for it (is its unit "
                       "nanoseconds? a negative that wrapped?): not taken";

@@ -27,6 +27,17 @@
  *     (0 if not set), or anything else for "unsupported" (the call stays in
  *     software). A time over an hour is taken as unsupported, with a word:
  *     it is a unit error (ps, cycles) or a negative that wrapped.
+ *   - to say why a call stays in software (report, whatif and replay show
+ *     the reason and count the calls per reason), return your own nonzero
+ *     code from predict and also export
+ *
+ *         const char *standin_iface_why(int code);
+ *
+ *     which gives the reason for a code: one short line ("messages over
+ *     4 KiB"; up to 200 bytes are kept), or NULL for the generic "the model
+ *     does not support this request". It is optional, called on the thread
+ *     that called predict, right after predict refused; standin copies the
+ *     text.
  *   - create refuses an unknown or bad key itself (standin does not check
  *     keys against `params`), with a message in err; a typo a plugin
  *     ignores is invisible.

@@ -87,11 +87,17 @@ t303_plugin_model_and_its_errors() {
 static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
   return malloc(1);
 }
-/* 5 us for unpack, unsupported for the rest */
+/* 5 us for unpack, unsupported for the rest: pack with a reason of its
+ * own, size with a code it gives no reason for */
 static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  if (r->api == STANDIN_API_PB_PACK) return 7;
+  if (r->api == STANDIN_API_PB_SIZE) return 9;
   if (r->api != STANDIN_API_PB_UNPACK) return STANDIN_UNSUPPORTED;
   *ns = 5000;
   return STANDIN_SUPPORTED;
+}
+const char *standin_iface_why(int code) {
+  return code == 7 ? "no pack engine\non this part" : NULL;
 }
 static const standin_iface me = {STANDIN_IFACE_ABI, "fixed", "", "test", create, predict, free};
 const standin_iface *standin_iface_entry(void) { return &me; }
@@ -105,6 +111,14 @@ EOF
   expect_eq "replayed" 6 "$(json s.json calls_replayed)"
   expect_eq "software" 18 "$(json s.json calls_software)"
   expect_eq "service" 30000 "$(accel s.json fixed service_ns)"
+  # the plugin's reasons, counted per reason (a line break in one is a space)
+  python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["accelerators"][0]["unsupported"]
+assert a == {"no pack engine on this part": 6, "the model does not support this request": 12}, a' s.json ||
+    fail "reasons in the summary: $(cat s.json)"
+  grep -q "6 stay in software on fixed: no pack engine on this part" err || fail "replay: $(cat err)"
+  "$STANDIN" whatif rec --iface ./fixed.so >w.txt
+  grep -q "6 on fixed: no pack engine on this part" w.txt &&
+    grep -q "12 on fixed: the model does not support this request" w.txt || fail "whatif: $(cat w.txt)"
   set +e
   "$STANDIN" replay -t rec --iface ./wrongabi.so -- true 2>e1
   "$STANDIN" replay -t rec --iface ./noentry.so -- true 2>e2
