@@ -392,6 +392,8 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
       r.req_len = blen;
     }
     plan_decide(p, rule, &r, c->resp_len, &d);
+    if (rule >= 0)
+      pr->rule_calls[rule]++;
     if (d.outcome == PLAN_OFFLOAD) {
       pr->offloaded++;
       pr->offloaded_rec_ns += c->latency_ns;
@@ -725,6 +727,9 @@ static int setup(ctx *x, an_result *r, const an_opts *o) {
     return -1;
   for (int k = 0; k < o->nplans; k++) {
     r->plans[k].p = o->plans[k];
+    r->plans[k].rule_calls = calloc((size_t)o->plans[k]->nrules + 1, sizeof(uint64_t));
+    if (!r->plans[k].rule_calls)
+      return -1;
     for (int a = 0; a < o->plans[k]->naccel; a++) {
       uint32_t n = o->plans[k]->accel[a].engines;
       if (n && engines_init(&x->ps[k].eng[a], n) != 0)
@@ -770,6 +775,14 @@ static void set_wall(an_result *r, const char *dir, uint64_t first, uint64_t las
   r->dilation = 1;
   const char *w = cli_runinfo_get(dir, "wall_ns");
   uint64_t rec = w ? strtoull(w, NULL, 10) : 0;
+  if (native && r->cpus && native < r->call_ns / r->cpus) {
+    char a[32], b[32];
+    cli_warn("--native-wall %s is less than the recorded calls alone could take on %u CPU%s "
+             "(%s in calls): the estimates below start from an impossible time; is its unit "
+             "right?",
+             cli_fmt_ns(a, sizeof a, (double)native), r->cpus, r->cpus == 1 ? "" : "s",
+             cli_fmt_ns(b, sizeof b, (double)r->call_ns));
+  }
   if (native) {
     /* the recorded timelines are taken as uniformly slowed down */
     uint64_t recorded = rec >= r->span_ns && rec ? rec : r->span_ns;
@@ -825,6 +838,13 @@ static int run(an_result *r, const char *dir, const an_opts *o) {
     r->plans[k].saving_crit = x.ps[k].gany ? (int64_t)x.ps[k].gM - x.ps[k].gLp : 0;
   r->late = x.mg ? merge_late(x.mg) : 0;
   set_wall(r, dir, first, last, o->native_wall_ns);
+  for (int k = 0; rc == 0 && r->calls && k < x.np; k++) { /* once a file: a sweep's variants */
+    int again = 0;
+    for (int j = 0; j < k && !again; j++)
+      again = !strcmp(o->plans[j]->source, o->plans[k]->source);
+    if (!again)
+      plan_warn_unused(o->plans[k], r->plans[k].rule_calls);
+  }
   for (size_t i = 0; files && i < n; i++)
     free(files[i].path);
   free(files);
@@ -842,8 +862,10 @@ void an_free(an_result *r) {
     free(g->plan);
   }
   free(r->groups);
-  for (int k = 0; k < r->nplans; k++)
+  for (int k = 0; k < r->nplans; k++) {
     free(r->plans[k].why);
+    free(r->plans[k].rule_calls);
+  }
   free(r->plans);
   memset(r, 0, sizeof *r);
 }

@@ -82,6 +82,7 @@ typedef struct {
   int64_t saving_cpu;                    /* the same without queueing (CPU time saved) */
   int64_t saving_crit;                   /* the per-thread critical path's saving */
   an_bin bins[ST_API_MAX][AN_SIZE_BINS]; /* offloaded calls by API and request size */
+  uint64_t *rule_calls;                  /* [p->nrules]: calls each rule decided */
 } an_plan;
 
 typedef struct {

@@ -48,7 +48,7 @@ int anopt_take(anopt *o, int c, const char *arg) {
       cli_err("--native-wall: '%s' has no unit; give it as %sms, %ss or %sns", arg, arg, arg, arg);
       return -1;
     }
-    if (end == arg || unit == 0 || !(v > 0) || v * unit > 1e18) {
+    if (end == arg || unit == 0 || !(v * unit >= 1) || v * unit > 1e18) { /* 0.0001ns: 0 */
       cli_err("--native-wall: '%s' is not a duration like 188ms, 0.5s or 1200000ns", arg);
       return -1;
     }

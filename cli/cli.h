@@ -136,6 +136,10 @@ int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
 uint64_t cli_mono_ns(void);
 /* cli_run with stdin, stdout and stderr on /dev/null. */
 int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
+/* standin ignores SIGPIPE and SIGXFSZ (writes fail instead: said, no data
+ * lost); the programs it runs get them as standin was given them. */
+void cli_calm_signals(void);
+void cli_signals_as_given(void); /* in a child, before it execs */
 /* cli_run_quiet, but a standard input that is a regular file is given to
  * the program again from its start (record --retime's timing runs). */
 int cli_run_again(char *const argv[], char *const extra_env[], uint64_t *wall_ns);

@@ -171,11 +171,12 @@ static void json_call(ex_ctx *x, scan_file *f, const st_call *c) {
   fprintf(o, ", \"site\": ");
   json_write_str(o, scan_site_label(f, c->site));
   fprintf(o,
-          ", \"req_bytes\": %llu, \"resp_bytes\": %llu, \"result\": %llu, \"failed\": %s, "
-          "\"not_offloadable\": %s, \"no_response\": %s, \"reason\": %u, \"fingerprint\": "
-          "\"%s\", \"features\": ",
+          ", \"req_bytes\": %llu, \"resp_bytes\": %llu, \"request_size\": %llu, \"result\": "
+          "%llu, \"failed\": %s, \"not_offloadable\": %s, \"no_response\": %s, \"reason\": %u, "
+          "\"fingerprint\": \"%s\", \"features\": ",
           (unsigned long long)c->req_len, (unsigned long long)c->resp_len,
-          (unsigned long long)c->result, c->flags & ST_CALL_FAILED ? "true" : "false",
+          (unsigned long long)plan_request_size(c), (unsigned long long)c->result,
+          c->flags & ST_CALL_FAILED ? "true" : "false",
           c->flags & ST_CALL_NOT_OFFLOADABLE ? "true" : "false",
           c->flags & ST_CALL_NO_RESPONSE ? "true" : "false", c->reason, fp);
   json_features(o, c);

@@ -411,14 +411,19 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
       break;
     }
     snprintf(dirpair, sizeof dirpair, "STANDIN_DIR=%.*s", PATH_MAX + 31, pdirs[p]);
+    /* the first message says what runs again: output to standard output is
+     * discarded, but files the program writes are written again (a program
+     * that rewrites its input in place, as jpegoptim does, cannot be retimed) */
     if (o->retime == 1)
       fprintf(stderr, "standin: --retime: running the program again, timing its calls only "
-                      "(its output discarded; a server must be stopped again)\n");
+                      "(its standard output discarded, files it writes written again; a "
+                      "server must be stopped again)\n");
     else
       fprintf(stderr,
               "standin: --retime: timing-only run %u of %d (the program again, its "
-              "output discarded%s)\n",
-              p + 1, o->retime, p == 0 ? "; a server must be stopped again" : "");
+              "standard output discarded%s)\n",
+              p + 1, o->retime,
+              p == 0 ? ", files it writes written again; a server must be stopped again" : "");
     uint64_t wall;
     int rc = cli_run_again(argv, env2, &wall);
     if (rc != 0)

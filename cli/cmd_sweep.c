@@ -46,7 +46,10 @@ static const char usage_text[] =
     "      --plot DIR         write DIR/sweep.{dat,gp} (estimate, naive sum and measured\n"
     "                         median with min..max per value; SVG when gnuplot is\n"
     "                         installed)\n"
-    "      --cpus N           CPUs of the recording machine (default: this one's)\n";
+    "      --cpus N           CPUs of the recording machine (default: this one's)\n"
+    "      --native-wall T    the program's native wall time (e.g. 188ms), for the\n"
+    "                         estimates to start from; without --replay, the default\n"
+    "                         is the recorded run's\n";
 
 #define MAX_VALUES 48
 
@@ -63,6 +66,7 @@ typedef struct {
   uint64_t *wall; /* [runs] measured, 0 = failed */
   int ok;
   uint64_t median, min, max;
+  uint64_t replayed, fallback; /* calls, over the runs that finished */
 } measured;
 
 /* ---- options ------------------------------------------------------------------ */
@@ -121,9 +125,16 @@ static int number_arg(const char *opt, const char *v, long lo, long hi, long *ou
 static int split_replay(int argc, char **argv, sw_opts *o) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--replay")) {
-      int p = i + 1 + (i + 1 < argc && !strcmp(argv[i + 1], "--"));
+      int dashes = i + 1 < argc && !strcmp(argv[i + 1], "--");
+      int p = i + 1 + dashes;
       if (p >= argc) {
         cli_err("sweep: --replay needs the program: --replay -- PROGRAM [ARGS...]");
+        return -1;
+      }
+      if (!dashes && argv[p][0] == '-') { /* --replay --runs 2 -- PROG ran "--runs" */
+        cli_err("sweep: everything after --replay is the program, and '%s' is not one: put "
+                "sweep's options before --replay (--replay -- PROGRAM [ARGS...])",
+                argv[p]);
         return -1;
       }
       o->prog = argv + p;
@@ -170,8 +181,9 @@ static int parse(int argc, char **argv, sw_opts *o) {
 /* ---- replays ------------------------------------------------------------------ */
 
 /* standin replay of one plan file, quietly; the wall time from its summary,
- * 0 when the run failed. */
-static uint64_t replay_once(const sw_opts *o, const char *plan_path, const char *summary) {
+ * 0 when the run failed; its calls replayed and fallen back added to m. */
+static uint64_t replay_once(const sw_opts *o, const char *plan_path, const char *summary,
+                            measured *m) {
   char *args[256];
   int n = 0;
   const char *fixed[] = {"standin", "replay",    "-t",    o->dir, "--plan",
@@ -191,6 +203,7 @@ static uint64_t replay_once(const sw_opts *o, const char *plan_path, const char 
       dup2(null, 1);
       dup2(null, 2);
     }
+    cli_signals_as_given(); /* the replay passes them on to the program as given */
     execv("/proc/self/exe", args);
     _exit(127);
   }
@@ -202,6 +215,10 @@ static uint64_t replay_once(const sw_opts *o, const char *plan_path, const char 
     return 0;
   uint64_t wall = (uint64_t)json_num(json_get(j, "wall_ns"), 0);
   int status = (int)json_num(json_get(j, "exit_status"), -1);
+  if (status == 0) {
+    m->replayed += (uint64_t)json_num(json_get(j, "calls_replayed"), 0);
+    m->fallback += (uint64_t)json_num(json_get(j, "calls_fallback"), 0);
+  }
   json_free(j);
   if (!WIFEXITED(st) || WEXITSTATUS(st) || status != 0)
     cli_warn("replay with %s: the program exited with status %d; its time is left out", plan_path,
@@ -270,7 +287,7 @@ static int replay_all(const sw_opts *o, measured *m, measured *nat) {
                 o->runs * o->nvalues, o->a.ps.name[v + 1]);
       snprintf(path, sizeof path, "%s/%d.plan", tmp, v);
       snprintf(sum, sizeof sum, "%s/%d.%d.json", tmp, v, r);
-      m[v].wall[r] = replay_once(o, path, sum);
+      m[v].wall[r] = replay_once(o, path, sum, &m[v]);
       unlink(sum);
     }
   }
@@ -284,6 +301,20 @@ static int replay_all(const sw_opts *o, measured *m, measured *nat) {
   if (nat)
     summarise(nat, o->runs);
   rmdir(tmp);
+  for (int v = 0; v < o->nvalues; v++) { /* what compare says of such a summary */
+    char nf[32];
+    if (m[v].ok && !m[v].replayed)
+      cli_warn("the replays of %s=%s answered no call from the recording (%s fallback%s): "
+               "their wall time is the program's own, not the plan's; does PROGRAM run as "
+               "it did when recorded (same arguments and input)?",
+               o->key, o->values[v], cli_fmt_count(nf, sizeof nf, m[v].fallback),
+               m[v].fallback == 1 ? "" : "s");
+    else if (m[v].fallback)
+      cli_warn("the replays of %s=%s fell back to the real library for %s calls (of %llu "
+               "answered): those ran at software speed",
+               o->key, o->values[v], cli_fmt_count(nf, sizeof nf, m[v].fallback),
+               (unsigned long long)(m[v].replayed + m[v].fallback));
+  }
   return rc;
 }
 
@@ -333,13 +364,18 @@ static void print_text(const an_result *r, const sw_opts *o, const measured *m,
   anp_notes_text(stdout, r);
 }
 
-/* {"runs", "ok", "wall_ns": [...], "median_ns", "min_ns", "max_ns"} */
-static void measured_json(const measured *m, int runs) {
+/* {"runs", "ok", "wall_ns": [...], "median_ns", "min_ns", "max_ns"}, and for
+ * replays the calls replayed and fallen back over the runs that finished */
+static void measured_json(const measured *m, int runs, int replays) {
   printf("{\"runs\": %d, \"ok\": %d, \"wall_ns\": [", runs, m->ok);
   for (int k = 0; k < runs; k++)
     printf("%s%llu", k ? ", " : "", (unsigned long long)m->wall[k]);
-  printf("], \"median_ns\": %llu, \"min_ns\": %llu, \"max_ns\": %llu}",
+  printf("], \"median_ns\": %llu, \"min_ns\": %llu, \"max_ns\": %llu",
          (unsigned long long)m->median, (unsigned long long)m->min, (unsigned long long)m->max);
+  if (replays)
+    printf(", \"calls_replayed\": %llu, \"calls_fallback\": %llu", (unsigned long long)m->replayed,
+           (unsigned long long)m->fallback);
+  printf("}");
 }
 
 static void print_json(const an_result *r, const sw_opts *o, const measured *m,
@@ -348,7 +384,7 @@ static void print_json(const an_result *r, const sw_opts *o, const measured *m,
   anp_recording_json(stdout, r, o->dir);
   if (nat) {
     printf(",\n  \"native\": ");
-    measured_json(nat, o->runs);
+    measured_json(nat, o->runs, 0);
   }
   printf(",\n  \"plan\": ");
   json_write_str(stdout, o->a.ps.name[0]);
@@ -364,7 +400,7 @@ static void print_json(const an_result *r, const sw_opts *o, const measured *m,
     anp_plan_json(stdout, r, v + 1, o->a.ps.name[v + 1]);
     if (m) {
       printf(",\n    \"replay\": ");
-      measured_json(&m[v], o->runs);
+      measured_json(&m[v], o->runs, 1);
     }
     printf("}");
   }

@@ -185,6 +185,20 @@ static int rule_selector(plan_rule *r, const char *w, char *err, size_t cap) {
   }
   size_t kl = (size_t)(eq - w);
   const char *v = eq + 1;
+  /* A second one replaced the first without a word, where a reader takes
+   * every selector to be required. */
+  int twice = kl == 3 && !strncmp(w, "api", 3)      ? r->api_mask != 0
+              : kl == 4 && !strncmp(w, "type", 4)   ? r->type_glob != NULL
+              : kl == 4 && !strncmp(w, "site", 4)   ? r->site_glob != NULL
+              : kl == 6 && !strncmp(w, "module", 6) ? r->module_glob != NULL
+              : kl == 4 && !strncmp(w, "size", 4)   ? r->size_min || r->size_max != UINT64_MAX
+                                                    : 0;
+  if (twice) {
+    snprintf(err, cap, "%.*s= is given twice in this rule: %s", (int)kl, w,
+             kl == 3 ? "list the APIs in one (api=pb.pack,pb.unpack)"
+                     : "give one; for calls matching either, write a rule for each");
+    return -1;
+  }
   if (kl == 3 && !strncmp(w, "api", 3))
     return parse_apis(v, &r->api_mask, err, cap);
   if (kl == 4 && !strncmp(w, "type", 4))
@@ -271,6 +285,9 @@ static int parse_accel(plan *p, char **w, int n, char *err, size_t cap) {
   return 0;
 }
 
+/* Words split at blanks; double quotes keep blanks in a word (a JPEG class
+ * is "baseline 4:2:0": type="baseline 4:2:0") and are taken out. -1 for a
+ * quote left open. */
 static int split_words(char *line, char **w) {
   int n = 0;
   for (char *s = line; *s && n < MAX_WORDS;) {
@@ -278,11 +295,19 @@ static int split_words(char *line, char **w) {
       s++;
     if (!*s || *s == '#')
       break;
-    w[n++] = s;
-    while (*s && !isspace((unsigned char)*s))
-      s++;
+    char *d = s;
+    w[n++] = d;
+    int quoted = 0;
+    for (; *s && (quoted || !isspace((unsigned char)*s)); s++)
+      if (*s == '"')
+        quoted = !quoted;
+      else
+        *d++ = *s;
+    if (quoted)
+      return -1;
     if (*s)
-      *s++ = 0;
+      s++;
+    *d = 0;
   }
   return n;
 }
@@ -290,6 +315,10 @@ static int split_words(char *line, char **w) {
 static int parse_line(plan *p, char *line, int lineno, char *err, size_t cap) {
   char *w[MAX_WORDS];
   int n = split_words(line, w);
+  if (n < 0) {
+    snprintf(err, cap, "a double quote is not closed");
+    return -1;
+  }
   if (n == 0)
     return 0;
   if (!strcmp(w[0], "accel"))
@@ -336,6 +365,20 @@ static void warn_shadowed(const plan *p, const char *path) {
         break;
       }
     }
+  }
+}
+
+void plan_warn_unused(const plan *p, const uint64_t *calls) {
+  if (!strcmp(p->source, "--iface"))
+    return;
+  for (int j = 0; j < p->nrules; j++) {
+    int shadowed = 0;
+    for (int i = 0; i < j && !shadowed; i++)
+      shadowed = rule_covers(&p->rules[i], &p->rules[j]);
+    if (!calls[j] && !shadowed)
+      cli_warn("%s:%d: no call of this recording comes to this rule: none matches its "
+               "selectors (a misspelt type or site?), or rules above it take them",
+               p->source, p->rules[j].line);
   }
 }
 
@@ -712,6 +755,9 @@ int plan_save(const plan *p, const char *path) {
     model_spec(a->spec, NULL, NULL, ms, sizeof ms);
     fprintf(f, "accel %s %s engines=%u link=%s", a->name, ms, a->engines,
             if_link_name(&a->link));
+    static const char *const deliver[] = {NULL, "cache", "memory", "recorded"};
+    if (a->deliver > PLAN_DELIVER_DEFAULT && a->deliver <= PLAN_DELIVER_RECORDED)
+      fprintf(f, " deliver=%s", deliver[a->deliver]);
     if (a->link.kind == IF_LINK_ONCHIP)
       fprintf(f, " link_onchip_ns=%.17g", a->link.onchip_ns);
     if (a->link.kind == IF_LINK_PCIE)

@@ -60,6 +60,12 @@ int plan_add_iface(plan *p, const char *spec);
 
 void plan_free(plan *p);
 
+/* After a pass over a recording in which calls[i] calls came to rule i: a
+ * warning for each rule of a plan file that no call came to (a typo in a
+ * type or site matches nothing, without a word), unless loading the plan
+ * already said that an earlier rule takes its calls. */
+void plan_warn_unused(const plan *p, const uint64_t *calls);
+
 /* The rule deciding a call: its index, or -1 when none matches (software).
  * `site` may be NULL when the call has no recorded site. */
 int plan_match(const plan *p, int api, const char *type, const st_site *site, uint64_t size);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -275,6 +276,14 @@ int rdb_publish(const rdb_parts *d, uint64_t ro_off, rdb_built *out) {
   }
   if (fd < 0)
     fd = fill_and_map(memfd_create("standin-replay", MFD_CLOEXEC), d, &base);
+  if (fd < 0 && errno == EFBIG) { /* RLIMIT_FSIZE holds for memfds too */
+    struct rlimit fl;
+    getrlimit(RLIMIT_FSIZE, &fl);
+    cli_err("cannot store the replay database (%llu bytes): the file size limit (ulimit -f: "
+            "%llu bytes) is below it; raise the limit",
+            (unsigned long long)len, (unsigned long long)fl.rlim_cur);
+    return -1;
+  }
   if (fd < 0) {
     cli_err("cannot store the replay database (%llu bytes) in a temporary file or in memory: "
             "%s; free space in $TMPDIR, /var/tmp or /tmp, or memory",

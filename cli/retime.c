@@ -59,7 +59,16 @@ static uint64_t sig_thread(uint32_t index, uint64_t n, uint64_t h) {
 
 /* What the timing run recorded as a call's size, from the trace's call. */
 static uint64_t call_size(const st_call *c) {
-  return c->api == ST_API_PB_UNPACK ? c->req_len : c->result;
+  uint64_t f[ST_JPF_NFEAT] = {0};
+  for (int i = 0; i < c->nfeat && i < ST_JPF_NFEAT; i++)
+    f[i] = c->feat[i];
+  switch (c->api) {
+  case ST_API_PB_UNPACK: return c->req_len;
+  case ST_API_JPEG_DECODE:
+    return st_jpeg_timing_size(c->result, f[ST_JPF_OUT_PIXELS], f[ST_JPF_COMPONENTS]);
+  case ST_API_TJ_DECODE: return st_tj_timing_size(f[ST_JPF_INPUT_BYTES], c->result);
+  default: return c->result;
+  }
 }
 
 static int load_timing(tm_file *f, const char *path) {

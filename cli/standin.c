@@ -32,6 +32,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  cli_calm_signals();
   if (argc < 2) {
     usage(stderr);
     return EXIT_USAGE;

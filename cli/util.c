@@ -622,12 +622,29 @@ static char **merged_env(char *const extra_env[]) {
   return env;
 }
 
-/* SIGPIPE as standin was started with: each program gets it so. Between
- * programs, standin ignores it: its last words go to a stderr that may be
- * a pipe the reader closed (`standin replay ... 2>&1 | head`), and dying of
- * it lost the --summary file and the program's exit status. */
-static struct sigaction pipe_given;
-static int pipe_saved;
+/* SIGPIPE and SIGXFSZ as standin was started with: each program gets them
+ * so. standin itself ignores them: its last words go to a stderr that may
+ * be a pipe the reader closed (`standin replay ... 2>&1 | head`), and dying
+ * of it lost the --summary file and the program's exit status; under
+ * `ulimit -f` the replay database's first write past the limit killed
+ * standin before the program ever ran. Ignored, a write fails with EPIPE or
+ * EFBIG, said like any other. */
+static const int calm[] = {SIGPIPE, SIGXFSZ};
+#define NCALM (sizeof calm / sizeof calm[0])
+static struct sigaction calm_given[NCALM];
+static int calm_saved;
+
+void cli_calm_signals(void) {
+  struct sigaction ign = {.sa_handler = SIG_IGN};
+  for (size_t i = 0; i < NCALM; i++)
+    sigaction(calm[i], &ign, calm_saved ? NULL : &calm_given[i]);
+  calm_saved = 1;
+}
+
+void cli_signals_as_given(void) {
+  for (size_t i = 0; calm_saved && i < NCALM; i++)
+    sigaction(calm[i], &calm_given[i], NULL);
+}
 
 /* The program is started with posix_spawn (a vfork, not a fork): the
  * launcher may hold hundreds of MiB (the replay database it just built),
@@ -667,8 +684,7 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
   for (int i = 0; i < NPASSED; i++)
     sigaddset(&passed, passed_on[i]);
   sigprocmask(SIG_BLOCK, &passed, &mask);
-  if (pipe_saved)
-    sigaction(SIGPIPE, &pipe_given, NULL);
+  cli_signals_as_given();
   posix_spawnattr_t at;
   posix_spawnattr_init(&at);
   posix_spawnattr_setsigmask(&at, &mask);
@@ -681,9 +697,7 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
   free(env);
   if (again >= 0)
     close(again);
-  struct sigaction ign = {.sa_handler = SIG_IGN};
-  sigaction(SIGPIPE, &ign, pipe_saved ? NULL : &pipe_given);
-  pipe_saved = 1;
+  cli_calm_signals();
   if (e != 0) {
     sigprocmask(SIG_SETMASK, &mask, NULL);
     fprintf(stderr, "standin: cannot run %s: %s\n", argv[0], strerror(e));

@@ -122,7 +122,10 @@ static void submit(jpg_obj *o, int failed) {
     return; /* never reached jpeg_start_decompress: not an image decode */
   j_decompress_ptr ci = o->cinfo;
   if (SHIM_UNLIKELY(rt_cfg.timing)) { /* record --retime's second run: the latency only */
-    rt_timing_add(ST_API_JPEG_DECODE, o->t_first, o->busy_ns, 0, ci->output_scanline);
+    rt_timing_add(ST_API_JPEG_DECODE, o->t_first, o->busy_ns, 0,
+                  st_jpeg_timing_size(ci->output_scanline,
+                                      (uint64_t)ci->output_width * ci->output_height,
+                                      (uint64_t)ci->num_components));
     x->par.api = 0;
     return;
   }
@@ -614,7 +617,8 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
   }
   tj_header.h = NULL;
   if (SHIM_UNLIKELY(rt_cfg.timing)) { /* record --retime's second run: the latency only */
-    rt_timing_add(ST_API_TJ_DECODE, c.start_ns, c.latency_ns, 0, (uint64_t)(int64_t)t->ret);
+    rt_timing_add(ST_API_TJ_DECODE, c.start_ns, c.latency_ns, 0,
+                  st_tj_timing_size(t->size, (uint64_t)(int64_t)t->ret));
     return;
   }
   c.result = (uint64_t)(int64_t)t->ret;

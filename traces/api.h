@@ -71,6 +71,17 @@ typedef enum {
   ST_SUBSAMP_OTHER = 7
 } st_jpeg_subsamp;
 
+/* What record --retime's timing runs note as a decode's size, to pair it
+ * with the recorded decode (cli/retime.c): rows read, output pixels and
+ * components for libjpeg (two 4000x3000 images, one grey, were paired by
+ * their rows alone); the compressed size and the result for TurboJPEG. */
+static inline uint64_t st_jpeg_timing_size(uint64_t rows, uint64_t out_pixels, uint64_t ncomp) {
+  return (rows * 0x9E3779B97F4A7C15ull ^ out_pixels * 0xC2B2AE3D27D4EB4Full) + ncomp;
+}
+static inline uint64_t st_tj_timing_size(uint64_t input_bytes, uint64_t result) {
+  return input_bytes * 0x9E3779B97F4A7C15ull ^ result;
+}
+
 /* Short lower-case name of an API ("pb.pack", "jpeg.decode"), or "?". */
 const char *st_api_name(int api);
 /* Family an API belongs to. */

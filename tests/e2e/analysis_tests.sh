@@ -191,6 +191,13 @@ assert len(d["calls"]) == n and len(d["processes"]) == 1
 assert d["processes"][0]["calls"] == n
 assert d["calls"][0]["features"]["encoded_size"] >= 0
 assert [int(r["latency_ns"]) for r in rows] == [c["latency_ns"] for c in d["calls"]]
+# the JSON calls have every CSV column (request_size was missing), the same
+base = list(rows[0])[:list(rows[0]).index("fingerprint") + 1]
+for r, c in zip(rows, d["calls"]):
+    for col in base:
+        v = c[col]
+        v = {True: "1", False: "0"}.get(v, v) if isinstance(v, bool) else str(v)
+        assert v == r[col], (col, r[col], c[col])
 EOF
 }
 
@@ -239,6 +246,18 @@ t407_sweep_offline_estimates_and_measured_replays() {
   # 80 calls of 200 us make the slow replay about 16 ms longer; a measured
   # time on a shared machine is not asserted, only that one was measured
   expect_eq "measured" True "$(pyj s.json 'all(v["replay"]["median_ns"] > 0 for v in d["values"])')"
+  expect_eq "replayed, fallback" "80 0 80 0" \
+    "$(pyj s.json '" ".join("%d %d" % (v["replay"]["calls_replayed"], v["replay"]["calls_fallback"]) for v in d["values"])')"
+  # a replay that answered no call measured the program alone, without a word
+  "$STANDIN" sweep rec --iface constant:ns=0 --vary constant.ns=0 --runs 1 --native-wall 5ms \
+    --replay -- true >/dev/null 2>t.err
+  grep -q "the replays of ns=0 answered no call from the recording" t.err || fail "t.err: $(cat t.err)"
+  # sweep's options after --replay were run as the program
+  set +e
+  "$STANDIN" sweep rec --iface constant:ns=0 --vary constant.ns=0 --replay --runs 1 -- true 2>o.err
+  rc=$?
+  set -e
+  [ $rc -ne 0 ] && grep -q "put sweep's options before --replay" o.err || fail "o.err: $(cat o.err)"
   # the program also ran natively, and the estimates start from that run
   expect_eq "native runs" 1 "$(pyj s.json 'd["native"]["ok"]')"
   expect_eq "baseline" True "$(pyj s.json 'd["wall_ns"] == d["native"]["median_ns"] > 0 and d["wall_source"] == "native-wall"')"
@@ -501,6 +520,15 @@ PY
   set -e
   [ "$rc" -eq 2 ] && grep -q "native-wall: '80' has no unit; give it as 80ms, 80s or 80ns" err ||
     fail "$rc: $(cat err)"
+  # under a nanosecond was ignored; less than the calls alone take, taken
+  set +e
+  "$STANDIN" whatif rec --iface constant --native-wall 0.0001ns 2>err
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && grep -q "'0.0001ns' is not a duration" err || fail "$rc: $(cat err)"
+  "$STANDIN" whatif rec --iface constant --native-wall 1ns --cpus 1 >/dev/null 2>err
+  grep -q "native-wall 1 ns is less than the recorded calls alone could take on 1 CPU (" err ||
+    fail "$(cat err)"
 }
 
 # A server whose calls are all made by the processes it starts (postgres's

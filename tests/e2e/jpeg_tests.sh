@@ -720,6 +720,27 @@ PY
   expect_eq "tj: bytes to memory, deliver=cache" 0 "$(json t-cache.json bytes_to_memory)"
 }
 
+# A timing run's decode takes the place of the recorded one only when it
+# decoded the same image: the same output size and components (libjpeg), the
+# same compressed size (TurboJPEG). A grey image of the same size gave a
+# colour decode its time, paired by rows alone.
+t222_retime_pairs_a_decode_only_with_the_same_image() {
+  corpus
+  local api prog other
+  for api in jpeg.decode tj.decode; do
+    prog=$JD other=s_base_gray_r0
+    [ $api = jpeg.decode ] || prog=$JT other=s_base_444_r0
+    ln -sf "$CORPUS/s_base_420_r0.jpg" cur.jpg
+    "$STANDIN" record --retime=2 -f -o rec -- \
+      sh -c "'$prog' cur.jpg >/dev/null; ln -sf '$CORPUS/$other.jpg' cur.jpg" 2>err
+    grep -q "retime: none of the .* calls could be retimed" err || fail "$api, other image: $(cat err)"
+    ln -sf "$CORPUS/s_base_420_r0.jpg" cur.jpg
+    "$STANDIN" record --retime=2 -f -o rec -- "$prog" cur.jpg >/dev/null 2>err
+    grep -q "retime: $(calls rec $api) of $(calls rec $api) calls retimed" err ||
+      fail "$api, same image: $(cat err)"
+  done
+}
+
 # A timing run (record --retime) times calls and keeps nothing else: no call
 # stacks, so it neither unwinds nor loads libunwind (nor maps a ring), JPEG
 # decodes included, whose header hook took the stack before the decode's

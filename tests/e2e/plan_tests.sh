@@ -38,7 +38,11 @@ t302_plan_errors_name_file_and_line() {
   printf 'accel a constant\noffload size=9-1 to a\n' >p5.txt
   printf 'accel a constant\noffload api=pb.packk to a\n' >p6.txt
   printf 'accel a constant link_rtt_ns=5000\noffload api=protobuf to a\n' >p8.txt
-  for i in 1 2 3 4 5 6 8; do
+  # a second selector of a kind replaced the first without a word
+  printf 'accel a constant\noffload site=main site=run_* to a\n' >p12.txt
+  printf 'accel a constant\noffload api=pb.pack api=pb.unpack to a\n' >p13.txt
+  printf 'accel a constant\noffload type="baseline 4:2:0 to a\n' >p14.txt
+  for i in 1 2 3 4 5 6 8 12 13 14; do
     set +e
     "$STANDIN" replay --plan p$i.txt -- true 2>e$i
     rc=$?
@@ -51,6 +55,9 @@ t302_plan_errors_name_file_and_line() {
   grep -q "p4.txt:1: engines=lots" e4 || fail "e4: $(cat e4)"
   grep -q "p5.txt:2: size=9-1" e5 || fail "e5: $(cat e5)"
   grep -q "p6.txt:2: 'pb.packk' is not an API" e6 || fail "e6: $(cat e6)"
+  grep -q "p12.txt:2: site= is given twice in this rule" e12 || fail "e12: $(cat e12)"
+  grep -q "p13.txt:2: api= is given twice in this rule: list the APIs in one" e13 || fail "e13: $(cat e13)"
+  grep -q "p14.txt:2: a double quote is not closed" e14 || fail "e14: $(cat e14)"
   # a PCIe setting without link=pcie did nothing, without a word
   grep -q "p8.txt:1: link_rtt_ns, link_gbps and link_poll_ns set a PCIe link: give link=pcie too" e8 ||
     fail "e8: $(cat e8)"
@@ -72,7 +79,12 @@ t302_plan_errors_name_file_and_line() {
   grep -q "p11.txt:3: this rule never applies: the rule on line 2" e11 &&
     grep -q "p11.txt:5: this rule never applies: the rule on line 4" e11 ||
     fail "e11: $(cat e11)"
-  expect_eq "e11 warnings" 2 "$(wc -l <e11)"
+  expect_eq "e11 warnings" 2 "$(grep -c "never applies" e11)"
+  # a misspelt type selected nothing, without a word
+  printf 'accel a constant\noffload type=standin.test.Tre to a\noffload api=protobuf to a\n' >p15.txt
+  "$STANDIN" whatif rec --plan p15.txt >/dev/null 2>e15
+  grep -q "p15.txt:2: no call of this recording comes to this rule" e15 || fail "e15: $(cat e15)"
+  expect_eq "e15 warnings" 1 "$(wc -l <e15)"
   set +e
   "$STANDIN" replay --plan missing.txt -- true 2>e7
   set -e

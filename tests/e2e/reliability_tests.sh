@@ -459,6 +459,27 @@ t651_record_under_valgrind_with_the_suppressions() {
   expect_eq "calls" 20 "$(calls rec)"
 }
 
+# Under `ulimit -f`, the replay database's first write past the limit
+# killed standin with SIGXFSZ before the program ran (exit 153, no word).
+# standin ignores SIGXFSZ and says what is wrong; the programs it runs
+# still die of it as they would natively.
+t652_file_size_limit_is_said_and_passed_on() {
+  "$STANDIN" record -o rec -- "$PB" basic 200 >/dev/null
+  local rc
+  set +e
+  (ulimit -f 1 && "$STANDIN" replay -t rec -- "$PB" basic 200 >/dev/null 2>err)
+  rc=$?
+  set -e
+  expect_eq "replay: exit status" 1 "$rc"
+  grep -q "cannot store the replay database (.* bytes): the file size limit (ulimit -f: 1024 bytes) is below it" err ||
+    fail "err: $(cat err)"
+  set +e
+  (ulimit -f 1 && "$STANDIN" record -f -o rec2 -- sh -c 'head -c 4096 /dev/zero >big' 2>err)
+  rc=$?
+  set -e
+  expect_eq "the program still dies of SIGXFSZ" 153 "$rc"
+}
+
 t617_detached_daemon_is_reported_and_recorded() {
   "$FAULTS" detach 100 >native.out 2>&1
   for _ in $(seq 100); do [ -s detach.out ] && [ "$(wc -l <detach.out)" = 100 ] && break; sleep 0.1; done

@@ -345,8 +345,9 @@ END_TEST
 START_TEST(test_plan_save_and_variants) {
   plan p, q, v;
   char path[128];
-  load_plan(&p, "accel dev constant:ns=500,engines=2 link=onchip link_onchip_ns=30\n"
-                "keep api=pb.size\n"
+  load_plan(&p, "accel dev constant:ns=500,engines=2 link=onchip link_onchip_ns=30 "
+                "deliver=memory\n"
+                "keep api=pb.size type=\"app.Req\"\n"
                 "offload api=pb.pack,pb.unpack type=app.* size=10-2K to dev\n");
   snprintf(path, sizeof path, "%s/saved.txt", dir);
   ck_assert_int_eq(plan_save(&p, path), 0);
@@ -355,6 +356,8 @@ START_TEST(test_plan_save_and_variants) {
   unlink(path);
   ck_assert_uint_eq(q.accel[0].engines, 2);
   ck_assert_int_eq(q.accel[0].link.kind, IF_LINK_ONCHIP);
+  ck_assert_int_eq(q.accel[0].deliver, PLAN_DELIVER_MEMORY); /* sweep --replay lost it */
+  ck_assert_str_eq(q.rules[0].type_glob, "app.Req");         /* quotes taken out */
   int apis[] = {ST_API_PB_PACK, ST_API_PB_SIZE, ST_API_PB_UNPACK};
   uint64_t sizes[] = {5, 10, 2048, 2049};
   for (int a = 0; a < 3; a++)
