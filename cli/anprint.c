@@ -78,14 +78,16 @@ void anp_accels_text(FILE *f, const an_result *r, int k) {
   for (int a = 0; a < pr->p->naccel; a++) {
     const plan_accel *pa = &pr->p->accel[a];
     const an_accel *ac = &pr->accel[a];
-    char e[16], n[32], s[32], l[32], q[32];
+    char e[16], n[32], s[32], l[32], q[32], u[16] = "-";
     snprintf(e, sizeof e, pa->engines ? "%u" : "unlim.", pa->engines);
-    fprintf(f, "%-14s %-28s %-6s %7s %10s %11s %11s %11s %5.1f%%\n", pa->name,
+    if (pa->engines) /* unlimited engines have no capacity to be a share of (178.6%) */
+      snprintf(u, sizeof u, "%.1f%%", 100.0 * utilisation(r, k, a));
+    fprintf(f, "%-14s %-28s %-6s %7s %10s %11s %11s %11s %6s\n", pa->name,
             if_model_describe(pa->model), if_link_name(&pa->link), e,
             cli_fmt_count(n, sizeof n, ac->requests),
             cli_fmt_ns(s, sizeof s, (double)ac->service_ns),
             cli_fmt_ns(l, sizeof l, (double)ac->link_ns),
-            cli_fmt_ns(q, sizeof q, (double)ac->queue_ns), 100.0 * utilisation(r, k, a));
+            cli_fmt_ns(q, sizeof q, (double)ac->queue_ns), u);
   }
 }
 
@@ -146,6 +148,10 @@ void anp_notes_text(FILE *f, const an_result *r) {
                "itself (replay shares them), so queueing may be underestimated\n");
   if (r->run_approx)
     fprintf(f, "note: a process was not closed (killed?): its run ends at its last call\n");
+  if (r->damaged && r->nplans) /* said on stderr as it was read; the estimate must say it too */
+    fprintf(f, "note: a trace ends early (damaged or cut off, as warned): the estimates hold "
+               "only the calls before that point, from the whole run's wall time, so they "
+               "understate the change\n");
   /* recording slowed the run the estimates start from: say by how much.
    * Outside the processes' runs (which start when the shim does): standin's
    * start-up and final flush, but also the program's own start before the

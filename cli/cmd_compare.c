@@ -132,7 +132,7 @@ static void check_accelerators(const cmp_opts *o, const summary *s, const plan *
         /* the same accelerator with other parameters is another model */
         const json *m = json_get(&arr->items[j], "model");
         const char *want = if_model_describe(p->accel[k].model);
-        if (m && m->kind == JSON_STR && strcmp(m->str, want))
+        if (m && m->kind == JSON_STR && !if_spec_same(m->str, want))
           cli_warn("%s replayed %s as %s, not %s: its times are another model's", o->files[i],
                    p->accel[k].name, m->str, want);
       }
@@ -235,10 +235,26 @@ static void print_json(const an_result *r, const cmp_opts *o, const summary *s) 
     printf("%s\n    {\"file\": ", i ? "," : "");
     json_write_str(stdout, o->files[i]);
     printf(", \"wall_ns\": %llu, \"calls_replayed\": %llu, \"calls_approximated\": %llu, "
-           "\"estimate_difference\": %.4f, \"naive_difference\": %.4f}",
+           "\"estimate_difference\": %.4f, \"naive_difference\": %.4f",
            (unsigned long long)s[i].wall, (unsigned long long)s[i].replayed,
            (unsigned long long)s[i].approx, diff(est, s[i].wall) / 100,
            diff(naive, s[i].wall) / 100);
+    /* what the text's ACCELERATOR table shows: the plan's accelerators as
+     * measured by this replay (null: it had no such accelerator) */
+    const plan *p = r->plans[0].p;
+    printf(", \"accelerators\": {");
+    for (int k = 0; k < p->naccel; k++) {
+      const json *ac = summary_accel(&s[i], p->accel[k].name);
+      printf("%s", k ? ", " : "");
+      json_write_str(stdout, p->accel[k].name);
+      if (ac)
+        printf(": {\"requests\": %llu, \"queue_ns\": %llu}",
+               (unsigned long long)json_num(json_get(ac, "requests"), 0),
+               (unsigned long long)json_num(json_get(ac, "queue_ns"), 0));
+      else
+        printf(": null");
+    }
+    printf("}}");
   }
   printf("\n  ],\n  \"median_wall_ns\": %llu, \"estimate_ns\": %llu, \"naive_ns\": %llu, "
          "\"estimate_difference\": %.4f, \"naive_difference\": %.4f\n}\n",

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,8 +313,13 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
               live == 1 ? "" : ", ...", dir);
     else {
       char st[64] = "";
-      if (rc != 0) /* a client whose server was down, a bad argument: the likely why */
+      int sig = rc > 128 ? rc - 128 : 0; /* as the status standin exits with says it */
+      if (rc != 0 && !sig) /* a client whose server was down, a bad argument: the likely why
+                            * (a signal was said as the program ended) */
         snprintf(st, sizeof st, " (%s exited with status %d)", prog, rc);
+      /* a server is stopped by one of these; other signals are its own end */
+      int stopped =
+          sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT || sig == SIGKILL;
       fprintf(stderr,
               "standin: no intercepted call was made%s, so %s holds no trace; "
               "'standin info %s' says more\n",
@@ -325,7 +331,7 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
       /* (a program with a library linked in was warned about before it ran) */
       /* (not after a failure status: that is the likelier why; a server
        * stopped by a signal still gets it) */
-      if (!builtin && (rc == 0 || rc > 128) && geteuid() == 0 && stat(dir, &ds) == 0 &&
+      if (!builtin && (rc == 0 || stopped) && geteuid() == 0 && stat(dir, &ds) == 0 &&
           !(ds.st_mode & S_IWOTH))
         fprintf(stderr,
                 "standin: if the program's processes give up root before their first call (a "

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -553,11 +554,12 @@ static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
 /* The recorder slows the calls it times when they are short (info says so
  * of the recording): a model that takes their recorded latency (software,
  * scale) then makes the replay that much slow. Not said of a run that
- * made no call (a program that failed first): it is then only noise. */
+ * replayed no call (a program that failed first, or whose every call
+ * missed: knotd's timestamped dnstap messages): it is then only noise. */
 static void warn_short_calls(const rdb_built *b, const rdb_stats *s) {
   uint64_t n = b->as_recorded_calls;
   if (n < CLI_SHORT_CALLS_MIN || b->as_recorded_ns >= CLI_SHORT_CALL_NS * n ||
-      C(s, RDB_C_INTERCEPTED) == 0)
+      C(s, RDB_C_REPLAYED) == 0)
     return;
   char m[32], nb[32];
   fprintf(stderr,
@@ -650,6 +652,17 @@ int cmd_replay(int argc, char **argv) {
   if (h->on_miss == RDB_MISS_ABORT && rc == 125 && C(s, RDB_C_FALLBACK))
     fprintf(stderr, "standin: replay: the program was stopped at a miss (--on-miss abort, "
                     "above): the fallback counted is that call, which did not run\n");
+  else if (rc == 128 + SIGKILL) /* its threads add their counts as they end */
+    fprintf(stderr, "standin: replay: the program was killed by SIGKILL, which leaves no "
+                    "time to count: these counts may miss up to 256 calls of each thread "
+                    "it had running\n");
+  else if (h->on_miss == RDB_MISS_ABORT && C(s, RDB_C_FALLBACK))
+    /* a script or server whose child missed: the child alone was stopped */
+    fprintf(stderr,
+            "standin: replay: a process of the program was stopped at a miss (--on-miss "
+            "abort, above), and the program went on without it (exit status %d): this run "
+            "is not the recorded one\n",
+            rc);
   print_unusable(&b);
   long pid = 0;
   size_t live = cli_procs_with_env(env2, &pid);

@@ -476,21 +476,32 @@ void plan_free(plan *p) {
 
 /* ---- matching ------------------------------------------------------------- */
 
+/* A frame as "NAME+0xOFFSET", the way report labels it; a glob that names
+ * an offset matches its hex digits in either case. */
+static int at_matches(const char *glob, const char *name, uint64_t off, int offsets) {
+  char at[PATH_MAX + 24];
+  snprintf(at, sizeof at, "%s+0x%llx", name, (unsigned long long)off);
+  return fnmatch(glob, at, offsets ? FNM_CASEFOLD : 0) == 0;
+}
+
 static int site_matches(const char *glob, const st_site *s, int modules) {
   if (!s)
     return 0;
+  int offsets = !modules && strstr(glob, "+0") != NULL; /* "+0x90b6", "+0X90B6" */
   for (uint32_t i = 0; i < s->nframes; i++) {
-    const char *v = modules ? s->frames[i].module : s->frames[i].symbol;
+    const st_frame *fr = &s->frames[i];
+    const char *v = modules ? fr->module : fr->symbol;
     /* a frame also by its object and offset, as replay's --on-miss abort
-     * and a stripped program's labels name it ("rpc+0x90b6") */
-    const char *m = s->frames[i].module, *mb = m ? strrchr(m, '/') : NULL;
-    if (!modules && m && *m) {
-      char at[PATH_MAX + 24];
-      snprintf(at, sizeof at, "%s+0x%llx", mb ? mb + 1 : m,
-               (unsigned long long)s->frames[i].offset);
-      if (fnmatch(glob, at, 0) == 0)
-        return 1;
-    }
+     * and a stripped program's labels name it ("rpc+0x90b6"), or by its
+     * function and the offset in it, as report's labels do
+     * ("serve_one+0x36", "SplashOutputDev::drawImage+0x10d") */
+    const char *m = fr->module, *mb = m ? strrchr(m, '/') : NULL;
+    if (!modules && m && *m && at_matches(glob, mb ? mb + 1 : m, fr->offset, offsets))
+      return 1;
+    if (offsets && v && *v &&
+        (at_matches(glob, v, fr->sym_offset, 1) ||
+         (fr->pretty && at_matches(glob, fr->pretty, fr->sym_offset, 1))))
+      return 1;
     if (!v || !*v)
       continue;
     if (fnmatch(glob, v, 0) == 0)

@@ -257,11 +257,12 @@ void scan_status_text(const scan_file *f, char *buf, size_t cap) {
   if (f->created_only)
     snprintf(buf, cap, "not closed (killed while creating the file): no calls");
   else if (s->error == ST_E_TRUNCATED)
-    snprintf(buf, cap,
-             "not closed (killed while writing, or the disk filled up): %s; the unfinished chunk "
-             "(%s) and the calls not yet flushed (at most the last ~100 ms) are lost",
-             chunks_read(n, sizeof n, s->chunks),
-             cli_fmt_bytes(b, sizeof b, (double)(s->file_bytes - s->good_bytes)));
+    snprintf(
+        buf, cap,
+        "not closed (killed while writing, a full disk or ulimit -f): %s; the unfinished chunk "
+        "(%s) and the calls not yet flushed (at most the last ~100 ms) are lost",
+        chunks_read(n, sizeof n, s->chunks),
+        cli_fmt_bytes(b, sizeof b, (double)(s->file_bytes - s->good_bytes)));
   else if (s->error)
     /* checksums are per chunk: the damage is somewhere in the chunk that
      * starts there */

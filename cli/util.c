@@ -189,7 +189,20 @@ int cli_recording_busy(const char *dir) {
 
 static void no_trace(const char *dir, const char *what, void (*say)(const char *, ...),
                      const char *lead) {
-  if (cli_runinfo_get(dir, "command"))
+  cli_tracedir td = {0};
+  size_t empty = 0, n = 0;
+  struct stat st;
+  if (cli_tracedir_open(&td, dir) == 0) {
+    for (size_t i = 0; i < td.n; i++)
+      empty += stat(td.paths[i], &st) == 0 && st.st_size == 0;
+    n = td.n;
+    cli_tracedir_free(&td);
+  }
+  if (empty && empty == n) /* not a program without calls: a recorder stopped at once */
+    say("%s: %s %s: its %zu trace file%s %s empty, as a recorder killed while creating it "
+        "leaves one ('standin info %s' says more)",
+        dir, lead, what, n, n == 1 ? "" : "s", n == 1 ? "is" : "are", dir);
+  else if (cli_runinfo_get(dir, "command"))
     say("%s: %s %s: the program recorded there made no protobuf-c or JPEG call that standin "
         "intercepts ('standin info %s' says more)",
         dir, lead, what, dir);

@@ -46,6 +46,11 @@ int if_model_stateful(const if_model *m);
 int if_model_out_cold(const if_model *m, const standin_request *r);
 int if_recorded_out_cold(const standin_request *r);
 
+/* Whether two specs name the same model with the same parameters: in any
+ * order, a built-in model's defaults filled in, numbers compared as
+ * numbers ("protoacc" and "protoacc:mem_lat=20,clock_mhz=2000.0" are one). */
+int if_spec_same(const char *a, const char *b);
+
 /* "scale:factor=0.25": the model with every parameter it was given. */
 const char *if_model_describe(const if_model *m);
 const char *if_model_name(const if_model *m);

@@ -392,6 +392,83 @@ int if_recorded_out_cold(const standin_request *r) {
   return v > 1000 ? 1000 : (int)v;
 }
 
+/* ---- comparing specs --------------------------------------------------------- */
+
+#define SPEC_MAX_KV 48
+
+typedef struct {
+  int n;
+  char k[SPEC_MAX_KV][64], v[SPEC_MAX_KV][128];
+} spec_kv;
+
+/* Set key=value in kv (a later value replaces an earlier one). */
+static int kv_set(spec_kv *kv, const char *k, size_t kl, const char *v, size_t vl) {
+  if (kl >= sizeof kv->k[0] || vl >= sizeof kv->v[0])
+    return -1;
+  int i = 0;
+  while (i < kv->n && (strlen(kv->k[i]) != kl || strncmp(kv->k[i], k, kl)))
+    i++;
+  if (i == kv->n && kv->n++ == SPEC_MAX_KV)
+    return -1;
+  memcpy(kv->k[i], k, kl);
+  kv->k[i][kl] = 0;
+  memcpy(kv->v[i], v, vl);
+  kv->v[i][vl] = 0;
+  return 0;
+}
+
+/* "k=v,k=v" into kv; -1 if it is not that. */
+static int kv_add(spec_kv *kv, const char *s) {
+  while (s && *s) {
+    size_t len = strcspn(s, ",");
+    const char *eq = memchr(s, '=', len);
+    if (!eq || kv_set(kv, s, (size_t)(eq - s), eq + 1, len - (size_t)(eq - s) - 1) != 0)
+      return -1;
+    s += len + (s[len] == ',');
+  }
+  return 0;
+}
+
+/* A spec's name and its parameters, a built-in's defaults first. */
+static int spec_parse(const char *spec, char *name, size_t cap, spec_kv *kv) {
+  size_t nl = strcspn(spec, ":");
+  if (nl >= cap)
+    return -1;
+  memcpy(name, spec, nl);
+  name[nl] = 0;
+  kv->n = 0;
+  for (size_t i = 0; i < NBUILTIN; i++)
+    if (!strcmp(builtins[i]->name, name) && kv_add(kv, builtins[i]->params) != 0)
+      kv->n = 0;
+  return kv_add(kv, spec[nl] == ':' ? spec + nl + 1 : "");
+}
+
+static int value_same(const char *a, const char *b) {
+  char *ea, *eb;
+  double x = strtod(a, &ea), y = strtod(b, &eb);
+  if (ea != a && !*ea && eb != b && !*eb)
+    return x == y;
+  return !strcmp(a, b);
+}
+
+int if_spec_same(const char *a, const char *b) {
+  if (!strcmp(a, b))
+    return 1;
+  static spec_kv ka, kb; /* large: off the stack */
+  char na[512], nb[512];
+  if (spec_parse(a, na, sizeof na, &ka) != 0 || spec_parse(b, nb, sizeof nb, &kb) != 0 ||
+      strcmp(na, nb) || ka.n != kb.n)
+    return 0;
+  for (int i = 0; i < ka.n; i++) {
+    int j = 0;
+    while (j < kb.n && strcmp(ka.k[i], kb.k[j]))
+      j++;
+    if (j == kb.n || !value_same(ka.v[i], kb.v[j]))
+      return 0;
+  }
+  return 1;
+}
+
 const char *if_model_describe(const if_model *m) {
   return m->desc;
 }

@@ -184,9 +184,14 @@ int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_
   jpeg_destroy_decompress(&ci);
   if (!complete || d != g.digest) {
     free(buf);
+    /* libjpeg-turbo may decode damaged entropy-coded data (fill bytes
+     * where they do not belong) differently from one buffer than from the
+     * program's pieces: its fast Huffman path runs only with enough bytes
+     * in the buffer */
     return fail(why, whylen,
-                "the rows decoded here differ from the recorded ones (another "
-                "libjpeg build?)");
+                "the rows decoded here from one buffer differ from the recorded ones "
+                "(damaged data that libjpeg-turbo decodes differently in other pieces, or "
+                "another libjpeg build)");
   }
   if (ext_len)
     memcpy(buf + pix, ext, ext_len);

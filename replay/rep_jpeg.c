@@ -307,7 +307,7 @@ static const rdb_entry *find(const uint8_t *req, size_t len, int *reason) {
  * length is compared once a decode, when the request grows past it; the
  * header and tables are written into the scanner's reserved front, as
  * jpg_request_finish will. */
-static int stuck_here(jpg_obj *o, rep_dec *x) {
+static size_t stuck_here(jpg_obj *o, rep_dec *x) {
   size_t n;
   const rdb_stuck *st = rp_stuck(&n);
   jpg_scan *sc = &x->scan;
@@ -325,7 +325,8 @@ static int stuck_here(jpg_obj *o, rep_dec *x) {
     else
       hi = mid;
   }
-  int wrote = 0, found = 0;
+  int wrote = 0;
+  size_t found = 0;
   for (; lo < n && st[lo].len <= sc->out_len && !found; lo++) {
     if (!wrote) {
       jpg_req_write_header(sc->out, &x->par, x->cmap_in);
@@ -333,10 +334,29 @@ static int stuck_here(jpg_obj *o, rep_dec *x) {
         memcpy(sc->out + hl, o->tables.p, o->tables.len);
       wrote = 1;
     }
-    found = st[lo].len >= sc->reserve && XXH3_64bits(sc->out, st[lo].len) == st[lo].hash;
+    if (st[lo].len >= sc->reserve && XXH3_64bits(sc->out, st[lo].len) == st[lo].hash)
+      found = st[lo].len;
   }
   x->stuck_upto = sc->out_len;
   return found;
+}
+
+/* The recorded decode that ran out of data where this one stands (its
+ * first len request bytes, stuck_here), if it failed there rather than
+ * being given up: its request is those bytes and the EOI the
+ * normalisation appends. NULL for one its program gave up (abandoned:
+ * recorded as not offloadable and counted so). */
+static const rdb_entry *stuck_failed(const rep_dec *x, size_t len) {
+  uint8_t *req = shim_alloc(len + 2);
+  if (!req)
+    return NULL;
+  memcpy(req, x->scan.out, len);
+  req[len] = 0xFF;
+  req[len + 1] = 0xD9;
+  int reason;
+  const rdb_entry *e = find(req, len + 2, &reason);
+  shim_free(req);
+  return e && (e->flags & RDB_ENTRY_FAILED) ? e : NULL;
 }
 
 enum { ID_SUSPENDED, ID_SERVED, ID_REAL };
@@ -350,6 +370,22 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     x->scan_on = 1;
   }
   int d = jpg_drain(o, &x->scan);
+  size_t stuck = d == JPG_DRAIN_SUSPENDED ? stuck_here(o, x) : 0;
+  const rdb_entry *failed = stuck ? stuck_failed(x, stuck) : NULL;
+  if (failed) {
+    /* where a recorded decode failed for want of data (a source that
+     * suspends at the end of a truncated image, then an error; the
+     * arithmetic decoder, which cannot suspend): the real library fails
+     * the same way from the drained bytes, answered as a failed decode is
+     * below. It was not counted at all (OpenCV's imdecode), where whatif
+     * counts it offloaded. */
+    rp_ticket tk;
+    int served = rp_begin(&tk, failed, o->t_in - o->busy_ns);
+    if (served)
+      rp_finish(&tk);
+    go_real(o, x, !served);
+    return ID_REAL;
+  }
   if (d == JPG_DRAIN_SUSPENDED && o->cinfo->arith_code) {
     /* libjpeg's arithmetic decoder cannot suspend: it fails where the data
      * ran out. Only the real library, fed exactly the data that was there,
@@ -358,7 +394,7 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     go_real(o, x, 1);
     return ID_REAL;
   }
-  if (d == JPG_DRAIN_SUSPENDED && stuck_here(o, x)) {
+  if (stuck) {
     /* where a recorded decode's program gave up: the real library reads
      * the drained bytes and returns the rows it can decode from them */
     x->pass = 1;

@@ -289,7 +289,14 @@ for s in c["summaries"]:
     assert s["wall_ns"] == w
     assert abs(s["estimate_difference"] - (c["estimate_ns"] - w) / w) < 1e-3, s
     assert s["calls_replayed"] == c["plan"]["offloaded"] == 10
+    a = json.load(open(s["file"]))["accelerators"][0]
+    assert s["accelerators"] == {a["name"]: {"requests": 10, "queue_ns": a["queue_ns"]}}, s
 EOF
+  # the same model, its parameters written otherwise, is not another's
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=2e4 s1.json >/dev/null 2>c1.err
+  [ ! -s c1.err ] || fail "warned: $(cat c1.err)"
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=3e4 s1.json >/dev/null 2>c1.err
+  grep -q "its times are another model's" c1.err || fail "not warned: $(cat c1.err)"
   "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 s1.json s2.json >c.txt 2>c.err
   grep -q "s1.json" c.txt && grep -q "^median" c.txt || fail "$(cat c.txt)"
   [ ! -s c.err ] || fail "warned: $(cat c.err)"
@@ -407,6 +414,13 @@ t415_recording_without_calls_is_reported_not_analysed() {
   "$STANDIN" export rec --format csv >out 2>err
   expect_eq "export: the header row alone" 1 "$(wc -l <out)"
   grep -q "rec: no calls to export" err || fail "export: $(cat err)"
+  # an empty trace file is a recorder stopped at once, not a program
+  # without calls
+  mkdir zero && : >zero/1.trace
+  set +e
+  "$STANDIN" whatif zero --iface protoacc >/dev/null 2>err
+  set -e
+  grep -q "zero: nothing to estimate: its 1 trace file is empty" err || fail "zero: $(cat err)"
 }
 
 # whatif and replay give a model the same request: linear (request plus
@@ -455,6 +469,11 @@ t412_report_damaged_trace_warns_and_fails() {
   expect_eq "exit status" 1 $rc
   grep -q "analysing the calls before the damage" err || fail "$(cat err)"
   grep -q "^recording rec" r.txt || fail "$(cat r.txt)"
+  # the estimate itself says it holds only the calls before the damage
+  set +e
+  "$STANDIN" whatif rec --iface protoacc >w.txt 2>/dev/null
+  set -e
+  grep -q "^note: a trace ends early (damaged or cut off, as warned)" w.txt || fail "$(cat w.txt)"
 }
 
 t413_no_progress_line_when_stderr_is_not_a_terminal() {
@@ -637,6 +656,10 @@ row = lines[h + 1]
 assert "not-selected 2, no-response 1, not-offloadable 1" in row, row
 assert row[end - 1] != " " and row[end:end + 1] == " ", "RECORDED is not under its heading:\n%s\n%s" % (lines[h], row)
 PYEOF
+  # unlimited engines have no capacity to be a share of (UTIL 178.6%)
+  grep -q "^dev .* unlim\. .* -$" r.txt || fail "$(grep -A1 ACCELERATOR r.txt)"
+  printf 'accel dev constant:ns=500 engines=2\noffload api=pb.unpack size=-150 to dev\n' >plan2.txt
+  "$STANDIN" report rec --plan plan2.txt | grep -q "^dev .* 2 .*%$" || fail "engines=2: no UTIL %"
 }
 
 # Call sites in the program's own functions, which it does not export, had
@@ -660,6 +683,17 @@ t421_call_sites_named_from_the_programs_symbol_table() {
   printf 'accel c constant:ns=0\noffload site=pbcopy+%s to c\n' "$off" >off.plan
   "$STANDIN" whatif rec --plan off.plan --format json >w2.json
   expect_eq "calls selected by object and offset" 3 "$(pyj w2.json 'd["plans"][0]["offloaded"]')"
+  # a frame as report's label names it (function and offset), pasted into a
+  # plan, selected nothing; nor did an offset in capitals
+  "$STANDIN" report rec --by site --format json >sites.json
+  local first n
+  first=$(pyj sites.json 'd["groups"][0]["key"].split(" < ")[0]')
+  n=$(pyj sites.json 'd["groups"][0]["calls"]')
+  for g in "$first" "$(echo "$first" | sed 's/+0x\(.*\)/+0x\U\1/')"; do
+    printf 'accel c constant:ns=0\noffload site=%s to c\n' "$g" >lab.plan
+    "$STANDIN" whatif rec --plan lab.plan --format json >lab.json
+    expect_eq "calls selected by $g" "$n" "$(pyj lab.json 'd["plans"][0]["offloaded"]')"
+  done
   touch -d '+1 hour' ./pbcopy
   "$STANDIN" report rec --by site >changed.txt
   grep -q "^pbcopy+0x[0-9a-f]* < pbcopy+0x[0-9a-f]* " changed.txt || fail "$(cat changed.txt)"

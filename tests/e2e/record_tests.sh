@@ -299,6 +299,15 @@ t036_record_names_a_library_linked_into_the_program() {
   grep -q "has libprotobuf-c linked into it" info.out || fail "info said: $(cat info.out)"
   "$STANDIN" record -o rec2 -- "$B/progs/pbtest" basic 3 >/dev/null 2>err2
   grep -q "linked into it" err2 && fail "$(cat err2)"
+  # a program that dies of its own signal before any call (a limit, a
+  # crash): the signal is said once, and no hint about servers follows
+  set +e
+  "$STANDIN" record -o rec3 -- sh -c 'kill -ABRT $$' 2>err3
+  local rc=$?
+  set -e
+  expect_eq "status" 134 "$rc"
+  grep -q "sh was killed by signal 6" err3 || fail "$(cat err3)"
+  grep -q "give up root\|status 134" err3 && fail "$(cat err3)"
   return 0
 }
 

@@ -314,18 +314,23 @@ t123_replay_says_when_short_calls_were_timed_while_recording() {
   note="calls that the model times by their recorded latency (.* on average) were timed while recording"
   short_calls_spec short.spec 1200 900
   "$B/progs/gentrace" -o short --spec short.spec
-  # the program makes calls (none of them recorded: the trace is made up)
+  # the made-up calls, and the program's own (8, recorded beside them), so
+  # that the replay answers some
+  "$STANDIN" record -o real -- "$PB" basic 2 >/dev/null 2>&1
+  cp real/*.trace short/
   "$STANDIN" replay -t short -- "$PB" basic 2 >/dev/null 2>err
-  grep -q "^standin: replay: the recording's 1,200 $note" err || fail "software: $(cat err)"
-  grep -q "(900 ns on average)" err || fail "mean: $(cat err)"
+  grep -q "^standin: replay: the recording's 1,208 $note" err || fail "software: $(cat err)"
   grep -q "standin record --retime' times them again" err || fail "$(cat err)"
   "$STANDIN" replay -t short --iface scale:factor=0.5 -- "$PB" basic 2 >/dev/null 2>err
   grep -q "$note" err || fail "scale: $(cat err)"
   "$STANDIN" replay -t short --iface constant:ns=100 -- "$PB" basic 2 >/dev/null 2>err
   ! grep -q "$note" err || fail "constant: $(cat err)"
-  # nor to a run that made no call: the note would be noise there
+  # nor to a run that made no call, or replayed none (every call missed:
+  # knotd's timestamped messages): the note would be noise there
   "$STANDIN" replay -t short -- true 2>err
   ! grep -q "$note" err || fail "no call made: $(cat err)"
+  "$STANDIN" replay -t short -- "$PB" deep >/dev/null 2>err
+  grep -q " 0 replayed, .* fallback" err && ! grep -q "$note" err || fail "none replayed: $(cat err)"
   short_calls_spec few.spec 800 900 # too few to say
   "$B/progs/gentrace" -o few --spec few.spec
   "$STANDIN" replay -t few -- "$PB" basic 2 >/dev/null 2>err
@@ -360,6 +365,12 @@ t108_replay_miss_aborts_when_asked() {
   "$STANDIN" whatif -t rec --plan site.plan --format json >w.json
   [ "$(python3 -c 'import json; print(json.load(open("w.json"))["plans"][0]["offloaded"])')" -gt 0 ] ||
     fail "site=$site selects no call: $(cat w.json)"
+  # a script whose command missed goes on: the child alone was stopped,
+  # and the script's own status is not 125; said
+  "$STANDIN" replay -t rec --on-miss abort -- sh -c "'$PB' basic 5 >/dev/null; true" 2>err ||
+    fail "the script's status: $?"
+  grep -q "^standin: replay: a process of the program was stopped at a miss (--on-miss abort, above), and the program went on" err ||
+    fail "script: $(cat err)"
 }
 
 t109_replay_constant_zero_is_faster_and_reports() {
@@ -442,7 +453,7 @@ t129_replay_cut_trace_blames_the_cut() {
   truncate -s $(($(stat -c %s "$f") / 4)) "$f"
   "$STANDIN" replay -t rec --summary s.json -- "$PB" basic 2000 >rep.out 2>err
   cmp rec.out rep.out
-  grep -q "$f: not closed (killed while writing, or the disk filled up)" err || fail "$(cat err)"
+  grep -q "$f: not closed (killed while writing, a full disk or ulimit -f)" err || fail "$(cat err)"
   grep -q "calls looked up were not in the recording: 1 of its trace files ended early" err ||
     fail "$(cat err)"
   grep -q "another program" err && fail "blames the program: $(cat err)"
