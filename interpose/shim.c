@@ -80,7 +80,18 @@ static int list_object(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
+_Atomic int shim_exiting;
+
 static void *find_in_local_objects(const char *name) {
+  /* In the loader's _dl_fini an object whose destructors have run counts
+   * as not initialised: a dlopen of it, RTLD_NOLOAD or not, runs its
+   * constructors again. The record shim's own destructor looked up
+   * protobuf-c functions in a program without them (vips, timing its calls
+   * for record --retime), and so ran its constructor a second time, which
+   * took the argv main had rewritten: the timing run's command line no
+   * longer matched, and no call was retimed. */
+  if (atomic_load_explicit(&shim_exiting, memory_order_relaxed))
+    return NULL;
   Dl_info self;
   /* libc's dlclose, not the record shim's hook, which first waits for the
    * trace writer to drain (rt_before_unload): these handles only drop the

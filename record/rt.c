@@ -1732,6 +1732,7 @@ __attribute__((constructor)) static void rt_init(int argc, char **argv, char **e
 }
 
 __attribute__((destructor)) static void rt_fini(void) {
+  atomic_store(&shim_exiting, 1);
   if (rt_sealed)
     return;
   if (rt_cfg.timing)

@@ -266,6 +266,7 @@ void shim_on_seccomp(void) {
 }
 
 __attribute__((destructor)) static void rp_fini(void) {
+  atomic_store(&shim_exiting, 1);
   flush_all();
 }
 

@@ -745,6 +745,44 @@ t222_retime_pairs_a_decode_only_with_the_same_image() {
   done
 }
 
+# A program without libprotobuf-c that writes over its arguments (vips's
+# GOption, setproctitle): the timing run's shim looked protobuf-c up in its
+# destructor, and the loader, finalising, ran the shim's constructor again
+# on that dlopen, which took the rewritten argv. No timing run matched the
+# recording's command line: nothing was retimed.
+t223_retime_a_program_that_rewrites_its_argv() {
+  corpus
+  cat >title.c <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jpeglib.h>
+int main(int argc, char **argv) {
+  FILE *f = fopen(argv[2], "rb");
+  static unsigned char buf[1 << 20];
+  size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+  memset(argv[1], '*', strlen(argv[1])); /* as setproctitle does */
+  struct jpeg_decompress_struct ci;
+  struct jpeg_error_mgr err;
+  ci.err = jpeg_std_error(&err);
+  jpeg_create_decompress(&ci);
+  jpeg_mem_src(&ci, buf, n);
+  jpeg_read_header(&ci, TRUE);
+  jpeg_start_decompress(&ci);
+  unsigned char *row = malloc(ci.output_width * ci.output_components);
+  while (ci.output_scanline < ci.output_height)
+    jpeg_read_scanlines(&ci, &row, 1);
+  jpeg_finish_decompress(&ci);
+  printf("%u rows\n", ci.output_height);
+  return 0;
+}
+EOF
+  gcc -o title title.c -ljpeg
+  ldd ./title | grep -q protobuf && fail "linked with libprotobuf-c"
+  "$STANDIN" record --retime=1 -o rec -- ./title -x "$CORPUS/s_base_420_r0.jpg" >out 2>err
+  grep -q "retime: 1 of 1 calls retimed" err || fail "$(cat err)"
+}
+
 # A timing run (record --retime) times calls and keeps nothing else: no call
 # stacks, so it neither unwinds nor loads libunwind (nor maps a ring), JPEG
 # decodes included, whose header hook took the stack before the decode's
