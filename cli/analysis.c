@@ -370,15 +370,17 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
   an_gplan *gp = &g->plan[k];
   out->accel = -1;
   int reason;
+  uint64_t size = plan_request_size(c);
+  const char *type = scan_type_name(f, c->type);
+  int rule = p->nrules <= 64 && masks ? plan_first_sized(p, masks[k], size)
+                                      : plan_match(p, c->api, type, site_of(f, c->site), size);
+  if (rule >= 0) /* whether any call comes to each rule (plan_warn_unused) */
+    pr->rule_calls[rule]++;
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
     reason = AN_SW_NOT_OFFLOADABLE;
   } else if ((c->flags & ST_CALL_NO_RESPONSE) && !(c->flags & ST_CALL_FAILED)) {
     reason = AN_SW_NO_RESPONSE;
   } else {
-    uint64_t size = plan_request_size(c);
-    const char *type = scan_type_name(f, c->type);
-    int rule = p->nrules <= 64 && masks ? plan_first_sized(p, masks[k], size)
-                                        : plan_match(p, c->api, type, site_of(f, c->site), size);
     standin_request r;
     plan_decision d;
     plan_request(&r, c, type);
@@ -392,8 +394,6 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
       r.req_len = blen;
     }
     plan_decide(p, rule, &r, c->resp_len, &d);
-    if (rule >= 0)
-      pr->rule_calls[rule]++;
     if (d.outcome == PLAN_OFFLOAD) {
       pr->offloaded++;
       pr->offloaded_rec_ns += c->latency_ns;

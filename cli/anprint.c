@@ -82,9 +82,10 @@ void anp_accels_text(FILE *f, const an_result *r, int k) {
     snprintf(e, sizeof e, pa->engines ? "%u" : "unlim.", pa->engines);
     if (pa->engines) /* unlimited engines have no capacity to be a share of (178.6%) */
       snprintf(u, sizeof u, "%.1f%%", 100.0 * utilisation(r, k, a));
-    fprintf(f, "%-14s %-28s %-6s %7s %10s %11s %11s %11s %6s\n", pa->name,
-            if_model_describe(pa->model), if_link_name(&pa->link), e,
-            cli_fmt_count(n, sizeof n, ac->requests),
+    char md[512]; /* a long spec pushed the columns after it out of line */
+    snprintf(md, sizeof md, "%s", if_model_describe(pa->model));
+    fprintf(f, "%-14s %-28.28s %-6s %7s %10s %11s %11s %11s %6s\n", pa->name, cli_fit(md, 28),
+            if_link_name(&pa->link), e, cli_fmt_count(n, sizeof n, ac->requests),
             cli_fmt_ns(s, sizeof s, (double)ac->service_ns),
             cli_fmt_ns(l, sizeof l, (double)ac->link_ns),
             cli_fmt_ns(q, sizeof q, (double)ac->queue_ns), u);

@@ -139,6 +139,10 @@ int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns
 /* standin ignores SIGPIPE and SIGXFSZ (writes fail instead: said, no data
  * lost); the programs it runs get them as standin was given them. */
 void cli_calm_signals(void);
+/* s cut to w columns in its middle, marked "..." (in place; s returned):
+ * cut at its end, a call site's "+0x10d" read as a valid-looking "+0x10",
+ * and summaries in one directory all read the same. */
+char *cli_fit(char *s, int w);
 void cli_signals_as_given(void); /* in a child, before it execs */
 /* cli_run_quiet, but a standard input that is a regular file is given to
  * the program again from its start (record --retime's timing runs). */

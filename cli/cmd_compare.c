@@ -89,6 +89,14 @@ static int load(const cmp_opts *o, summary *s) {
       cli_err("%s has no wall_ns: is it a 'standin replay --summary' file?", o->files[i]);
       return -1;
     }
+    /* whatif's and report's JSON have a wall_ns too (the recording's): one
+     * was taken for a measured replay (build/demo/both.whatif.json) */
+    if (!json_get(s[i].doc, "calls_intercepted")) {
+      cli_err("%s is not a 'standin replay --summary' file (it has no calls_intercepted: "
+              "whatif's or report's JSON?); give compare replay summaries only",
+              o->files[i]);
+      return -1;
+    }
     s[i].wall = (uint64_t)w->num;
     s[i].replayed = (uint64_t)json_num(json_get(s[i].doc, "calls_replayed"), 0);
     s[i].approx = (uint64_t)json_num(json_get(s[i].doc, "calls_approximated"), 0);
@@ -106,8 +114,9 @@ static int load(const cmp_opts *o, summary *s) {
     /* a replay of another recording measures another program (summaries
      * since 2026-11-29 say which; older ones cannot be checked) */
     const json *rec = json_get(s[i].doc, "recording");
-    char want[PATH_MAX];
-    if (rec && rec->kind == JSON_STR && realpath(o->dir, want) && strcmp(rec->str, want) != 0)
+    char want[PATH_MAX], got[PATH_MAX];
+    if (rec && rec->kind == JSON_STR && realpath(o->dir, want) &&
+        strcmp(realpath(rec->str, got) ? got : rec->str, want) != 0)
       cli_warn("%s is a replay of %s, not of %s: its wall time is not this recording's to "
                "compare with",
                o->files[i], rec->str, want);
@@ -189,7 +198,9 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
   for (int i = 0; i < o->nfiles; i++) {
     char m[32], e[32], n[32], rp[32], ap[32], nd[16];
     snprintf(nd, sizeof nd, nm ? "%+.1f%%" : "-", diff(naive, s[i].wall));
-    printf("%-32.32s %11s %11s %+8.1f%% %11s %9s %10s", o->files[i],
+    char fn[PATH_MAX];
+    snprintf(fn, sizeof fn, "%s", o->files[i]);
+    printf("%-32.32s %11s %11s %+8.1f%% %11s %9s %10s", cli_fit(fn, 32),
            cli_fmt_ns(m, sizeof m, (double)s[i].wall), cli_fmt_ns(e, sizeof e, (double)est),
            diff(est, s[i].wall), an_fmt_naive(n, sizeof n, r, 0), nd,
            cli_fmt_count(rp, sizeof rp, s[i].replayed));
@@ -211,11 +222,13 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
            cli_fmt_ns(q, sizeof q, (double)pr->accel[k].queue_ns));
     for (int i = 0; i < o->nfiles; i++) {
       const json *ac = summary_accel(&s[i], pr->p->accel[k].name);
+      char fn[PATH_MAX];
+      snprintf(fn, sizeof fn, "%s", o->files[i]);
       if (!ac) { /* this replay had no such accelerator: nothing measured */
-        printf("%-14s %-32.32s %10s %11s\n", "", o->files[i], "-", "-");
+        printf("%-14s %-32.32s %10s %11s\n", "", cli_fit(fn, 32), "-", "-");
         continue;
       }
-      printf("%-14s %-32.32s %10s %11s\n", "", o->files[i],
+      printf("%-14s %-32.32s %10s %11s\n", "", cli_fit(fn, 32),
              cli_fmt_count(rq, sizeof rq, (uint64_t)json_num(json_get(ac, "requests"), 0)),
              cli_fmt_ns(q, sizeof q, json_num(json_get(ac, "queue_ns"), 0)));
     }

@@ -20,8 +20,9 @@ static const char usage_text[] =
     "  -t, --trace DIR      the recording, as for replay (or DIR)\n"
     "  -n, --limit N        stop after N calls\n"
     "      --format F       text (default) or json\n"
-    "      --payload        decode the protobuf message of each call (JSON lines;\n"
-    "                       implies --format json)\n";
+    "      --payload        decode the protobuf message of each call whose message\n"
+    "                       was kept: pack, pack_to_buffer and unpack, not\n"
+    "                       get_packed_size (JSON lines; implies --format json)\n";
 
 typedef struct {
   int json, payload;

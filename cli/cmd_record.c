@@ -40,7 +40,8 @@ static const char usage_text[] =
     "                       and nothing else (no payload copies; input and output on\n"
     "                       /dev/null), and give each call its latency in the run\n"
     "                       whose time in calls was the lowest: recording makes\n"
-    "                       small calls look 8-22% slower, and a noisy machine\n"
+    "                       small calls look slower (pbtest's ~500 ns calls by\n"
+    "                       1-22% in our series), and a noisy machine\n"
     "                       (another tenant, a busy sibling core) only ever adds\n"
     "                       time to a run. Calls are paired by process,\n"
     "                       thread and order, a thread pool's by API, size and\n"
@@ -481,6 +482,7 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
 }
 
 int cmd_record(int argc, char **argv) {
+  cli_calm_signals(); /* the commands that run programs (util.c) */
   rec_opts o;
   int first;
   if (parse(argc, argv, &o, &first) != 0)

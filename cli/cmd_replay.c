@@ -592,6 +592,7 @@ static void pass_fd(int fd, int k, int pass[2][2], int *n, char *env, size_t cap
 }
 
 int cmd_replay(int argc, char **argv) {
+  cli_calm_signals(); /* the commands that run programs (util.c) */
   rep_opts o = {.dir = "standin.data"};
   int first;
   if (parse(argc, argv, &o, &first) != 0) {

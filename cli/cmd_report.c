@@ -90,18 +90,6 @@ static int label_width(const an_result *r, an_by by) {
   return w > 60 ? 60 : w;
 }
 
-/* A label cut to w columns in its middle, marked: cut at its end, a call
- * site's "+0x10d" read as a valid-looking "+0x10". */
-static const char *fit_label(char *l, int w) {
-  int n = (int)strlen(l);
-  if (n > w && w > 9) {
-    int head = (w - 3) / 2, tail = w - 3 - head;
-    memmove(l + head + 3, l + n - tail, (size_t)tail + 1);
-    memcpy(l + head, "...", 3);
-  }
-  return l;
-}
-
 static void print_calls(const an_result *r, const size_t *ix, an_by by, int w) {
   printf("%-*s %10s %11s %6s %10s %10s %10s %10s %10s %10s\n", w, "GROUP", "CALLS", "TIME", "%RUN",
          "P50", "P90", "P99", "MAX", "REQ", "RESP");
@@ -109,7 +97,7 @@ static void print_calls(const an_result *r, const size_t *ix, an_by by, int w) {
     const an_group *g = &r->groups[ix[i]];
     char l[1024], c[32], t[32], p5[32], p9[32], p99[32], mx[32], q[32], s[32];
     anp_group_label(g, by, l, sizeof l);
-    printf("%-*.*s %10s %11s %5.1f%% %10s %10s %10s %10s %10s %10s\n", w, w, fit_label(l, w),
+    printf("%-*.*s %10s %11s %5.1f%% %10s %10s %10s %10s %10s %10s\n", w, w, cli_fit(l, w),
            cli_fmt_count(c, sizeof c, g->calls), cli_fmt_ns(t, sizeof t, (double)g->ns),
            100.0 * anp_share(r, g), cli_fmt_ns(p5, sizeof p5, (double)hist_quantile(g->h, 0.5)),
            cli_fmt_ns(p9, sizeof p9, (double)hist_quantile(g->h, 0.9)),
@@ -157,7 +145,7 @@ static void print_plan(const an_result *r, const size_t *ix, an_by by, int w, co
     char l[1024], why[128], rec[32], s[32], lk[32], q[32], p[32];
     anp_group_label(g, by, l, sizeof l);
     why_cell(gp, why, sizeof why);
-    printf("%-*.*s %9llu %9llu %-*s %11s %11s %11s %11s %11s\n", w, w, fit_label(l, w),
+    printf("%-*.*s %9llu %9llu %-*s %11s %11s %11s %11s %11s\n", w, w, cli_fit(l, w),
            (unsigned long long)gp->offloaded, (unsigned long long)(g->calls - gp->offloaded), ww,
            why, cli_fmt_ns(rec, sizeof rec, (double)gp->offloaded_rec_ns),
            cli_fmt_ns(s, sizeof s, (double)gp->service_ns),

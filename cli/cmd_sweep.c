@@ -454,6 +454,7 @@ static int write_plot(const an_result *r, const sw_opts *o, const measured *m) {
 }
 
 int cmd_sweep(int argc, char **argv) {
+  cli_calm_signals(); /* the commands that run programs (util.c) */
   sw_opts o = {.runs = 3};
   anopt_init(&o.a, "sweep", 1);
   measured m[MAX_VALUES] = {{0}}, nat = {0};

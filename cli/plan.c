@@ -210,7 +210,10 @@ static int rule_selector(plan_rule *r, const char *w, char *err, size_t cap) {
   if (kl == 4 && !strncmp(w, "size", 4)) {
     if (parse_range(v, &r->size_min, &r->size_max) == 0)
       return 0;
-    snprintf(err, cap, "size=%s is not a byte range like 0-4096, 64K- or -1M", v);
+    if (r->size_min > r->size_max && r->size_max != 0) /* parsed, in the wrong order */
+      snprintf(err, cap, "size=%s: its first end is above its second; write the smaller first", v);
+    else
+      snprintf(err, cap, "size=%s is not a byte range like 0-4096, 64K- or -1M", v);
     return -1;
   }
   snprintf(err, cap, "unknown selector '%.*s': use api=, type=, site=, module=, size=", (int)kl, w);
@@ -234,6 +237,10 @@ static int parse_rule(plan *p, char **w, int n, int line, char *err, size_t cap)
   r->line = line;
   r->keep = !strcmp(w[0], "keep");
   int end = n;
+  if (r->keep && n >= 3 && !strcmp(w[n - 2], "to")) {
+    snprintf(err, cap, "a keep rule names no accelerator: take 'to %s' away", w[n - 1]);
+    return -1;
+  }
   if (!r->keep) {
     if (n < 3 || strcmp(w[n - 2], "to")) {
       snprintf(err, cap, "offload rules end with 'to ACCELERATOR'");

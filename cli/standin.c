@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "iface.h"
 
 struct subcmd {
   const char *name;
@@ -32,13 +33,12 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  cli_calm_signals();
   if (argc < 2) {
     usage(stderr);
     return EXIT_USAGE;
   }
   const char *c = argv[1];
-  if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
+  if (!strcmp(c, "-h") || !strcmp(c, "--help") || (!strcmp(c, "help") && argc == 2)) {
     usage(stdout);
     return 0;
   }
@@ -46,9 +46,28 @@ int main(int argc, char **argv) {
     printf("standin %s (trace format %d)\n", STANDIN_VERSION, ST_FORMAT_VERSION);
     return 0;
   }
+  if (!strcmp(c, "help") && argc == 3) { /* standin help record */
+    char *hargv[] = {argv[2], "--help", NULL};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+      if (!strcmp(argv[2], cmds[i].name))
+        return cmds[i].fn(2, hargv);
+    c = argv[2];
+  }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (!strcmp(c, cmds[i].name))
       return cmds[i].fn(argc - 1, argv + 1);
-  cli_err("'%s' is not a standin command; see 'standin --help'", c);
+  const char *near = NULL;
+  int best = 3;
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    int d = if_name_distance(cmds[i].name, c, strlen(c));
+    if (d < best)
+      best = d, near = cmds[i].name;
+  }
+  if (!strcmp(c, "plot"))
+    cli_err("there is no plot command: report and sweep write plots with --plot DIR");
+  else if (near)
+    cli_err("'%s' is not a standin command; did you mean '%s'? (see 'standin --help')", c, near);
+  else
+    cli_err("'%s' is not a standin command; see 'standin --help'", c);
   return EXIT_USAGE;
 }

@@ -115,7 +115,11 @@ int cli_tracedir_open(cli_tracedir *td, const char *dir) {
   td->n = 0;
   DIR *d = opendir(dir);
   if (!d) {
-    if (errno == ENOENT)
+    if (errno == ENOENT && !strcmp(dir, "standin.data")) /* the default: -t forgotten? */
+      cli_err("%s: no such recording directory (the default); give the recording with -t DIR, "
+              "or record one with 'standin record -- PROGRAM'",
+              dir);
+    else if (errno == ENOENT)
       cli_err("%s: no such recording directory; record one with 'standin record -o %s -- "
               "PROGRAM'",
               dir, dir);
@@ -636,7 +640,8 @@ static char **merged_env(char *const extra_env[]) {
 }
 
 /* SIGPIPE and SIGXFSZ as standin was started with: each program gets them
- * so. standin itself ignores them: its last words go to a stderr that may
+ * so. record, replay and sweep ignore them (the offline commands die of
+ * SIGPIPE as other tools do: `standin export | head`): its last words go to a stderr that may
  * be a pipe the reader closed (`standin replay ... 2>&1 | head`), and dying
  * of it lost the --summary file and the program's exit status; under
  * `ulimit -f` the replay database's first write past the limit killed
@@ -646,6 +651,16 @@ static const int calm[] = {SIGPIPE, SIGXFSZ};
 #define NCALM (sizeof calm / sizeof calm[0])
 static struct sigaction calm_given[NCALM];
 static int calm_saved;
+
+char *cli_fit(char *s, int w) {
+  int n = (int)strlen(s);
+  if (n > w && w > 9) {
+    int head = (w - 3) / 2, tail = w - 3 - head;
+    memmove(s + head + 3, s + n - tail, (size_t)tail + 1);
+    memcpy(s + head, "...", 3);
+  }
+  return s;
+}
 
 void cli_calm_signals(void) {
   struct sigaction ign = {.sa_handler = SIG_IGN};

@@ -46,6 +46,10 @@ int if_model_stateful(const if_model *m);
 int if_model_out_cold(const if_model *m, const standin_request *r);
 int if_recorded_out_cold(const standin_request *r);
 
+/* Edits (insert, delete, replace, swap of neighbours) from a to b's first
+ * n bytes, capped at 9: for "did you mean" hints ("replya", "optimus_prime"). */
+int if_name_distance(const char *a, const char *b, size_t n);
+
 /* Whether two specs name the same model with the same parameters: in any
  * order, a built-in model's defaults filled in, numbers compared as
  * numbers ("protoacc" and "protoacc:mem_lat=20,clock_mhz=2000.0" are one). */

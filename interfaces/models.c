@@ -15,6 +15,7 @@
 #include "trace.h"
 
 #define MAX_KV 32
+#define WHY_PER_MODEL 256 /* a plugin's reasons kept apart (plugin_why) */
 
 static const standin_iface *const builtins[] = {
     &ifb_software,      &ifb_scale,         &ifb_constant,  &ifb_linear,    &ifb_table,
@@ -29,6 +30,9 @@ struct if_model {
   void *dl; /* plugin handle, NULL for built-ins */
   const char *(*why)(int code); /* a plugin's standin_iface_why, if it has one */
   const char *why_last;         /* its last reason, interned (plugin_why) */
+  char *why_raw;                /* and as the plugin gave it */
+  const char **whys;            /* the texts it gave, interned: WHY_PER_MODEL */
+  int nwhy;
   char desc[512];
 };
 
@@ -202,6 +206,10 @@ static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) 
     return IF_E_PLUGIN;
   }
   m->why = (const char *(*)(int))dlsym(m->dl, "standin_iface_why");
+  if (m->why && !(m->whys = calloc(WHY_PER_MODEL, sizeof *m->whys))) {
+    snprintf(err, errcap, "out of memory");
+    return IF_E_NOMEM;
+  }
   return IF_OK;
 }
 
@@ -209,31 +217,79 @@ static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) 
 
 /* The reasons plugins gave (standin_iface_why), copied: reports count
  * reasons by their address, and print them after the plugin is unloaded.
- * One copy per distinct text, kept for the life of the process; a plugin
- * that makes up more than WHY_MAX texts gets the generic reason. */
-#define WHY_MAX 256
+ * One copy per distinct text, kept for the life of the process; each model
+ * keeps WHY_PER_MODEL texts apart, and counts the rest under one reason
+ * that says so (one plugin cannot crowd out another's). */
+#define WHY_ALL 16384
 #define WHY_LEN 200
-static char *why_texts[WHY_MAX];
+static char *why_texts[WHY_ALL];
 static int why_n;
+static const char why_more[] = "one of the model's reasons past the first 256, which standin "
+                               "counts together";
 
-static const char *why_intern(const char *s) {
+/* Length of the valid UTF-8 sequence at s (of at most n bytes), 0 if none:
+ * overlong forms, surrogates and code points past U+10FFFF are not. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  size_t len = c < 0x80                 ? 1
+               : c >= 0xC2 && c <= 0xDF ? 2
+               : c >= 0xE0 && c <= 0xEF ? 3
+               : c >= 0xF0 && c <= 0xF4 ? 4
+                                        : 0;
+  if (!len || len > n)
+    return 0;
+  for (size_t i = 1; i < len; i++)
+    if ((s[i] & 0xC0) != 0x80)
+      return 0;
+  if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
+      (c == 0xF4 && s[1] > 0x8F))
+    return 0;
+  return len;
+}
+
+/* A plugin's text as one line of valid UTF-8 (JSON carries it): control
+ * characters are blanks, bytes that are no character '?', and a character
+ * is never cut at the WHY_LEN bytes kept. */
+static void why_clean(char *t, const char *s) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t n = strlen(s), o = 0;
+  for (size_t i = 0; i < n;) {
+    size_t l = utf8_seq(u + i, n - i);
+    if (o + (l ? l : 1) > WHY_LEN)
+      break;
+    if (l == 1 && (u[i] < 0x20 || u[i] == 0x7F))
+      t[o++] = ' ';
+    else if (l)
+      memcpy(t + o, s + i, l), o += l;
+    else
+      t[o++] = '?';
+    i += l ? l : 1;
+  }
+  t[o] = 0;
+}
+
+static const char *why_intern(if_model *m, const char *s) {
   char t[WHY_LEN + 1];
-  size_t n = strnlen(s, WHY_LEN);
-  memcpy(t, s, n);
-  t[n] = 0;
-  for (size_t i = 0; i < n; i++) /* one line in every report */
-    if ((unsigned char)t[i] < 0x20)
-      t[i] = ' ';
-  for (int i = 0; i < why_n; i++)
+  why_clean(t, s);
+  const char *copy = NULL;
+  for (int i = 0; i < why_n && !copy; i++)
     if (!strcmp(why_texts[i], t))
-      return why_texts[i];
-  if (why_n == WHY_MAX || !(why_texts[why_n] = strdup(t)))
-    return NULL;
-  return why_texts[why_n++];
+      copy = why_texts[i];
+  for (int i = 0; copy && i < m->nwhy; i++)
+    if (m->whys[i] == copy)
+      return copy;
+  if (m->nwhy == WHY_PER_MODEL)
+    return why_more;
+  if (!copy && (why_n == WHY_ALL || !(copy = why_texts[why_n] = strdup(t))))
+    return why_more;
+  if (copy == why_texts[why_n])
+    why_n++;
+  m->whys[m->nwhy++] = copy;
+  return copy;
 }
 
 /* Why the plugin refused with code rc, or NULL (the generic reason). */
-static const char *plugin_why(const if_model *m, int rc) {
+static const char *plugin_why(if_model *m, int rc) {
   if (!m->why)
     return NULL;
   plugin_in(m, "standin_iface_why", m->desc, 0);
@@ -241,9 +297,11 @@ static const char *plugin_why(const if_model *m, int rc) {
   plugin_out(m, 0);
   if (!s || !*s)
     return NULL;
-  if (m->why_last && !strncmp(s, m->why_last, WHY_LEN)) /* the usual case: one text again */
+  if (m->why_last && m->why_raw && !strncmp(s, m->why_raw, WHY_LEN)) /* the usual case */
     return m->why_last;
-  return ((if_model *)m)->why_last = why_intern(s);
+  free(m->why_raw);
+  m->why_raw = strndup(s, WHY_LEN);
+  return m->why_last = why_intern(m, s);
 }
 
 /* Split "k=v,k=v" in place into keys/values. */
@@ -268,6 +326,27 @@ static int split_kv(char *s, const char *model, const char **keys, const char **
   return IF_OK;
 }
 
+int if_name_distance(const char *a, const char *b, size_t n) {
+  size_t la = strlen(a), lb = strnlen(b, n);
+  if (la > 30 || lb > 30)
+    return 9;
+  int d[32][32];
+  for (size_t i = 0; i <= la; i++)
+    for (size_t j = 0; j <= lb; j++) {
+      if (!i || !j) {
+        d[i][j] = (int)(i + j);
+        continue;
+      }
+      int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      c = d[i - 1][j] + 1 < c ? d[i - 1][j] + 1 : c;
+      c = d[i][j - 1] + 1 < c ? d[i][j - 1] + 1 : c;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+        c = d[i - 2][j - 2] + 1;
+      d[i][j] = c;
+    }
+  return d[la][lb] < 9 ? d[la][lb] : 9;
+}
+
 static int find_model(if_model *m, const char *spec, size_t nl, char *err, size_t errcap) {
   if (is_plugin(spec, nl)) {
     /* only the file the user named: dlopen would look a bare "x.so" up in
@@ -281,9 +360,22 @@ static int find_model(if_model *m, const char *spec, size_t nl, char *err, size_
       m->iface = builtins[i];
       return IF_OK;
     }
-  snprintf(err, errcap, "unknown model '%.*s'; 'standin models' lists them (a plugin path must "
-                        "contain '/' or end in .so)",
-           (int)nl, spec);
+  const char *near = NULL; /* optimus_prime, protoac, core_jpeg */
+  int best = 3;
+  for (size_t i = 0; i < NBUILTIN; i++) {
+    int d = if_name_distance(builtins[i]->name, spec, nl);
+    if (d < best)
+      best = d, near = builtins[i]->name;
+  }
+  if (!near && nl == 9 && !strncmp(spec, "core_jpeg", 9))
+    near = "jpeg-core";
+  char hint[64] = "";
+  if (near)
+    snprintf(hint, sizeof hint, "did you mean '%s'? ", near);
+  snprintf(err, errcap,
+           "unknown model '%.*s'; %s'standin models' lists them (a plugin path must "
+           "contain '/' or end in .so)",
+           (int)nl, spec, hint);
   return IF_E_SPEC;
 }
 
@@ -356,7 +448,7 @@ int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) 
   plugin_out(m, 0);
   if (rc != STANDIN_SUPPORTED) { /* anything but 0 */
     if (m->dl)
-      why_unsupported = plugin_why(m, rc);
+      why_unsupported = plugin_why((if_model *)m, rc);
     return IF_UNSUPPORTED;
   }
   if (*ns > IF_MAX_SERVICE_NS) {
@@ -491,6 +583,8 @@ void if_model_free(if_model *m) {
   }
   if (m->dl)
     dlclose(m->dl);
+  free(m->why_raw);
+  free(m->whys);
   free(m);
 }
 

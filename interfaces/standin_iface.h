@@ -12,6 +12,9 @@
  *
  *     cc -shared -fPIC -o model.so model.c $(pkg-config --cflags standin)
  *
+ * (with standin installed under a PREFIX pkg-config does not search, set
+ * PKG_CONFIG_PATH=PREFIX/lib/pkgconfig first, or give -IPREFIX/include/standin).
+ *
  * Models run in the standin command before and after the program (never
  * inside it), once per recorded call (and again for each value a sweep
  * tries), so they may take their time; they must be deterministic for a
@@ -33,11 +36,13 @@
  *
  *         const char *standin_iface_why(int code);
  *
- *     which gives the reason for a code: one short line ("messages over
- *     4 KiB"; up to 200 bytes are kept), or NULL for the generic "the model
- *     does not support this request". It is optional, called on the thread
- *     that called predict, right after predict refused; standin copies the
- *     text.
+ *     which gives the reason for a code: one short line of UTF-8
+ *     ("messages over 4 KiB"; up to 200 bytes are kept, control characters
+ *     become blanks and bytes that are no UTF-8 '?'), or NULL for the
+ *     generic "the model does not support this request". It is optional,
+ *     called on the thread that called predict, right after predict
+ *     refused; standin copies the text. A model's first 256 different
+ *     texts are counted apart, any more together under one reason.
  *   - create refuses an unknown or bad key itself (standin does not check
  *     keys against `params`), with a message in err; a typo a plugin
  *     ignores is invisible.

@@ -52,6 +52,12 @@ typedef struct local {
    * its creator owed when it was created: the run is late by that much on
    * this thread's path (see rp_finish). */
   uint64_t debt;
+  /* Of that debt, what is a copy of its creator's (a thread's creator, a
+   * forked child's parent): the creator pays it back and counts it, this
+   * thread's paying it is not counted again (photo-service's two workers
+   * each paid the main thread's debt: 40.49 ms paid back of 40.05 ms
+   * overrun). Paid first. */
+  uint64_t inherited;
   struct local *next;
 } local;
 
@@ -74,7 +80,7 @@ static local *local_self(void) {
   static atomic_int fatal_installed;
   if (!atomic_exchange(&fatal_installed, 1))
     shim_fatal_install(flush_before_death);
-  l->debt = inherited_debt;
+  l->debt = l->inherited = inherited_debt;
   local *head = atomic_load(&locals);
   do
     l->next = head;
@@ -465,6 +471,7 @@ static void count_child(void) {
     memset(l->bins, 0, sizeof l->bins);
     memset(l->a, 0, sizeof l->a);
     l->pending = l->dirty = l->spun = 0;
+    l->inherited = l->debt; /* the parent's, paid and counted by the parent */
   }
   atomic_fetch_add_explicit(&stats->c[RDB_C_PROCESSES], 1, memory_order_relaxed);
 }
@@ -994,8 +1001,11 @@ int rp_finish(rp_ticket *t) {
   uint64_t owed = hdr->catch_up ? (now > t->deadline ? now - t->deadline : 0) : t->debt + over;
   if (l) {
     l->debt = owed;
-    if (t->debt + over > owed)
-      ADD(RDB_C_REPAID_NS, t->debt + over - owed);
+    uint64_t paid = t->debt + over > owed ? t->debt + over - owed : 0;
+    uint64_t copy = paid < l->inherited ? paid : l->inherited;
+    l->inherited -= copy;
+    if (paid > copy)
+      ADD(RDB_C_REPAID_NS, paid - copy);
   }
   if (over) {
     ADD(RDB_API(api, RDB_API_OVERRUNS), 1);

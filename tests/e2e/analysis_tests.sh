@@ -292,6 +292,20 @@ for s in c["summaries"]:
     a = json.load(open(s["file"]))["accelerators"][0]
     assert s["accelerators"] == {a["name"]: {"requests": 10, "queue_ns": a["queue_ns"]}}, s
 EOF
+  # names longer than the column were cut at their end: every row read the
+  # same directory; cut in the middle, they differ
+  mkdir -p a_directory_of_replay_summaries
+  cp s1.json s2.json a_directory_of_replay_summaries/
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 a_directory_of_replay_summaries/s1.json \
+    a_directory_of_replay_summaries/s2.json >cl.txt
+  expect_eq "distinct cut names" 2 "$(grep '\.\.\.' cl.txt | grep -v '^ ' | awk '{print $1}' | sort -u | wc -l)"
+  # whatif's JSON has a wall_ns too: it was compared as a measured replay
+  set +e
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 s1.json w.json >/dev/null 2>cw.err
+  local rc=$?
+  set -e
+  [ $rc -ne 0 ] && grep -q "w.json is not a 'standin replay --summary' file" cw.err ||
+    fail "whatif JSON: $rc $(cat cw.err)"
   # the same model, its parameters written otherwise, is not another's
   "$STANDIN" compare rec --iface pb.pack=constant:ns=2e4 s1.json >/dev/null 2>c1.err
   [ ! -s c1.err ] || fail "warned: $(cat c1.err)"
@@ -384,7 +398,7 @@ t415_recording_without_calls_is_reported_not_analysed() {
     fail "record: $(cat ferr)"
   ! grep -q "mkdir -m 1777" ferr || fail "root hint after a failure: $(cat ferr)"
   mkdir empty
-  echo '{"wall_ns": 1000}' >s.json
+  echo '{"wall_ns": 1000, "calls_intercepted": 0}' >s.json
   for c in "report rec" "whatif rec --iface protoacc" "sweep rec --iface constant --vary constant.ns=1,2" \
            "replay -t rec -- true" "compare rec --iface constant s.json"; do
     set +e

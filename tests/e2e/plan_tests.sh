@@ -42,7 +42,9 @@ t302_plan_errors_name_file_and_line() {
   printf 'accel a constant\noffload site=main site=run_* to a\n' >p12.txt
   printf 'accel a constant\noffload api=pb.pack api=pb.unpack to a\n' >p13.txt
   printf 'accel a constant\noffload type="baseline 4:2:0 to a\n' >p14.txt
-  for i in 1 2 3 4 5 6 8 12 13 14; do
+  printf 'accel a constant\nkeep site=x to a\n' >p16.txt
+  printf 'accel a constant\noffload size=4K-1K to a\n' >p17.txt
+  for i in 1 2 3 4 5 6 8 12 13 14 16 17; do
     set +e
     "$STANDIN" replay --plan p$i.txt -- true 2>e$i
     rc=$?
@@ -58,6 +60,8 @@ t302_plan_errors_name_file_and_line() {
   grep -q "p12.txt:2: site= is given twice in this rule" e12 || fail "e12: $(cat e12)"
   grep -q "p13.txt:2: api= is given twice in this rule: list the APIs in one" e13 || fail "e13: $(cat e13)"
   grep -q "p14.txt:2: a double quote is not closed" e14 || fail "e14: $(cat e14)"
+  grep -q "p16.txt:2: a keep rule names no accelerator: take 'to a' away" e16 || fail "e16: $(cat e16)"
+  grep -q "p17.txt:2: size=4K-1K: its first end is above its second" e17 || fail "e17: $(cat e17)"
   # a PCIe setting without link=pcie did nothing, without a word
   grep -q "p8.txt:1: link_rtt_ns, link_gbps and link_poll_ns set a PCIe link: give link=pcie too" e8 ||
     fail "e8: $(cat e8)"
@@ -95,6 +99,7 @@ t303_plugin_model_and_its_errors() {
   inc=$(cd "$B/.." && pwd)/interfaces
   cat >fixed.c <<'EOF'
 #include <stdlib.h>
+#include <string.h>
 #include "standin_iface.h"
 static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
   return malloc(1);
@@ -104,12 +109,17 @@ static void *create(int n, const char *const *k, const char *const *v, char *e, 
 static int predict(void *i, const standin_request *r, uint64_t *ns) {
   if (r->api == STANDIN_API_PB_PACK) return 7;
   if (r->api == STANDIN_API_PB_SIZE) return 9;
-  if (r->api != STANDIN_API_PB_UNPACK) return STANDIN_UNSUPPORTED;
+  if (r->api != STANDIN_API_PB_UNPACK) return 11;
   *ns = 5000;
   return STANDIN_SUPPORTED;
 }
+/* 11: bytes that are no UTF-8, then 150 two-byte characters: cut at 200
+ * bytes, one was split, and JSON readers refused the summary */
 const char *standin_iface_why(int code) {
-  return code == 7 ? "no pack engine\non this part" : NULL;
+  static char bad[512] = "bad \xff\xfe\x7f bytes ";
+  for (int k = 0; k < 150 && code == 11; k++)
+    strcat(bad, "\xc3\xa9");
+  return code == 7 ? "no pack engine\non this part" : code == 11 ? bad : NULL;
 }
 static const standin_iface me = {STANDIN_IFACE_ABI, "fixed", "", "test", create, predict, free};
 const standin_iface *standin_iface_entry(void) { return &me; }
@@ -124,13 +134,15 @@ EOF
   expect_eq "software" 18 "$(json s.json calls_software)"
   expect_eq "service" 30000 "$(accel s.json fixed service_ns)"
   # the plugin's reasons, counted per reason (a line break in one is a space)
-  python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["accelerators"][0]["unsupported"]
-assert a == {"no pack engine on this part": 6, "the model does not support this request": 12}, a' s.json ||
+  python3 -c 'import json,sys; a=json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))["accelerators"][0]["unsupported"]
+bad = "bad ??  bytes " + "\u00e9" * 93  # (DEL is a blank)
+assert len(bad.encode()) == 200, len(bad.encode())
+assert a == {"no pack engine on this part": 6, "the model does not support this request": 6, bad: 6}, a' s.json ||
     fail "reasons in the summary: $(cat s.json)"
   grep -q "6 stay in software on fixed: no pack engine on this part" err || fail "replay: $(cat err)"
   "$STANDIN" whatif rec --iface ./fixed.so >w.txt
   grep -q "6 on fixed: no pack engine on this part" w.txt &&
-    grep -q "12 on fixed: the model does not support this request" w.txt || fail "whatif: $(cat w.txt)"
+    grep -q "6 on fixed: the model does not support this request" w.txt || fail "whatif: $(cat w.txt)"
   set +e
   "$STANDIN" replay -t rec --iface ./wrongabi.so -- true 2>e1
   "$STANDIN" replay -t rec --iface ./noentry.so -- true 2>e2
@@ -366,4 +378,41 @@ t312_iface_shadowed_by_an_earlier_one_is_warned() {
   grep -q "iface pb.pack=software takes no call" err3 || fail "$(cat err3)"
   "$STANDIN" whatif rec --iface jpeg=jpeg-core --iface jpeg=jpeg-core:clock_mhz=2000 >/dev/null 2>err4
   grep -q "to compare models, give each its own --plan file" err4 || fail "$(cat err4)"
+}
+
+# A plugin that gives every refusal a reason of its own: past 256 (kept
+# apart per model) they are counted together, said so, and another model's
+# reasons still show (a table shared by every plugin was used up by one,
+# and the other's reasons then read as "does not support")
+t313_plugin_reasons_past_256_are_counted_together() {
+  inc=$(cd "$B/.." && pwd)/interfaces
+  cat >many.c <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include "standin_iface.h"
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  return calloc(1, sizeof(int));
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  return r->api == STANDIN_API_PB_UNPACK ? 2 : 3 + (*(int *)i)++;
+}
+const char *standin_iface_why(int code) {
+  static char b[32];
+  snprintf(b, sizeof b, code == 2 ? "no unpack" : "reason %d", code);
+  return b;
+}
+static const standin_iface me = {STANDIN_IFACE_ABI, "many", "", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF
+  gcc -shared -fPIC -I"$inc" -o many.so many.c
+  "$STANDIN" record -o rec -- "$PB" basic 100 >/dev/null
+  printf 'accel a ./many.so\naccel b ./many.so\noffload api=pb.unpack to b\noffload to a\n' >p.txt
+  "$STANDIN" whatif rec --plan p.txt --format json >w.json
+  python3 - <<'PY'
+import json
+w = json.load(open("w.json"))["plans"][0]["accelerators"]
+a = {x["name"]: x["unsupported"] for x in w}
+assert a["b"] == {"no unpack": 100}, a["b"]
+assert len(a["a"]) == 257 and a["a"]["one of the model's reasons past the first 256, which standin counts together"] == 44, a["a"]
+PY
 }
