@@ -777,9 +777,9 @@ static void set_wall(an_result *r, const char *dir, uint64_t first, uint64_t las
   uint64_t rec = w ? strtoull(w, NULL, 10) : 0;
   if (native && r->cpus && native < r->call_ns / r->cpus) {
     char a[32], b[32];
-    cli_warn("--native-wall %s is less than the recorded calls alone could take on %u CPU%s "
-             "(%s in calls): the estimates below start from an impossible time; is its unit "
-             "right?",
+    cli_warn("the native wall time %s is less than the recorded calls alone could take on %u "
+             "CPU%s (%s in calls): the estimates below start from an impossible time (is "
+             "--native-wall's unit right? was the machine noisy when recording?)",
              cli_fmt_ns(a, sizeof a, (double)native), r->cpus, r->cpus == 1 ? "" : "s",
              cli_fmt_ns(b, sizeof b, (double)r->call_ns));
   }

@@ -40,7 +40,7 @@ static const char usage_text[] =
     "  -t, --trace DIR        the recording, as for replay (or DIR)\n"
     "  -p, --plan FILE        the plan to vary\n"
     "  -i, --iface SPEC       [API=]MODEL[:key=value,...], as for replay; repeatable\n"
-    "      --vary A.P=V,...   the parameter and its values\n"
+    "      --vary A.P=V,...   the parameter and its values (at most 48)\n"
     "      --runs N           replays per value (default 3)\n"
     "      --format F         text (default) or json\n"
     "      --plot DIR         write DIR/sweep.{dat,gp} (estimate, naive sum and measured\n"
@@ -80,7 +80,7 @@ static int parse_vary(sw_opts *o) {
   }
   char lhs[128];
   snprintf(lhs, sizeof lhs, "%.*s", (int)(eq - o->vary), o->vary);
-  char *dot = strchr(lhs, '.');
+  char *dot = strrchr(lhs, '.'); /* parameters have no dot; a plugin's name may (my.model) */
   const plan *p = o->a.ps.p[0];
   if (!dot && p->naccel != 1) {
     cli_err("--vary %s: the plan has %d accelerators; name one as ACCEL.%s", o->vary, p->naccel,

@@ -80,7 +80,7 @@ static int list_object(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
-_Atomic int shim_exiting;
+SHIM_TLS int shim_exiting;
 
 static void *find_in_local_objects(const char *name) {
   /* In the loader's _dl_fini an object whose destructors have run counts
@@ -90,7 +90,7 @@ static void *find_in_local_objects(const char *name) {
    * for record --retime), and so ran its constructor a second time, which
    * took the argv main had rewritten: the timing run's command line no
    * longer matched, and no call was retimed. */
-  if (atomic_load_explicit(&shim_exiting, memory_order_relaxed))
+  if (shim_exiting)
     return NULL;
   Dl_info self;
   /* libc's dlclose, not the record shim's hook, which first waits for the

@@ -34,9 +34,11 @@ void *shim_real(const char *name);
 /* Like shim_real, but returns NULL when absent. */
 void *shim_real_opt(const char *name);
 
-/* Set by the shims' destructors as they start: the loader is finalising
- * objects, and a lookup must not dlopen any (shim.c). */
-extern _Atomic int shim_exiting;
+/* Set on its thread while a shim's destructor runs: the loader is
+ * finalising objects, and a lookup must not dlopen any (shim.c). Only
+ * there: another library's destructor, run later, still finds what it
+ * calls (shim_real would abort). */
+extern SHIM_TLS int shim_exiting;
 
 /* dladdr: 0 when addr is in no object, 2 when it is in the program itself
  * (whose name dladdr takes from argv[0], which a program may have written

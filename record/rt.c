@@ -1732,10 +1732,11 @@ __attribute__((constructor)) static void rt_init(int argc, char **argv, char **e
 }
 
 __attribute__((destructor)) static void rt_fini(void) {
-  atomic_store(&shim_exiting, 1);
   if (rt_sealed)
     return;
+  shim_exiting = 1;
   if (rt_cfg.timing)
     rt_timing_write();
   stop_writer(RUN_OFF);
+  shim_exiting = 0;
 }

@@ -272,8 +272,9 @@ void shim_on_seccomp(void) {
 }
 
 __attribute__((destructor)) static void rp_fini(void) {
-  atomic_store(&shim_exiting, 1);
+  shim_exiting = 1;
   flush_all();
+  shim_exiting = 0;
 }
 
 #define ADD(i, v) count(i, v)

@@ -560,7 +560,7 @@ PY
   set -e
   [ "$rc" -eq 2 ] && grep -q "'0.0001ns' is not a duration" err || fail "$rc: $(cat err)"
   "$STANDIN" whatif rec --iface constant --native-wall 1ns --cpus 1 >/dev/null 2>err
-  grep -q "native-wall 1 ns is less than the recorded calls alone could take on 1 CPU (" err ||
+  grep -q "native wall time 1 ns is less than the recorded calls alone could take on 1 CPU (" err ||
     fail "$(cat err)"
 }
 
