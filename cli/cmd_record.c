@@ -175,6 +175,15 @@ static int clear_dir(const char *dir, int force) {
 /* Create DIR (mode 0700) and prove we can write there before the program
  * starts, so that a bad -o fails in a second and not after an hour. */
 static int prepare_dir(const char *dir, int force) {
+  /* the directories above it too, as mkdir -p (they get the umask's mode) */
+  char up[PATH_MAX];
+  snprintf(up, sizeof up, "%s", dir);
+  for (char *s = strchr(up + 1, '/'); s; s = strchr(s + 1, '/')) {
+    *s = 0;
+    if (mkdir(up, 0777) != 0 && errno != EEXIST)
+      break; /* said below, for dir itself */
+    *s = '/';
+  }
   if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
     cli_err("cannot create recording directory %s: %s", dir, strerror(errno));
     return -1;
@@ -266,7 +275,8 @@ static char *env_pair(const char *k, const char *v) {
   return s;
 }
 
-static void summary(const char *dir, const char *absdir, const char *prog, int builtin, int rc) {
+static void summary(const char *dir, const char *absdir, const char *prog, int builtin, int rc,
+                    int no_follow) {
   struct stat dst;
   if (stat(dir, &dst) != 0) {
     cli_warn("the recording directory %s was removed or renamed while the program ran: its "
@@ -325,6 +335,11 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
               "standin: no intercepted call was made%s, so %s holds no trace; "
               "'standin info %s' says more\n",
               st, dir, dir);
+      if (no_follow) /* sh -c 'djpeg ...' under --no-follow: the shell itself decodes nothing */
+        fprintf(stderr,
+                "standin: with --no-follow only %s itself was recorded, not the "
+                "programs it started\n",
+                prog);
       /* processes that gave up root before their first call (a server's
        * workers) could not create their traces here: their own messages
        * may have gone to a log the daemon keeps */
@@ -332,7 +347,7 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
       /* (a program with a library linked in was warned about before it ran) */
       /* (not after a failure status: that is the likelier why; a server
        * stopped by a signal still gets it) */
-      if (!builtin && (rc == 0 || stopped) && geteuid() == 0 && stat(dir, &ds) == 0 &&
+      if (!builtin && !no_follow && (rc == 0 || stopped) && geteuid() == 0 && stat(dir, &ds) == 0 &&
           !(ds.st_mode & S_IWOTH))
         fprintf(stderr,
                 "standin: if the program's processes give up root before their first call (a "
@@ -524,7 +539,7 @@ int cmd_record(int argc, char **argv) {
   snprintf(status, sizeof status, "exit %d", rc);
   write_runinfo(o.dir, argv + first, path, dyn, status, wall);
   const char *slash = strrchr(argv[first], '/');
-  summary(o.dir, absdir, slash ? slash + 1 : argv[first], builtin, rc);
+  summary(o.dir, absdir, slash ? slash + 1 : argv[first], builtin, rc, o.no_follow);
   if (o.retime)
     retime(&o, absdir, argv + first, env);
   for (int i = 0; env[i]; i++)

@@ -191,8 +191,33 @@ int cli_recording_busy(const char *dir) {
   return busy;
 }
 
+/* The first few subdirectories of dir that are recordings (a run.info in
+ * them), comma-separated in buf: a folder of recordings given for one. */
+static size_t sub_recordings(const char *dir, char *buf, size_t cap) {
+  DIR *d = opendir(dir);
+  size_t n = 0, o = 0;
+  buf[0] = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    char p[PATH_MAX];
+    struct stat st;
+    if (e->d_name[0] == '.' ||
+        snprintf(p, sizeof p, "%s/%s/run.info", dir, e->d_name) >= (int)sizeof p ||
+        stat(p, &st) != 0)
+      continue;
+    if (n++ < 3 && o < cap)
+      o += (size_t)snprintf(buf + o, cap - o, "%s%s/%s", n > 1 ? ", " : "", dir, e->d_name);
+  }
+  if (d)
+    closedir(d);
+  if (n > 3 && o < cap)
+    snprintf(buf + o, cap - o, ", ...");
+  return n;
+}
+
 static void no_trace(const char *dir, const char *what, void (*say)(const char *, ...),
                      const char *lead) {
+  char subs[1024];
   cli_tracedir td = {0};
   size_t empty = 0, n = 0;
   struct stat st;
@@ -210,6 +235,8 @@ static void no_trace(const char *dir, const char *what, void (*say)(const char *
     say("%s: %s %s: the program recorded there made no protobuf-c or JPEG call that standin "
         "intercepts ('standin info %s' says more)",
         dir, lead, what, dir);
+  else if (sub_recordings(dir, subs, sizeof subs))
+    say("%s holds no trace itself, but recordings in it do: %s; give one of them", dir, subs);
   else
     say("%s holds no trace; record one with 'standin record -o %s -- PROGRAM'", dir, dir);
 }
@@ -573,8 +600,37 @@ int cli_tsc_calibrate(uint64_t *base, uint64_t *mono, uint64_t *mult) {
 
 static volatile pid_t child_pid;
 
-static void forward(int sig) {
-  if (child_pid > 0)
+/* A parent that signals standin's whole process group, the program in it
+ * too: coreutils' timeout (unless --foreground) leads the group it runs
+ * standin in and sends its signal to standin, then to the group. Passed
+ * on as well, the program got two (gst-launch stops gracefully on the
+ * first SIGINT and dies on the second). 0: none known. A group signal
+ * from anyone else (kill -- -PGID) cannot be told from one sent to
+ * standin alone, and reaches the program twice (docs/GUARANTEES.md). */
+static pid_t group_sender;
+
+static pid_t find_group_sender(void) {
+  pid_t pp = getppid();
+  char path[64], comm[32] = "";
+  snprintf(path, sizeof path, "/proc/%d/comm", (int)pp);
+  FILE *f = pp > 1 && getpgrp() == pp ? fopen(path, "re") : NULL;
+  if (f) {
+    if (!fgets(comm, sizeof comm, f))
+      comm[0] = 0;
+    fclose(f);
+  }
+  return !strcmp(comm, "timeout\n") ? pp : 0;
+}
+
+/* Whether the program has this signal already: sent by kill(2) from the
+ * parent that signals the whole group. */
+static int sent_to_group(const siginfo_t *si) {
+  return si && si->si_code <= 0 && group_sender > 0 && si->si_pid == group_sender;
+}
+
+static void forward(int sig, siginfo_t *si, void *ctx) {
+  (void)ctx;
+  if (child_pid > 0 && !sent_to_group(si))
     kill(child_pid, sig);
 }
 
@@ -604,7 +660,7 @@ static const int passed_on[] = {SIGINT,  SIGQUIT, SIGTERM, SIGHUP, SIGUSR1,
  * passed on, and the program decides, as if it had been sent to it. */
 static void forward_sent(int sig, siginfo_t *si, void *ctx) {
   (void)ctx;
-  if (si && si->si_code <= 0 && child_pid > 0)
+  if (si && si->si_code <= 0 && child_pid > 0 && !sent_to_group(si))
     kill(child_pid, sig);
 }
 
@@ -732,8 +788,10 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
     return e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC;
   }
   child_pid = pid;
+  group_sender = find_group_sender();
   struct sigaction sent = {.sa_sigaction = forward_sent, .sa_flags = SA_SIGINFO},
-                   fwd = {.sa_handler = forward}, stop = {.sa_handler = forward_stop}, old[NPASSED];
+                   fwd = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO},
+                   stop = {.sa_handler = forward_stop}, old[NPASSED];
   for (int i = 0; i < NPASSED; i++) {
     int s = passed_on[i];
     sigaction(s, s == SIGINT || s == SIGQUIT ? &sent : s == SIGTSTP ? &stop : &fwd, &old[i]);

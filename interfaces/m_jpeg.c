@@ -74,6 +74,12 @@ static int core_cannot(const standin_request *r) {
     ifb_unsupported("scaled decode (core_jpeg has no scaled IDCT)");
     return 1;
   }
+  uint64_t nc = ifb_feat(r, STANDIN_JPEG_COMPONENTS);
+  if (nc && nc != 1 && nc != 3) { /* CMYK is labelled 4:4:4 by its sampling factors */
+    ifb_unsupported("neither 1 nor 3 components (core_jpeg decodes grey or YCbCr; CMYK stays "
+                    "in software)");
+    return 1;
+  }
   uint64_t sub = ifb_feat(r, STANDIN_JPEG_SUBSAMPLING);
   if (sub == 3) {
     ifb_unsupported("4:2:2 subsampling (core_jpeg: grey, 4:2:0, 4:4:4 only)");

@@ -420,6 +420,13 @@ t415_recording_without_calls_is_reported_not_analysed() {
   set -e
   expect_eq "info on a directory without recording" 1 $rc
   grep -q "empty holds no trace" err || fail "$(cat err)"
+  # a folder of recordings given for one: they are named
+  mkdir -p folder && cp -r rec folder/
+  set +e
+  "$STANDIN" info folder 2>err
+  set -e
+  grep -q "folder holds no trace itself, but recordings in it do: folder/rec; give one of them" err ||
+    fail "folder: $(cat err)"
   # dump and export answer with nothing, and say why
   "$STANDIN" dump rec >out 2>err
   [ ! -s out ] || fail "dump printed: $(cat out)"

@@ -52,6 +52,12 @@ t004_record_follows_exec() {
   cmp rec.out rec2.out
   expect_eq "trace files with --no-follow" 1 "$(ls rec2/*.trace | wc -l)"
   expect_eq "calls with --no-follow" 4 "$(calls rec2)"
+  # a shell that starts the program: nothing recorded, and why
+  "$STANDIN" record -o rec3 --no-follow -- sh -c "'$PB' basic 2 >/dev/null" 2>err3
+  grep -q "with --no-follow only sh itself was recorded, not the programs it started" err3 ||
+    fail "$(cat err3)"
+  grep -q "give up root" err3 && fail "root hint: $(cat err3)"
+  return 0
 }
 
 # Processes in different PID namespaces can have the same pid (every
@@ -149,6 +155,10 @@ t006_record_unwritable_dir_fails_before_program_starts() {
   [ "$rc" -ne 0 ] || fail "exit status 0"
   [ ! -e started ] || fail "the program ran"
   grep -q "cannot create recording directory" err || fail "message: $(cat err)"
+  # a directory whose parents do not exist yet is made with them, as
+  # mkdir -p (the program did not run)
+  "$STANDIN" record -o new/deeper/rec -- "$PB" basic 1 >/dev/null
+  expect_eq "calls" 4 "$(calls new/deeper/rec)"
 }
 
 t007_record_static_binary_runs_and_is_explained() {

@@ -447,6 +447,43 @@ t650_reload_signals_reach_the_program() {
   done
 }
 
+# coreutils' timeout leads the process group it runs standin in, and sends
+# its signal to standin and then to the whole group: the program got it
+# directly and again passed on by standin (gst-launch stops gracefully on
+# the first SIGINT and dies on the second). A program that counts them
+# sees one, natively and under standin; one sent to standin's pid alone
+# (timeout --foreground) is still passed on.
+t654_timeouts_signal_reaches_the_program_once() {
+  cat >count.c <<'EOF'
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+static volatile sig_atomic_t n;
+static void on(int s) { (void)s; n++; }
+int main(void) {
+  struct sigaction sa = {.sa_handler = on};
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  for (int i = 0; i < 6000 && !n; i++) { struct timespec t = {0, 5000000}; nanosleep(&t, NULL); }
+  struct timespec t = {0, 300000000}; /* room for a second one */
+  while (nanosleep(&t, &t) != 0)
+    ;
+  printf("%d\n", (int)n);
+  return 0;
+}
+EOF
+  gcc -o count count.c
+  "$STANDIN" record -o calls -- "$PB" basic 2 >/dev/null # (count makes no call to replay)
+  local sig
+  for sig in TERM INT; do
+    expect_eq "$sig natively" 1 "$(timeout -s $sig 1 ./count)"
+    expect_eq "$sig recorded" 1 "$(timeout -s $sig 1 "$STANDIN" record -f -o rec -- ./count 2>/dev/null)"
+    expect_eq "$sig replayed" 1 "$(timeout -s $sig 1 "$STANDIN" replay -t calls -- ./count 2>/dev/null)"
+    expect_eq "$sig to standin alone" 1 \
+      "$(timeout --foreground -s $sig 1 "$STANDIN" record -f -o rec -- ./count 2>/dev/null)"
+  done
+}
+
 # Recorded under valgrind, libunwind's address checks are reported as
 # writes of uninitialised bytes, and --error-exitcode changed the program's
 # status; record/valgrind.supp suppresses exactly those.

@@ -160,6 +160,13 @@ START_TEST(test_model_jpeg_core_unsupported) {
   f[10] = 2;
   ck_assert_int_eq(predict("jpeg-core", &r, &ns), IF_UNSUPPORTED);
   ck_assert_ptr_nonnull(strstr(if_model_why(), "scaled"));
+  /* CMYK: four components, all 1x1, which its sampling calls 4:4:4 */
+  f[9] = f[10] = 1;
+  f[3] = 4;
+  f[4] = 2;
+  ck_assert_int_eq(predict("jpeg-core", &r, &ns), IF_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(if_model_why(), "CMYK"));
+  ck_assert_int_eq(predict("jpeg-lpn", &r, &ns), IF_UNSUPPORTED);
 }
 END_TEST
 
