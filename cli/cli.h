@@ -143,6 +143,9 @@ void cli_calm_signals(void);
  * cut at its end, a call site's "+0x10d" read as a valid-looking "+0x10",
  * and summaries in one directory all read the same. */
 char *cli_fit(char *s, int w);
+/* fopen(path, "r") of a regular file only, without blocking on a FIFO;
+ * NULL with errno ENODEV for anything else. */
+FILE *cli_fopen_regular(const char *path);
 void cli_signals_as_given(void); /* in a child, before it execs */
 /* cli_run_quiet, but a standard input that is a regular file is given to
  * the program again from its start (record --retime's timing runs). */

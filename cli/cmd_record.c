@@ -197,6 +197,21 @@ static int prepare_dir(const char *dir, int force) {
    * (both found it empty), and -f deleted a running record's */
   if (cli_recording_lock(dir) != 0)
     return -1;
+  /* the lock dies with its standin: an earlier record's program still
+   * writing here after its standin was killed lost its trace to -f */
+  char abs[PATH_MAX], want[PATH_MAX + 16];
+  long pid = 0;
+  size_t live = 0;
+  if (realpath(dir, abs)) {
+    snprintf(want, sizeof want, "STANDIN_DIR=%s", abs);
+    live = cli_procs_with_env(want, &pid);
+  }
+  if (live) {
+    cli_err("%s is still recorded into by %zu process%s of an earlier record (pid %ld), whose "
+            "standin is gone: stop %s, or record into another directory with -o",
+            dir, live, live == 1 ? "" : "es", pid, live == 1 ? "it" : "them");
+    return -1;
+  }
   if (clear_dir(dir, force) != 0)
     return -1;
   char probe[PATH_MAX];

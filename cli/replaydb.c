@@ -613,6 +613,8 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
     return b->oom = 1;
   if (created)
     fill_entry(b, f, e, c);
+  else if ((c->flags & ST_CALL_FAILED) && c->api == ST_API_PB_UNPACK)
+    e->flags |= RDB_ENTRY_FAILED; /* a later occurrence failed: the library decides each */
   if (b->oom)
     return 1;
   if (e->n == e->cap) {

@@ -129,9 +129,27 @@ int cli_tracedir_open(cli_tracedir *td, const char *dir) {
   }
   size_t cap = 0;
   struct dirent *e;
+  static int said; /* commands list a directory more than once */
   while ((e = readdir(d)) != NULL) {
     if (!is_trace_name(e->d_name))
       continue;
+    /* only regular files, not links followed: a directory, FIFO, socket or
+     * link in a trace's place was counted as a recorded process, and a
+     * FIFO blocked its readers */
+    unsigned char t = e->d_type;
+    if (t == DT_UNKNOWN) {
+      char p[PATH_MAX];
+      struct stat st;
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      t = lstat(p, &st) == 0 && S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+    }
+    if (t != DT_REG) {
+      if (!said++)
+        cli_warn("%s/%s is not a regular file (a directory, FIFO, socket or link in a trace's "
+                 "place): left out",
+                 dir, e->d_name);
+      continue;
+    }
     if (td->n == cap) {
       cap = cap ? cap * 2 : 16;
       char **np = realloc(td->paths, cap * sizeof *np);
@@ -253,7 +271,11 @@ int cli_reader_open(st_reader **r, const char *path) {
   int rc = st_reader_open(r, path);
   if (rc == ST_OK)
     return 0;
-  if (rc == ST_E_IO)
+  if (rc == ST_E_IO && errno == ENODEV)
+    cli_err("cannot read %s: not a regular file (a FIFO, device or socket in a trace's place); "
+            "a recording holds regular files only",
+            path);
+  else if (rc == ST_E_IO)
     cli_err("cannot read %s: %s", path, strerror(errno));
   else if (rc == ST_E_VERSION)
     cli_err("%s: %s; upgrade standin to read it", path, st_strerror(rc));
@@ -262,11 +284,25 @@ int cli_reader_open(st_reader **r, const char *path) {
   return -1;
 }
 
+FILE *cli_fopen_regular(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO would block here */
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    errno = ENODEV;
+    return NULL;
+  }
+  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+  if (!f && fd >= 0)
+    close(fd);
+  return f;
+}
+
 const char *cli_runinfo_get(const char *dir, const char *key) {
   static char line[4096];
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/run.info", dir);
-  FILE *f = fopen(path, "r");
+  FILE *f = cli_fopen_regular(path);
   if (!f)
     return NULL;
   size_t kl = strlen(key);
@@ -513,7 +549,7 @@ static int boot_id(char *buf, size_t len) {
 /* The cached pair and rate of this boot, or -1. */
 static int tsc_cache_read(const char *path, const char *boot, uint64_t *t, uint64_t *m,
                           uint64_t *mult) {
-  FILE *f = fopen(path, "r");
+  FILE *f = cli_fopen_regular(path); /* a FIFO there blocked record before the program */
   if (!f)
     return -1;
   char magic[32], id[64];

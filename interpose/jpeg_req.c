@@ -236,7 +236,7 @@ const char *jpg_no_name(unsigned reason, char *buf, size_t len) {
   static const char *const names[JPG_NO_COUNT] = {
       [JPG_NO_NONE] = "no reason recorded",
       [JPG_NO_BUFFERED] = "buffered-image mode",
-      [JPG_NO_RAW] = "raw (downsampled) output",
+      [JPG_NO_RAW] = "raw data output (jpeg_read_raw_data)",
       [JPG_NO_COEF] = "jpeg_read_coefficients",
       [JPG_NO_SKIP] = "jpeg_skip_scanlines",
       [JPG_NO_CROP] = "jpeg_crop_scanline",

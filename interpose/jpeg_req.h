@@ -26,7 +26,7 @@
 enum {
   JPG_NO_NONE = 0,
   JPG_NO_BUFFERED = 1,    /* buffered-image mode */
-  JPG_NO_RAW = 2,         /* raw (downsampled) data output */
+  JPG_NO_RAW = 2,         /* raw data output (component planes as sampled) */
   JPG_NO_COEF = 3,        /* jpeg_read_coefficients */
   JPG_NO_SKIP = 4,        /* jpeg_skip_scanlines */
   JPG_NO_CROP = 5,        /* jpeg_crop_scanline */

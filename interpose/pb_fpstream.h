@@ -30,6 +30,7 @@
 #define FP_REF_MIN 64 /* plain streams: blobs at least this long may be references */
 #define FP_END 0u
 #define FP_UNKNOWN 0xFFFFFFFFu
+#define FP_TYPE 0xFFFFFFFEu /* a sub-message of a type not its field's (pb_walk.c) */
 
 /* What a walk does with the stream (walk_ctx.hash). FP_MATCH and FP_EMIT
  * work on the plain stream: the same writes, but no chunk digests, and

@@ -1041,6 +1041,19 @@ static inline uint32_t piece_at(const start_map *m, uint64_t w) {
   return m->before[g] + (uint32_t)__builtin_popcountll(m->bits[g] & mask) - 1;
 }
 
+/* Where split plans are allocated: a memo keeps its plan for the life of
+ * the process, in memory the program's leak checker does not scan (the
+ * replay database), so a plan from the program's heap was reported leaked
+ * (an ASan-built program exited 1 under replay). The replay shim gives its
+ * own heap (pbw_image_allocator). */
+static void *(*plan_alloc)(size_t) = malloc;
+static void (*plan_free)(void *) = free;
+
+void pbw_image_allocator(void *(*alloc_fn)(size_t), void (*free_fn)(void *)) {
+  plan_alloc = alloc_fn;
+  plan_free = free_fn;
+}
+
 /* The plan and its arrays in one piece of memory: buf if it has room
  * (cap bytes), else malloc'd (*heap = 1). */
 static inline __attribute__((always_inline)) int plan_split_body(const img_view *v, void *buf,
@@ -1084,7 +1097,7 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
                  (want_ext ? (size_t)n_ext * sizeof(void *) : 0) +
                  (own_block ? (size_t)v->block_size : 0);
   *heap = bytes > cap;
-  if (rc == PBW_OK && (sp = *heap ? malloc(bytes) : buf) == NULL)
+  if (rc == PBW_OK && (sp = *heap ? plan_alloc(bytes) : buf) == NULL)
     rc = PBW_E_NOMEM;
   if (rc == PBW_OK) {
     sp->img = v->img;
@@ -1134,7 +1147,7 @@ static inline __attribute__((always_inline)) int plan_split_body(const img_view 
     if (rc == PBW_OK)
       *out = sp;
     else if (*heap)
-      free(sp);
+      plan_free(sp);
   }
   if (map_heap) {
     free(m.bits);
@@ -1267,7 +1280,7 @@ static int add_split(uint8_t **img, size_t *len) {
   size_t extra = (size_t)round8(8 + 4 * (uint64_t)sp->n + 4 * (uint64_t)sp->n_int);
   uint8_t *p = realloc(*img, *len + extra);
   if (p == NULL) {
-    free(sp);
+    plan_free(sp);
     return PBW_E_NOMEM;
   }
   uint8_t *w = p + *len;
@@ -1278,7 +1291,7 @@ static int add_split(uint8_t **img, size_t *len) {
     pbw__st32(w + 8 + (size_t)i * 4, (uint32_t)(sp->start[i] / 8));
   for (uint32_t j = 0; j < sp->n_int; j++) /* internal pointers, in fix-up order */
     pbw__st32(w + 8 + (size_t)sp->n * 4 + (size_t)j * 4, sp->fix[j].target);
-  free(sp);
+  plan_free(sp);
   *len += extra;
   pbw__st32(p + 16, IMG_SPLIT); /* the caller sums the image up */
   *img = p;
@@ -1467,7 +1480,7 @@ static int materialise_kept(const void *img, size_t len, const img_req *rq,
       heap = 0; /* the memo's now */
     rc = pieces ? build_pieces(&v, &b, mine, rq, alloc, out) : build_block(mine, rq, alloc, out);
     if (heap)
-      free(mine);
+      plan_free(mine);
     return rc;
   }
   if (!pieces) /* a kept plan for another length of this image: not ours */

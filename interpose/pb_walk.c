@@ -14,7 +14,8 @@
  *   field:    u32 number, value               (singular, written by pack)
  *             u32 number, u64 count, value*   (repeated, count > 0)
  *   value:    4 or 8 raw bytes; bool as u32 0/1; string and bytes as blob;
- *             message as above
+ *             message as above, after u32 FP_TYPE and its type's name as a
+ *             blob when its type is not its field's (walk_other_type)
  *   blob:     u64 length, then the content if shorter than FP_DIRECT,
  *             else XXH3-128 of the content
  * Field numbers are >= 1, so FP_END (0) and FP_UNKNOWN cannot be confused
@@ -81,8 +82,16 @@ WALK_INLINE void walk_string(walk_ctx *c, const char *s, const int stats) {
   fp_blob(c, s, n);
 }
 
-/* Bytes with a length but no data would crash pack; hash the length only. */
+/* Bytes with a length but no data would crash pack, and get_packed_size
+ * counts the length: they stand in the stream as a length no blob has,
+ * then theirs (hashed as empty bytes, a size call took the size of a tree
+ * with no bytes there). */
 WALK_INLINE void walk_bytes(walk_ctx *c, const ProtobufCBinaryData *bd, const int stats) {
+  if (__builtin_expect(bd->data == NULL && bd->len > 0, 0)) {
+    fp_u64(c, UINT64_MAX);
+    fp_u64(c, bd->len);
+    return;
+  }
   size_t n = bd->data ? bd->len : 0;
   if (stats)
     c->st.var_bytes += n;
@@ -130,6 +139,23 @@ static int walk_null_msg(walk_ctx *c, const ProtobufCFieldDescriptor *f, unsigne
   return PBW_OK;
 }
 
+/* A sub-message whose type is not its field's: pack encodes it with its own
+ * descriptor, so the same raw values pack otherwise (an Inner2 whose field
+ * is sint32 for an Inner's int32: replay returned the Inner's bytes). Its
+ * type's name goes into the stream; the same type through another copy of
+ * its descriptor adds nothing. */
+static inline void walk_other_type(walk_ctx *c, const ProtobufCFieldDescriptor *f,
+                                   const ProtobufCMessage *sub) {
+  const ProtobufCMessageDescriptor *d = sub->descriptor, *want = f->descriptor;
+  if (__builtin_expect(d == want, 1))
+    return;
+  const char *n = d && d->name ? d->name : "", *w = want && want->name ? want->name : "";
+  if (strcmp(n, w) == 0)
+    return;
+  fp_u32(c, FP_TYPE);
+  fp_blob(c, n, strlen(n));
+}
+
 static int walk_value(walk_ctx *c, const ProtobufCFieldDescriptor *f, const void *p,
                       unsigned depth) {
   ProtobufCType t = f->type;
@@ -140,6 +166,8 @@ static int walk_value(walk_ctx *c, const ProtobufCFieldDescriptor *f, const void
   case PROTOBUF_C_TYPE_MESSAGE:
     c->st.submsgs++;
     sub = pbw__ldptr(p);
+    if (sub)
+      walk_other_type(c, f, sub);
     return sub ? walk_msg(c, sub, depth + 1) : walk_null_msg(c, f, depth + 1);
   case PROTOBUF_C_TYPE_BOOL: fp_u32(c, pbw__ld32(p) != 0); return PBW_OK;
   default:
@@ -412,6 +440,7 @@ WALK_INLINE int walk_msg_value(walk_ctx *c, const wop *o, const ProtobufCMessage
     c->st.submsgs++;
   if (sub == NULL)
     return walk_null_msg(c, o->f, depth);
+  walk_other_type(c, o->f, sub);
   return walk_sub(c, sub, depth, p, stats);
 }
 

@@ -238,6 +238,11 @@ const char *pbw_image_type_name(const void *img, size_t len);
  * numbers, sizes beyond 32 bits). */
 int pbw_schema_build(const ProtobufCMessageDescriptor *d, void **buf, size_t *len);
 
+/* The allocator of the split plans a memo keeps for the life of the
+ * process (default malloc and free): the replay shim's own heap, off the
+ * program's. Set once, before any image is built. */
+void pbw_image_allocator(void *(*alloc_fn)(size_t), void (*free_fn)(void *));
+
 /* Decode `data` (an encoded message of the schema's root type) to a JSON
  * object in a malloc'd NUL-terminated string (*json). Unknown fields are
  * shown by number. PBW_E_BADSCHEMA / PBW_E_BADDATA on damaged input; never

@@ -16,13 +16,17 @@
  * latter with syscall()); the runtime acts first (shim_on_seccomp). */
 #include <alloca.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "fatal.h"
@@ -144,6 +148,42 @@ SHIM_EXPORT void _exit(int status) {
   shim_on_exit();
   real(status);
   __builtin_unreachable();
+}
+
+/* glibc's daemon() forks, and its parent leaves by an _exit inside libc,
+ * past the hook above: the parent's calls since its trace last flushed, and
+ * its replay counts, were lost (1,000 packs, then daemon(): a trace of no
+ * call). The same steps as glibc's, the parent leaving through the hook. */
+SHIM_EXPORT int daemon(int nochdir, int noclose) {
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid > 0)
+    _exit(0);
+  if (setsid() < 0)
+    return -1;
+  if (!nochdir)
+    (void)!chdir("/");
+  if (noclose)
+    return 0;
+  int fd = open("/dev/null", O_RDWR);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) { /* not /dev/null */
+    close(fd);
+    errno = ENODEV;
+    return -1;
+  }
+  dup2(fd, 0);
+  dup2(fd, 1);
+  dup2(fd, 2);
+  if (fd > 2)
+    close(fd);
+  return 0;
 }
 
 SHIM_EXPORT void _Exit(int status) {

@@ -15,6 +15,7 @@
 #include "pb_walk.h"
 #include "rp.h"
 #include "shim.h"
+#include "shim_alloc.h"
 #include "trace.h"
 
 /* Whether d's calls of `api` stay whole in software (rp_kept_apis): they
@@ -350,9 +351,17 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   ProtobufCMessage *m = NULL;
   int served = 0;
   if (e && (e->flags & RDB_ENTRY_FAILED)) {
+    /* An occurrence failed when recorded: bytes the library refuses, or an
+     * allocator that ran out (the same bytes then unpacked once the program
+     * gave it room). Which one this is, only the library itself says, with
+     * the program's allocator as it is now: it runs, inside the call's
+     * window (a replay that failed every later occurrence, or returned a
+     * tree where the library failed, answered wrong). */
     rp_ticket tk;
-    if ((served = rp_begin(&tk, e, t0)) != 0)
-      rp_finish(&tk); /* the library refused these bytes when recorded: so do we */
+    if ((served = rp_begin(&tk, e, t0)) != 0) {
+      m = real(d, a, len, data);
+      rp_finish(&tk);
+    }
   } else if (e) {
     int owned;
     m = materialise(e, d, a, len, data, &reason, &owned);
@@ -402,4 +411,5 @@ SHIM_EXPORT void protobuf_c_message_free_unpacked(ProtobufCMessage *m, ProtobufC
  * replay runs for real then cost what they cost natively. */
 __attribute__((constructor)) static void rep_protobuf_init(void) {
   shim_bypass_protobuf();
+  pbw_image_allocator(shim_alloc, shim_free);
 }

@@ -32,7 +32,7 @@ echo "== 3. offline estimates and measured replays, $RUNS runs each (outputs com
 # VM's speed drifts by 10-20% over tens of seconds, and a native measured
 # only before all the replays would compare them with another machine.
 nat=()
-declare -A walls
+declare -A walls adjusted
 for r in $(seq $RUNS); do
   t0=$EPOCHREALTIME
   "${PROG[@]}" >"$OUT/native.out" 2>/dev/null
@@ -44,6 +44,7 @@ for r in $(seq $RUNS); do
       >"$OUT/$p.out" 2>/dev/null
     cmp -s "$OUT/native.out" "$OUT/$p.out" || { echo "replayed output differs ($p)" >&2; exit 1; }
     walls[$p]+="$(json "$OUT/$p.$r.json" wall_ns) "
+    adjusted[$p]+="$(json "$OUT/$p.$r.json" wall_adjusted_ns) "
   done
 done
 native=$(printf '%s\n' "${nat[@]}" | median)
@@ -58,21 +59,25 @@ for p in "${PLANS[@]}"; do
   est=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["plans"][0]["estimate_ns"])' "$OUT/$p.whatif.json")
   # shellcheck disable=SC2086
   wall=$(printf '%s\n' ${walls[$p]} | median)
+  # shellcheck disable=SC2086
+  adj=$(printf '%s\n' ${adjusted[$p]} | median)
   s="$OUT/$p.$RUNS.json"
   kept=$(($(json "$s" calls_software) + $(json "$s" calls_fallback)))
-  rows+=("$(printf '%-16s %9s %10s %10s %8s %10s %8s' "$p" "$(ms "$native")" "$(ms "$est")" \
-    "$(ms "$wall")" "$(awk -v a="$native" -v b="$wall" 'BEGIN{printf "%.2fx", a/b}')" \
+  rows+=("$(printf '%-16s %9s %10s %10s %10s %8s %10s %8s' "$p" "$(ms "$native")" "$(ms "$est")" \
+    "$(ms "$wall")" "$(ms "$adj")" "$(awk -v a="$native" -v b="$wall" 'BEGIN{printf "%.2fx", a/b}')" \
     "$(json "$s" calls_replayed)" "$kept")")
 done
 echo
-printf '%-16s %9s %10s %10s %8s %10s %8s\n' "plan" "native" "estimate" "replayed" "speedup" \
+printf '%-16s %9s %10s %10s %10s %8s %10s %8s\n' "plan" "native" "estimate" "replayed" "less" "speedup" \
   "offloaded" "software"
-printf '%-16s %9s %10s %10s %8s %10s %8s\n' "" "(ms)" "(ms)" "(ms)" "" "(calls)" "(calls)"
+printf '%-16s %9s %10s %10s %10s %8s %10s %8s\n' "" "(ms)" "(ms)" "(ms)" "harness" "" "(calls)" "(calls)"
 printf '%s\n' "${rows[@]}" | tee "$OUT/table.txt"
 echo
 echo "estimate = offline, from the recording and the native wall time (standin whatif"
 echo "--native-wall); replayed = measured by standin replay (median of $RUNS runs, each"
 echo "round one native run and one replay of each plan, side by side);"
+echo "less harness = the replay less the harness time no call's slack paid back"
+echo "(wall_adjusted_ns: what the replay measures had the harness been free);"
 echo "speedup = native / replayed wall time; 'software' = calls the plan or the model"
 echo "kept in software (not selected, unsupported: e.g. progressive or 4:2:2 JPEGs on"
 echo "core_jpeg) plus any the recording could not answer. Every replayed run printed"

@@ -678,11 +678,14 @@ static void reader_free(st_reader *r) {
 
 static int open_file(st_reader *r, const char *path) {
   struct stat sb;
-  r->fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO put in a trace's place blocked every reader in
+   * open(2); one is refused below, as any file that is not regular
+   * (/dev/zero read forever) */
+  r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (r->fd < 0 || fstat(r->fd, &sb) != 0)
     return ST_E_IO;
-  if (S_ISDIR(sb.st_mode)) {
-    errno = EISDIR;
+  if (!S_ISREG(sb.st_mode)) {
+    errno = S_ISDIR(sb.st_mode) ? EISDIR : ENODEV;
     return ST_E_IO;
   }
   r->size = (uint64_t)sb.st_size;

@@ -560,6 +560,13 @@ PY
   set -e
   [ "$rc" -eq 2 ] && grep -q "native-wall: '80' has no unit; give it as 80ms, 80s or 80ns" err ||
     fail "$rc: $(cat err)"
+  # a run.info whose wall_ns was damaged ("-5": 2^64 - 5) made every
+  # estimate 0 ns, -100%
+  cp -r rec damaged && sed -i 's/^wall_ns=.*/wall_ns=-5/' damaged/run.info
+  "$STANDIN" whatif damaged --iface constant >w.txt 2>err
+  grep -q "damaged/run.info: wall_ns -5 is more than 1000 times the processes' span" err ||
+    fail "$(cat err)"
+  grep -q "(trace span)" w.txt || fail "$(cat w.txt)"
   # under a nanosecond was ignored; less than the calls alone take, taken
   set +e
   "$STANDIN" whatif rec --iface constant --native-wall 0.0001ns 2>err
@@ -567,7 +574,7 @@ PY
   set -e
   [ "$rc" -eq 2 ] && grep -q "'0.0001ns' is not a duration" err || fail "$rc: $(cat err)"
   "$STANDIN" whatif rec --iface constant --native-wall 1ns --cpus 1 >/dev/null 2>err
-  grep -q "native wall time 1 ns is less than the recorded calls alone could take on 1 CPU (" err ||
+  grep -q "native wall time 1 ns is less than half what the recorded calls alone take on 1 CPU (" err ||
     fail "$(cat err)"
 }
 

@@ -171,20 +171,20 @@ t205_jpeg_modes_an_accelerator_would_not_serve() {
   "$STANDIN" info rec >info.out
   expect_eq "not offloadable, info" 18 \
     "$(grep -o '[0-9]* not offloadable' info.out | awk '{n += $1} END {print n}')"
-  for why in "buffered-image mode" "raw (downsampled) output" jpeg_read_coefficients \
+  for why in "buffered-image mode" "raw data output (jpeg_read_raw_data)" jpeg_read_coefficients \
     jpeg_skip_scanlines jpeg_crop_scanline "ended before its last row"; do
     grep -q "not offloadable (.*$why" info.out || fail "info does not name '$why': $(cat info.out)"
   done
   # replay intercepts none of them, and says why they are not in its counts
   expect_eq "not offloadable, replay" 18 "$(json sum.json calls_not_offloadable)"
   expect_eq "their reasons, replay" \
-    "buffered-image mode=3 ended before its last row=3 jpeg_crop_scanline=3 jpeg_read_coefficients=3 jpeg_skip_scanlines=3 raw (downsampled) output=3" \
+    "buffered-image mode=3 ended before its last row=3 jpeg_crop_scanline=3 jpeg_read_coefficients=3 jpeg_skip_scanlines=3 raw data output (jpeg_read_raw_data)=3" \
     "$(python3 -c 'import json; r = json.load(open("sum.json"))["not_offloadable_reasons"]; print(" ".join("%s=%d" % kv for kv in sorted(r.items())))')"
   grep -q "^standin: replay: 18 recorded calls were not offloadable (3 buffered-image mode, .*); such calls run for real" rep.err ||
     fail "no line on the calls replay left alone: $(grep '^standin:' rep.err)"
   # report names them too, under the plan's calls left in software
   "$STANDIN" report rec --iface jpeg-core >rep.txt
-  grep -q "^  18 calls not offloadable (replay runs them): 3 buffered-image mode, 3 raw (downsampled) output, " rep.txt ||
+  grep -q "^  18 calls not offloadable (replay runs them): 3 buffered-image mode, 3 raw data output (jpeg_read_raw_data), " rep.txt ||
     fail "report does not say why: $(cat rep.txt)"
   grep -q "without a recorded response" rep.txt && fail "counted as without a response: $(cat rep.txt)"
   # the per-group column names them for what they are

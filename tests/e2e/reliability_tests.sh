@@ -410,6 +410,20 @@ t648_one_record_at_a_time_into_a_directory() {
   wait "$first"
   expect_eq "the first record's calls" 12 "$(calls rec)"
   ! "$STANDIN" info rec | grep -q "still being recorded" || fail "still busy after the end"
+  # its standin killed, the program records on (the lock went with
+  # standin): -f deleted the trace it was still writing
+  "$STANDIN" record -f -o rec2 -- sh -c "$PB basic 3 >/dev/null; read x <go" 2>/dev/null &
+  first=$!
+  for _ in $(seq 200); do ls rec2/*.trace >/dev/null 2>&1 && break; sleep 0.05; done
+  kill -KILL $first
+  wait $first || true
+  set +e
+  "$STANDIN" record -f -o rec2 -- "$PB" basic 1 >/dev/null 2>err
+  rc=$?
+  set -e
+  echo >go
+  expect_eq "record -f over an orphaned recording: exit" 1 "$rc"
+  grep -q "rec2 is still recorded into by 1 process of an earlier record" err || fail "$(cat err)"
 }
 
 # A thread whose ring cannot be mapped (an address-space limit) had its
@@ -451,8 +465,8 @@ t650_reload_signals_reach_the_program() {
 # its signal to standin and then to the whole group: the program got it
 # directly and again passed on by standin (gst-launch stops gracefully on
 # the first SIGINT and dies on the second). A program that counts them
-# sees one, natively and under standin; one sent to standin's pid alone
-# (timeout --foreground) is still passed on.
+# sees one under standin; one sent to standin's pid alone (timeout
+# --foreground) is still passed on.
 t654_timeouts_signal_reaches_the_program_once() {
   cat >count.c <<'EOF'
 #include <signal.h>
@@ -476,7 +490,8 @@ EOF
   "$STANDIN" record -o calls -- "$PB" basic 2 >/dev/null # (count makes no call to replay)
   local sig
   for sig in TERM INT; do
-    expect_eq "$sig natively" 1 "$(timeout -s $sig 1 ./count)"
+    # (natively the program gets timeout's two sends, to it and to the
+    # group, mostly as one: a pending signal is not queued twice)
     expect_eq "$sig recorded" 1 "$(timeout -s $sig 1 "$STANDIN" record -f -o rec -- ./count 2>/dev/null)"
     expect_eq "$sig replayed" 1 "$(timeout -s $sig 1 "$STANDIN" replay -t calls -- ./count 2>/dev/null)"
     expect_eq "$sig to standin alone" 1 \
@@ -530,6 +545,34 @@ t653_replay_killed_by_sigkill_says_its_counts_may_be_short() {
   expect_eq "exit status" 137 "$rc"
   grep -q "killed by SIGKILL, which leaves no time to count: these counts may miss" err ||
     fail "$(cat err)"
+}
+
+# A FIFO in a trace's or run.info's place blocked every reader in open(2),
+# replay before the program started; one at standin's TSC cache blocked
+# record before the program started. Files that are not regular are refused.
+t655_fifos_in_a_recording_block_nothing() {
+  "$STANDIN" record -o rec -- "$PB" basic 3 >/dev/null
+  mkdir ff && cp rec/run.info ff/ && mkfifo ff/1.trace
+  local rc
+  set +e
+  timeout 30 "$STANDIN" info ff >/dev/null 2>err
+  rc=$?
+  set -e
+  [ $rc -ne 124 ] || fail "info blocked on a FIFO trace"
+  grep -q "ff/1.trace is not a regular file" err || fail "$(cat err)"
+  rm ff/1.trace ff/run.info && cp rec/*.trace ff/ && mkfifo ff/run.info
+  set +e
+  timeout 30 "$STANDIN" replay -t ff -- "$PB" basic 3 >out 2>err
+  rc=$?
+  set -e
+  expect_eq "replay with a FIFO run.info" 0 "$rc"
+  mkdir -p home/.cache/standin && mkfifo home/.cache/standin/tsc
+  set +e
+  HOME=$PWD/home timeout 30 "$STANDIN" record -f -o rec2 -- "$PB" basic 3 >out 2>err
+  rc=$?
+  set -e
+  expect_eq "record with a FIFO TSC cache" 0 "$rc"
+  expect_eq "calls" 12 "$(calls rec2)"
 }
 
 t617_detached_daemon_is_reported_and_recorded() {

@@ -519,7 +519,7 @@ t131_replay_miss_warning_counts_calls_looked_up() {
 
 t114_replay_shim_exports_only_hooks() {
   syms=$(nm -D --defined-only "$B/lib/standin/libstandin-replay.so" | awk '$2 == "T" {print $3}' | sort | xargs)
-  expect_eq "exported" "_Exit _exit chroot dlopen dlsym execl execle execlp execv execve execvp execvpe fexecve jpeg_CreateDecompress jpeg_abort jpeg_abort_decompress jpeg_consume_input jpeg_crop_scanline jpeg_destroy jpeg_destroy_decompress jpeg_finish_decompress jpeg_finish_output jpeg_read_coefficients jpeg_read_header jpeg_read_raw_data jpeg_read_scanlines jpeg_skip_scanlines jpeg_start_decompress jpeg_start_output kill posix_spawn posix_spawnp prctl protobuf_c_message_free_unpacked protobuf_c_message_get_packed_size protobuf_c_message_pack protobuf_c_message_pack_to_buffer protobuf_c_message_unpack pthread_create pthread_kill raise syscall tjDecompress2 tjDecompressHeader3 tjDecompressToYUV2 tjDecompressToYUVPlanes" "$syms"
+  expect_eq "exported" "_Exit _exit chroot daemon dlopen dlsym execl execle execlp execv execve execvp execvpe fexecve jpeg_CreateDecompress jpeg_abort jpeg_abort_decompress jpeg_consume_input jpeg_crop_scanline jpeg_destroy jpeg_destroy_decompress jpeg_finish_decompress jpeg_finish_output jpeg_read_coefficients jpeg_read_header jpeg_read_raw_data jpeg_read_scanlines jpeg_skip_scanlines jpeg_start_decompress jpeg_start_output kill posix_spawn posix_spawnp prctl protobuf_c_message_free_unpacked protobuf_c_message_get_packed_size protobuf_c_message_pack protobuf_c_message_pack_to_buffer protobuf_c_message_unpack pthread_create pthread_kill raise syscall tjDecompress2 tjDecompressHeader3 tjDecompressToYUV2 tjDecompressToYUVPlanes" "$syms"
   # and needs no library but libc: every process of a replayed run loads it
   # (the sanitizer builds bring their runtimes)
   [ -n "${STANDIN_SANITIZER:-}" ] && return 0
@@ -607,6 +607,100 @@ s = json.load(open("s.json"))
 assert s["processes"] == 4 and s["overrun_ns"] > 0, s
 assert s["repaid_ns"] <= s["overrun_ns"], s
 PY
+}
+
+# Two wrong answers a careless replay gives, from a helper's adversarial
+# programs: a sub-message of a type not its field's (pack encodes it with
+# its own descriptor: an Inner2's sint32 10 is 14, an Inner's int32 0a)
+# took the Inner's recorded bytes; and an unpack whose allocator ran out
+# once in the recording (the same bytes unpacked before and after) failed
+# every time, or returned a tree where the library fails. The sub's type is
+# in the fingerprint; an unpack that failed once runs the library each time.
+t134_replay_other_subtype_and_a_failing_allocator() {
+  cat >st.proto <<'EOF'
+syntax = "proto2";
+package st;
+message Inner { optional int32 a = 1; }
+message Inner2 { optional sint32 a = 1; }
+message Outer { optional Inner sub = 1; repeated int32 nums = 2; optional string name = 3; }
+EOF
+  cat >prog.c <<'EOF'
+/* argv: a word per call. inner, inner2: pack an Outer whose sub is an
+ * Inner{a=10} or an Inner2{a=10}; capN: unpack one Outer through an arena
+ * allocator of N bytes whose free does nothing */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "st.pb-c.h"
+static char arena[65536];
+static size_t used, cap;
+static void *ar_alloc(void *d, size_t n) {
+  (void)d;
+  n = (n + 15) & ~(size_t)15;
+  if (used + n > cap)
+    return NULL;
+  used += n;
+  return arena + used - n;
+}
+static void ar_free(void *d, void *p) { (void)d; (void)p; }
+int main(int argc, char **argv) {
+  St__Outer o = ST__OUTER__INIT;
+  int32_t nums[20];
+  for (int i = 0; i < 20; i++)
+    nums[i] = i;
+  o.n_nums = 20, o.nums = nums, o.name = "hello";
+  uint8_t buf[256];
+  size_t len = st__outer__pack(&o, buf); /* the bytes capN unpacks */
+  for (int i = 1; i < argc; i++) {
+    if (!strncmp(argv[i], "cap", 3)) {
+      ProtobufCAllocator a = {ar_alloc, ar_free, NULL};
+      used = 0, cap = (size_t)atoi(argv[i] + 3);
+      St__Outer *u = st__outer__unpack(&a, len, buf);
+      printf("%s: %s\n", argv[i], u ? "ok" : "NULL");
+      if (u)
+        printf("  n_nums=%zu name=%s\n", u->n_nums, u->name);
+      continue;
+    }
+    St__Inner in = ST__INNER__INIT;
+    St__Inner2 in2 = ST__INNER2__INIT;
+    in.has_a = in2.has_a = 1;
+    in.a = in2.a = 10;
+    St__Outer w = ST__OUTER__INIT;
+    w.sub = !strcmp(argv[i], "inner2") ? (St__Inner *)&in2 : &in;
+    uint8_t out[64];
+    size_t n = st__outer__pack(&w, out);
+    printf("%s:", argv[i]);
+    for (size_t k = 0; k < n; k++)
+      printf(" %02x", out[k]);
+    printf("\n");
+  }
+  return 0;
+}
+EOF
+  protoc-c --c_out=. st.proto
+  gcc -o prog prog.c st.pb-c.c -lprotobuf-c
+  local args
+  for args in "inner inner2 cap4096 cap200 cap4096" "inner2 cap4096 cap200/inner cap200 cap4096"; do
+    local r=${args%/*} p=${args#*/}
+    ./prog $p >native.out
+    "$STANDIN" record -f -o rec -- ./prog $r >/dev/null
+    "$STANDIN" replay -t rec --summary s.json -- ./prog $p >rep.out
+    cmp native.out rep.out || fail "recorded '$r', replayed '$p': $(diff native.out rep.out)"
+    "$STANDIN" replay -t rec --unpack-trees block -- ./prog $p >rep.out 2>/dev/null
+    cmp native.out rep.out || fail "block: recorded '$r', replayed '$p': $(diff native.out rep.out)"
+  done
+  expect_eq "the other type's pack" 1 "$(json s.json calls_fallback)"
+  # the split plan a request's memo keeps was malloc'd, referred to only
+  # from the replay database: an ASan-built program's leak check failed it
+  [ -z "${STANDIN_SANITIZER:-}" ] || return 0
+  gcc -g -fsanitize=address -o prog_asan prog.c st.pb-c.c -lprotobuf-c
+  export ASAN_OPTIONS=verify_asan_link_order=0
+  ./prog_asan cap4096 cap4096 cap4096 >native.out
+  "$STANDIN" record -f -o rec -- ./prog_asan cap4096 cap4096 cap4096 >/dev/null
+  "$STANDIN" replay -t rec -- ./prog_asan cap4096 cap4096 cap4096 >rep.out 2>err ||
+    fail "exit $?: $(grep -A3 'leak' err)"
+  cmp native.out rep.out
+  unset ASAN_OPTIONS
 }
 
 # Replayed trees are allocated as libprotobuf-c allocates them (default

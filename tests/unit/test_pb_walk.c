@@ -1646,6 +1646,25 @@ START_TEST(test_fp_any_single_change_changes_fingerprint) {
 }
 END_TEST
 
+/* Bytes with a length and no data: get_packed_size counts the length (pack
+ * would crash). Hashed as empty bytes, a size call was answered with the
+ * size of a tree without them. */
+START_TEST(test_fp_bytes_without_data_are_not_empty_bytes) {
+  Standin__Pbw__Scalars s;
+  Standin__Pbw__Node node = STANDIN__PBW__NODE__INIT;
+  make_scalars(&s, &node, STANDIN__PBW__SCALARS__CHOICE_O_BYT);
+  uint8_t empty[16], five[16], six[16];
+  s.byt = (ProtobufCBinaryData){0, NULL};
+  fingerprint(&s.base, empty);
+  s.byt = (ProtobufCBinaryData){5, NULL};
+  ck_assert_int_eq(pbw_fingerprint_tree(&s.base, five, NULL), PBW_OK);
+  s.byt = (ProtobufCBinaryData){6, NULL};
+  ck_assert_int_eq(pbw_fingerprint_tree(&s.base, six, NULL), PBW_OK);
+  ck_assert(memcmp(empty, five, 16) != 0);
+  ck_assert(memcmp(five, six, 16) != 0);
+}
+END_TEST
+
 /* Streams longer than the hash buffer are hashed chunk by chunk: a change
  * in any chunk, first or last, must still show. */
 START_TEST(test_fp_long_streams_depend_on_every_chunk) {
@@ -2971,6 +2990,7 @@ int main(void) {
   tcase_add_test(bad, test_image_structural_checks);
   tcase_add_test(fp, test_fp_equal_trees_give_equal_fingerprints);
   tcase_add_test(fp, test_fp_golden_value);
+  tcase_add_test(fp, test_fp_bytes_without_data_are_not_empty_bytes);
   tcase_add_test(fp, test_fp_memo_is_the_fingerprint_of_the_tree_now);
   tcase_add_test(fp, test_fp_any_single_change_changes_fingerprint);
   tcase_add_test(fp, test_fp_long_streams_depend_on_every_chunk);
