@@ -569,16 +569,27 @@ static void tsc_cache_write(const char *path, const char *boot, uint64_t t, uint
                             uint64_t mult) {
   char dir[PATH_MAX], tmp[PATH_MAX + 32];
   snprintf(dir, sizeof dir, "%s", path);
-  for (char *p = dir + 1; *p; p++) /* mkdir -p of the parent */
-    if (*p == '/') {
-      *p = 0;
+  /* the cache's own directories, two at most (.cache/standin): a missing
+   * $HOME is not made (HOME=/nonexistent made /nonexistent as root) */
+  char *slash = strrchr(dir, '/'), *up = NULL;
+  if (slash && slash != dir) {
+    *slash = 0;
+    up = strrchr(dir, '/');
+    if (up && up != dir) {
+      *up = 0;
       mkdir(dir, 0700);
-      *p = '/';
+      *up = '/';
     }
+    mkdir(dir, 0700);
+  }
   snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f)
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    if (fd >= 0)
+      close(fd), unlink(tmp);
     return;
+  }
   int ok = fprintf(f, "%s %s %llu %llu %llu\n", TSC_CACHE_MAGIC, boot, (unsigned long long)t,
                    (unsigned long long)m, (unsigned long long)mult) > 0;
   ok = fclose(f) == 0 && ok;

@@ -568,11 +568,18 @@ t655_fifos_in_a_recording_block_nothing() {
   expect_eq "replay with a FIFO run.info" 0 "$rc"
   mkdir -p home/.cache/standin && mkfifo home/.cache/standin/tsc
   set +e
-  HOME=$PWD/home timeout 30 "$STANDIN" record -f -o rec2 -- "$PB" basic 3 >out 2>err
+  HOME=$PWD/home STANDIN_CACHE_DIR= XDG_CACHE_HOME= timeout 30 "$STANDIN" record -f -o rec2 -- "$PB" basic 3 >out 2>err
   rc=$?
   set -e
   expect_eq "record with a FIFO TSC cache" 0 "$rc"
   expect_eq "calls" 12 "$(calls rec2)"
+  # a HOME that does not exist is not made for the cache (root made
+  # /nonexistent, nobody's home); one that exists gets a private cache
+  HOME=$PWD/gone/home STANDIN_CACHE_DIR= XDG_CACHE_HOME= "$STANDIN" record -f -o rec2 -- "$PB" basic 1 >/dev/null 2>&1
+  [ ! -e gone ] || fail "a missing HOME was made"
+  mkdir here
+  HOME=$PWD/here STANDIN_CACHE_DIR= XDG_CACHE_HOME= "$STANDIN" record -f -o rec2 -- "$PB" basic 1 >/dev/null 2>&1
+  expect_eq "cache mode" 600 "$(stat -c %a here/.cache/standin/tsc)"
 }
 
 t617_detached_daemon_is_reported_and_recorded() {
