@@ -271,6 +271,13 @@ int cli_reader_open(st_reader **r, const char *path) {
   int rc = st_reader_open(r, path);
   if (rc == ST_OK)
     return 0;
+  /* ten such lines say it: 10,000 empty traces printed 10,000 */
+  static unsigned said;
+  if (++said > 10) {
+    if (said == 11)
+      cli_err("(more traces that cannot be read: not listed)");
+    return -1;
+  }
   if (rc == ST_E_IO && errno == ENODEV)
     cli_err("cannot read %s: not a regular file (a FIFO, device or socket in a trace's place); "
             "a recording holds regular files only",

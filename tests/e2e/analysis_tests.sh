@@ -442,6 +442,11 @@ t415_recording_without_calls_is_reported_not_analysed() {
   "$STANDIN" whatif zero --iface protoacc >/dev/null 2>err
   set -e
   grep -q "zero: nothing to estimate: its 1 trace file is empty" err || fail "zero: $(cat err)"
+  # a line each for 10,000 empty traces: ten, then a word that there are more
+  cp -r rec many && for i in $(seq 100 130); do : >many/$i.trace; done
+  "$STANDIN" report many >/dev/null 2>err || true
+  expect_eq "lines about unreadable traces" 10 "$(grep -c "trace ends in the middle of a chunk" err)"
+  grep -q "more traces that cannot be read: not listed" err || fail "$(cat err)"
 }
 
 # whatif and replay give a model the same request: linear (request plus
