@@ -158,9 +158,9 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
   return 0;
 }
 
-static const char *fb_names[RDB_FB_NREASONS] = {"not_in_trace", "request_mismatch", "no_response",
-                                                "schema_mismatch", "out_of_memory",
-                                                "replay_off"};
+static const char *fb_names[RDB_FB_NREASONS] = {
+    "not_in_trace",  "request_mismatch", "no_response", "schema_mismatch",
+    "out_of_memory", "replay_off",       "type_changed"};
 static const char *sw_names[RDB_SW_NREASONS] = {"not_selected", "unsupported"};
 
 #define LD(x) ((unsigned long long)atomic_load(&(x)))
@@ -520,6 +520,19 @@ static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
              "since the recording, or the recording comes from another program; they ran the "
              "real library",
              cli_fmt_count(nm, sizeof nm, C(s, RDB_C_FB0 + RDB_FB_SCHEMA)));
+  unsigned long long changed = C(s, RDB_C_FB0 + RDB_FB_CHANGED), at = C(s, RDB_C_CHANGED_TYPE);
+  if (changed && on_miss != RDB_MISS_ABORT) { /* abort's message named it */
+    /* the first type the shims found changed, by its name in the database */
+    const char *name = at && at < b->size ? (const char *)b->base + at : NULL;
+    int len = name ? (int)strnlen(name, b->size - at < 200 ? b->size - at : 200) : 0;
+    cli_warn("%s call%s of message types changed since the recording ran the real library "
+             "(%s%.*s%s: the program was built from a changed .proto). Record the program as it "
+             "is now to replay %s",
+             cli_fmt_count(nm, sizeof nm, changed), changed == 1 ? "" : "s",
+             name ? "" : "their names unknown", len, name ? name : "",
+             name ? ", the first found, is not the recorded type of that name" : "",
+             changed == 1 ? "it" : "them");
+  }
   if (C(s, RDB_C_FB0 + RDB_FB_MISMATCH))
     cli_warn("%s call%s a recorded request whose bytes or packed size differ from "
              "%s (a damaged or doctored recording); %s the real library",

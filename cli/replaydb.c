@@ -173,6 +173,13 @@ typedef struct {
   b_names names;
   rdb_stuck *stuck; /* abandoned decodes (rdb.h) */
   size_t nstuck, capstuck;
+  /* the protobuf types of every file, with their schemas' identities
+   * (rdb_schema): sorted and made unique by layout */
+  struct b_schema {
+    uint32_t name; /* index in names */
+    uint64_t id;   /* pbw_schema_id, 0: unknown */
+  } * schemas;
+  size_t nschemas, capschemas;
   int oom; /* an arena or the names ran out of memory */
 } builder;
 
@@ -635,6 +642,49 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   return b->oom;
 }
 
+/* The protobuf types of a file read whole, with their schemas' identities:
+ * what the shim checks the program's types against (rdb_schema). */
+static void keep_schemas(builder *b, const scan_file *f) {
+  for (uint32_t t = 1; t < f->ntypes && !b->oom; t++) {
+    const scan_type *ty = &f->types[t];
+    if (ty->family != ST_FAMILY_PROTOBUF || !ty->name)
+      continue;
+    long name = names_intern(&b->names, ty->name);
+    if (name >= 0 && b->nschemas == b->capschemas) {
+      size_t cap = b->capschemas ? b->capschemas * 2 : 16;
+      struct b_schema *n = realloc(b->schemas, cap * sizeof *n);
+      if (n) {
+        b->schemas = n;
+        b->capschemas = cap;
+      }
+    }
+    if (name < 0 || b->nschemas == b->capschemas) {
+      b->oom = 1;
+      break;
+    }
+    b->schemas[b->nschemas++] =
+        (struct b_schema){(uint32_t)name, pbw_schema_id(ty->schema, ty->schema_len)};
+  }
+}
+
+static int schema_cmp(const void *x, const void *y) {
+  const struct b_schema *a = x, *b = y;
+  if (a->name != b->name)
+    return a->name < b->name ? -1 : 1;
+  return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Sort the kept schemas and drop repeats; their number. */
+static size_t unique_schemas(builder *b) {
+  if (b->nschemas > 1)
+    qsort(b->schemas, b->nschemas, sizeof *b->schemas, schema_cmp);
+  size_t m = 0;
+  for (size_t i = 0; i < b->nschemas; i++)
+    if (!m || schema_cmp(&b->schemas[m - 1], &b->schemas[i]) != 0)
+      b->schemas[m++] = b->schemas[i];
+  return b->nschemas = m;
+}
+
 static int sample_cmp(const void *x, const void *y) {
   const b_sample *a = x, *b = y;
   return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
@@ -654,6 +704,7 @@ static void builder_free(builder *b) {
   names_free(&b->names);
   free(b->last);
   free(b->stuck);
+  free(b->schemas);
   free(b->slots);
   for (size_t i = 0; i < b->nds; i++)
     pbw_descset_free(b->ds[i].ds);
@@ -938,6 +989,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   off = rdb_al8(off + nnear * sizeof(rdb_near));
   uint64_t stuck_off = off;
   off = rdb_al8(off + b->nstuck * sizeof(rdb_stuck));
+  uint64_t nschemas = unique_schemas(b), schemas_off = off;
+  off = rdb_al8(off + nschemas * sizeof(rdb_schema));
   uint64_t names_off = off;
   off += name_bytes;
   front = off;
@@ -977,7 +1030,9 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
                     .nnear = nnear,
                     .near_off = near_off,
                     .nstuck = b->nstuck,
-                    .stuck_off = stuck_off};
+                    .stuck_off = stuck_off,
+                    .nschemas = nschemas,
+                    .schemas_off = schemas_off};
   calibrate_tsc(h);
   rdb_accel *acc = (rdb_accel *)(m + accel_off);
   for (int i = 0; i < p->naccel; i++) {
@@ -997,6 +1052,13 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
                         .name_off = names_off_of(&b->names, cls[i].name),
                         .kept = cls[i].kept,
                         .unsup = cls[i].unsup};
+  rdb_schema *dsch = (rdb_schema *)(m + schemas_off);
+  for (size_t i = 0; i < nschemas; i++) {
+    const char *name = b->names.name[b->schemas[i].name];
+    dsch[i] = (rdb_schema){.name_hash = rdb_name_hash(name),
+                           .name_off = b->names.off[b->schemas[i].name],
+                           .id = b->schemas[i].id};
+  }
   rdb_entry *ents = (rdb_entry *)(m + entries_off);
   uint32_t *slots = (uint32_t *)(m + slots_off);
   rdb_sample *smp = (rdb_sample *)(m + samples_off);
@@ -1092,6 +1154,7 @@ static int scan_dir(const char *dir, builder *b) {
       skipped++;
       continue;
     }
+    keep_schemas(b, &f);
     if (b->oom) {
       cli_err("out of memory building the replay database from %s (%llu distinct requests "
               "so far, %llu MB of their bytes)",

@@ -54,6 +54,21 @@ static void serve(const rdb_built *b) {
   }
   if (covered != h->nnear)
     abort();
+  /* the recorded schemas (rdb_schema): in the read-only part, sorted and
+   * unique by (name, identity), each name a string of the database with
+   * its hash */
+  const rdb_schema *sc = (const rdb_schema *)(b->base + h->schemas_off);
+  if (h->nschemas && (h->schemas_off < h->ro_off || h->schemas_off > h->size ||
+                      h->nschemas > (h->size - h->schemas_off) / sizeof *sc))
+    abort();
+  for (uint64_t k = 0; k < h->nschemas; k++) {
+    if (sc[k].name_off >= h->size ||
+        !memchr(b->base + sc[k].name_off, 0, h->size - sc[k].name_off) ||
+        sc[k].name_hash != rdb_name_hash((const char *)b->base + sc[k].name_off))
+      abort();
+    if (k && sc[k].name_off == sc[k - 1].name_off && sc[k].id == sc[k - 1].id)
+      abort();
+  }
   for (uint64_t i = 0; i < h->nentries; i++) {
     if (e[i].api != ST_API_PB_UNPACK || !e[i].resp_len)
       continue;

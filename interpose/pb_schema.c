@@ -68,6 +68,16 @@
 #define SCH_VALUE 12
 #define SCH_VNAME 8
 
+/* The builder's memory (pbw_schema_allocator): the replay shim builds a
+ * program's schemas inside its calls, on its own heap. */
+static void *(*sch_realloc)(void *, size_t) = realloc;
+static void (*sch_free)(void *) = free;
+
+void pbw_schema_allocator(void *(*realloc_fn)(void *, size_t), void (*free_fn)(void *)) {
+  sch_realloc = realloc_fn ? realloc_fn : realloc;
+  sch_free = free_fn ? free_fn : free;
+}
+
 static uint32_t le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -95,7 +105,7 @@ static void bb_put(bbuf *b, const void *src, size_t n) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->n + n)
       cap *= 2;
-    uint8_t *p = realloc(b->p, cap);
+    uint8_t *p = sch_realloc(b->p, cap);
     if (p == NULL) {
       b->err = PBW_E_NOMEM;
       return;
@@ -143,7 +153,7 @@ static int plist_index(plist *l, const void *p, uint32_t *idx) {
   }
   if (l->n == l->cap) {
     uint32_t cap = l->cap ? 2 * l->cap : 16;
-    const void **v = realloc(l->v, cap * sizeof *v);
+    const void **v = sch_realloc(l->v, cap * sizeof *v);
     if (v == NULL)
       return PBW_E_NOMEM;
     l->v = v;
@@ -284,16 +294,18 @@ static int put_msg(sch_ctx *c, const ProtobufCMessageDescriptor *d) {
   if (d->name == NULL || d->n_fields > UINT32_MAX - c->n_fields || d->sizeof_message > UINT32_MAX ||
       (d->n_fields > 0 && d->fields == NULL))
     return PBW_E_UNSUPPORTED;
-  uint32_t *group = malloc((d->n_fields + 1) * sizeof *group);
+  uint32_t *group = sch_realloc(NULL, (d->n_fields + 1) * sizeof *group);
   /* the program's own initial values, as its unpack starts from them */
-  uint8_t *init = d->message_init != NULL ? calloc(1, d->sizeof_message + 1) : NULL;
+  uint8_t *init = d->message_init != NULL ? sch_realloc(NULL, d->sizeof_message + 1) : NULL;
   if (group == NULL || (d->message_init != NULL && init == NULL)) {
-    free(group);
-    free(init);
+    sch_free(group);
+    sch_free(init);
     return PBW_E_NOMEM;
   }
-  if (init != NULL)
+  if (init != NULL) {
+    memset(init, 0, d->sizeof_message + 1);
     d->message_init((ProtobufCMessage *)init);
+  }
   bb_u32(&c->mrec, put_name(c, d->name));
   bb_u32(&c->mrec, put_name(c, d->short_name));
   bb_u32(&c->mrec, put_name(c, d->c_name));
@@ -305,8 +317,8 @@ static int put_msg(sch_ctx *c, const ProtobufCMessageDescriptor *d) {
   bb_u32(&c->mrec, init != NULL ? PBW__SMSG_INIT : 0);
   for (unsigned i = 0; i < d->n_fields && rc == PBW_OK; i++)
     rc = put_field(c, d, i, group[i], init);
-  free(group);
-  free(init);
+  sch_free(group);
+  sch_free(init);
   return rc;
 }
 
@@ -380,7 +392,7 @@ static int assemble(const sch_ctx *c, void **buf, size_t *len) {
   bb_put(&out, c->nrec.p, c->nrec.n);
   bb_put(&out, c->blob.p, c->blob.n);
   if (out.err) {
-    free(out.p);
+    sch_free(out.p);
     return out.err;
   }
   uint64_t sum = pbw__hash64(out.p + 16, out.n - 16);
@@ -400,15 +412,24 @@ int pbw_schema_build(const ProtobufCMessageDescriptor *d, void **buf, size_t *le
   int rc = collect(&c, d);
   if (rc == PBW_OK)
     rc = assemble(&c, buf, len);
-  free(c.msgs.v);
-  free(c.enums.v);
-  free(c.mrec.p);
-  free(c.frec.p);
-  free(c.erec.p);
-  free(c.vrec.p);
-  free(c.nrec.p);
-  free(c.blob.p);
+  sch_free(c.msgs.v);
+  sch_free(c.enums.v);
+  sch_free(c.mrec.p);
+  sch_free(c.frec.p);
+  sch_free(c.erec.p);
+  sch_free(c.vrec.p);
+  sch_free(c.nrec.p);
+  sch_free(c.blob.p);
   return rc;
+}
+
+uint64_t pbw_schema_id(const void *schema, size_t len) {
+  const uint8_t *p = schema;
+  if (p == NULL || len < SCH_HDR || le32(p) != SCH_MAGIC ||
+      le32(p + 4) != (SCH_VERSION | (uint32_t)SCH_HDR << 16))
+    return 0;
+  uint64_t id = le64(p + 8);
+  return id ? id : 1;
 }
 
 /* ---- Reading ------------------------------------------------------------- */
@@ -616,8 +637,10 @@ static int header_ok(pbw__schema *s, const uint8_t *p, size_t len) {
 
 /* Offline tools decode many payloads against the same schema: the last
  * schema that passed (known by its length and checksum) is not walked
- * again by the same thread. */
-static __thread struct {
+ * again by the same thread. Initial-exec, as the shims' own: this file is
+ * in the replay shim too (pbw_schema_build), which must not need the
+ * dynamic loader's TLS calls. */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
   size_t len;
   uint64_t sum;
 } tl_valid;

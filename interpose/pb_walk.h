@@ -230,13 +230,24 @@ const char *pbw_image_type_name(const void *img, size_t len);
  * from it (pbw_descset_from_schema). The layout is only meaningful on the
  * kind of machine (pointer width, byte order) that built the schema. */
 
-/* Serialise the schema rooted at d; *buf is malloc'd. Reads only the
+/* Serialise the schema rooted at d into *buf (from pbw_schema_allocator's
+ * allocator, libc's by default). Reads only the
  * descriptors, and runs each type's message_init (the program's generated
  * init, not libprotobuf-c) on scratch memory to learn initial values that
  * no descriptor records; so it may run on any thread. PBW_E_UNSUPPORTED
  * for descriptors protoc-c would not generate (NULL names, unsorted field
  * numbers, sizes beyond 32 bits). */
 int pbw_schema_build(const ProtobufCMessageDescriptor *d, void **buf, size_t *len);
+
+/* Where pbw_schema_build gets its memory (and *buf, to be freed with
+ * free_fn); NULL: libc's. Process-wide; set before any build. */
+void pbw_schema_allocator(void *(*realloc_fn)(void *, size_t), void (*free_fn)(void *));
+
+/* A schema's identity: equal for the schemas of one type built by this
+ * version of the builder from the same program, different (but for a
+ * 64-bit hash's chance) when the type or any type it reaches differs in a
+ * field, a default or its C layout. 0: not a schema of this version. */
+uint64_t pbw_schema_id(const void *schema, size_t len);
 
 /* The allocator of the split plans a memo keeps for the life of the
  * process (default malloc and free): the replay shim's own heap, off the

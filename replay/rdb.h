@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 11
+#define RDB_VERSION 12
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -40,7 +40,9 @@ enum {
   RDB_FB_SCHEMA = 3,       /* saved response does not fit the program's type */
   RDB_FB_NOMEM = 4,        /* materialising failed for lack of memory */
   RDB_FB_DISABLED = 5,     /* the DB could not be mapped in this process */
-  RDB_FB_NREASONS = 6
+  RDB_FB_CHANGED = 6,      /* the program's message type of that name is not the
+                              recorded one (rdb_schema) */
+  RDB_FB_NREASONS = 7
 };
 
 /* Calls kept in software on purpose (not misses). */
@@ -113,6 +115,7 @@ enum {
   RDB_C_NO_NEAREST,      /* misses under --on-miss nearest with no recorded call of
                             their API, type (and JPEG kind) to be timed as:
                             fallbacks */
+  RDB_C_CHANGED_TYPE,    /* name_off of the first type found changed (RDB_FB_CHANGED) */
   RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */
   RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N
@@ -218,7 +221,28 @@ typedef struct {
   uint64_t nnear, near_off;
   /* rdb_stuck[], by length: JPEG decodes the recorded program abandoned */
   uint64_t nstuck, stuck_off;
+  /* rdb_schema[]: the recorded protobuf message types' schemas */
+  uint64_t nschemas, schemas_off;
 } rdb_header;
+
+/* A recorded protobuf message type's schema, by its identity
+ * (pbw_schema_id: its fields, defaults and C layout, and those of every
+ * type it reaches). A program rebuilt from a changed .proto can keep a
+ * type's name while its fields change: its trees then have the recorded
+ * fingerprints, but not the recorded packed bytes, and the saved trees
+ * have the old defaults. The shim builds the schema of each type the
+ * program calls with, once per process, and a type whose name is here
+ * with no row of its identity is "changed": its calls run the real library
+ * (RDB_FB_CHANGED). A name with several identities (two programs, or two
+ * libraries of one, with their own versions of a type) accepts any of them;
+ * a row of id 0 (a type whose schema was not recorded, or recorded by
+ * another version of standin) accepts every one. Types not here are not
+ * checked: none of their calls is in the recording. */
+typedef struct {
+  uint64_t name_hash; /* rdb_name_hash */
+  uint64_t name_off;  /* NUL-terminated full name */
+  uint64_t id;        /* pbw_schema_id, 0: unknown */
+} rdb_schema;
 
 /* A recorded JPEG decode that ended before its last row (JPG_NO_ABANDONED)
  * or failed: its request up to the EOI the normalisation appends, by

@@ -18,26 +18,104 @@
 #include "shim_alloc.h"
 #include "trace.h"
 
-/* Whether d's calls of `api` stay whole in software (rp_kept_apis): they
- * then run the real library at once, uncounted by the harness. Remembered
- * per thread for the last few types. Returns 0, or 1 + whether the model
- * refused them (the reason they are counted under). */
-#define KEPT_CACHE 8
+/* What replay makes of a message type, found once per process (and per
+ * thread for the last few types): which APIs' calls stay whole in software
+ * (rp_kept_apis: they then run the real library at once, uncounted by the
+ * harness; bits 0-15), and whether the type is not the recorded one of its
+ * name (TV_CHANGED: rdb_schema; its calls are misses). */
+#define TV_CHANGED (1u << 30)
+#define TV_KNOWN (1u << 31)
+
+/* Process-wide, by descriptor: finding a type changed builds its schema
+ * (microseconds), once per process. Slots are claimed with a CAS and their
+ * verdict published after it; a thread that finds a slot claimed but not
+ * yet published works the verdict out itself. Forked children inherit it. */
+#define TYPE_SLOTS 1024
+static struct {
+  _Atomic(const ProtobufCMessageDescriptor *) d;
+  _Atomic uint32_t v;
+} type_table[TYPE_SLOTS];
+
+static uint32_t verdict_of(const ProtobufCMessageDescriptor *d) {
+  uint32_t v = TV_KNOWN | (rp_has_kept() ? rp_kept_apis(d->name) : 0);
+  if (!rp_schema_checked(d->name))
+    return v;
+  void *sch;
+  size_t len;
+  uint64_t id = 0;
+  if (pbw_schema_build(d, &sch, &len) == PBW_OK) {
+    id = pbw_schema_id(sch, len);
+    shim_free(sch);
+  }
+  return rp_schema_recorded(d->name, id) ? v : v | TV_CHANGED;
+}
+
+static uint32_t verdict_slow(const ProtobufCMessageDescriptor *d) {
+  unsigned h = (unsigned)(((uintptr_t)d >> 4) * 0x9E3779B97F4A7C15ull >> 54);
+  for (unsigned n = 0; n < TYPE_SLOTS; n++, h = (h + 1) % TYPE_SLOTS) {
+    const ProtobufCMessageDescriptor *cur =
+        atomic_load_explicit(&type_table[h].d, memory_order_acquire);
+    if (cur == d) {
+      uint32_t v = atomic_load_explicit(&type_table[h].v, memory_order_acquire);
+      return v ? v : verdict_of(d);
+    }
+    if (cur == NULL)
+      break;
+  }
+  uint32_t v = verdict_of(d);
+  for (unsigned n = 0; n < TYPE_SLOTS; n++, h = (h + 1) % TYPE_SLOTS) {
+    const ProtobufCMessageDescriptor *cur = NULL;
+    if (atomic_compare_exchange_strong(&type_table[h].d, &cur, d)) {
+      atomic_store_explicit(&type_table[h].v, v, memory_order_release);
+      break;
+    }
+    if (cur == d)
+      break;
+  }
+  return v;
+}
+
+#define TYPE_CACHE 8
 static SHIM_TLS struct {
   const ProtobufCMessageDescriptor *d;
-  uint32_t apis;
-} kept_cache[KEPT_CACHE];
+  uint32_t v;
+} type_cache[TYPE_CACHE];
 
+static inline uint32_t verdict(const ProtobufCMessageDescriptor *d) {
+  unsigned k = (unsigned)((uintptr_t)d >> 6) % TYPE_CACHE;
+  if (SHIM_UNLIKELY(type_cache[k].d != d)) {
+    type_cache[k].v = verdict_slow(d);
+    type_cache[k].d = d;
+  }
+  return type_cache[k].v;
+}
+
+/* Whether d's calls of `api` stay whole in software: 0, or 1 + whether
+ * the model refused them (the reason they are counted under). */
 static inline int kept(const ProtobufCMessageDescriptor *d, int api) {
   if (SHIM_LIKELY(!rp_has_kept()) || d == NULL)
     return 0;
-  unsigned k = (unsigned)((uintptr_t)d >> 6) % KEPT_CACHE;
-  if (kept_cache[k].d != d) {
-    kept_cache[k].apis = rp_kept_apis(d->name);
-    kept_cache[k].d = d;
-  }
-  uint32_t a = kept_cache[k].apis;
+  uint32_t a = verdict(d);
   return (a >> api & 1) ? 1 + (a >> (RP_KEPT_UNSUP + api) & 1) : 0;
+}
+
+/* Whether d is not the recorded type of its name (rdb_schema). Asked on
+ * every call looked up: the thread's last type found unchanged is one
+ * compare. Through the type cache each 1 KB pack took 20 instructions
+ * more (callgrind), through this 6. */
+static SHIM_TLS const ProtobufCMessageDescriptor *unchanged_d;
+
+static __attribute__((noinline)) int changed_slow(const ProtobufCMessageDescriptor *d) {
+  if (d == NULL)
+    return 0;
+  if (verdict(d) & TV_CHANGED)
+    return 1;
+  unchanged_d = d;
+  return 0;
+}
+
+static inline int changed(const ProtobufCMessageDescriptor *d) {
+  return SHIM_LIKELY(d == unchanged_d) ? 0 : changed_slow(d);
 }
 
 static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *m) {
@@ -105,6 +183,10 @@ static __thread __attribute__((tls_model("initial-exec"))) pbw_fp_memo sized;
 
 /* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
 static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *reason) {
+  if (changed(m ? m->descriptor : NULL)) {
+    *reason = RDB_FB_CHANGED;
+    return NULL;
+  }
   const rdb_entry *e = predicted_tree(m, api);
   if (!e) {
     uint8_t fp[16];
@@ -269,6 +351,10 @@ static int saved_is(const rdb_entry *e, size_t len, const uint8_t *data) {
 
 static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t len,
                                      const uint8_t *data, int *reason) {
+  if (changed(d)) {
+    *reason = RDB_FB_CHANGED;
+    return NULL;
+  }
   const rdb_entry *e = rp_predicted(ST_API_PB_UNPACK, 0);
   if (e) {
     int right = saved_is(e, len, data) && type_is(e, d);
@@ -412,4 +498,5 @@ SHIM_EXPORT void protobuf_c_message_free_unpacked(ProtobufCMessage *m, ProtobufC
 __attribute__((constructor)) static void rep_protobuf_init(void) {
   shim_bypass_protobuf();
   pbw_image_allocator(shim_alloc, shim_free);
+  pbw_schema_allocator(shim_realloc, shim_free);
 }

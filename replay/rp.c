@@ -445,8 +445,12 @@ static int validate(void) {
       !rp_ptr(hdr->stuck_off, hdr->nstuck * sizeof(rdb_stuck)) ||
       (hdr->nstuck && (hdr->stuck_off < hdr->ro_off || (hdr->stuck_off & 7))))
     return -1;
+  if (hdr->nschemas > db_size / sizeof(rdb_schema) ||
+      !rp_ptr(hdr->schemas_off, hdr->nschemas * sizeof(rdb_schema)) ||
+      (hdr->nschemas && hdr->schemas_off < hdr->ro_off))
+    return -1;
   if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off | hdr->next_off |
-       hdr->classes_off | hdr->near_groups_off | hdr->near_off) &
+       hdr->classes_off | hdr->near_groups_off | hdr->near_off | hdr->schemas_off) &
       7)
     return -1;
   /* the writable part (header, stats, timelines, occurrence counters) lies
@@ -881,6 +885,54 @@ uint32_t rp_kept_apis(const char *name) {
   return 0;
 }
 
+/* The rows of rdb_schema for type `name`: calls f(row, arg) on each until
+ * it returns nonzero, and returns that (0: none did, or no row). */
+static int schema_rows(const char *name, int (*f)(const rdb_schema *, uint64_t), uint64_t arg) {
+  if (!db || !name || hdr->nschemas == 0)
+    return 0;
+  const rdb_schema *r = (const rdb_schema *)(db + hdr->schemas_off);
+  uint64_t h = rdb_name_hash(name);
+  size_t len = strlen(name);
+  for (uint64_t i = 0; i < hdr->nschemas; i++) {
+    int v;
+    if (r[i].name_hash == h && stored_name_is(r[i].name_off, name, len) && (v = f(&r[i], arg)))
+      return v;
+  }
+  return 0;
+}
+
+static int row_any(const rdb_schema *r, uint64_t arg) {
+  (void)arg;
+  return r->id ? 2 : 1;
+}
+
+static int row_unknown(const rdb_schema *r, uint64_t arg) {
+  (void)arg;
+  return r->id == 0;
+}
+
+static int row_is(const rdb_schema *r, uint64_t id) {
+  return r->id == id;
+}
+
+static int row_name(const rdb_schema *r, uint64_t arg) {
+  (void)arg;
+  uint64_t none = 0;
+  atomic_compare_exchange_strong(&stats->c[RDB_C_CHANGED_TYPE], &none, r->name_off);
+  return 1;
+}
+
+int rp_schema_checked(const char *name) {
+  return schema_rows(name, row_any, 0) && !schema_rows(name, row_unknown, 0);
+}
+
+int rp_schema_recorded(const char *name, uint64_t id) {
+  if (id && schema_rows(name, row_is, id))
+    return 1;
+  schema_rows(name, row_name, 0); /* the run's first changed type, for its summary */
+  return 0;
+}
+
 void rp_direct(int unsupported) {
   ADD(RDB_C_INTERCEPTED, 1);
   ADD(RDB_C_SOFTWARE, 1);
@@ -1070,7 +1122,9 @@ void rp_miss(int reason, int api, const char *type, void *caller) {
                               "the recording has no response for it",
                               "the saved response does not fit the program's message type",
                               "out of memory",
-                              "replay is off in this process"};
+                              "replay is off in this process",
+                              "the program's message type of that name is not the recorded "
+                              "one (built from a changed .proto?); record it again"};
   Dl_info di;
   int in;
   const char *sym = "?", *mod = "?";

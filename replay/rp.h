@@ -133,6 +133,16 @@ int rp_has_kept(void);
 #define RP_KEPT_UNSUP 8
 uint32_t rp_kept_apis(const char *name);
 
+/* Whether the program's message type `name` is to be checked against the
+ * recorded schemas of that name (rdb_schema): it is recorded, and each of
+ * its recorded schemas is known. Not cheap (scans the table). */
+int rp_schema_checked(const char *name);
+
+/* Whether id (pbw_schema_id of the program's type `name`; 0 if it could not
+ * be built) is one of the recorded schemas of that name. When not, the type
+ * is changed: it is remembered for the run's summary (RDB_C_CHANGED_TYPE). */
+int rp_schema_recorded(const char *name, uint64_t id);
+
 /* Count one call that ran the real library without a lookup (not timed),
  * kept by the plan or, when `unsupported`, refused by the model. */
 void rp_direct(int unsupported);

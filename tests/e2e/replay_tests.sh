@@ -703,6 +703,80 @@ EOF
   unset ASAN_OPTIONS
 }
 
+# A program rebuilt from a changed .proto keeps its types' names: an Inner
+# whose int32 became a sint32 gives an Outer of the same values, so the same
+# fingerprint, but other packed bytes; a changed default makes an unpacked
+# tree that lacks the field differ. Replay answered such calls as recorded.
+# Now each type's schema (fields, defaults, C layout, and every type it
+# reaches) is checked against the recorded one, and a changed type's calls
+# run the real library (type_changed); an unchanged type of the same
+# program still replays.
+t135_replay_refuses_a_type_changed_since_the_recording() {
+  local v
+  for v in 1 2; do
+    mkdir -p v$v
+    cat >v$v/ch.proto <<EOF
+syntax = "proto2";
+package ch;
+message Inner { optional $([ $v = 1 ] && echo int32 || echo sint32) a = 1; }
+message Outer { optional Inner sub = 1; optional int32 d = 2 [default = $([ $v = 1 ] && echo 5 || echo 7)]; }
+message Other { optional int32 b = 1; }
+EOF
+    cat >v$v/prog.c <<'EOF'
+/* pack an Outer{sub{a=10}}, unpack an Outer without d (its default
+ * shows), pack an Other{b=3}; three times */
+#include <stdio.h>
+#include "ch.pb-c.h"
+int main(void) {
+  for (int r = 0; r < 3; r++) {
+    Ch__Inner in = CH__INNER__INIT;
+    in.has_a = 1, in.a = 10;
+    Ch__Outer o = CH__OUTER__INIT;
+    o.sub = &in;
+    uint8_t out[64];
+    size_t n = ch__outer__pack(&o, out);
+    printf("outer:");
+    for (size_t k = 0; k < n; k++)
+      printf(" %02x", out[k]);
+    Ch__Outer *u = ch__outer__unpack(NULL, n, out);
+    printf("\nd=%d a=%d\n", u ? u->d : -1, u && u->sub ? u->sub->a : -1);
+    ch__outer__free_unpacked(u, NULL);
+    Ch__Other t = CH__OTHER__INIT;
+    t.has_b = 1, t.b = 3;
+    n = ch__other__pack(&t, out);
+    printf("other: %zu bytes %02x %02x\n", n, out[0], out[1]);
+  }
+  return 0;
+}
+EOF
+    (cd v$v && protoc-c --c_out=. ch.proto && gcc -o prog prog.c ch.pb-c.c -lprotobuf-c) ||
+      fail "cannot build v$v"
+  done
+  "$STANDIN" record -o rec -- v1/prog >rec.out
+  # the same program: everything replays
+  "$STANDIN" replay -t rec --summary s.json -- v1/prog >rep.out
+  cmp rec.out rep.out
+  expect_eq "v1 replayed" 9 "$(json s.json calls_replayed)"
+  # rebuilt with Inner.a a sint32 and d's default 7
+  v2/prog >native.out
+  cmp -s rec.out native.out && fail "the two builds print the same"
+  "$STANDIN" replay -t rec --summary s.json -- v2/prog >rep.out 2>err.txt
+  cmp native.out rep.out || fail "a changed type answered as recorded: $(diff native.out rep.out)"
+  python3 - <<'PY'
+import json
+s = json.load(open("s.json"))
+assert s["fallback_reasons"]["type_changed"] == 6, s   # Outer's packs and unpacks
+assert s["calls_replayed"] == 3, s                     # Other's packs
+PY
+  grep -q "ch.Outer" err.txt || fail "the warning does not name the type: $(cat err.txt)"
+  grep -q "changed .proto" err.txt || fail "the warning does not say why: $(cat err.txt)"
+  # --on-miss abort names the call, the type and what to do
+  local rc=0
+  "$STANDIN" replay -t rec --on-miss abort -- v2/prog >/dev/null 2>err.txt || rc=$?
+  expect_eq "abort exit" 125 "$rc"
+  grep -q "ch.Outer.*record it again" err.txt || fail "abort message: $(cat err.txt)"
+}
+
 # Replayed trees are allocated as libprotobuf-c allocates them (default
 # --unpack-trees pieces): a program that frees and replaces parts of an
 # unpacked tree, then frees it, works; under valgrind every free is valid

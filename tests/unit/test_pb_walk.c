@@ -2066,6 +2066,96 @@ START_TEST(test_json_depth_limit) {
 }
 END_TEST
 
+/* A schema's identity (pbw_schema_id), which replay checks a program's
+ * types by: the same for every build of one type, different when a field's
+ * type, a default or a type it reaches changes; 0 for what is not a
+ * schema of this version. */
+static uint64_t id_of(const ProtobufCMessageDescriptor *d) {
+  void *schema;
+  size_t slen;
+  ck_assert_int_eq(pbw_schema_build(d, &schema, &slen), PBW_OK);
+  uint64_t id = pbw_schema_id(schema, slen);
+  free(schema);
+  return id;
+}
+
+static int field_named(const ProtobufCMessageDescriptor *d, const char *name) {
+  for (unsigned i = 0; i < d->n_fields; i++)
+    if (!strcmp(d->fields[i].name, name))
+      return (int)i;
+  ck_abort_msg("no field %s", name);
+  return -1;
+}
+
+static size_t schema_allocs, schema_frees;
+static void *counting_realloc(void *p, size_t n) {
+  schema_allocs += p == NULL;
+  return realloc(p, n);
+}
+static void counting_free(void *p) {
+  schema_frees += p != NULL;
+  free(p);
+}
+
+START_TEST(test_schema_id_tells_changed_types) {
+  const ProtobufCMessageDescriptor *sc = &standin__pbw__scalars__descriptor;
+  uint64_t id = id_of(sc);
+  ck_assert_uint_ne(id, 0);
+  ck_assert_uint_eq(id_of(sc), id);
+  ck_assert_uint_ne(id_of(&standin__pbw__node__descriptor), id);
+
+  /* one field's type: int32 to sint32, the same C layout */
+  size_t nf = sc->n_fields;
+  ProtobufCFieldDescriptor *f = malloc(nf * sizeof *f);
+  memcpy(f, sc->fields, nf * sizeof *f);
+  ProtobufCMessageDescriptor d = *sc;
+  d.fields = f;
+  ck_assert_uint_eq(id_of(&d), id); /* a copy is the same type */
+  int i32 = field_named(sc, "i32");
+  f[i32].type = PROTOBUF_C_TYPE_SINT32;
+  ck_assert_uint_ne(id_of(&d), id);
+  f[i32].type = sc->fields[i32].type;
+
+  /* one default: -7 to 5 */
+  static const int32_t five = 5;
+  f[i32].default_value = &five;
+  ck_assert_uint_ne(id_of(&d), id);
+  f[i32].default_value = sc->fields[i32].default_value;
+  ck_assert_uint_eq(id_of(&d), id);
+
+  /* a type it reaches: Node's uint32 level becomes an int32 */
+  const ProtobufCMessageDescriptor *nd = &standin__pbw__node__descriptor;
+  ProtobufCFieldDescriptor *nf2 = malloc(nd->n_fields * sizeof *nf2);
+  memcpy(nf2, nd->fields, nd->n_fields * sizeof *nf2);
+  nf2[field_named(nd, "level")].type = PROTOBUF_C_TYPE_INT32;
+  ProtobufCMessageDescriptor node = *nd;
+  node.fields = nf2;
+  f[field_named(sc, "node")].descriptor = &node;
+  ck_assert_uint_ne(id_of(&d), id);
+
+  /* the builder's memory comes from the allocator it is given */
+  schema_allocs = schema_frees = 0;
+  pbw_schema_allocator(counting_realloc, counting_free);
+  uint64_t again = id_of(sc); /* id_of frees the schema with libc's free */
+  pbw_schema_allocator(NULL, NULL);
+  ck_assert_uint_eq(again, id);
+  ck_assert_uint_gt(schema_allocs, 2);
+  ck_assert_uint_eq(schema_frees + 1, schema_allocs);
+
+  /* not a schema of this version */
+  void *schema;
+  size_t slen;
+  ck_assert_int_eq(pbw_schema_build(sc, &schema, &slen), PBW_OK);
+  ck_assert_uint_eq(pbw_schema_id(schema, 47), 0);
+  ck_assert_uint_eq(pbw_schema_id(NULL, slen), 0);
+  ((uint8_t *)schema)[4] = 1; /* version 1 */
+  ck_assert_uint_eq(pbw_schema_id(schema, slen), 0);
+  free(schema);
+  free(f);
+  free(nf2);
+}
+END_TEST
+
 START_TEST(test_schema_damage_is_detected) {
   owned o = unpacked_tree(STANDIN__TEST__TREE__PAYLOAD_LEAF, 5);
   void *schema;
@@ -3008,6 +3098,7 @@ int main(void) {
   tcase_add_test(js, test_json_follows_unpack_on_odd_encodings);
   tcase_add_test(js, test_json_depth_limit);
   tcase_add_test(js, test_schema_damage_is_detected);
+  tcase_add_test(js, test_schema_id_tells_changed_types);
   tcase_add_test(js, test_json_damaged_data_is_rejected_or_decoded);
   tcase_add_test(js, test_json_rejects_malformed_records);
   tcase_add_test(js, test_strerror_names_every_code);
