@@ -72,8 +72,20 @@ $(REPLAY_SO): $(call obj,$(REPLAY_SRC)) $(PROCWRAP) $(INTERPOSE_LIB) $(IFACE_LIB
 
 # The CLI links libprotobuf-c, libjpeg and TurboJPEG: it parses recorded bytes
 # and decodes recorded images again offline (replay DB).
+# The CLI finds its own libraries where it was linked against them, before
+# LD_LIBRARY_PATH (DT_RPATH, unlike RUNPATH, comes first): that variable is
+# the program's, and a program shipped with its own libprotobuf-c (an older
+# one, without the symbols standin links) made `standin replay` die in the
+# loader before it could start the program.
+CLI_LIBDIRS := $(patsubst %/,%,$(sort $(dir $(realpath $(foreach l,protobuf-c jpeg turbojpeg deflate z,\
+	$(shell $(CC) -print-file-name=lib$(l).so 2>/dev/null))))))
+CLI_SPACE := $(subst ,, )
+CLI_COMMA := ,
+CLI_RPATH := $(if $(CLI_LIBDIRS),-Wl$(CLI_COMMA)--disable-new-dtags \
+	-Wl$(CLI_COMMA)-rpath$(CLI_COMMA)$(subst $(CLI_SPACE),:,$(CLI_LIBDIRS)))
+
 $(STANDIN): $(call obj,$(CLI_SRC)) $(IFACE_LIB) $(INTERPOSE_LIB) $(TRACE_LIB)
-	$(CC) -o $@ $^ -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
+	$(CC) -o $@ $^ $(CLI_RPATH) -lprotobuf-c -ljpeg -lturbojpeg $(LDLIBS_BASE)
 
 # ---- generated protobuf-c code for tests and workloads -------------------
 PROTOS := $(wildcard tests/proto/*.proto workloads/*/*.proto)

@@ -582,6 +582,28 @@ t655_fifos_in_a_recording_block_nothing() {
   expect_eq "cache mode" 600 "$(stat -c %a here/.cache/standin/tsc)"
 }
 
+# LD_LIBRARY_PATH is the program's: one shipped with its own libraries (an
+# old libprotobuf-c without the symbols standin links, a libdeflate of its
+# own) made the CLI die in the loader ("undefined symbol ...
+# LIBPROTOBUF_C_1.0.0") before it could start the program. The CLI finds
+# its libraries where it was linked against them (DT_RPATH); the program
+# still gets the variable as given.
+t656_the_programs_library_path_is_not_the_clis() {
+  "$STANDIN" record -o rec -- "$PB" basic 3 >/dev/null
+  mkdir fake
+  echo 'int not_the_library(void) { return 0; }' >fake.c
+  local so
+  for so in libprotobuf-c.so.1 libdeflate.so.0 libjpeg.so.62 libturbojpeg.so.0 libz.so.1; do
+    gcc -shared -fPIC -o "fake/$so" -Wl,-soname,"$so" fake.c
+  done
+  LD_LIBRARY_PATH=$PWD/fake "$STANDIN" report rec >report.out 2>err || fail "report: $(cat err)"
+  grep -q "pb.unpack" report.out || fail "$(cat report.out)"
+  LD_LIBRARY_PATH=$PWD/fake "$STANDIN" replay -t rec -- sh -c 'echo "$LD_LIBRARY_PATH"' >out 2>err ||
+    fail "replay: $(cat err)"
+  expect_eq "the program's LD_LIBRARY_PATH" "$PWD/fake" "$(cat out)"
+  LD_LIBRARY_PATH=$PWD/fake "$STANDIN" record -f -o rec2 -- sh -c true 2>err || fail "record: $(cat err)"
+}
+
 t617_detached_daemon_is_reported_and_recorded() {
   "$FAULTS" detach 100 >native.out 2>&1
   for _ in $(seq 100); do [ -s detach.out ] && [ "$(wc -l <detach.out)" = 100 ] && break; sleep 0.1; done
