@@ -525,13 +525,13 @@ static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
     /* the first type the shims found changed, by its name in the database */
     const char *name = at && at < b->size ? (const char *)b->base + at : NULL;
     int len = name ? (int)strnlen(name, b->size - at < 200 ? b->size - at : 200) : 0;
-    cli_warn("%s call%s of message types changed since the recording ran the real library "
-             "(%s%.*s%s: the program was built from a changed .proto). Record the program as it "
-             "is now to replay %s",
-             cli_fmt_count(nm, sizeof nm, changed), changed == 1 ? "" : "s",
-             name ? "" : "their names unknown", len, name ? name : "",
-             name ? ", the first found, is not the recorded type of that name" : "",
-             changed == 1 ? "it" : "them");
+    cli_warn("%s call%s the real library: %s message type's definition is not the "
+             "recording's (%s%.*s%s): the program was built from a changed .proto, or the "
+             "recording holds two definitions of the type. Record the program as it is now to "
+             "replay %s",
+             cli_fmt_count(nm, sizeof nm, changed), changed == 1 ? " ran" : "s ran",
+             changed == 1 ? "its" : "their", name ? "the first found: " : "", len, name ? name : "",
+             name ? "" : "type not named", changed == 1 ? "it" : "them");
   }
   if (C(s, RDB_C_FB0 + RDB_FB_MISMATCH))
     cli_warn("%s call%s a recorded request whose bytes or packed size differ from "

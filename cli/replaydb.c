@@ -61,6 +61,10 @@ typedef struct {
   uint32_t id;      /* order of creation: b_sample.next_id survives sorting */
   const char *type; /* interned: equal names, one pointer (builder.names) */
   uint32_t name;    /* its index in builder.names */
+  /* protobuf: pbw_schema_id of its type in the files it was recorded in
+   * (0: unknown); mixed: two of them (RDB_ENTRY_MIXED) */
+  uint64_t schema_id;
+  uint8_t mixed;
   b_sample *s;
   uint32_t n, cap;
   int direct; /* its type and API are kept whole in software (rdb_class) */
@@ -618,9 +622,17 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   b_entry *e = find_or_add(b, c->fp, &created);
   if (!e)
     return b->oom = 1;
-  if (created)
+  /* the definition of its type it was recorded with (rdb_schema) */
+  uint64_t id = is_protobuf_api(c->api) && c->type < f->ntypes
+                    ? pbw_schema_id(f->types[c->type].schema, f->types[c->type].schema_len)
+                    : 0;
+  if (created) {
     fill_entry(b, f, e, c);
-  else if ((c->flags & ST_CALL_FAILED) && c->api == ST_API_PB_UNPACK)
+    e->schema_id = id;
+  } else if (id != e->schema_id) {
+    e->mixed = 1;
+  }
+  if (!created && (c->flags & ST_CALL_FAILED) && c->api == ST_API_PB_UNPACK)
     e->flags |= RDB_ENTRY_FAILED; /* a later occurrence failed: the library decides each */
   if (b->oom)
     return 1;
@@ -672,6 +684,26 @@ static int schema_cmp(const void *x, const void *y) {
   if (a->name != b->name)
     return a->name < b->name ? -1 : 1;
   return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Index + 1 of e's schema among the unique sorted ones (rdb_entry.schema),
+ * 0: unknown, or beyond 16 bits. */
+static uint16_t schema_row(const builder *b, const b_entry *e) {
+  if (!e->schema_id || e->mixed || !is_protobuf_api(e->api))
+    return 0;
+  const struct b_schema key = {e->name, e->schema_id};
+  size_t lo = 0, hi = b->nschemas;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = schema_cmp(&b->schemas[mid], &key);
+    if (c == 0)
+      return mid < UINT16_MAX ? (uint16_t)(mid + 1) : 0;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return 0;
 }
 
 /* Sort the kept schemas and drop repeats; their number. */
@@ -1068,7 +1100,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     rdb_entry *d = &ents[i];
     memcpy(d->fp, e->fp, 16);
     d->api = e->api;
-    d->flags = e->flags;
+    d->flags = e->flags | (e->mixed ? RDB_ENTRY_MIXED : 0);
+    d->schema = schema_row(b, e);
     d->nsamples = e->n;
     d->result = e->result;
     d->samples_off = samples_off + so * sizeof(rdb_sample);

@@ -69,6 +69,9 @@ static void serve(const rdb_built *b) {
     if (k && sc[k].name_off == sc[k - 1].name_off && sc[k].id == sc[k - 1].id)
       abort();
   }
+  for (uint64_t i = 0; i < h->nentries; i++) /* an entry's definition is of its type */
+    if (e[i].schema && (e[i].schema > h->nschemas || sc[e[i].schema - 1].name_off != e[i].type_off))
+      abort();
   for (uint64_t i = 0; i < h->nentries; i++) {
     if (e[i].api != ST_API_PB_UNPACK || !e[i].resp_len)
       continue;

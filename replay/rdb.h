@@ -155,14 +155,26 @@ typedef struct {
  * of the program's tree. Without it, the shim checks the length against
  * the real packed size before answering: a trace must never make replay
  * write past a buffer the program sized with get_packed_size. */
-enum { RDB_ENTRY_FAILED = 1, RDB_ENTRY_NO_RESPONSE = 2, RDB_ENTRY_SIZE_OK = 4 };
+/* RDB_ENTRY_MIXED: its occurrences were recorded with two definitions of
+ * its type (two programs, or two libraries, built from different versions
+ * of a .proto, whose trees of equal values have one fingerprint): which
+ * definition a response belongs to is not known, so none is answered
+ * (RDB_FB_CHANGED). */
+enum {
+  RDB_ENTRY_FAILED = 1,
+  RDB_ENTRY_NO_RESPONSE = 2,
+  RDB_ENTRY_SIZE_OK = 4,
+  RDB_ENTRY_MIXED = 8
+};
 
 /* One distinct request (fingerprint). */
 typedef struct {
   uint8_t fp[16];
   uint8_t api;
-  uint8_t flags; /* RDB_ENTRY_* */
-  uint16_t pad;
+  uint8_t flags;   /* RDB_ENTRY_* */
+  uint16_t schema; /* index + 1 of the rdb_schema its calls were recorded
+                      with, 0: unknown (checked only for a type name
+                      recorded with several: rdb_schema) */
   uint32_t nsamples;
   uint64_t samples_off;
   uint64_t req_off, req_len;   /* request bytes (unpack), for verification */
@@ -234,10 +246,12 @@ typedef struct {
  * program calls with, once per process, and a type whose name is here
  * with no row of its identity is "changed": its calls run the real library
  * (RDB_FB_CHANGED). A name with several identities (two programs, or two
- * libraries of one, with their own versions of a type) accepts any of them;
- * a row of id 0 (a type whose schema was not recorded, or recorded by
- * another version of standin) accepts every one. Types not here are not
- * checked: none of their calls is in the recording. */
+ * libraries of one, with their own versions of a type) is answered only
+ * from entries recorded with the program's (rdb_entry.schema;
+ * RDB_ENTRY_MIXED). A row of id 0 (a type whose schema was not recorded,
+ * or recorded by another version of standin) leaves its name unchecked.
+ * Types not here are not checked: none of their calls is in the
+ * recording. Sorted by name offset, then id. */
 typedef struct {
   uint64_t name_hash; /* rdb_name_hash */
   uint64_t name_off;  /* NUL-terminated full name */

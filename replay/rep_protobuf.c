@@ -21,10 +21,12 @@
 /* What replay makes of a message type, found once per process (and per
  * thread for the last few types): which APIs' calls stay whole in software
  * (rp_kept_apis: they then run the real library at once, uncounted by the
- * harness; bits 0-15), and whether the type is not the recorded one of its
- * name (TV_CHANGED: rdb_schema; its calls are misses). */
-#define TV_CHANGED (1u << 30)
-#define TV_KNOWN (1u << 31)
+ * harness; bits 0-15), whether the type is not the recorded one of its
+ * name (TV_CHANGED: rdb_schema; its calls are misses), and, for a name
+ * recorded with several definitions, the rdb_schema row of the program's
+ * (bits 32-63: only entries recorded with it answer). */
+#define TV_CHANGED (1ull << 30)
+#define TV_KNOWN (1ull << 31)
 
 /* Process-wide, by descriptor: finding a type changed builds its schema
  * (microseconds), once per process. Slots are claimed with a CAS and their
@@ -33,11 +35,11 @@
 #define TYPE_SLOTS 1024
 static struct {
   _Atomic(const ProtobufCMessageDescriptor *) d;
-  _Atomic uint32_t v;
+  _Atomic uint64_t v;
 } type_table[TYPE_SLOTS];
 
-static uint32_t verdict_of(const ProtobufCMessageDescriptor *d) {
-  uint32_t v = TV_KNOWN | (rp_has_kept() ? rp_kept_apis(d->name) : 0);
+static uint64_t verdict_of(const ProtobufCMessageDescriptor *d) {
+  uint64_t v = TV_KNOWN | (rp_has_kept() ? rp_kept_apis(d->name) : 0);
   if (!rp_schema_checked(d->name))
     return v;
   void *sch;
@@ -47,22 +49,24 @@ static uint32_t verdict_of(const ProtobufCMessageDescriptor *d) {
     id = pbw_schema_id(sch, len);
     shim_free(sch);
   }
-  return rp_schema_recorded(d->name, id) ? v : v | TV_CHANGED;
+  int several;
+  uint64_t row = rp_schema_row(d->name, id, &several);
+  return !row ? v | TV_CHANGED : several ? v | row << 32 : v;
 }
 
-static uint32_t verdict_slow(const ProtobufCMessageDescriptor *d) {
+static uint64_t verdict_slow(const ProtobufCMessageDescriptor *d) {
   unsigned h = (unsigned)(((uintptr_t)d >> 4) * 0x9E3779B97F4A7C15ull >> 54);
   for (unsigned n = 0; n < TYPE_SLOTS; n++, h = (h + 1) % TYPE_SLOTS) {
     const ProtobufCMessageDescriptor *cur =
         atomic_load_explicit(&type_table[h].d, memory_order_acquire);
     if (cur == d) {
-      uint32_t v = atomic_load_explicit(&type_table[h].v, memory_order_acquire);
+      uint64_t v = atomic_load_explicit(&type_table[h].v, memory_order_acquire);
       return v ? v : verdict_of(d);
     }
     if (cur == NULL)
       break;
   }
-  uint32_t v = verdict_of(d);
+  uint64_t v = verdict_of(d);
   for (unsigned n = 0; n < TYPE_SLOTS; n++, h = (h + 1) % TYPE_SLOTS) {
     const ProtobufCMessageDescriptor *cur = NULL;
     if (atomic_compare_exchange_strong(&type_table[h].d, &cur, d)) {
@@ -78,10 +82,10 @@ static uint32_t verdict_slow(const ProtobufCMessageDescriptor *d) {
 #define TYPE_CACHE 8
 static SHIM_TLS struct {
   const ProtobufCMessageDescriptor *d;
-  uint32_t v;
+  uint64_t v;
 } type_cache[TYPE_CACHE];
 
-static inline uint32_t verdict(const ProtobufCMessageDescriptor *d) {
+static inline uint64_t verdict(const ProtobufCMessageDescriptor *d) {
   unsigned k = (unsigned)((uintptr_t)d >> 6) % TYPE_CACHE;
   if (SHIM_UNLIKELY(type_cache[k].d != d)) {
     type_cache[k].v = verdict_slow(d);
@@ -95,27 +99,44 @@ static inline uint32_t verdict(const ProtobufCMessageDescriptor *d) {
 static inline int kept(const ProtobufCMessageDescriptor *d, int api) {
   if (SHIM_LIKELY(!rp_has_kept()) || d == NULL)
     return 0;
-  uint32_t a = verdict(d);
+  uint64_t a = verdict(d);
   return (a >> api & 1) ? 1 + (a >> (RP_KEPT_UNSUP + api) & 1) : 0;
 }
 
-/* Whether d is not the recorded type of its name (rdb_schema). Asked on
- * every call looked up: the thread's last type found unchanged is one
- * compare. Through the type cache each 1 KB pack took 20 instructions
- * more (callgrind), through this 6. */
+/* Whether d is not the recorded type of its name (rdb_schema); *row: the
+ * rdb_schema row an entry must have been recorded with to answer its call
+ * (rdb_entry.schema), 0: any of its name. Asked on every call looked up:
+ * the thread's last type found unchanged, with a name of one definition,
+ * is one compare. Through the type cache each 1 KB pack took 20
+ * instructions more (callgrind), through this 6. */
 static SHIM_TLS const ProtobufCMessageDescriptor *unchanged_d;
 
-static __attribute__((noinline)) int changed_slow(const ProtobufCMessageDescriptor *d) {
+static __attribute__((noinline)) int changed_slow(const ProtobufCMessageDescriptor *d,
+                                                  uint32_t *row) {
   if (d == NULL)
     return 0;
-  if (verdict(d) & TV_CHANGED)
+  uint64_t v = verdict(d);
+  if (v & TV_CHANGED)
     return 1;
-  unchanged_d = d;
+  *row = (uint32_t)(v >> 32);
+  if (!*row)
+    unchanged_d = d;
   return 0;
 }
 
-static inline int changed(const ProtobufCMessageDescriptor *d) {
-  return SHIM_LIKELY(d == unchanged_d) ? 0 : changed_slow(d);
+static inline int changed(const ProtobufCMessageDescriptor *d, uint32_t *row) {
+  *row = 0;
+  return SHIM_LIKELY(d == unchanged_d) ? 0 : changed_slow(d, row);
+}
+
+/* Whether e may answer a call whose type check gave row: not recorded with
+ * two definitions of its type, and (row) with the program's. */
+static inline int entry_fits(const rdb_entry *e, uint32_t row) {
+  if (SHIM_LIKELY(!(e->flags & RDB_ENTRY_MIXED) && (!row || e->schema == row)))
+    return 1;
+  if (e->flags & RDB_ENTRY_MIXED)
+    rp_changed_type(e->type_off);
+  return 0;
 }
 
 static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *m) {
@@ -183,7 +204,8 @@ static __thread __attribute__((tls_model("initial-exec"))) pbw_fp_memo sized;
 
 /* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
 static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *reason) {
-  if (changed(m ? m->descriptor : NULL)) {
+  uint32_t row;
+  if (changed(m ? m->descriptor : NULL, &row)) {
     *reason = RDB_FB_CHANGED;
     return NULL;
   }
@@ -198,9 +220,15 @@ static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *rea
     e = rp_lookup(fp);
   }
   *reason = RDB_FB_NOT_IN_TRACE;
-  if (e && (e->flags & RDB_ENTRY_NO_RESPONSE)) {
-    *reason = RDB_FB_NO_RESPONSE;
-    return NULL;
+  if (e && SHIM_UNLIKELY((e->flags & (RDB_ENTRY_NO_RESPONSE | RDB_ENTRY_MIXED)) || row)) {
+    if (e->flags & RDB_ENTRY_NO_RESPONSE) {
+      *reason = RDB_FB_NO_RESPONSE;
+      return NULL;
+    }
+    if (!entry_fits(e, row)) {
+      *reason = RDB_FB_CHANGED;
+      return NULL;
+    }
   }
   return e;
 }
@@ -351,7 +379,8 @@ static int saved_is(const rdb_entry *e, size_t len, const uint8_t *data) {
 
 static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t len,
                                      const uint8_t *data, int *reason) {
-  if (changed(d)) {
+  uint32_t row;
+  if (changed(d, &row)) {
     *reason = RDB_FB_CHANGED;
     return NULL;
   }
@@ -377,6 +406,10 @@ static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t
   }
   if ((e->flags & RDB_ENTRY_NO_RESPONSE) && !(e->flags & RDB_ENTRY_FAILED)) {
     *reason = RDB_FB_NO_RESPONSE;
+    return NULL;
+  }
+  if (!entry_fits(e, row)) {
+    *reason = RDB_FB_CHANGED;
     return NULL;
   }
   return e;

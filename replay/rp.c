@@ -912,13 +912,18 @@ static int row_unknown(const rdb_schema *r, uint64_t arg) {
 }
 
 static int row_is(const rdb_schema *r, uint64_t id) {
-  return r->id == id;
+  if (r->id != id)
+    return 0;
+  return (int)(r - (const rdb_schema *)(db + hdr->schemas_off)) + 1;
+}
+
+static int row_other(const rdb_schema *r, uint64_t id) {
+  return r->id != id;
 }
 
 static int row_name(const rdb_schema *r, uint64_t arg) {
   (void)arg;
-  uint64_t none = 0;
-  atomic_compare_exchange_strong(&stats->c[RDB_C_CHANGED_TYPE], &none, r->name_off);
+  rp_changed_type(r->name_off);
   return 1;
 }
 
@@ -926,11 +931,18 @@ int rp_schema_checked(const char *name) {
   return schema_rows(name, row_any, 0) && !schema_rows(name, row_unknown, 0);
 }
 
-int rp_schema_recorded(const char *name, uint64_t id) {
-  if (id && schema_rows(name, row_is, id))
-    return 1;
-  schema_rows(name, row_name, 0); /* the run's first changed type, for its summary */
-  return 0;
+uint32_t rp_schema_row(const char *name, uint64_t id, int *several) {
+  int row = id ? schema_rows(name, row_is, id) : 0;
+  *several = row && schema_rows(name, row_other, id);
+  if (!row)
+    schema_rows(name, row_name, 0);
+  return (uint32_t)row;
+}
+
+void rp_changed_type(uint64_t name_off) {
+  uint64_t none = 0;
+  if (db)
+    atomic_compare_exchange_strong(&stats->c[RDB_C_CHANGED_TYPE], &none, name_off);
 }
 
 void rp_direct(int unsupported) {
@@ -1123,8 +1135,9 @@ void rp_miss(int reason, int api, const char *type, void *caller) {
                               "the saved response does not fit the program's message type",
                               "out of memory",
                               "replay is off in this process",
-                              "the program's message type of that name is not the recorded "
-                              "one (built from a changed .proto?); record it again"};
+                              "its message type's definition is not the recording's (the "
+                              "program was built from a changed .proto, or the recording holds "
+                              "two definitions of the type); record the program again"};
   Dl_info di;
   int in;
   const char *sym = "?", *mod = "?";

@@ -138,10 +138,16 @@ uint32_t rp_kept_apis(const char *name);
  * its recorded schemas is known. Not cheap (scans the table). */
 int rp_schema_checked(const char *name);
 
-/* Whether id (pbw_schema_id of the program's type `name`; 0 if it could not
- * be built) is one of the recorded schemas of that name. When not, the type
- * is changed: it is remembered for the run's summary (RDB_C_CHANGED_TYPE). */
-int rp_schema_recorded(const char *name, uint64_t id);
+/* The recorded schema of type `name` whose identity is id (pbw_schema_id of
+ * the program's type; 0 if it could not be built): its index + 1 in
+ * rdb_schema, with *several when the name has other identities too (then
+ * only entries recorded with this one may answer: rdb_entry.schema). 0:
+ * none, the type is changed, and is remembered for the run's summary. */
+uint32_t rp_schema_row(const char *name, uint64_t id, int *several);
+
+/* Remember the type named at name_off (in the database) as changed, if it
+ * is the run's first (RDB_C_CHANGED_TYPE). */
+void rp_changed_type(uint64_t name_off);
 
 /* Count one call that ran the real library without a lookup (not timed),
  * kept by the plan or, when `unsupported`, refused by the model. */

@@ -723,14 +723,15 @@ message Outer { optional Inner sub = 1; optional int32 d = 2 [default = $([ $v =
 message Other { optional int32 b = 1; }
 EOF
     cat >v$v/prog.c <<'EOF'
-/* pack an Outer{sub{a=10}}, unpack an Outer without d (its default
- * shows), pack an Other{b=3}; three times */
+/* pack an Outer{sub{a=10}} (a: argv[1]), unpack an Outer without d (its
+ * default shows), pack an Other{b=3}; three times */
 #include <stdio.h>
+#include <stdlib.h>
 #include "ch.pb-c.h"
-int main(void) {
+int main(int argc, char **argv) {
   for (int r = 0; r < 3; r++) {
     Ch__Inner in = CH__INNER__INIT;
-    in.has_a = 1, in.a = 10;
+    in.has_a = 1, in.a = argc > 1 ? atoi(argv[1]) : 10;
     Ch__Outer o = CH__OUTER__INIT;
     o.sub = &in;
     uint8_t out[64];
@@ -774,7 +775,28 @@ PY
   local rc=0
   "$STANDIN" replay -t rec --on-miss abort -- v2/prog >/dev/null 2>err.txt || rc=$?
   expect_eq "abort exit" 125 "$rc"
-  grep -q "ch.Outer.*record it again" err.txt || fail "abort message: $(cat err.txt)"
+  grep -q "ch.Outer.*record the program again" err.txt || fail "abort message: $(cat err.txt)"
+  # One recording, both definitions (two programs, or two libraries, from
+  # two versions of the .proto): equal trees have one fingerprint, so their
+  # calls are never answered (either definition's bytes could be wrong),
+  # and a call is answered only from an entry recorded with its own type's
+  # definition: v2's Outer{a=10} matches v1's recorded entry, not v2's a=11
+  "$STANDIN" record -f -o rec -- sh -c 'v1/prog; v2/prog' >rec.out
+  sh -c 'v1/prog; v2/prog' >native.out
+  "$STANDIN" replay -t rec --summary s.json -- sh -c 'v1/prog; v2/prog' >rep.out 2>err.txt
+  cmp native.out rep.out || fail "two definitions: $(diff native.out rep.out)"
+  python3 - <<'PY'
+import json
+s = json.load(open("s.json"))
+assert s["fallback_reasons"]["type_changed"] == 6, s   # the Outer packs, recorded by both
+assert s["calls_replayed"] == 12, s                    # unpacks of either's bytes, Other's packs
+PY
+  grep -q "ch.Outer" err.txt || fail "the warning does not name the type: $(cat err.txt)"
+  "$STANDIN" record -f -o rec -- sh -c 'v1/prog; v2/prog 11' >/dev/null
+  v2/prog >native.out
+  "$STANDIN" replay -t rec --summary s.json -- v2/prog >rep.out
+  cmp native.out rep.out || fail "another definition's entry answered: $(diff native.out rep.out)"
+  expect_eq "v2's Outer packs" 3 "$(python3 -c 'import json; print(json.load(open("s.json"))["fallback_reasons"]["type_changed"])')"
 }
 
 # Replayed trees are allocated as libprotobuf-c allocates them (default
