@@ -253,12 +253,13 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
   }
   if (C(s, RDB_C_APPROX)) {
     unsigned long long n = C(s, RDB_C_APPROX);
-    fprintf(stderr,
-            "standin: replay: %s call%s not in the recording ran for real, timed from the "
-            "recorded calls of %s API and type nearest in size (%.1f%% apart in all; "
-            "--on-miss nearest: calls_approximated)\n",
-            cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s", n == 1 ? "its" : "their",
-            100.0 * approx_gap(s));
+    fprintf(
+        stderr,
+        "standin: replay: %s call%s not answered from the recording ran for real, timed from the "
+        "recorded calls of %s API and type nearest in size (%.1f%% apart in all; "
+        "--on-miss nearest: calls_approximated)\n",
+        cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s", n == 1 ? "its" : "their",
+        100.0 * approx_gap(s));
   }
   if (C(s, RDB_C_NO_NEAREST)) {
     unsigned long long n = C(s, RDB_C_NO_NEAREST);
@@ -385,6 +386,7 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
   fprintf(f, "},\n  \"calls_approximated\": %llu,\n  \"approximated_size_gap\": %.4f",
           C(s, RDB_C_APPROX), approx_gap(s));
   fprintf(f, ",\n  \"calls_without_nearest\": %llu", C(s, RDB_C_NO_NEAREST));
+  fprintf(f, ",\n  \"calls_approximated_type_changed\": %llu", C(s, RDB_C_NEAR_CHANGED));
   /* found by following the recorded order, without a fingerprint (rp.c) */
   fprintf(f, ",\n  \"lookups_predicted\": %llu,\n  \"lookups_mispredicted\": %llu",
           C(s, RDB_C_PREDICTED), C(s, RDB_C_MISPREDICTED));
@@ -520,18 +522,26 @@ static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
              "since the recording, or the recording comes from another program; they ran the "
              "real library",
              cli_fmt_count(nm, sizeof nm, C(s, RDB_C_FB0 + RDB_FB_SCHEMA)));
-  unsigned long long changed = C(s, RDB_C_FB0 + RDB_FB_CHANGED), at = C(s, RDB_C_CHANGED_TYPE);
+  unsigned long long near_changed = C(s, RDB_C_NEAR_CHANGED),
+                     changed = C(s, RDB_C_FB0 + RDB_FB_CHANGED) + near_changed,
+                     at = C(s, RDB_C_CHANGED_TYPE);
   if (changed && on_miss != RDB_MISS_ABORT) { /* abort's message named it */
-    /* the first type the shims found changed, by its name in the database */
+    /* the first type the shims found changed, by its name in the database:
+     * the type called with, whose definition or that of a type it reaches
+     * differs */
     const char *name = at && at < b->size ? (const char *)b->base + at : NULL;
     int len = name ? (int)strnlen(name, b->size - at < 200 ? b->size - at : 200) : 0;
-    cli_warn("%s call%s the real library: %s message type's definition is not the "
-             "recording's (%s%.*s%s): the program was built from a changed .proto, or the "
-             "recording holds two definitions of the type. Record the program as it is now to "
-             "replay %s",
-             cli_fmt_count(nm, sizeof nm, changed), changed == 1 ? " ran" : "s ran",
-             changed == 1 ? "its" : "their", name ? "the first found: " : "", len, name ? name : "",
-             name ? "" : "type not named", changed == 1 ? "it" : "them");
+    char nn[32];
+    cli_warn(
+        "%s call%s the real library%s%s%s: %s message type's definition is not the "
+        "recording's (%s%.*s%s): the program was built from a changed .proto, or the "
+        "recording holds two definitions of the type. Record the program as it is now to "
+        "replay %s",
+        cli_fmt_count(nm, sizeof nm, changed), changed == 1 ? " ran" : "s ran",
+        near_changed ? " (" : "", near_changed ? cli_fmt_count(nn, sizeof nn, near_changed) : "",
+        near_changed ? " of them timed from the nearest recorded calls, --on-miss nearest)" : "",
+        changed == 1 ? "its" : "their", name ? "the first found: " : "", len, name ? name : "",
+        name ? ", or a type it reaches" : "type not named", changed == 1 ? "it" : "them");
   }
   if (C(s, RDB_C_FB0 + RDB_FB_MISMATCH))
     cli_warn("%s call%s a recorded request whose bytes or packed size differ from "

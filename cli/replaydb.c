@@ -180,6 +180,7 @@ typedef struct {
   /* the protobuf types of every file, with their schemas' identities
    * (rdb_schema): sorted and made unique by layout */
   struct b_schema {
+    uint64_t hash; /* rdb_name_hash of the name: the shim searches by it */
     uint32_t name; /* index in names */
     uint64_t id;   /* pbw_schema_id, 0: unknown */
   } * schemas;
@@ -674,13 +675,15 @@ static void keep_schemas(builder *b, const scan_file *f) {
       b->oom = 1;
       break;
     }
-    b->schemas[b->nschemas++] =
-        (struct b_schema){(uint32_t)name, pbw_schema_id(ty->schema, ty->schema_len)};
+    b->schemas[b->nschemas++] = (struct b_schema){rdb_name_hash(ty->name), (uint32_t)name,
+                                                  pbw_schema_id(ty->schema, ty->schema_len)};
   }
 }
 
 static int schema_cmp(const void *x, const void *y) {
   const struct b_schema *a = x, *b = y;
+  if (a->hash != b->hash)
+    return a->hash < b->hash ? -1 : 1;
   if (a->name != b->name)
     return a->name < b->name ? -1 : 1;
   return a->id < b->id ? -1 : a->id > b->id;
@@ -691,7 +694,7 @@ static int schema_cmp(const void *x, const void *y) {
 static uint16_t schema_row(const builder *b, const b_entry *e) {
   if (!e->schema_id || e->mixed || !is_protobuf_api(e->api))
     return 0;
-  const struct b_schema key = {e->name, e->schema_id};
+  const struct b_schema key = {rdb_name_hash(e->type), e->name, e->schema_id};
   size_t lo = 0, hi = b->nschemas;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -1086,8 +1089,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
                         .unsup = cls[i].unsup};
   rdb_schema *dsch = (rdb_schema *)(m + schemas_off);
   for (size_t i = 0; i < nschemas; i++) {
-    const char *name = b->names.name[b->schemas[i].name];
-    dsch[i] = (rdb_schema){.name_hash = rdb_name_hash(name),
+    dsch[i] = (rdb_schema){.name_hash = b->schemas[i].hash,
                            .name_off = b->names.off[b->schemas[i].name],
                            .id = b->schemas[i].id};
   }

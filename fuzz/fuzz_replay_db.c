@@ -66,7 +66,8 @@ static void serve(const rdb_built *b) {
         !memchr(b->base + sc[k].name_off, 0, h->size - sc[k].name_off) ||
         sc[k].name_hash != rdb_name_hash((const char *)b->base + sc[k].name_off))
       abort();
-    if (k && sc[k].name_off == sc[k - 1].name_off && sc[k].id == sc[k - 1].id)
+    if (k && (sc[k].name_hash < sc[k - 1].name_hash ||
+              (sc[k].name_off == sc[k - 1].name_off && sc[k].id == sc[k - 1].id)))
       abort();
   }
   for (uint64_t i = 0; i < h->nentries; i++) /* an entry's definition is of its type */

@@ -116,6 +116,8 @@ enum {
                             their API, type (and JPEG kind) to be timed as:
                             fallbacks */
   RDB_C_CHANGED_TYPE,    /* name_off of the first type found changed (RDB_FB_CHANGED) */
+  RDB_C_NEAR_CHANGED,    /* calls of a changed type timed under --on-miss nearest
+                            (not fallbacks: not in RDB_FB_CHANGED) */
   RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */
   RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N
@@ -251,7 +253,8 @@ typedef struct {
  * RDB_ENTRY_MIXED). A row of id 0 (a type whose schema was not recorded,
  * or recorded by another version of standin) leaves its name unchecked.
  * Types not here are not checked: none of their calls is in the
- * recording. Sorted by name offset, then id. */
+ * recording. Sorted by name hash, name and id (the shim searches by the
+ * hash). */
 typedef struct {
   uint64_t name_hash; /* rdb_name_hash */
   uint64_t name_off;  /* NUL-terminated full name */

@@ -28,13 +28,25 @@
 #define TV_CHANGED (1ull << 30)
 #define TV_KNOWN (1ull << 31)
 
-/* Process-wide, by descriptor: finding a type changed builds its schema
+/* Verdicts are kept by descriptor and the number of dlcloses so far
+ * (rp_unloads, in the top bits: user-space addresses have 47): a library
+ * unloaded and another loaded in its place can put another definition of
+ * a type at the same address. */
+static inline uint64_t type_key(const ProtobufCMessageDescriptor *d) {
+  return (uint64_t)(uintptr_t)d ^ atomic_load_explicit(&rp_unloads, memory_order_relaxed) << 48;
+}
+
+/* Process-wide, by key: finding a type changed builds its schema
  * (microseconds), once per process. Slots are claimed with a CAS and their
  * verdict published after it; a thread that finds a slot claimed but not
- * yet published works the verdict out itself. Forked children inherit it. */
-#define TYPE_SLOTS 1024
+ * yet published works the verdict out itself. Forked children inherit it.
+ * Probes are bounded: a type that finds no slot (thousands of types, or
+ * of dlcloses) is worked out again at each of its threads' cache misses.
+ * 64 KiB: a process touches at most 16 of its pages. */
+#define TYPE_SLOTS 4096
+#define TYPE_PROBES 64
 static struct {
-  _Atomic(const ProtobufCMessageDescriptor *) d;
+  _Atomic uint64_t key;
   _Atomic uint64_t v;
 } type_table[TYPE_SLOTS];
 
@@ -54,42 +66,43 @@ static uint64_t verdict_of(const ProtobufCMessageDescriptor *d) {
   return !row ? v | TV_CHANGED : several ? v | row << 32 : v;
 }
 
-static uint64_t verdict_slow(const ProtobufCMessageDescriptor *d) {
-  unsigned h = (unsigned)(((uintptr_t)d >> 4) * 0x9E3779B97F4A7C15ull >> 54);
-  for (unsigned n = 0; n < TYPE_SLOTS; n++, h = (h + 1) % TYPE_SLOTS) {
-    const ProtobufCMessageDescriptor *cur =
-        atomic_load_explicit(&type_table[h].d, memory_order_acquire);
-    if (cur == d) {
+static uint64_t verdict_slow(const ProtobufCMessageDescriptor *d, uint64_t key) {
+  unsigned h0 = (unsigned)((key >> 4) * 0x9E3779B97F4A7C15ull >> 50) % TYPE_SLOTS, h = h0;
+  for (unsigned n = 0; n < TYPE_PROBES; n++, h = (h + 1) % TYPE_SLOTS) {
+    uint64_t cur = atomic_load_explicit(&type_table[h].key, memory_order_acquire);
+    if (cur == key) {
       uint64_t v = atomic_load_explicit(&type_table[h].v, memory_order_acquire);
       return v ? v : verdict_of(d);
     }
-    if (cur == NULL)
+    if (cur == 0)
       break;
   }
   uint64_t v = verdict_of(d);
-  for (unsigned n = 0; n < TYPE_SLOTS; n++, h = (h + 1) % TYPE_SLOTS) {
-    const ProtobufCMessageDescriptor *cur = NULL;
-    if (atomic_compare_exchange_strong(&type_table[h].d, &cur, d)) {
+  h = h0;
+  for (unsigned n = 0; n < TYPE_PROBES; n++, h = (h + 1) % TYPE_SLOTS) {
+    uint64_t cur = 0;
+    if (atomic_compare_exchange_strong(&type_table[h].key, &cur, key)) {
       atomic_store_explicit(&type_table[h].v, v, memory_order_release);
       break;
     }
-    if (cur == d)
+    if (cur == key)
       break;
   }
   return v;
 }
 
-#define TYPE_CACHE 8
+#define TYPE_CACHE 64
 static SHIM_TLS struct {
-  const ProtobufCMessageDescriptor *d;
+  uint64_t key;
   uint64_t v;
 } type_cache[TYPE_CACHE];
 
 static inline uint64_t verdict(const ProtobufCMessageDescriptor *d) {
+  uint64_t key = type_key(d);
   unsigned k = (unsigned)((uintptr_t)d >> 6) % TYPE_CACHE;
-  if (SHIM_UNLIKELY(type_cache[k].d != d)) {
-    type_cache[k].v = verdict_slow(d);
-    type_cache[k].d = d;
+  if (SHIM_UNLIKELY(type_cache[k].key != key)) {
+    type_cache[k].v = verdict_slow(d, key);
+    type_cache[k].key = key;
   }
   return type_cache[k].v;
 }
@@ -103,39 +116,33 @@ static inline int kept(const ProtobufCMessageDescriptor *d, int api) {
   return (a >> api & 1) ? 1 + (a >> (RP_KEPT_UNSUP + api) & 1) : 0;
 }
 
-/* Whether d is not the recorded type of its name (rdb_schema); *row: the
- * rdb_schema row an entry must have been recorded with to answer its call
- * (rdb_entry.schema), 0: any of its name. Asked on every call looked up:
- * the thread's last type found unchanged, with a name of one definition,
- * is one compare. Through the type cache each 1 KB pack took 20
- * instructions more (callgrind), through this 6. */
-static SHIM_TLS const ProtobufCMessageDescriptor *unchanged_d;
-
-static __attribute__((noinline)) int changed_slow(const ProtobufCMessageDescriptor *d,
-                                                  uint32_t *row) {
-  if (d == NULL)
-    return 0;
-  uint64_t v = verdict(d);
-  if (v & TV_CHANGED)
-    return 1;
-  *row = (uint32_t)(v >> 32);
-  if (!*row)
-    unchanged_d = d;
-  return 0;
+/* The verdict on d (0 for NULL), asked on every call looked up: TV_CHANGED
+ * when d is not the recorded type of its name (rdb_schema), and in bits
+ * 32-63 the rdb_schema row an entry must have been recorded with to answer
+ * its call (rdb_entry.schema), 0: any of its name. From the thread's cache
+ * of verdicts (callgrind: a replayed 1 KB pack 27 instructions more, a
+ * small one 28 to 39 more with 1 to 12 types in turn, 68 with 40; a check
+ * of the thread's last type first cost less for one type and more for
+ * several). A NULL descriptor's key is that of the zeroed slots until the
+ * first dlclose, and verdict_null says 0 after. */
+static __attribute__((noinline)) uint64_t verdict_null(const ProtobufCMessageDescriptor *d) {
+  return d ? verdict(d) : 0;
 }
 
-static inline int changed(const ProtobufCMessageDescriptor *d, uint32_t *row) {
-  *row = 0;
-  return SHIM_LIKELY(d == unchanged_d) ? 0 : changed_slow(d, row);
+static inline uint64_t type_verdict(const ProtobufCMessageDescriptor *d) {
+  unsigned k = (unsigned)((uintptr_t)d >> 6) % TYPE_CACHE;
+  if (SHIM_LIKELY(type_cache[k].key == type_key(d)))
+    return type_cache[k].v;
+  return verdict_null(d);
 }
 
-/* Whether e may answer a call whose type check gave row: not recorded with
- * two definitions of its type, and (row) with the program's. */
-static inline int entry_fits(const rdb_entry *e, uint32_t row) {
-  if (SHIM_LIKELY(!(e->flags & RDB_ENTRY_MIXED) && (!row || e->schema == row)))
+/* Whether e may answer a call whose type's verdict is tv: not recorded
+ * with two definitions of its type, and with the program's when its name
+ * has several. */
+static inline int entry_fits(const rdb_entry *e, uint64_t tv) {
+  if (SHIM_LIKELY(!(e->flags & RDB_ENTRY_MIXED) && (tv >> 32 == 0 || e->schema == tv >> 32)))
     return 1;
-  if (e->flags & RDB_ENTRY_MIXED)
-    rp_changed_type(e->type_off);
+  rp_changed_type(e->type_off);
   return 0;
 }
 
@@ -204,8 +211,8 @@ static __thread __attribute__((tls_model("initial-exec"))) pbw_fp_memo sized;
 
 /* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
 static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *reason) {
-  uint32_t row;
-  if (changed(m ? m->descriptor : NULL, &row)) {
+  uint64_t tv = type_verdict(m ? m->descriptor : NULL);
+  if (tv & TV_CHANGED) {
     *reason = RDB_FB_CHANGED;
     return NULL;
   }
@@ -220,12 +227,12 @@ static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *rea
     e = rp_lookup(fp);
   }
   *reason = RDB_FB_NOT_IN_TRACE;
-  if (e && SHIM_UNLIKELY((e->flags & (RDB_ENTRY_NO_RESPONSE | RDB_ENTRY_MIXED)) || row)) {
+  if (e && SHIM_UNLIKELY((e->flags & (RDB_ENTRY_NO_RESPONSE | RDB_ENTRY_MIXED)) || tv >> 32)) {
     if (e->flags & RDB_ENTRY_NO_RESPONSE) {
       *reason = RDB_FB_NO_RESPONSE;
       return NULL;
     }
-    if (!entry_fits(e, row)) {
+    if (!entry_fits(e, tv)) {
       *reason = RDB_FB_CHANGED;
       return NULL;
     }
@@ -355,18 +362,18 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
 /* Whether e was recorded for type d: its name is d's. Names are stored once
  * per name in the database, so a thread remembers the last pair it found
  * equal and compares offsets. */
-static SHIM_TLS const ProtobufCMessageDescriptor *same_d;
+static SHIM_TLS uint64_t same_key; /* type_key */
 static SHIM_TLS uint64_t same_off;
 
 static int type_is(const rdb_entry *e, const ProtobufCMessageDescriptor *d) {
-  if (d == same_d && e->type_off == same_off)
+  if (type_key(d) == same_key && e->type_off == same_off)
     return 1;
   const char *name = d && d->name ? d->name : "";
   size_t n = strlen(name) + 1;
   const char *t = rp_ptr(e->type_off, n);
   if (!t || memcmp(t, name, n) != 0)
     return 0;
-  same_d = d;
+  same_key = type_key(d);
   same_off = e->type_off;
   return 1;
 }
@@ -379,8 +386,8 @@ static int saved_is(const rdb_entry *e, size_t len, const uint8_t *data) {
 
 static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t len,
                                      const uint8_t *data, int *reason) {
-  uint32_t row;
-  if (changed(d, &row)) {
+  uint64_t tv = type_verdict(d);
+  if (tv & TV_CHANGED) {
     *reason = RDB_FB_CHANGED;
     return NULL;
   }
@@ -408,7 +415,7 @@ static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t
     *reason = RDB_FB_NO_RESPONSE;
     return NULL;
   }
-  if (!entry_fits(e, row)) {
+  if (!entry_fits(e, tv)) {
     *reason = RDB_FB_CHANGED;
     return NULL;
   }
@@ -524,6 +531,16 @@ SHIM_EXPORT void protobuf_c_message_free_unpacked(ProtobufCMessage *m, ProtobufC
     a->free(a->allocator_data, m);
   else
     free(m);
+}
+
+/* A library unloaded takes its descriptors with it, and one loaded later
+ * may put other definitions of its types at the same addresses: the type
+ * verdicts and memos above are keyed by the number of unloads too. */
+SHIM_EXPORT int dlclose(void *handle) {
+  SHIM_REAL(real, dlclose);
+  int r = real(handle);
+  atomic_fetch_add(&rp_unloads, 1);
+  return r;
 }
 
 /* libprotobuf-c's calls to itself skip the hooks (bypass.c): the calls

@@ -891,11 +891,18 @@ static int schema_rows(const char *name, int (*f)(const rdb_schema *, uint64_t),
   if (!db || !name || hdr->nschemas == 0)
     return 0;
   const rdb_schema *r = (const rdb_schema *)(db + hdr->schemas_off);
-  uint64_t h = rdb_name_hash(name);
+  uint64_t h = rdb_name_hash(name), lo = 0, hi = hdr->nschemas;
+  while (lo < hi) { /* the first row of hash h: rows are sorted by it */
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (r[mid].name_hash < h)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
   size_t len = strlen(name);
-  for (uint64_t i = 0; i < hdr->nschemas; i++) {
+  for (uint64_t i = lo; i < hdr->nschemas && r[i].name_hash == h; i++) {
     int v;
-    if (r[i].name_hash == h && stored_name_is(r[i].name_off, name, len) && (v = f(&r[i], arg)))
+    if (stored_name_is(r[i].name_off, name, len) && (v = f(&r[i], arg)))
       return v;
   }
   return 0;
@@ -938,6 +945,8 @@ uint32_t rp_schema_row(const char *name, uint64_t id, int *several) {
     schema_rows(name, row_name, 0);
   return (uint32_t)row;
 }
+
+_Atomic uint64_t rp_unloads;
 
 void rp_changed_type(uint64_t name_off) {
   uint64_t none = 0;
@@ -1186,13 +1195,16 @@ static SHIM_TLS struct {
   const char *type;
   int api;
   uint64_t variant;
+  uint64_t unloads;        /* rp_unloads then: a protobuf type's name may go with its library */
   const rdb_near_group *g; /* NULL: none */
 } near_cache[NEAR_CACHE];
 static SHIM_TLS uint32_t near_turn; /* spreads misses over equally near calls */
 
 static const rdb_near_group *near_group(int api, const char *type, uint64_t variant) {
   unsigned k = (unsigned)(((uintptr_t)type >> 4) + (unsigned)api + (unsigned)variant) % NEAR_CACHE;
-  if (near_cache[k].type == type && near_cache[k].api == api && near_cache[k].variant == variant)
+  uint64_t unloads = atomic_load_explicit(&rp_unloads, memory_order_relaxed);
+  if (near_cache[k].type == type && near_cache[k].api == api && near_cache[k].variant == variant &&
+      near_cache[k].unloads == unloads)
     return near_cache[k].g;
   const rdb_near_group *groups = (const rdb_near_group *)(db + hdr->near_groups_off);
   const rdb_near_group *found = NULL;
@@ -1208,6 +1220,7 @@ static const rdb_near_group *near_group(int api, const char *type, uint64_t vari
   near_cache[k].type = type;
   near_cache[k].api = api;
   near_cache[k].variant = variant;
+  near_cache[k].unloads = unloads;
   near_cache[k].g = found;
   return found;
 }
@@ -1364,6 +1377,8 @@ void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t v
     return;
   }
   ADD(RDB_C_INTERCEPTED, 1);
+  if (reason == RDB_FB_CHANGED)
+    ADD(RDB_C_NEAR_CHANGED, 1);
   rp_ticket tk;
   if (!begin_sample(&tk, e, &smp, t0)) { /* the nearest call stays in software */
     if (unhide)

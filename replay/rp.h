@@ -145,6 +145,10 @@ int rp_schema_checked(const char *name);
  * none, the type is changed, and is remembered for the run's summary. */
 uint32_t rp_schema_row(const char *name, uint64_t id, int *several);
 
+/* dlcloses so far in this process (rep_protobuf.c): caches keyed by the
+ * addresses of a library's descriptors and names hold only until then. */
+extern _Atomic uint64_t rp_unloads;
+
 /* Remember the type named at name_off (in the database) as changed, if it
  * is the run's first (RDB_C_CHANGED_TYPE). */
 void rp_changed_type(uint64_t name_off);

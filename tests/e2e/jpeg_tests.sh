@@ -350,7 +350,7 @@ t217_jpeg_miss_timed_as_the_nearest_recorded_decodes() {
   "$STANDIN" replay -t rec --on-miss nearest --summary s.json \
     -- "$JD" -dct float $(files c_base_420 m_base_420 l_base_420 s_prog_444_r0) >rep.out 2>err
   cmp nat.out rep.out
-  grep -q "3 calls not in the recording ran for real, timed from" err || fail "$(cat err)"
+  grep -q "3 calls not answered from the recording ran for real, timed from" err || fail "$(cat err)"
   grep -q "1 call not in the recording had no recorded call of its API and type (for JPEG, of its kind and scaling) to be timed as: counted as fallback" err ||
     fail "the progressive one: $(cat err)"
   "$STANDIN" dump rec --format json >d.json
