@@ -278,11 +278,11 @@ static void print_json(const an_result *r, const cmp_opts *o, const summary *s) 
 int cmd_compare(int argc, char **argv) {
   cmp_opts o = {0};
   anopt_init(&o.a, "compare", 1);
-  summary s[MAX_SUMMARIES] = {{0}};
+  static summary s[MAX_SUMMARIES]; /* ~20 KiB: off the stack (a small ulimit -s) */
   int rc = parse(argc, argv, &o) == 0 ? 0 : EXIT_USAGE;
   if (rc == 0 && load(&o, s) != 0)
     rc = 1;
-  an_result r;
+  static an_result r; /* ~48 KiB: off the stack (a small ulimit -s) */
   memset(&r, 0, sizeof r);
   if (rc == 0) {
     an_opts ao = {.by = AN_BY_API,

@@ -513,7 +513,7 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
 
 int cmd_record(int argc, char **argv) {
   cli_calm_signals(); /* the commands that run programs (util.c) */
-  rec_opts o;
+  static rec_opts o;  /* ~20 KiB: off the stack (a small ulimit -s) */
   int first;
   if (parse(argc, argv, &o, &first) != 0)
     return EXIT_USAGE;

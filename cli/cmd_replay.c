@@ -159,8 +159,8 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
 }
 
 static const char *fb_names[RDB_FB_NREASONS] = {
-    "not_in_trace",  "request_mismatch", "no_response", "schema_mismatch",
-    "out_of_memory", "replay_off",       "type_changed"};
+    "not_in_trace",  "request_mismatch", "no_response",  "schema_mismatch",
+    "out_of_memory", "replay_off",       "type_changed", "unnamed_type"};
 static const char *sw_names[RDB_SW_NREASONS] = {"not_selected", "unsupported"};
 
 #define LD(x) ((unsigned long long)atomic_load(&(x)))
@@ -543,6 +543,14 @@ static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
         changed == 1 ? "its" : "their", name ? "the first found: " : "", len, name ? name : "",
         name ? ", or a type it reaches" : "type not named", changed == 1 ? "it" : "them");
   }
+  unsigned long long unnamed = C(s, RDB_C_FB0 + RDB_FB_UNNAMED);
+  if (unnamed && on_miss != RDB_MISS_ABORT)
+    cli_warn("%s call%s the real library: %s message type%s no name (generated with option "
+             "optimize_for = CODE_SIZE), and replay tells types apart by name. Generate the "
+             "code without that option to replay %s",
+             cli_fmt_count(nm, sizeof nm, unnamed), unnamed == 1 ? " ran" : "s ran",
+             unnamed == 1 ? "its" : "their", unnamed == 1 ? " has" : "s have",
+             unnamed == 1 ? "it" : "them");
   if (C(s, RDB_C_FB0 + RDB_FB_MISMATCH))
     cli_warn("%s call%s a recorded request whose bytes or packed size differ from "
              "%s (a damaged or doctored recording); %s the real library",
@@ -616,7 +624,7 @@ static void pass_fd(int fd, int k, int pass[2][2], int *n, char *env, size_t cap
 
 int cmd_replay(int argc, char **argv) {
   cli_calm_signals(); /* the commands that run programs (util.c) */
-  rep_opts o = {.dir = "standin.data"};
+  static rep_opts o = {.dir = "standin.data"}; /* its plan is ~20 KiB: off the stack */
   int first;
   if (parse(argc, argv, &o, &first) != 0) {
     plan_free(&o.plan);

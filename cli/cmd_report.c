@@ -384,7 +384,7 @@ int cmd_report(int argc, char **argv) {
                 .what = "report",
                 .cpus = o.a.cpus,
                 .native_wall_ns = o.a.native_wall_ns};
-  an_result r;
+  static an_result r; /* ~48 KiB: off the stack (a small ulimit -s) */
   int rc = an_run(&r, o.dir, &ao);
   size_t *ix = rc == 0 ? anp_groups_by_time(&r) : NULL;
   if (rc == 0 && ix) {

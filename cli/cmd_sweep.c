@@ -455,9 +455,10 @@ static int write_plot(const an_result *r, const sw_opts *o, const measured *m) {
 
 int cmd_sweep(int argc, char **argv) {
   cli_calm_signals(); /* the commands that run programs (util.c) */
-  sw_opts o = {.runs = 3};
+  static sw_opts o = {.runs = 3}; /* these ~15 KiB: off the stack (a small ulimit -s) */
   anopt_init(&o.a, "sweep", 1);
-  measured m[MAX_VALUES] = {{0}}, nat = {0};
+  static measured m[MAX_VALUES];
+  measured nat = {0};
   int rc = parse(argc, argv, &o) == 0 ? 0 : EXIT_USAGE;
   /* with --replay and no --native-wall, the program's native runs are the
    * estimates' baseline: measured first, then the trace is read once; a
@@ -488,7 +489,7 @@ int cmd_sweep(int argc, char **argv) {
             o.prog[0]);
     rc = 1;
   }
-  an_result r;
+  static an_result r; /* ~48 KiB: off the stack (a small ulimit -s) */
   memset(&r, 0, sizeof r);
   if (rc == 0) {
     /* the plan as given is evaluated too: it is the sweep's reference */

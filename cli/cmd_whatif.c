@@ -143,7 +143,7 @@ int cmd_whatif(int argc, char **argv) {
                 .what = "whatif",
                 .cpus = o.a.cpus,
                   .native_wall_ns = o.a.native_wall_ns};
-  an_result r;
+  static an_result r; /* ~48 KiB: off the stack (a small ulimit -s) */
   int rc = an_run(&r, o.dir, &ao);
   if (rc == 0 && r.processes == 0) {
     cli_err_no_trace(o.dir, "estimate");

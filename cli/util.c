@@ -610,7 +610,7 @@ static uint64_t rate_of(uint64_t t1, uint64_t m1, uint64_t t2, uint64_t m2) {
 
 int cli_tsc_calibrate(uint64_t *base, uint64_t *mono, uint64_t *mult) {
   FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[4096];
+  static char line[4096]; /* the CLI is one thread; its stack may be small (ulimit -s) */
   int constant = 0, nonstop = 0;
   while (f && fgets(line, sizeof line, f))
     if (!strncmp(line, "flags", 5)) {

@@ -42,7 +42,9 @@ enum {
   RDB_FB_DISABLED = 5,     /* the DB could not be mapped in this process */
   RDB_FB_CHANGED = 6,      /* the program's message type of that name is not the
                               recorded one (rdb_schema) */
-  RDB_FB_NREASONS = 7
+  RDB_FB_UNNAMED = 7,      /* its message type has no name (optimize_for = CODE_SIZE):
+                              calls are matched by type name */
+  RDB_FB_NREASONS = 8
 };
 
 /* Calls kept in software on purpose (not misses). */

@@ -7,7 +7,9 @@
  * built as one block. A request that
  * is not in the recording runs the real function (or stops the program
  * under --on-miss abort): a wrong response is never returned. */
+#include <link.h>
 #include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,40 +20,56 @@
 #include "shim_alloc.h"
 #include "trace.h"
 
-/* What replay makes of a message type, found once per process (and per
- * thread for the last few types): which APIs' calls stay whole in software
- * (rp_kept_apis: they then run the real library at once, uncounted by the
- * harness; bits 0-15), whether the type is not the recorded one of its
- * name (TV_CHANGED: rdb_schema; its calls are misses), and, for a name
- * recorded with several definitions, the rdb_schema row of the program's
- * (bits 32-63: only entries recorded with it answer). */
-#define TV_CHANGED (1ull << 30)
-#define TV_KNOWN (1ull << 31)
+/* What replay makes of a message type (its verdict), found once per
+ * process (and kept per thread for the last few types), in one 64-bit word
+ * so that it is stored and read whole:
+ *   bits 0-15  the APIs whose calls stay whole in software (rp_kept_apis:
+ *              they then run the real library at once, uncounted);
+ *   bits 16-31 for a name recorded with several definitions, the
+ *              rdb_schema row of the program's (only entries recorded with
+ *              it answer; 0: any entry of its name);
+ *   bit 32     TV_CHANGED: the type is not the recorded one of its name
+ *              (rdb_schema): its calls are misses;
+ *   bit 33     TV_KNOWN (a verdict is never 0);
+ *   bit 34     TV_UNNAMED: the type has no name (protoc-c's optimize_for =
+ *              CODE_SIZE): types are told apart by name, so its calls are
+ *              misses;
+ *   bits 35-63 the number of unloads (rp_unloads) it holds for: a library
+ *              unloaded and another loaded in its place can put another
+ *              definition of a type at the same address. */
+#define TV_ROW_SHIFT 16
+#define TV_ROW_MAX 0xffffu
+#define TV_CHANGED (1ull << 32)
+#define TV_KNOWN (1ull << 33)
+#define TV_UNNAMED (1ull << 34)
+#define TV_UNLOADS_SHIFT 35
 
-/* Verdicts are kept by descriptor and the number of dlcloses so far
- * (rp_unloads, in the top bits: user-space addresses have 47): a library
- * unloaded and another loaded in its place can put another definition of
- * a type at the same address. */
-static inline uint64_t type_key(const ProtobufCMessageDescriptor *d) {
-  return (uint64_t)(uintptr_t)d ^ atomic_load_explicit(&rp_unloads, memory_order_relaxed) << 48;
+static inline uint64_t tv_unloads(void) {
+  return atomic_load_explicit(&rp_unloads, memory_order_relaxed) << TV_UNLOADS_SHIFT;
 }
 
-/* Process-wide, by key: finding a type changed builds its schema
- * (microseconds), once per process. Slots are claimed with a CAS and their
- * verdict published after it; a thread that finds a slot claimed but not
- * yet published works the verdict out itself. Forked children inherit it.
- * Probes are bounded: a type that finds no slot (thousands of types, or
- * of dlcloses) is worked out again at each of its threads' cache misses.
- * 64 KiB: a process touches at most 16 of its pages. */
+static inline uint32_t tv_row(uint64_t tv) {
+  return (uint32_t)(tv >> TV_ROW_SHIFT) & TV_ROW_MAX;
+}
+
+/* Process-wide, by descriptor: finding a type changed builds its schema
+ * (microseconds), once per process and unload count. Slots are claimed
+ * with a CAS, and their verdict stored whole after; a verdict of another
+ * unload count is worked out again. Forked children inherit the table.
+ * Probes are bounded: a type that finds no slot (thousands of types) is
+ * worked out again at each of its threads' cache misses. 64 KiB: a
+ * process touches at most 16 of its pages. */
 #define TYPE_SLOTS 4096
 #define TYPE_PROBES 64
 static struct {
-  _Atomic uint64_t key;
+  _Atomic(const ProtobufCMessageDescriptor *) d;
   _Atomic uint64_t v;
 } type_table[TYPE_SLOTS];
 
-static uint64_t verdict_of(const ProtobufCMessageDescriptor *d) {
-  uint64_t v = TV_KNOWN | (rp_has_kept() ? rp_kept_apis(d->name) : 0);
+static uint64_t verdict_of(const ProtobufCMessageDescriptor *d, uint64_t unloads) {
+  uint64_t v = TV_KNOWN | unloads | (rp_has_kept() ? rp_kept_apis(d->name) : 0);
+  if (d->name == NULL)
+    return v | TV_UNNAMED;
   if (!rp_schema_checked(d->name))
     return v;
   void *sch;
@@ -62,47 +80,52 @@ static uint64_t verdict_of(const ProtobufCMessageDescriptor *d) {
     shim_free(sch);
   }
   int several;
-  uint64_t row = rp_schema_row(d->name, id, &several);
-  return !row ? v | TV_CHANGED : several ? v | row << 32 : v;
+  uint32_t row = rp_schema_row(d->name, id, &several);
+  if (!row)
+    return v | TV_CHANGED;
+  /* a row entries cannot name (rdb_entry.schema is 16 bits, and the
+   * builder names none past 65534): none answers */
+  return several ? v | (uint64_t)(row < TV_ROW_MAX ? row : TV_ROW_MAX) << TV_ROW_SHIFT : v;
 }
 
-static uint64_t verdict_slow(const ProtobufCMessageDescriptor *d, uint64_t key) {
-  unsigned h0 = (unsigned)((key >> 4) * 0x9E3779B97F4A7C15ull >> 50) % TYPE_SLOTS, h = h0;
+static uint64_t verdict_slow(const ProtobufCMessageDescriptor *d, uint64_t unloads) {
+  unsigned h0 = (unsigned)(((uintptr_t)d >> 4) * 0x9E3779B97F4A7C15ull >> 50) % TYPE_SLOTS, h = h0;
   for (unsigned n = 0; n < TYPE_PROBES; n++, h = (h + 1) % TYPE_SLOTS) {
-    uint64_t cur = atomic_load_explicit(&type_table[h].key, memory_order_acquire);
-    if (cur == key) {
+    const ProtobufCMessageDescriptor *cur =
+        atomic_load_explicit(&type_table[h].d, memory_order_acquire);
+    if (cur == d) {
       uint64_t v = atomic_load_explicit(&type_table[h].v, memory_order_acquire);
-      return v ? v : verdict_of(d);
+      if (v && (v >> TV_UNLOADS_SHIFT) == (unloads >> TV_UNLOADS_SHIFT))
+        return v;
+      break;
     }
-    if (cur == 0)
+    if (cur == NULL)
       break;
   }
-  uint64_t v = verdict_of(d);
+  uint64_t v = verdict_of(d, unloads);
   h = h0;
   for (unsigned n = 0; n < TYPE_PROBES; n++, h = (h + 1) % TYPE_SLOTS) {
-    uint64_t cur = 0;
-    if (atomic_compare_exchange_strong(&type_table[h].key, &cur, key)) {
+    const ProtobufCMessageDescriptor *cur = NULL;
+    if (atomic_compare_exchange_strong(&type_table[h].d, &cur, d) || cur == d) {
       atomic_store_explicit(&type_table[h].v, v, memory_order_release);
       break;
     }
-    if (cur == key)
-      break;
   }
   return v;
 }
 
 #define TYPE_CACHE 64
 static SHIM_TLS struct {
-  uint64_t key;
+  const ProtobufCMessageDescriptor *d;
   uint64_t v;
 } type_cache[TYPE_CACHE];
 
 static inline uint64_t verdict(const ProtobufCMessageDescriptor *d) {
-  uint64_t key = type_key(d);
+  uint64_t u = tv_unloads();
   unsigned k = (unsigned)((uintptr_t)d >> 6) % TYPE_CACHE;
-  if (SHIM_UNLIKELY(type_cache[k].key != key)) {
-    type_cache[k].v = verdict_slow(d, key);
-    type_cache[k].key = key;
+  if (SHIM_UNLIKELY(type_cache[k].d != d || (type_cache[k].v ^ u) >> TV_UNLOADS_SHIFT)) {
+    type_cache[k].v = verdict_slow(d, u);
+    type_cache[k].d = d;
   }
   return type_cache[k].v;
 }
@@ -123,16 +146,17 @@ static inline int kept(const ProtobufCMessageDescriptor *d, int api) {
  * of verdicts (callgrind: a replayed 1 KB pack 27 instructions more, a
  * small one 28 to 39 more with 1 to 12 types in turn, 68 with 40; a check
  * of the thread's last type first cost less for one type and more for
- * several). A NULL descriptor's key is that of the zeroed slots until the
- * first dlclose, and verdict_null says 0 after. */
+ * several). A NULL descriptor matches the zeroed slots until the first
+ * unload, and verdict_null says 0 after. */
 static __attribute__((noinline)) uint64_t verdict_null(const ProtobufCMessageDescriptor *d) {
   return d ? verdict(d) : 0;
 }
 
 static inline uint64_t type_verdict(const ProtobufCMessageDescriptor *d) {
   unsigned k = (unsigned)((uintptr_t)d >> 6) % TYPE_CACHE;
-  if (SHIM_LIKELY(type_cache[k].key == type_key(d)))
-    return type_cache[k].v;
+  uint64_t v = type_cache[k].v;
+  if (SHIM_LIKELY(type_cache[k].d == d && !((v ^ tv_unloads()) >> TV_UNLOADS_SHIFT)))
+    return v;
   return verdict_null(d);
 }
 
@@ -140,7 +164,7 @@ static inline uint64_t type_verdict(const ProtobufCMessageDescriptor *d) {
  * with two definitions of its type, and with the program's when its name
  * has several. */
 static inline int entry_fits(const rdb_entry *e, uint64_t tv) {
-  if (SHIM_LIKELY(!(e->flags & RDB_ENTRY_MIXED) && (tv >> 32 == 0 || e->schema == tv >> 32)))
+  if (SHIM_LIKELY(!(e->flags & RDB_ENTRY_MIXED) && (!tv_row(tv) || e->schema == tv_row(tv))))
     return 1;
   rp_changed_type(e->type_off);
   return 0;
@@ -212,8 +236,8 @@ static __thread __attribute__((tls_model("initial-exec"))) pbw_fp_memo sized;
 /* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
 static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *reason) {
   uint64_t tv = type_verdict(m ? m->descriptor : NULL);
-  if (tv & TV_CHANGED) {
-    *reason = RDB_FB_CHANGED;
+  if (SHIM_UNLIKELY(tv & (TV_CHANGED | TV_UNNAMED))) {
+    *reason = tv & TV_UNNAMED ? RDB_FB_UNNAMED : RDB_FB_CHANGED;
     return NULL;
   }
   const rdb_entry *e = predicted_tree(m, api);
@@ -227,7 +251,7 @@ static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *rea
     e = rp_lookup(fp);
   }
   *reason = RDB_FB_NOT_IN_TRACE;
-  if (e && SHIM_UNLIKELY((e->flags & (RDB_ENTRY_NO_RESPONSE | RDB_ENTRY_MIXED)) || tv >> 32)) {
+  if (e && SHIM_UNLIKELY((e->flags & (RDB_ENTRY_NO_RESPONSE | RDB_ENTRY_MIXED)) || tv_row(tv))) {
     if (e->flags & RDB_ENTRY_NO_RESPONSE) {
       *reason = RDB_FB_NO_RESPONSE;
       return NULL;
@@ -362,18 +386,19 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
 /* Whether e was recorded for type d: its name is d's. Names are stored once
  * per name in the database, so a thread remembers the last pair it found
  * equal and compares offsets. */
-static SHIM_TLS uint64_t same_key; /* type_key */
-static SHIM_TLS uint64_t same_off;
+static SHIM_TLS const ProtobufCMessageDescriptor *same_d;
+static SHIM_TLS uint64_t same_unloads, same_off;
 
 static int type_is(const rdb_entry *e, const ProtobufCMessageDescriptor *d) {
-  if (type_key(d) == same_key && e->type_off == same_off)
+  if (d == same_d && e->type_off == same_off && same_unloads == tv_unloads())
     return 1;
   const char *name = d && d->name ? d->name : "";
   size_t n = strlen(name) + 1;
   const char *t = rp_ptr(e->type_off, n);
   if (!t || memcmp(t, name, n) != 0)
     return 0;
-  same_key = type_key(d);
+  same_d = d;
+  same_unloads = tv_unloads();
   same_off = e->type_off;
   return 1;
 }
@@ -387,8 +412,8 @@ static int saved_is(const rdb_entry *e, size_t len, const uint8_t *data) {
 static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t len,
                                      const uint8_t *data, int *reason) {
   uint64_t tv = type_verdict(d);
-  if (tv & TV_CHANGED) {
-    *reason = RDB_FB_CHANGED;
+  if (SHIM_UNLIKELY(tv & (TV_CHANGED | TV_UNNAMED))) {
+    *reason = tv & TV_UNNAMED ? RDB_FB_UNNAMED : RDB_FB_CHANGED;
     return NULL;
   }
   const rdb_entry *e = rp_predicted(ST_API_PB_UNPACK, 0);
@@ -533,13 +558,34 @@ SHIM_EXPORT void protobuf_c_message_free_unpacked(ProtobufCMessage *m, ProtobufC
     free(m);
 }
 
+/* The loader's count of objects unloaded (glibc's dlpi_subs), or -1. */
+static int read_subs(struct dl_phdr_info *info, size_t size, void *data) {
+  *(int64_t *)data = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs
+                         ? (int64_t)info->dlpi_subs
+                         : -1;
+  return 1;
+}
+
 /* A library unloaded takes its descriptors with it, and one loaded later
  * may put other definitions of its types at the same addresses: the type
- * verdicts and memos above are keyed by the number of unloads too. */
+ * verdicts and memos above hold for as many unloads as when they were
+ * made. Only a dlclose that unloaded something counts (a dlopen and
+ * dlclose of a library in use, for each request, would otherwise build
+ * every type's schema again each time). Not covered: another thread that
+ * loads a library into the freed addresses and calls with its types
+ * between the unload and the count. */
 SHIM_EXPORT int dlclose(void *handle) {
   SHIM_REAL(real, dlclose);
   int r = real(handle);
-  atomic_fetch_add(&rp_unloads, 1);
+  int64_t subs = -1;
+  dl_iterate_phdr(read_subs, &subs);
+  if (subs < 0) { /* no count from the loader: every dlclose counts */
+    atomic_fetch_add(&rp_unloads, 1);
+    return r;
+  }
+  uint64_t seen = atomic_load(&rp_unloads);
+  while ((uint64_t)subs > seen && !atomic_compare_exchange_weak(&rp_unloads, &seen, (uint64_t)subs))
+    ;
   return r;
 }
 

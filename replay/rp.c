@@ -1146,7 +1146,9 @@ void rp_miss(int reason, int api, const char *type, void *caller) {
                               "replay is off in this process",
                               "its message type's definition is not the recording's (the "
                               "program was built from a changed .proto, or the recording holds "
-                              "two definitions of the type); record the program again"};
+                              "two definitions of the type); record the program again",
+                              "its message type has no name (generated with optimize_for = "
+                              "CODE_SIZE), and replay tells types apart by name"};
   Dl_info di;
   int in;
   const char *sym = "?", *mod = "?";

@@ -862,6 +862,53 @@ EOF
   grep -q "x.M, or a type it reaches" err.txt || fail "not reported under nearest: $(cat err.txt)"
 }
 
+# protoc-c's `option optimize_for = CODE_SIZE` leaves every name out of the
+# descriptors, and replay tells types apart by name: an N{a=5} (sint32)
+# took the recorded M{a=5}'s int32 bytes. Calls of a type with no name are
+# not answered (unnamed_type), and the warning says why.
+t137_replay_does_not_answer_types_without_names() {
+  cat >o.proto <<'EOF'
+syntax = "proto2";
+option optimize_for = CODE_SIZE;
+package o;
+message M { optional int32 a = 1; }
+message N { optional sint32 a = 1; }
+EOF
+  cat >main.c <<'EOF'
+/* argv: mN or nN: pack an M or an N with a = N */
+#include <stdio.h>
+#include <stdlib.h>
+#include "o.pb-c.h"
+int main(int argc, char **argv) {
+  uint8_t b[16];
+  for (int i = 1; i < argc; i++) {
+    size_t n;
+    if (argv[i][0] == 'm') {
+      O__M m = O__M__INIT;
+      m.has_a = 1, m.a = atoi(argv[i] + 1);
+      n = o__m__pack(&m, b);
+    } else {
+      O__N m = O__N__INIT;
+      m.has_a = 1, m.a = atoi(argv[i] + 1);
+      n = o__n__pack(&m, b);
+    }
+    for (size_t k = 0; k < n; k++)
+      printf(" %02x", b[k]);
+    printf("\n");
+  }
+  return 0;
+}
+EOF
+  protoc-c --c_out=. o.proto
+  gcc -o prog main.c o.pb-c.c -lprotobuf-c
+  "$STANDIN" record -o rec -- ./prog m5 >/dev/null
+  ./prog n5 >native.out
+  "$STANDIN" replay -t rec --summary s.json -- ./prog n5 >rep.out 2>err.txt
+  cmp native.out rep.out || fail "another type's answer: $(diff native.out rep.out)"
+  expect_eq "unnamed" 1 "$(python3 -c 'import json; print(json.load(open("s.json"))["fallback_reasons"]["unnamed_type"])')"
+  grep -q "optimize_for = CODE_SIZE" err.txt || fail "$(cat err.txt)"
+}
+
 # Replayed trees are allocated as libprotobuf-c allocates them (default
 # --unpack-trees pieces): a program that frees and replaces parts of an
 # unpacked tree, then frees it, works; under valgrind every free is valid
