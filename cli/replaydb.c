@@ -65,6 +65,9 @@ typedef struct {
    * (0: unknown); mixed: two of them (RDB_ENTRY_MIXED) */
   uint64_t schema_id;
   uint8_t mixed;
+  /* pack entries: the file (b->files + 1) and blob id of an occurrence
+   * whose bytes are the entry's response (same_answer) */
+  uint64_t resp_file, resp_blob;
   b_sample *s;
   uint32_t n, cap;
   int direct; /* its type and API are kept whole in software (rdb_class) */
@@ -611,6 +614,31 @@ static void keep_stuck(builder *b, scan_file *f, const st_call *c) {
   b->stuck[b->nstuck++] = (rdb_stuck){len - 2, XXH3_64bits(req, len - 2)};
 }
 
+/* Whether c, a later occurrence of e, got e's answer. A request whose
+ * occurrences were answered differently answers none (RDB_ENTRY_MIXED):
+ * a type the program redefined in place, a sub-message of another
+ * library's copy of its type, anything that gave one fingerprint two
+ * encodings. Sizes compare their result, packs their bytes (a blob of the
+ * same file and id is the same bytes: a file stores a payload once). */
+static int same_answer(builder *b, scan_file *f, b_entry *e, const st_call *c) {
+  if (c->api == ST_API_PB_SIZE)
+    return c->result == e->result;
+  if ((c->api != ST_API_PB_PACK && c->api != ST_API_PB_PACK_BUF) || !e->resp1 || !c->resp_blob ||
+      (c->flags & (ST_CALL_RESP_DIGEST | ST_CALL_FAILED)))
+    return 1;
+  if (e->resp_file == b->files + 1 && e->resp_blob == c->resp_blob)
+    return 1;
+  const void *data;
+  uint64_t len;
+  if (st_reader_blob(f->r, c->resp_blob, &data, &len) != ST_OK)
+    return 1; /* nothing to compare with: the entry's own bytes stand */
+  if (len != e->resp_len || memcmp(data, resp_of(b, e), len) != 0)
+    return 0;
+  e->resp_file = b->files + 1;
+  e->resp_blob = c->resp_blob;
+  return 1;
+}
+
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   builder *b = arg;
   keep_stuck(b, f, c);
@@ -630,7 +658,9 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   if (created) {
     fill_entry(b, f, e, c);
     e->schema_id = id;
-  } else if (id != e->schema_id) {
+    e->resp_file = b->files + 1;
+    e->resp_blob = c->resp_blob;
+  } else if (id != e->schema_id || (!e->mixed && !same_answer(b, f, e, c))) {
     e->mixed = 1;
   }
   if (!created && (c->flags & ST_CALL_FAILED) && c->api == ST_API_PB_UNPACK)

@@ -909,6 +909,60 @@ EOF
   grep -q "optimize_for = CODE_SIZE" err.txt || fail "$(cat err.txt)"
 }
 
+# A request answered two ways in one recording answers none: a program
+# that copies one library's, then another's, definition of x.M into one
+# descriptor (a schema loaded at run time) packs x.M{a=5} as 08 0a, then
+# 08 05. The recorder reads definitions on its writer thread, after the
+# calls: it files the two under their own definitions (the entry is then
+# recorded with two), or, when it reads the slot once, both under one,
+# and the builder finds the entry's two encodings (the unit test
+# test_replaydb_request_answered_two_ways_answers_none pins that path).
+# Either way the request runs for real.
+t138_replay_never_answers_a_request_recorded_with_two_answers() {
+  local v
+  for v in 1 2; do
+    mkdir v$v
+    printf 'syntax = "proto2";\npackage x;\nmessage M { optional %s a = 1; }\n' \
+      "$([ $v = 1 ] && echo int32 || echo sint32)" >v$v/x.proto
+    printf '#include "x.pb-c.h"\n__attribute__((visibility("default"))) const ProtobufCMessageDescriptor *m%s(void) { return &x__m__descriptor; }\n' \
+      $v >v$v/l.c
+    (cd v$v && protoc-c --c_out=. x.proto &&
+      gcc -shared -fPIC -fvisibility=hidden -o ../lib$v.so l.c x.pb-c.c -lprotobuf-c) ||
+      fail "cannot build library $v"
+  done
+  cat >main.c <<'EOF'
+/* argv: 1 or 2 per call: pack x.M{a=5} with that library's definition,
+ * copied into one descriptor slot (the C layout is the same in both) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "v1/x.pb-c.h"
+const ProtobufCMessageDescriptor *m1(void), *m2(void);
+static ProtobufCMessageDescriptor slot;
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    memcpy(&slot, atoi(argv[i]) == 2 ? m2() : m1(), sizeof slot);
+    X__M m;
+    protobuf_c_message_init(&slot, &m);
+    m.has_a = 1, m.a = 5;
+    uint8_t out[16];
+    size_t n = protobuf_c_message_pack(&m.base, out);
+    printf("%s:", argv[i]);
+    for (size_t k = 0; k < n; k++)
+      printf(" %02x", out[k]);
+    printf("\n");
+  }
+  return 0;
+}
+EOF
+  gcc -I. -o prog main.c -L. -l1 -l2 -Wl,-rpath,'$ORIGIN' -lprotobuf-c
+  "$STANDIN" record -o rec -- ./prog 2 1 >/dev/null
+  ./prog 1 >native.out
+  "$STANDIN" replay -t rec --summary s.json -- ./prog 1 >rep.out 2>/dev/null
+  cmp native.out rep.out || fail "the other answer: $(diff native.out rep.out)"
+  expect_eq "replayed" 0 "$(json s.json calls_replayed)"
+}
+
 # Replayed trees are allocated as libprotobuf-c allocates them (default
 # --unpack-trees pieces): a program that frees and replaces parts of an
 # unpacked tree, then frees it, works; under valgrind every free is valid

@@ -16,6 +16,8 @@
 #include "cli/merge.h"
 #include "cli/plan.h"
 #include "cli/rdb_store.h"
+#include "cli/replaydb.h"
+#include "replay/rdb.h"
 #include "trace.h"
 
 #define T0 1000000000ull /* process start in every trace below */
@@ -317,6 +319,66 @@ static plan_decision decide(const plan *p, int api, const char *type, uint64_t s
   ck_assert_int_eq(plan_first_sized(p, mask, size), plan_match(p, api, type, NULL, size));
   return d;
 }
+
+/* A recorded pack or size call of request fp whose answer is `blob` (a
+ * pack's bytes) or `result`. */
+static void tw_answer(tw *t, int api, uint8_t fp, uint64_t blob, uint64_t result) {
+  st_call c = {.api = (uint8_t)api,
+               .type = 1,
+               .seq = t->seq++,
+               .start_ns = T0 + 1000 * t->seq,
+               .latency_ns = 100,
+               .result = result,
+               .resp_blob = blob,
+               .resp_len = blob ? 2 : 0};
+  c.fp[0] = fp;
+  ck_assert_int_eq(st_writer_add_call(t->w, &c), ST_OK);
+}
+
+static uint8_t entry_flags(const rdb_built *b, uint8_t fp) {
+  const rdb_header *h = (const rdb_header *)b->base;
+  const rdb_entry *e = (const rdb_entry *)(b->base + h->entries_off);
+  for (uint64_t i = 0; i < h->nentries; i++)
+    if (e[i].fp[0] == fp)
+      return e[i].flags;
+  ck_abort_msg("no entry %u", fp);
+  return 0;
+}
+
+/* A request answered two ways in a recording (one fingerprint, two
+ * encodings: a type redefined in place, another library's copy of a
+ * sub-message's type) answers none: replay runs it for real. The same
+ * bytes twice, in one blob or two, and a size told twice alike, answer. */
+START_TEST(test_replaydb_request_answered_two_ways_answers_none) {
+  static const uint8_t x0a[] = {0x08, 0x0a}, x05[] = {0x08, 0x05};
+  tw t;
+  tw_open(&t, 700, T0);
+  uint64_t b0a, b05, b0a2;
+  ck_assert_int_eq(st_writer_add_blob(t.w, x0a, 2, &b0a), ST_OK);
+  ck_assert_int_eq(st_writer_add_blob(t.w, x05, 2, &b05), ST_OK);
+  tw_answer(&t, ST_API_PB_PACK, 1, b0a, 2);
+  tw_answer(&t, ST_API_PB_PACK, 1, b05, 2); /* two encodings */
+  tw_answer(&t, ST_API_PB_PACK, 2, b0a, 2);
+  tw_answer(&t, ST_API_PB_PACK, 2, b0a, 2); /* the same blob */
+  ck_assert_int_eq(st_writer_add_blob(t.w, x0a, 2, &b0a2), ST_OK);
+  tw_answer(&t, ST_API_PB_PACK, 2, b0a2, 2); /* the same bytes, another blob */
+  tw_answer(&t, ST_API_PB_SIZE, 3, 0, 2);
+  tw_answer(&t, ST_API_PB_SIZE, 3, 0, 3); /* two sizes */
+  tw_answer(&t, ST_API_PB_SIZE, 4, 0, 2);
+  tw_answer(&t, ST_API_PB_SIZE, 4, 0, 2);
+  tw_close(&t, 100000);
+  plan p;
+  load_plan(&p, "accel dev constant:ns=500\noffload api=pb.pack,pb.size to dev\n");
+  rdb_built b;
+  ck_assert_int_eq(rdb_build(dir, &p, RDB_MISS_FALLBACK, 1, 1, &b), 0);
+  ck_assert(entry_flags(&b, 1) & RDB_ENTRY_MIXED);
+  ck_assert(!(entry_flags(&b, 2) & RDB_ENTRY_MIXED));
+  ck_assert(entry_flags(&b, 3) & RDB_ENTRY_MIXED);
+  ck_assert(!(entry_flags(&b, 4) & RDB_ENTRY_MIXED));
+  rdb_built_free(&b);
+  plan_free(&p);
+}
+END_TEST
 
 START_TEST(test_plan_decide_outcomes_and_link_cost) {
   plan p;
@@ -797,6 +859,7 @@ static Suite *suite(void) {
   tcase_add_test(t, test_tsc_calibration_is_cached_per_boot);
   tcase_add_test(t, test_demangle_keeps_the_name_without_parameters);
   tcase_add_test(t, test_arena_stores_each_string_once_across_growth);
+  tcase_add_test(t, test_replaydb_request_answered_two_ways_answers_none);
   suite_add_tcase(s, t);
   return s;
 }
