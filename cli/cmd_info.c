@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "cli_elf.h"
+#include "pb_walk.h"
 #include "scan.h"
 
 typedef struct {
@@ -31,6 +32,73 @@ typedef struct {
   /* JPEG decodes whose rows the trace keeps, and their size */
   uint64_t file_rows_kept, file_rows_kept_bytes;
 } info_agg;
+
+/* The protobuf types' definitions met in the recording, one per (name,
+ * schema identity): a name with two is replayed apart (rdb_schema). */
+typedef struct {
+  struct info_def {
+    char *name;
+    uint64_t id;
+  } * d;
+  size_t n, cap;
+  int unnamed; /* a type without a name (written as "?") */
+} info_defs;
+
+static void defs_add(info_defs *s, const scan_file *f) {
+  for (uint32_t t = 1; t < f->ntypes; t++) {
+    const scan_type *ty = &f->types[t];
+    if (ty->family != ST_FAMILY_PROTOBUF || !ty->name)
+      continue;
+    if (!strcmp(ty->name, "?")) {
+      s->unnamed = 1;
+      continue;
+    }
+    uint64_t id = pbw_schema_id(ty->schema, ty->schema_len);
+    size_t i = 0;
+    while (i < s->n && !(s->d[i].id == id && !strcmp(s->d[i].name, ty->name)))
+      i++;
+    if (i < s->n || !id)
+      continue;
+    if (s->n == s->cap) {
+      size_t cap = s->cap ? s->cap * 2 : 16;
+      struct info_def *nd = realloc(s->d, cap * sizeof *nd);
+      if (!nd)
+        return;
+      s->d = nd;
+      s->cap = cap;
+    }
+    if ((s->d[s->n].name = strdup(ty->name)) != NULL)
+      s->d[s->n++].id = id;
+  }
+}
+
+static int def_cmp(const void *x, const void *y) {
+  return strcmp(((const struct info_def *)x)->name, ((const struct info_def *)y)->name);
+}
+
+/* What replay will not answer because of how the types were recorded. */
+static void print_defs(info_defs *s) {
+  if (s->n > 1)
+    qsort(s->d, s->n, sizeof *s->d, def_cmp);
+  int first = 1;
+  for (size_t i = 0, j; i < s->n; i = j) {
+    for (j = i + 1; j < s->n && !strcmp(s->d[j].name, s->d[i].name); j++)
+      ;
+    if (j - i > 1)
+      printf("%snote: message type %s was recorded with %zu definitions (programs or libraries "
+             "built from different versions of its .proto): replay answers a call only from "
+             "requests recorded with the program's own, and none recorded with two\n",
+             first ? "\n" : "", s->d[i].name, j - i);
+    first &= j - i == 1;
+  }
+  if (s->unnamed)
+    printf("%snote: message types without names ('?': generated with option optimize_for = "
+           "CODE_SIZE) cannot be told apart: replay runs their calls for real\n",
+           first ? "\n" : "");
+  for (size_t i = 0; i < s->n; i++)
+    free(s->d[i].name);
+  free(s->d);
+}
 
 static info_row *find_row(info_agg *a, int api, const char *type) {
   for (size_t i = 0; i < a->n; i++)
@@ -366,6 +434,7 @@ int cmd_info(int argc, char **argv) {
            "traces are not closed yet\n");
   putchar('\n');
   info_agg agg = {0};
+  info_defs defs = {0};
   cli_procs procs = {0};
   uint64_t total_ns = 0, total_calls = 0, total_bytes = 0;
   int damaged = 0;
@@ -390,6 +459,7 @@ int cmd_info(int argc, char **argv) {
     total_calls += f.calls;
     total_bytes += fb;
     damaged |= scan_damaged(&f);
+    defs_add(&defs, &f);
     scan_close(&f);
   }
   char a[32], b[32], c[32];
@@ -398,6 +468,7 @@ int cmd_info(int argc, char **argv) {
          cli_fmt_ns(b, sizeof b, (double)total_ns),
          cli_fmt_bytes(c, sizeof c, (double)total_bytes));
   print_rows(&agg, total_ns);
+  print_defs(&defs);
   for (size_t k = 0; k < agg.n; k++)
     free(agg.rows[k].type);
   free(agg.rows);

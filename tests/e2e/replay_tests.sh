@@ -782,6 +782,8 @@ PY
   # and a call is answered only from an entry recorded with its own type's
   # definition: v2's Outer{a=10} matches v1's recorded entry, not v2's a=11
   "$STANDIN" record -f -o rec -- sh -c 'v1/prog; v2/prog' >rec.out
+  "$STANDIN" info rec | grep -q "note: message type ch.Outer was recorded with 2 definitions" ||
+    fail "info: $("$STANDIN" info rec | tail -3)"
   sh -c 'v1/prog; v2/prog' >native.out
   "$STANDIN" replay -t rec --summary s.json -- sh -c 'v1/prog; v2/prog' >rep.out 2>err.txt
   cmp native.out rep.out || fail "two definitions: $(diff native.out rep.out)"
@@ -907,6 +909,7 @@ EOF
   cmp native.out rep.out || fail "another type's answer: $(diff native.out rep.out)"
   expect_eq "unnamed" 1 "$(python3 -c 'import json; print(json.load(open("s.json"))["fallback_reasons"]["unnamed_type"])')"
   grep -q "optimize_for = CODE_SIZE" err.txt || fail "$(cat err.txt)"
+  "$STANDIN" info rec | grep -q "note: message types without names" || fail "info says nothing"
 }
 
 # A request answered two ways in one recording answers none: a program
