@@ -129,10 +129,17 @@ int cli_tracedir_open(cli_tracedir *td, const char *dir) {
   }
   size_t cap = 0;
   struct dirent *e;
-  static int said; /* commands list a directory more than once */
+  static int said, said_name; /* commands list a directory more than once */
   while ((e = readdir(d)) != NULL) {
-    if (!is_trace_name(e->d_name))
+    if (!is_trace_name(e->d_name)) {
+      size_t n = strlen(e->d_name);
+      /* a trace renamed by hand (cut.trace): read by nothing, said once */
+      if (n > 6 && !strcmp(e->d_name + n - 6, ".trace") && !said_name++)
+        cli_warn("%s/%s is not read: the recorder names its traces PID.trace; give it a name "
+                 "that starts with a digit to read it with the others",
+                 dir, e->d_name);
       continue;
+    }
     /* only regular files, not links followed: a directory, FIFO, socket or
      * link in a trace's place was counted as a recorded process, and a
      * FIFO blocked its readers */

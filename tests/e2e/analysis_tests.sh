@@ -427,6 +427,14 @@ t415_recording_without_calls_is_reported_not_analysed() {
   set -e
   grep -q "folder holds no trace itself, but recordings in it do: folder/rec; give one of them" err ||
     fail "folder: $(cat err)"
+  # a trace renamed by hand is not read, and said so
+  "$STANDIN" record -o named -- "$PB" basic 1 >/dev/null
+  mv named/*.trace named/before.trace
+  set +e
+  "$STANDIN" info named >/dev/null 2>err
+  set -e
+  grep -q "named/before.trace is not read: the recorder names its traces PID.trace" err ||
+    fail "renamed: $(cat err)"
   # dump and export answer with nothing, and say why
   "$STANDIN" dump rec >out 2>err
   [ ! -s out ] || fail "dump printed: $(cat out)"
