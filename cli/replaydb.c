@@ -725,18 +725,10 @@ static uint16_t schema_row(const builder *b, const b_entry *e) {
   if (!e->schema_id || e->mixed || !is_protobuf_api(e->api))
     return 0;
   const struct b_schema key = {rdb_name_hash(e->type), e->name, e->schema_id};
-  size_t lo = 0, hi = b->nschemas;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = schema_cmp(&b->schemas[mid], &key);
-    if (c == 0)
-      return mid < UINT16_MAX ? (uint16_t)(mid + 1) : 0;
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return 0;
+  const struct b_schema *at =
+      b->nschemas ? bsearch(&key, b->schemas, b->nschemas, sizeof key, schema_cmp) : NULL;
+  size_t row = at ? (size_t)(at - b->schemas) + 1 : 0;
+  return row < UINT16_MAX ? (uint16_t)row : 0;
 }
 
 /* Sort the kept schemas and drop repeats; their number. */

@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "bypass.h"
+#include "shim.h"
 
 #if defined(__x86_64__) && defined(__LP64__) && defined(__GLIBC__)
 
@@ -55,16 +56,10 @@ __attribute__((constructor)) static void find_libc_dlopen(void) {
 }
 
 /* How many objects the process has loaded so far (glibc's counter). */
-static int read_adds(struct dl_phdr_info *info, size_t size, void *data) {
-  *(unsigned long long *)data =
-      size >= offsetof(struct dl_phdr_info, dlpi_subs) ? info->dlpi_adds : 0;
-  return 1;
-}
-
-static unsigned long long loads_so_far(void) {
-  unsigned long long n = 0;
-  dl_iterate_phdr(read_adds, &n);
-  return n;
+static long long loads_so_far(void) {
+  long long adds, subs;
+  shim_loader_counts(&adds, &subs);
+  return adds;
 }
 
 void *shim_dlopen_slow(const char *file, int mode) {
@@ -73,7 +68,7 @@ void *shim_dlopen_slow(const char *file, int mode) {
     return NULL; /* no libc dlopen: nothing to call */
   if (!(mode & RTLD_DEEPBIND))
     return shim_libc_dlopen(file, mode);
-  unsigned long long before = loads_so_far();
+  long long before = loads_so_far();
   void *h = shim_libc_dlopen(file, mode);
   if (h && loads_so_far() != before) {
     struct link_map *lm = NULL;

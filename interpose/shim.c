@@ -172,6 +172,21 @@ void *shim_real_opt(const char *name) {
   return p;
 }
 
+static int read_counts(struct dl_phdr_info *info, size_t size, void *data) {
+  long long *c = data;
+  int have = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
+  c[0] = have ? (long long)info->dlpi_adds : -1;
+  c[1] = have ? (long long)info->dlpi_subs : -1;
+  return 1;
+}
+
+void shim_loader_counts(long long *adds, long long *subs) {
+  long long c[2] = {-1, -1};
+  dl_iterate_phdr(read_counts, c);
+  *adds = c[0];
+  *subs = c[1];
+}
+
 int shim_dladdr(const void *addr, Dl_info *di) {
   struct link_map *lm = NULL;
   if (!dladdr1(addr, di, (void **)&lm, RTLD_DL_LINKMAP))

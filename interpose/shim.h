@@ -45,6 +45,10 @@ extern SHIM_TLS int shim_exiting;
  * its title over: setproctitle, Chromium's renderers), else 1. */
 int shim_dladdr(const void *addr, Dl_info *di);
 
+/* The loader's counts of objects loaded and unloaded so far (glibc's
+ * dlpi_adds and dlpi_subs); -1 each where the loader keeps none. */
+void shim_loader_counts(long long *adds, long long *subs);
+
 /* How many lookups have asked every loaded object (a library outside the
  * global scope, whose other functions are then looked for there first). */
 uint64_t shim_real_scans(void);

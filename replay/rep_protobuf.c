@@ -7,9 +7,7 @@
  * built as one block. A request that
  * is not in the recording runs the real function (or stops the program
  * under --on-miss abort): a wrong response is never returned. */
-#include <link.h>
 #include <protobuf-c/protobuf-c.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,14 +118,28 @@ static SHIM_TLS struct {
   uint64_t v;
 } type_cache[TYPE_CACHE];
 
-static inline uint64_t verdict(const ProtobufCMessageDescriptor *d) {
-  uint64_t u = tv_unloads();
-  unsigned k = (unsigned)((uintptr_t)d >> 6) % TYPE_CACHE;
-  if (SHIM_UNLIKELY(type_cache[k].d != d || (type_cache[k].v ^ u) >> TV_UNLOADS_SHIFT)) {
-    type_cache[k].v = verdict_slow(d, u);
-    type_cache[k].d = d;
-  }
+/* A thread's cache miss: the verdict from the process's table (0 for a
+ * NULL descriptor, whose zeroed slot stops matching after an unload). */
+static __attribute__((noinline)) uint64_t verdict_fill(const ProtobufCMessageDescriptor *d,
+                                                       unsigned k) {
+  if (d == NULL)
+    return 0;
+  type_cache[k].v = verdict_slow(d, tv_unloads());
+  type_cache[k].d = d;
   return type_cache[k].v;
+}
+
+/* The verdict on d, asked on every call looked up (0 for NULL), from the
+ * thread's cache (callgrind: a replayed 1 KB pack 27 instructions more, a
+ * small one 28 to 39 more with 1 to 12 types in turn, 68 with 40; a check
+ * of the thread's last type first cost less for one type and more for
+ * several). */
+static inline uint64_t verdict(const ProtobufCMessageDescriptor *d) {
+  unsigned k = (unsigned)((uintptr_t)d >> 6) % TYPE_CACHE;
+  uint64_t v = type_cache[k].v;
+  if (SHIM_LIKELY(type_cache[k].d == d && !((v ^ tv_unloads()) >> TV_UNLOADS_SHIFT)))
+    return v;
+  return verdict_fill(d, k);
 }
 
 /* Whether d's calls of `api` stay whole in software: 0, or 1 + whether
@@ -137,27 +149,6 @@ static inline int kept(const ProtobufCMessageDescriptor *d, int api) {
     return 0;
   uint64_t a = verdict(d);
   return (a >> api & 1) ? 1 + (a >> (RP_KEPT_UNSUP + api) & 1) : 0;
-}
-
-/* The verdict on d (0 for NULL), asked on every call looked up: TV_CHANGED
- * when d is not the recorded type of its name (rdb_schema), and in bits
- * 32-63 the rdb_schema row an entry must have been recorded with to answer
- * its call (rdb_entry.schema), 0: any of its name. From the thread's cache
- * of verdicts (callgrind: a replayed 1 KB pack 27 instructions more, a
- * small one 28 to 39 more with 1 to 12 types in turn, 68 with 40; a check
- * of the thread's last type first cost less for one type and more for
- * several). A NULL descriptor matches the zeroed slots until the first
- * unload, and verdict_null says 0 after. */
-static __attribute__((noinline)) uint64_t verdict_null(const ProtobufCMessageDescriptor *d) {
-  return d ? verdict(d) : 0;
-}
-
-static inline uint64_t type_verdict(const ProtobufCMessageDescriptor *d) {
-  unsigned k = (unsigned)((uintptr_t)d >> 6) % TYPE_CACHE;
-  uint64_t v = type_cache[k].v;
-  if (SHIM_LIKELY(type_cache[k].d == d && !((v ^ tv_unloads()) >> TV_UNLOADS_SHIFT)))
-    return v;
-  return verdict_null(d);
 }
 
 /* Whether e may answer a call whose type's verdict is tv: not recorded
@@ -235,7 +226,7 @@ static __thread __attribute__((tls_model("initial-exec"))) pbw_fp_memo sized;
 
 /* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
 static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *reason) {
-  uint64_t tv = type_verdict(m ? m->descriptor : NULL);
+  uint64_t tv = verdict(m ? m->descriptor : NULL);
   if (SHIM_UNLIKELY(tv & (TV_CHANGED | TV_UNNAMED))) {
     *reason = tv & TV_UNNAMED ? RDB_FB_UNNAMED : RDB_FB_CHANGED;
     return NULL;
@@ -411,7 +402,7 @@ static int saved_is(const rdb_entry *e, size_t len, const uint8_t *data) {
 
 static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t len,
                                      const uint8_t *data, int *reason) {
-  uint64_t tv = type_verdict(d);
+  uint64_t tv = verdict(d);
   if (SHIM_UNLIKELY(tv & (TV_CHANGED | TV_UNNAMED))) {
     *reason = tv & TV_UNNAMED ? RDB_FB_UNNAMED : RDB_FB_CHANGED;
     return NULL;
@@ -558,14 +549,6 @@ SHIM_EXPORT void protobuf_c_message_free_unpacked(ProtobufCMessage *m, ProtobufC
     free(m);
 }
 
-/* The loader's count of objects unloaded (glibc's dlpi_subs), or -1. */
-static int read_subs(struct dl_phdr_info *info, size_t size, void *data) {
-  *(int64_t *)data = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs
-                         ? (int64_t)info->dlpi_subs
-                         : -1;
-  return 1;
-}
-
 /* A library unloaded takes its descriptors with it, and one loaded later
  * may put other definitions of its types at the same addresses: the type
  * verdicts and memos above hold for as many unloads as when they were
@@ -577,8 +560,8 @@ static int read_subs(struct dl_phdr_info *info, size_t size, void *data) {
 SHIM_EXPORT int dlclose(void *handle) {
   SHIM_REAL(real, dlclose);
   int r = real(handle);
-  int64_t subs = -1;
-  dl_iterate_phdr(read_subs, &subs);
+  long long adds, subs;
+  shim_loader_counts(&adds, &subs);
   if (subs < 0) { /* no count from the loader: every dlclose counts */
     atomic_fetch_add(&rp_unloads, 1);
     return r;

@@ -885,14 +885,21 @@ uint32_t rp_kept_apis(const char *name) {
   return 0;
 }
 
-/* The rows of rdb_schema for type `name`: calls f(row, arg) on each until
- * it returns nonzero, and returns that (0: none did, or no row). */
-static int schema_rows(const char *name, int (*f)(const rdb_schema *, uint64_t), uint64_t arg) {
+/* The rows of rdb_schema for type `name` (sorted by name hash), in one
+ * pass: how many, whether one is of unknown identity, the index + 1 of the
+ * one of identity id (0: none), and the name's offset. */
+typedef struct {
+  uint32_t n, unknown, row;
+  uint64_t name_off;
+} schema_rows_of;
+
+static schema_rows_of schema_rows(const char *name, uint64_t id) {
+  schema_rows_of o = {0};
   if (!db || !name || hdr->nschemas == 0)
-    return 0;
+    return o;
   const rdb_schema *r = (const rdb_schema *)(db + hdr->schemas_off);
   uint64_t h = rdb_name_hash(name), lo = 0, hi = hdr->nschemas;
-  while (lo < hi) { /* the first row of hash h: rows are sorted by it */
+  while (lo < hi) { /* the first row of hash h */
     uint64_t mid = lo + (hi - lo) / 2;
     if (r[mid].name_hash < h)
       lo = mid + 1;
@@ -901,49 +908,28 @@ static int schema_rows(const char *name, int (*f)(const rdb_schema *, uint64_t),
   }
   size_t len = strlen(name);
   for (uint64_t i = lo; i < hdr->nschemas && r[i].name_hash == h; i++) {
-    int v;
-    if (stored_name_is(r[i].name_off, name, len) && (v = f(&r[i], arg)))
-      return v;
+    if (!stored_name_is(r[i].name_off, name, len))
+      continue;
+    o.n++;
+    o.unknown |= r[i].id == 0;
+    if (id && r[i].id == id && !o.row)
+      o.row = (uint32_t)(i + 1);
+    o.name_off = r[i].name_off;
   }
-  return 0;
-}
-
-static int row_any(const rdb_schema *r, uint64_t arg) {
-  (void)arg;
-  return r->id ? 2 : 1;
-}
-
-static int row_unknown(const rdb_schema *r, uint64_t arg) {
-  (void)arg;
-  return r->id == 0;
-}
-
-static int row_is(const rdb_schema *r, uint64_t id) {
-  if (r->id != id)
-    return 0;
-  return (int)(r - (const rdb_schema *)(db + hdr->schemas_off)) + 1;
-}
-
-static int row_other(const rdb_schema *r, uint64_t id) {
-  return r->id != id;
-}
-
-static int row_name(const rdb_schema *r, uint64_t arg) {
-  (void)arg;
-  rp_changed_type(r->name_off);
-  return 1;
+  return o;
 }
 
 int rp_schema_checked(const char *name) {
-  return schema_rows(name, row_any, 0) && !schema_rows(name, row_unknown, 0);
+  schema_rows_of o = schema_rows(name, 0);
+  return o.n && !o.unknown;
 }
 
 uint32_t rp_schema_row(const char *name, uint64_t id, int *several) {
-  int row = id ? schema_rows(name, row_is, id) : 0;
-  *several = row && schema_rows(name, row_other, id);
-  if (!row)
-    schema_rows(name, row_name, 0);
-  return (uint32_t)row;
+  schema_rows_of o = schema_rows(name, id);
+  *several = o.row && o.n > 1;
+  if (!o.row && o.n)
+    rp_changed_type(o.name_off);
+  return o.row;
 }
 
 _Atomic uint64_t rp_unloads;
