@@ -700,12 +700,15 @@ static __thread __attribute__((tls_model("initial-exec"))) struct {
   uint64_t h;
 } name_cache[NAME_CACHE];
 
+uint64_t pbw_name_hash(const char *name) {
+  return name ? XXH3_64bits(name, strlen(name)) : XXH3_64bits("", 0);
+}
+
 static uint64_t name_hash(const ProtobufCMessageDescriptor *d) {
   unsigned k = (unsigned)((uintptr_t)d >> 4) % NAME_CACHE;
   if (d != NULL && name_cache[k].d == d)
     return name_cache[k].h;
-  const char *name = d && d->name ? d->name : "";
-  uint64_t h = XXH3_64bits(name, strlen(name));
+  uint64_t h = pbw_name_hash(d ? d->name : NULL);
   if (d != NULL) {
     name_cache[k].d = d;
     name_cache[k].h = h;
@@ -716,7 +719,11 @@ static uint64_t name_hash(const ProtobufCMessageDescriptor *d) {
 /* One pass over the data; the type name is mixed in afterwards. */
 void pbw_fingerprint_hashed(const ProtobufCMessageDescriptor *d, const uint64_t h[2], size_t len,
                             uint8_t fp[16]) {
-  uint64_t mix[4] = {name_hash(d), h[0], h[1], len};
+  pbw_fingerprint_named(name_hash(d), h, len, fp);
+}
+
+void pbw_fingerprint_named(uint64_t name_hash, const uint64_t h[2], size_t len, uint8_t fp[16]) {
+  uint64_t mix[4] = {name_hash, h[0], h[1], len};
   XXH128_hash_t r = XXH3_128bits(mix, sizeof mix);
   XXH128_canonicalFromHash((XXH128_canonical_t *)fp, r);
 }

@@ -122,6 +122,10 @@ void pbw_fingerprint_bytes(const ProtobufCMessageDescriptor *d, const uint8_t *d
 void pbw_hash_bytes(const void *data, size_t len, uint64_t h[2]);
 void pbw_fingerprint_hashed(const ProtobufCMessageDescriptor *d, const uint64_t h[2], size_t len,
                             uint8_t fp[16]);
+/* The same from the type's name hash (pbw_name_hash of its full name,
+ * NULL for none), for a caller that no longer holds the descriptor. */
+uint64_t pbw_name_hash(const char *name);
+void pbw_fingerprint_named(uint64_t name_hash, const uint64_t h[2], size_t len, uint8_t fp[16]);
 
 /* Statistics of a tree without hashing. */
 int pbw_tree_stats(const ProtobufCMessage *m, pbw_stats *st);

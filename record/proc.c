@@ -5,8 +5,8 @@
  * exec* and _exit (wrapped in interpose/procwrap.c): the process image ends
  * without exit handlers, so the writer drains every ring and closes the
  * file first. If an exec fails, the next call opens a new file.
- * dlclose: the writer reads message descriptors after the call, so it
- * drains the rings before a library can take them away. */
+ * dlclose: the writer knows message types by descriptor address, so it
+ * drains the rings and forgets them before a library can take them away. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -87,7 +87,7 @@ void shim_on_seccomp(void) {
 }
 
 /* A library with generated message descriptors (a plugin) may be unloaded:
- * the writer must be done with its descriptors first. */
+ * the writer must be done with its types' addresses first. */
 SHIM_EXPORT int dlclose(void *handle) {
   SHIM_REAL(real, dlclose);
   rt_before_unload();

@@ -327,6 +327,7 @@ int rt_pb_bypassed;
  * the call time natively spent elsewhere (bypass.c). */
 __attribute__((constructor)) static void rec_protobuf_init(void) {
   rt_pb_bypassed = shim_bypass_protobuf();
+  pbw_schema_allocator(shim_realloc, shim_free); /* typecap.c builds on program threads */
   simple_append = (void (*)(ProtobufCBuffer *, size_t, const uint8_t *))dlsym(
       RTLD_DEFAULT, "protobuf_c_buffer_simple_append");
 }

@@ -24,6 +24,7 @@
 #include <execinfo.h>
 
 #include "fatal.h"
+#include "keyset.h"
 #include "lazylibs.h"
 #include "record_internal.h"
 #include "ring.h"
@@ -760,6 +761,7 @@ static void *writer_main(void *arg) {
         ;
       flush_held_all(); /* their types are about to go */
       wr_forget_types();
+      rt_type_forget_all();
       atomic_store(&unload_done, req);
     }
     int stopping = atomic_load(&writer_stop);
@@ -843,11 +845,11 @@ void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns) {
   wait_writer_done(wait_ns, poll_ns);
 }
 
-/* Records in the rings point at message descriptors that the writer reads
- * later; a library unloaded in between would take them away. So before
- * dlclose, wait (bounded) until the writer has written every queued call
- * and forgotten the descriptors it knows: an address may come back holding
- * another type. */
+/* Records in the rings name their message types by descriptor address,
+ * and a library unloaded and another loaded in its place may put another
+ * type at an address. So before dlclose, wait (bounded) until the writer
+ * has written every queued call and forgotten the types it knows, and the
+ * captured ones (typecap.c). */
 void rt_before_unload(void) {
   if (rt_sealed || in_writer || (uint32_t)getpid() != rt_cfg.pid || !writer_running ||
       atomic_load(&run_state) != RUN_ACTIVE)
@@ -1215,13 +1217,8 @@ int rt_keep_whole(rt_payload *p) {
  * those types are walked on the calling thread. A program thread may see a
  * type that was just forgotten; the writer then builds the schema again
  * when the call comes (and flags the call PB_REASON_NOFP if it cannot). */
-#define SCHEMA_SLOTS 1024
-#define SCHEMA_PROBES 8
-static _Atomic(const void *) schema_keys[SCHEMA_SLOTS];
-
-static unsigned schema_slot(const void *key) {
-  return (unsigned)(((uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 54); /* 10 bits */
-}
+#define SCHEMA_BITS 10
+static keyset_slot_t schema_keys[1u << SCHEMA_BITS];
 
 /* The writer keeps up with the calling thread: its ring is less than half
  * full. */
@@ -1235,44 +1232,18 @@ static int writer_keeps_up(void) {
 /* Types whose get_packed_size calls did not find a pack to pair with
  * (written without a fingerprint): their sizes walk the tree again. The
  * writer adds, program threads look, forgotten with the schemas. */
-static _Atomic(const void *) size_walk_keys[SCHEMA_SLOTS];
-
-static int key_in(_Atomic(const void *) *set, const void *key) {
-  unsigned s = schema_slot(key);
-  for (unsigned i = 0; key && i < SCHEMA_PROBES; i++, s = (s + 1) % SCHEMA_SLOTS) {
-    const void *k = atomic_load_explicit(&set[s], memory_order_relaxed);
-    if (k == key)
-      return 1;
-    if (k == NULL)
-      return 0;
-  }
-  return 0;
-}
-
-/* Only the writer adds: no lost update between two adders. */
-static void key_add(_Atomic(const void *) *set, const void *key) {
-  unsigned s = schema_slot(key);
-  for (unsigned i = 0; key && i < SCHEMA_PROBES; i++, s = (s + 1) % SCHEMA_SLOTS) {
-    const void *k = atomic_load_explicit(&set[s], memory_order_relaxed);
-    if (k == key)
-      return;
-    if (k == NULL) {
-      atomic_store_explicit(&set[s], key, memory_order_relaxed);
-      return;
-    }
-  }
-}
+static keyset_slot_t size_walk_keys[1u << SCHEMA_BITS];
 
 void rt_size_walk(const void *key) {
-  key_add(size_walk_keys, key);
+  keyset_add(size_walk_keys, SCHEMA_BITS, key);
 }
 
 int rt_size_may_pair(const void *key) {
-  return !key_in(size_walk_keys, key) && rt_defer_fp(key);
+  return !keyset_has(size_walk_keys, SCHEMA_BITS, key) && rt_defer_fp(key);
 }
 
 int rt_schema_known(const void *key) {
-  return key_in(schema_keys, key);
+  return keyset_has(schema_keys, SCHEMA_BITS, key);
 }
 
 int rt_defer_fp(const void *key) {
@@ -1288,14 +1259,12 @@ uint64_t rt_submitted(void) {
 }
 
 void rt_schema_ready(const void *key) {
-  key_add(schema_keys, key);
+  keyset_add(schema_keys, SCHEMA_BITS, key);
 }
 
 void rt_schema_forget_all(void) {
-  for (unsigned s = 0; s < SCHEMA_SLOTS; s++) {
-    atomic_store_explicit(&schema_keys[s], NULL, memory_order_relaxed);
-    atomic_store_explicit(&size_walk_keys[s], NULL, memory_order_relaxed);
-  }
+  keyset_clear(schema_keys, SCHEMA_BITS);
+  keyset_clear(size_walk_keys, SCHEMA_BITS);
 }
 
 /* Calls of threads whose ring could not be mapped (an address-space limit,
@@ -1332,6 +1301,8 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
     return;
   }
   submitted++;
+  if (c->type_key && st_api_family(c->api) == ST_FAMILY_PROTOBUF)
+    rt_type_capture(c->type_key); /* before the writer can see the call */
   stage_payload(&c->req);
   stage_payload(&c->resp);
   uint64_t inl = (c->req.kind == RT_PAY_COPY ? c->req.len : 0) +
@@ -1503,6 +1474,7 @@ void rt_before_exit(void) {
 
 static void atfork_child(void) {
   shim_alloc_fork_release();
+  rt_type_fork_unlock();
   atomic_store(&unwinders, 0); /* none: the threads that could were left behind */
   atomic_store(&forking, 0);
   atomic_store(&overhead_gone, 0);
@@ -1565,11 +1537,13 @@ static void atfork_prepare(void) {
     sched_yield();
   writer_boost(); /* it may hold writer_work */
   pthread_mutex_lock(&writer_work); /* the writer finishes its round first */
+  rt_type_fork_lock();
   shim_alloc_fork_prepare();        /* last: the writer frees only inside its round */
 }
 
 static void atfork_parent(void) {
   shim_alloc_fork_release();
+  rt_type_fork_unlock();
   pthread_mutex_unlock(&writer_work);
   pthread_mutex_unlock(&start_lock);
   atomic_store(&forking, 0);

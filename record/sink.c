@@ -40,6 +40,7 @@ typedef struct {
   size_t schema_len;
   pbw_packed_plan *plan; /* the schema decoded for deriving pack fingerprints */
   pbw_stats_plan *stats; /* the schema checked once for unpack features */
+  uint64_t name_hash;    /* pbw_name_hash of a protobuf type's name */
 } type_slot;
 
 static struct {
@@ -493,13 +494,24 @@ static int grow_types(void) {
 static void write_type(type_slot *ts, int api) {
   st_type t = {.id = ts->id, .family = (uint8_t)st_api_family(api), .name = "?"};
   if (t.family == ST_FAMILY_PROTOBUF) {
-    const ProtobufCMessageDescriptor *d = ts->key;
-    t.name = d->name ? d->name : "?";
-    if (pbw_schema_build(d, &ts->schema, &ts->schema_len) == PBW_OK) {
+    /* captured on the calling thread (typecap.c): the program may have
+     * freed the descriptor since; read here only when that failed */
+    const char *name = NULL;
+    int built;
+    if (rt_type_captured(ts->key, &name, &ts->schema, &ts->schema_len)) {
+      built = ts->schema != NULL;
+    } else {
+      const ProtobufCMessageDescriptor *d = ts->key;
+      name = d->name;
+      built = pbw_schema_build(d, &ts->schema, &ts->schema_len) == PBW_OK;
+    }
+    t.name = name ? name : "?";
+    ts->name_hash = pbw_name_hash(name);
+    if (built) {
       t.schema = ts->schema;
       t.schema_len = (uint32_t)ts->schema_len;
       if (pbw_packed_plan_build(ts->schema, ts->schema_len, &ts->plan) == PBW_OK)
-        rt_schema_ready(d); /* pack hooks may leave fingerprints to us now */
+        rt_schema_ready(ts->key); /* pack hooks may leave fingerprints to us now */
       (void)pbw_stats_plan_build(ts->schema, ts->schema_len, &ts->stats);
     }
   } else if (t.family == ST_FAMILY_JPEG) {
@@ -512,7 +524,7 @@ static void free_types(void) {
   rt_schema_forget_all();
   forget_derived();
   for (uint32_t i = 0; i < S.type_cap; i++) {
-    free(S.types[i].schema);
+    shim_free(S.types[i].schema); /* pbw_schema_allocator: the shim's heap */
     pbw_packed_plan_free(S.types[i].plan);
     pbw_stats_plan_free(S.types[i].stats);
   }
@@ -785,7 +797,10 @@ static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair) 
     S.size_fp_paired += given;
     S.size_fp_unpaired += !given;
   } else if (rc->derive_fp && c.api == ST_API_PB_UNPACK) { /* the bytes were saved whole */
-    pbw_fingerprint_hashed(rc->type_key, rq.h, (size_t)rc->req_saved, c.fp);
+    if (ts) /* by the captured name: the descriptor may be gone */
+      pbw_fingerprint_named(ts->name_hash, rq.h, (size_t)rc->req_saved, c.fp);
+    else
+      pbw_fingerprint_hashed(rc->type_key, rq.h, (size_t)rc->req_saved, c.fp);
     shim_fp_bind(c.fp, c.api);
   } else if (rc->derive_fp) { /* after the blob: its id may spare the derivation */
     pack_rc = pack_features(&c, ts, resp, rc->resp_saved,

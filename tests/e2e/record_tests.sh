@@ -988,3 +988,73 @@ EOF
   # (the detached child's 5 are counted if it ends before replay does)
   [ "$(json s.json calls_replayed)" -ge 100 ] || fail "the parent's calls: $(json s.json calls_replayed)"
 }
+
+# A program that builds a message descriptor at run time and frees it after
+# its calls: the writer thread read the descriptor (name, schema) when it
+# reached the type's first call, after the program had unmapped it, and
+# the program died with SIGSEGV (every run). Each descriptor is now
+# captured on the calling thread at its first call. A forked child,
+# whose own copies are mapped after the fork, records its calls too.
+t041_record_descriptors_freed_after_their_calls() {
+  cat >x.proto <<'EOF'
+syntax = "proto2";
+package hd;
+message M { optional int32 a = 1; optional string s = 2; }
+EOF
+  cat >prog.c <<'EOF'
+/* pack and unpack an M through a copy of its descriptor in a mapping
+ * unmapped right after the calls; N times, then as many in a child */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "x.pb-c.h"
+static void calls(int from, int n) {
+  for (int i = from; i < from + n; i++) {
+    ProtobufCMessageDescriptor *d = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (d == MAP_FAILED)
+      exit(3);
+    memcpy(d, &hd__m__descriptor, sizeof *d);
+    Hd__M m = HD__M__INIT;
+    m.base.descriptor = d;
+    m.has_a = 1, m.a = i;
+    m.s = "hello";
+    uint8_t out[64];
+    size_t len = protobuf_c_message_pack(&m.base, out);
+    Hd__M *u = (Hd__M *)protobuf_c_message_unpack(d, NULL, len, out);
+    printf("%d: %zu bytes, a=%d s=%s\n", i, len, u ? u->a : -1, u ? u->s : "-");
+    protobuf_c_message_free_unpacked(&u->base, NULL);
+    munmap(d, 4096);
+  }
+  fflush(stdout);
+}
+int main(int argc, char **argv) {
+  int n = atoi(argv[1]);
+  calls(0, n);
+  pid_t p = fork();
+  if (p == 0) {
+    calls(1000, n);
+    _exit(0);
+  }
+  int st;
+  waitpid(p, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 9;
+}
+EOF
+  protoc-c --c_out=. x.proto
+  gcc -o prog prog.c x.pb-c.c -lprotobuf-c
+  ./prog 50 >native.out
+  local rc=0
+  "$STANDIN" record -o rec -- ./prog 50 >rec.out 2>err.txt || rc=$?
+  expect_eq "record's exit" 0 "$rc"
+  cmp native.out rec.out
+  expect_eq "calls" 200 "$(calls rec)"
+  "$STANDIN" info rec | grep -q "pb.unpack  *hd.M  *100 " || fail "$("$STANDIN" info rec)"
+  # the schemas came through: every unpack's tree is rebuilt and answered
+  "$STANDIN" replay -t rec --summary s.json -- ./prog 50 >rep.out
+  cmp native.out rep.out
+  expect_eq "replayed" 200 "$(json s.json calls_replayed)"
+}
