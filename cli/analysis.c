@@ -941,3 +941,53 @@ uint32_t an_cpus_here(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (uint32_t)n : 1;
 }
+
+static void say_damaged(const char *dir, const char *what) {
+  cli_err("%s: nothing to %s: its traces are damaged before their first call (see above); "
+          "record the program again",
+          dir, what);
+}
+
+int an_estimable(const an_result *r, const char *dir, const char *what) {
+  if (r->processes == 0) {
+    cli_err_no_trace(dir, what);
+    return -1;
+  }
+  if (r->calls == 0 && r->damaged) { /* (a table of zeros read as an estimate) */
+    say_damaged(dir, what);
+    return -1;
+  }
+  return 0;
+}
+
+int an_estimable_quick(const char *dir, const char *what) {
+  cli_tracedir td;
+  if (cli_tracedir_open(&td, dir) != 0)
+    return -1;
+  int calls = 0, read = 0;
+  char *damaged = NULL; /* the first trace damaged before a call */
+  for (size_t i = 0; i < td.n && !calls; i++) {
+    st_reader *rd;
+    if (cli_reader_open(&rd, td.paths[i]) != 0) { /* said, naming it */
+      damaged = damaged ? damaged : td.paths[i];
+      continue;
+    }
+    read = 1;
+    st_record rec;
+    int rc;
+    while (!calls && (rc = st_reader_next(rd, &rec)) == ST_OK)
+      calls = rec.kind == ST_REC_CALL;
+    if (!calls && rc != ST_E_END && !damaged)
+      damaged = td.paths[i];
+    st_reader_close(rd);
+  }
+  int ok = calls || (read && !damaged); /* no call, no damage: as an_run reads it */
+  if (!ok && !damaged)
+    cli_err_no_trace(dir, what);
+  else if (!ok)
+    cli_err("%s: nothing to %s: no trace holds a readable call (%s is damaged before its "
+            "first); record the program again",
+            dir, what, damaged);
+  cli_tracedir_free(&td);
+  return ok ? 0 : -1;
+}

@@ -129,6 +129,15 @@ uint32_t an_cpus_here(void);
  * directory or a file cannot be opened or memory runs out; a damaged file
  * is read up to the damage (warned, r->damaged set). */
 int an_run(an_result *r, const char *dir, const an_opts *o);
+
+/* Whether r (an_run's result for dir) has calls to estimate: 0, or -1
+ * after saying why (no trace; every trace damaged before its first call),
+ * with `what` the command's verb ("estimate", "sweep"). */
+int an_estimable(const an_result *r, const char *dir, const char *what);
+
+/* The same before reading dir whole (a sweep that replays first): 0 when
+ * one of its traces holds a call, else -1 said as above. */
+int an_estimable_quick(const char *dir, const char *what);
 void an_free(an_result *r);
 
 /* End-to-end estimates of plan k (ns), on the recorded wall time:

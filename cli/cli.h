@@ -178,4 +178,22 @@ int cmd_sweep(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 
+/* An output file (export -o, replay --summary). Written under a temporary
+ * name beside path and renamed over it when whole, so a failed run leaves
+ * what was there; written in place when path exists and is not a regular
+ * file (a symbolic link such as /dev/stdout, a device, a FIFO). A path that is one of recording
+ * dir's files (a trace, run.info) is refused: cli_out_check says so (names both) and returns -1;
+ * cli_out_open checks too. NULL or "-": standard output. */
+typedef struct {
+  FILE *f;
+  const char *path; /* NULL: standard output */
+  char *tmp;        /* NULL: written in place */
+} cli_out;
+int cli_out_check(const char *path, const char *dir);
+int cli_out_open(cli_out *o, const char *path, const char *dir);
+/* Flush and close; ok == 0 (or a write error) discards the temporary.
+ * 0 when the output is complete in its place, else -1 (said why, unless
+ * ok was 0). */
+int cli_out_close(cli_out *o, int ok);
+
 #endif

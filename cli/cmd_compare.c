@@ -89,6 +89,24 @@ static int load(const cmp_opts *o, summary *s) {
       cli_err("%s has no wall_ns: is it a 'standin replay --summary' file?", o->files[i]);
       return -1;
     }
+    if (json_count(w, &s[i].wall) != 0 || s[i].wall == 0) {
+      cli_err("%s: wall_ns is %g, not a time a replay measured (a whole number of ns above 0); "
+              "give summaries that 'standin replay --summary' wrote",
+              o->files[i], w->num);
+      return -1;
+    }
+    static const char *const counts[] = {"calls_replayed", "calls_approximated", "calls_fallback"};
+    uint64_t *dst[] = {&s[i].replayed, &s[i].approx, &s[i].fallback};
+    for (int k = 0; k < 3; k++) {
+      const json *c = json_get(s[i].doc, counts[k]);
+      *dst[k] = 0;
+      if (c && json_count(c, dst[k]) != 0) {
+        cli_err("%s: %s is not a count of calls; give summaries that 'standin replay "
+                "--summary' wrote",
+                o->files[i], counts[k]);
+        return -1;
+      }
+    }
     /* whatif's and report's JSON have a wall_ns too (the recording's): one
      * was taken for a measured replay (build/demo/both.whatif.json) */
     if (!json_get(s[i].doc, "calls_intercepted")) {
@@ -97,10 +115,6 @@ static int load(const cmp_opts *o, summary *s) {
               o->files[i]);
       return -1;
     }
-    s[i].wall = (uint64_t)w->num;
-    s[i].replayed = (uint64_t)json_num(json_get(s[i].doc, "calls_replayed"), 0);
-    s[i].approx = (uint64_t)json_num(json_get(s[i].doc, "calls_approximated"), 0);
-    s[i].fallback = (uint64_t)json_num(json_get(s[i].doc, "calls_fallback"), 0);
     /* a replay whose calls all missed ran the program for real: its wall
      * time says nothing of the plan */
     if (s[i].replayed + s[i].approx == 0 && s[i].fallback > 0) {
@@ -150,6 +164,12 @@ static void check_accelerators(const cmp_opts *o, const summary *s, const plan *
                "plan or --iface the replay ran with",
                o->files[i], p->accel[0].name, p->naccel > 1 ? ", ..." : "");
   }
+}
+
+/* A summary's accelerator figure as shown: 0 when it is not a count. */
+static uint64_t shown(const json *v) {
+  uint64_t x = 0;
+  return json_count(v, &x) == 0 ? x : 0;
 }
 
 static double diff(uint64_t est, uint64_t meas) {
@@ -229,8 +249,8 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
         continue;
       }
       printf("%-14s %-32.32s %10s %11s\n", "", cli_fit(fn, 32),
-             cli_fmt_count(rq, sizeof rq, (uint64_t)json_num(json_get(ac, "requests"), 0)),
-             cli_fmt_ns(q, sizeof q, json_num(json_get(ac, "queue_ns"), 0)));
+             cli_fmt_count(rq, sizeof rq, shown(json_get(ac, "requests"))),
+             cli_fmt_ns(q, sizeof q, (double)shown(json_get(ac, "queue_ns"))));
     }
   }
   anp_notes_text(stdout, r);
@@ -262,8 +282,8 @@ static void print_json(const an_result *r, const cmp_opts *o, const summary *s) 
       json_write_str(stdout, p->accel[k].name);
       if (ac)
         printf(": {\"requests\": %llu, \"queue_ns\": %llu}",
-               (unsigned long long)json_num(json_get(ac, "requests"), 0),
-               (unsigned long long)json_num(json_get(ac, "queue_ns"), 0));
+               (unsigned long long)shown(json_get(ac, "requests")),
+               (unsigned long long)shown(json_get(ac, "queue_ns")));
       else
         printf(": null");
     }
@@ -291,15 +311,13 @@ int cmd_compare(int argc, char **argv) {
                   .what = "compare",
                   .cpus = o.a.cpus,
                   .native_wall_ns = o.a.native_wall_ns};
-    rc = an_run(&r, o.dir, &ao) == 0 ? 0 : 1;
-    if (rc == 0 && r.processes == 0) {
-      cli_err_no_trace(o.dir, "compare");
-      rc = 1;
-    }
+    rc = an_run(&r, o.dir, &ao) == 0 && an_estimable(&r, o.dir, "compare") == 0 ? 0 : 1;
   }
   if (rc == 0) {
     check_accelerators(&o, s, o.a.ps.p[0]);
     (o.a.json ? print_json : print_text)(&r, &o, s);
+    if (r.damaged)
+      rc = 1; /* the estimate is of the calls before the damage (said) */
   }
   for (int i = 0; i < o.nfiles; i++)
     json_free(s[i].doc);

@@ -425,23 +425,20 @@ int cmd_export(int argc, char **argv) {
     return 1;
   if (td.n == 0)
     cli_warn_no_trace(x.dir, "export");
-  if (x.out_path && !strcmp(x.out_path, "-"))
-    x.out_path = NULL; /* standard output, as without -o */
-  x.out = x.out_path ? fopen(x.out_path, "w") : stdout;
-  if (!x.out) {
-    cli_err("cannot write %s: %s", x.out_path, strerror(errno));
+  cli_out out; /* standard output without -o or with "-" */
+  if (cli_out_open(&out, x.out_path, x.dir) != 0) {
     cli_tracedir_free(&td);
     return 1;
   }
+  x.out = out.f;
   feature_columns(&x);
   x.launcher_ns = cli_launcher_pidns(x.dir);
   x.base = time_base(&td);
   begin_doc(&x);
   int bad = export_files(&x, &td);
-  if (ferror(x.out) || (x.out_path ? fclose(x.out) : fflush(x.out)) != 0) {
-    cli_err("writing %s failed: %s", x.out_path ? x.out_path : "standard output", strerror(errno));
+  /* a damaged recording's readable calls are kept (exit 1 says it) */
+  if (cli_out_close(&out, 1) != 0)
     bad = 1;
-  }
   free(x.thread_named);
   cli_procs_free(&x.procs);
   cli_tracedir_free(&td);

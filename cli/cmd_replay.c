@@ -152,7 +152,7 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
   }
   if (!o->plan_file && o->plan.naccel == 0 && plan_add_iface(&o->plan, "software") != 0)
     return -1;
-  if (o->summary && summary_writable(o->summary) != 0)
+  if (o->summary && (cli_out_check(o->summary, o->dir) != 0 || summary_writable(o->summary) != 0))
     return -1;
   *first = optind;
   return 0;
@@ -360,12 +360,10 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
                          uint64_t wall, int rc) {
   const rdb_header *h = (const rdb_header *)b->base;
   const rdb_stats *s = (const rdb_stats *)(b->base + h->stats_off);
-  int out = !strcmp(path, "-"); /* standard output, after the program's */
-  FILE *f = out ? stdout : fopen(path, "w");
-  if (!f) {
-    cli_err("cannot write summary %s: %s", path, strerror(errno));
+  cli_out o; /* "-": standard output, after the program's */
+  if (cli_out_open(&o, path, dir) != 0)
     return -1;
-  }
+  FILE *f = o.f;
   /* which recording it replayed: compare checks it is the one it is given */
   char real[PATH_MAX];
   fprintf(f, "{\n  \"recording\": ");
@@ -434,13 +432,8 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
           (unsigned long long)b->build_ns, (unsigned long long)b->build_peak_rss);
   fprintf(f, "  \"trace_entries\": %llu,\n  \"trace_samples\": %llu\n}\n",
           (unsigned long long)b->entries, (unsigned long long)b->samples);
-  if (out ? fflush(f) != 0 || ferror(f) : fclose(f) != 0) {
-    cli_err("writing summary %s failed: %s", out ? "to standard output" : path, strerror(errno));
-    if (!out)
-      unlink(path); /* not a summary a later compare would take as whole */
-    return -1;
-  }
-  return 0;
+  /* a summary cut short is not put where a later compare would take it */
+  return cli_out_close(&o, 1);
 }
 
 static int same_base(const char *p, const char *base) {

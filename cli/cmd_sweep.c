@@ -464,18 +464,8 @@ int cmd_sweep(int argc, char **argv) {
    * estimates' baseline: measured first, then the trace is read once; a
    * recording without trace stops the sweep before anything runs */
   int time_native = rc == 0 && o.prog && !o.a.native_wall_ns;
-  if (rc == 0) {
-    cli_tracedir td;
-    if (cli_tracedir_open(&td, o.dir) != 0) {
-      rc = 1;
-    } else {
-      if (td.n == 0) {
-        cli_err_no_trace(o.dir, "sweep");
-        rc = 1;
-      }
-      cli_tracedir_free(&td);
-    }
-  }
+  if (rc == 0 && an_estimable_quick(o.dir, "sweep") != 0)
+    rc = 1;
   for (int v = 0; rc == 0 && o.prog && v < o.nvalues; v++)
     if (!(m[v].wall = calloc((size_t)o.runs, sizeof *m[v].wall)))
       rc = 1;
@@ -499,7 +489,7 @@ int cmd_sweep(int argc, char **argv) {
                   .what = "sweep",
                   .cpus = o.a.cpus,
                   .native_wall_ns = time_native ? nat.median : o.a.native_wall_ns};
-    rc = an_run(&r, o.dir, &ao) == 0 ? 0 : 1;
+    rc = an_run(&r, o.dir, &ao) == 0 && an_estimable(&r, o.dir, "sweep") == 0 ? 0 : 1;
   }
   if (rc == 0) {
     const measured *mp = o.prog ? m : NULL, *np = time_native ? &nat : NULL;
@@ -507,6 +497,8 @@ int cmd_sweep(int argc, char **argv) {
     if (o.plot && write_plot(&r, &o, mp) != 0)
       rc = 1;
   }
+  if (rc == 0 && r.damaged)
+    rc = 1; /* estimates of the calls before the damage: said, and the status says it */
   for (int v = 0; v < MAX_VALUES; v++)
     free(m[v].wall);
   free(nat.wall);

@@ -145,16 +145,8 @@ int cmd_whatif(int argc, char **argv) {
                   .native_wall_ns = o.a.native_wall_ns};
   static an_result r; /* ~48 KiB: off the stack (a small ulimit -s) */
   int rc = an_run(&r, o.dir, &ao);
-  if (rc == 0 && r.processes == 0) {
-    cli_err_no_trace(o.dir, "estimate");
+  if (rc == 0 && an_estimable(&r, o.dir, "estimate") != 0)
     rc = -1;
-  } else if (rc == 0 && r.calls == 0 && r.damaged) {
-    /* (a table of zeros read as an estimate) */
-    cli_err("%s: nothing to estimate: its traces are damaged before their first call (see "
-            "above); record the program again",
-            o.dir);
-    rc = -1;
-  }
   if (rc == 0)
     (o.a.json ? print_json : print_text)(&r, &o);
   int damaged = rc == 0 && r.damaged;

@@ -164,6 +164,36 @@ static int parse_word(parser *p, json *v, const char *w, json_kind kind, double 
   return 0;
 }
 
+/* Length of the JSON number at s (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?
+ * ([eE][+-]?[0-9]+)?), 0 if none: strtod alone takes NaN, Infinity, hex. */
+static size_t number_len(const char *s) {
+  const char *p = s;
+  p += *p == '-';
+  if (*p == '0')
+    p++;
+  else if (*p >= '1' && *p <= '9')
+    while (*p >= '0' && *p <= '9')
+      p++;
+  else
+    return 0;
+  if (*p == '.') {
+    if (!(p[1] >= '0' && p[1] <= '9'))
+      return 0;
+    for (p++; *p >= '0' && *p <= '9'; p++)
+      ;
+  }
+  if (*p == 'e' || *p == 'E') {
+    const char *q = p + 1;
+    q += *q == '+' || *q == '-';
+    if (!(*q >= '0' && *q <= '9'))
+      return 0;
+    while (*q >= '0' && *q <= '9')
+      q++;
+    p = q;
+  }
+  return (size_t)(p - s);
+}
+
 static int parse_value(parser *p, json *v, int depth) {
   skip_ws(p);
   if (depth > MAX_DEPTH) {
@@ -178,11 +208,16 @@ static int parse_value(parser *p, json *v, int depth) {
   case 'f': return parse_word(p, v, "false", JSON_BOOL, 0);
   case 'n': return parse_word(p, v, "null", JSON_NULL, 0);
   default: {
+    size_t n = number_len(p->s);
+    if (n == 0) {
+      fail(p, "unexpected character");
+      return -1;
+    }
     char *end;
     errno = 0;
     v->num = strtod(p->s, &end);
-    if (end == p->s || errno) {
-      fail(p, "unexpected character");
+    if (end != p->s + n || (errno == ERANGE && (v->num > 1 || v->num < -1))) {
+      fail(p, "number out of range");
       return -1;
     }
     v->kind = JSON_NUM;
@@ -268,6 +303,14 @@ const json *json_get(const json *v, const char *key) {
 
 double json_num(const json *v, double dflt) {
   return v && (v->kind == JSON_NUM || v->kind == JSON_BOOL) ? v->num : dflt;
+}
+
+int json_count(const json *v, uint64_t *out) {
+  if (!v || v->kind != JSON_NUM || !(v->num >= 0) || !(v->num < 9223372036854775808.0) ||
+      v->num != (double)(uint64_t)v->num)
+    return -1;
+  *out = (uint64_t)v->num;
+  return 0;
 }
 
 void json_free(json *v) {

@@ -4,6 +4,7 @@
 #define STANDIN_CLI_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* A string as a JSON string literal (quotes, escapes). */
@@ -32,6 +33,9 @@ const json *json_get(const json *v, const char *key);
 
 /* The number of v, or dflt when v is NULL or not a number. */
 double json_num(const json *v, double dflt);
+/* v as a count or a time in ns: a whole number in [0, 2^63). 0 and *out
+ * set when it is one, else -1 (missing, not a number, negative, too big). */
+int json_count(const json *v, uint64_t *out);
 
 void json_free(json *v); /* accepts NULL */
 

@@ -1056,3 +1056,95 @@ int cli_demangle(const char *sym, char *out, size_t cap) {
   free(d);
   return 1;
 }
+
+/* ---- output files ---------------------------------------------------------- */
+
+int cli_out_check(const char *path, const char *dir) {
+  struct stat po, ds;
+  if (!path || !strcmp(path, "-") || !dir || stat(path, &po) != 0 || !S_ISREG(po.st_mode))
+    return 0;
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  int clash = 0;
+  for (struct dirent *e; !clash && (e = readdir(d));)
+    clash = fstatat(dirfd(d), e->d_name, &ds, 0) == 0 && ds.st_dev == po.st_dev &&
+            ds.st_ino == po.st_ino;
+  closedir(d);
+  if (clash) {
+    cli_err("%s is a file of the recording %s: writing it would destroy it; choose another "
+            "output file",
+            path, dir);
+    return -1;
+  }
+  return 0;
+}
+
+int cli_out_open(cli_out *o, const char *path, const char *dir) {
+  memset(o, 0, sizeof *o);
+  if (!path || !strcmp(path, "-")) {
+    o->f = stdout;
+    return 0;
+  }
+  if (cli_out_check(path, dir) != 0)
+    return -1;
+  o->path = path;
+  /* a symbolic link (/dev/stdout), a device or a FIFO is written in place:
+   * a rename would replace the link or the node itself */
+  struct stat st;
+  int exists = lstat(path, &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    if (!(o->f = fopen(path, "w"))) {
+      cli_err("cannot write %s: %s", path, strerror(errno));
+      return -1;
+    }
+    return 0;
+  }
+  size_t n = strlen(path) + 32;
+  if (!(o->tmp = malloc(n))) {
+    cli_err("cannot write %s: out of memory", path);
+    return -1;
+  }
+  snprintf(o->tmp, n, "%s.tmp%d", path, (int)getpid());
+  int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd >= 0 && exists)
+    (void)fchmod(fd, st.st_mode & 07777); /* the file it replaces keeps its mode */
+  if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
+    /* errno of the open: the directory is missing or not writable */
+    cli_err("cannot write %s: %s", path, strerror(errno));
+    if (fd >= 0)
+      close(fd), unlink(o->tmp);
+    free(o->tmp);
+    o->tmp = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+int cli_out_close(cli_out *o, int ok) {
+  int rc = 0;
+  if (!o->f)
+    return -1;
+  const char *name = o->path ? o->path : "standard output";
+  int bad = ferror(o->f);
+  if (o->f == stdout) {
+    bad = fflush(stdout) != 0 || bad;
+  } else {
+    bad = fclose(o->f) != 0 || bad;
+  }
+  if (bad && ok)
+    cli_err("writing %s failed: %s", name, errno ? strerror(errno) : "write error");
+  if (bad || !ok)
+    rc = -1;
+  if (o->tmp) {
+    if (rc == 0 && rename(o->tmp, o->path) != 0) {
+      cli_err("cannot put %s in place: %s", o->path, strerror(errno));
+      rc = -1;
+    }
+    if (rc != 0)
+      unlink(o->tmp);
+    free(o->tmp);
+  }
+  memset(o, 0, sizeof *o);
+  return rc;
+}

@@ -741,3 +741,108 @@ t421_call_sites_named_from_the_programs_symbol_table() {
   grep -q "basic+" changed.txt && fail "named from a file changed since: $(cat changed.txt)"
   return 0
 }
+
+# `export -o` opened its output before reading anything: given one of the
+# recording's own files (a slip of the shell's completion), it cut the trace
+# to a CSV header and the recording was gone. Outputs that are files of the
+# recording are refused, before anything is written or run; others are
+# written beside their name and renamed over it when whole.
+t424_outputs_never_overwrite_the_recording() {
+  "$STANDIN" record -o rec -- "$PB" basic 30 >/dev/null
+  local f rc
+  f=$(ls rec/*.trace)
+  cp "$f" keep.trace
+  cp rec/run.info keep.info
+  for out in "$f" rec/run.info; do
+    rc=0
+    "$STANDIN" export rec -F csv -o "$out" 2>err || rc=$?
+    expect_eq "export -o $out" 1 "$rc"
+    grep -q "$out is a file of the recording rec" err || fail "$(cat err)"
+  done
+  rc=0
+  "$STANDIN" replay -t rec --summary rec/run.info -- "$PB" basic 30 >out.txt 2>err || rc=$?
+  [ "$rc" -ne 0 ] || fail "replay wrote its summary over run.info"
+  grep -q "rec/run.info is a file of the recording rec" err || fail "$(cat err)"
+  [ ! -s out.txt ] || fail "the program ran: $(head -3 out.txt)"
+  cmp "$f" keep.trace
+  cmp rec/run.info keep.info
+  expect_eq "calls" 120 "$(calls rec)"
+  # a file elsewhere is replaced whole; /dev/stdout is written in place
+  echo old >x.csv
+  "$STANDIN" export rec -F csv -o x.csv
+  expect_eq "rows" 121 "$(wc -l <x.csv)"
+  ls x.csv.tmp* 2>/dev/null && fail "a temporary file was left"
+  "$STANDIN" export rec -F csv -o /dev/stdout >y.csv
+  cmp x.csv y.csv
+  "$STANDIN" replay -t rec --summary s.json -- "$PB" basic 30 >/dev/null 2>&1
+  expect_eq "replayed" 120 "$(json s.json calls_replayed)"
+}
+
+# sweep and compare printed tables of zeros and exited 0 on recordings whose
+# traces were damaged before their first call (whatif and report refused),
+# and exited 0 on a trace cut halfway, which every other command reports
+# with status 1. They now share whatif's checks; sweep makes its check
+# before it runs any program.
+t425_sweep_and_compare_refuse_damaged_recordings() {
+  "$STANDIN" record -o rec -- "$PB" basic 200 >/dev/null
+  local f rc
+  f=$(ls rec/*.trace)
+  mkdir -p early half
+  head -c 3000 "$f" >early/1.trace
+  cp rec/run.info early/
+  cp rec/run.info half/
+  head -c $(($(stat -c %s "$f") - 40)) "$f" >half/1.trace
+  "$STANDIN" replay -t rec --iface constant:ns=100 --summary s.json -- "$PB" basic 200 >/dev/null 2>&1
+  rc=0
+  "$STANDIN" sweep early --iface constant --vary ns=1,2 --replay -- touch ran >out 2>err || rc=$?
+  expect_eq "sweep, damaged before the first call" 1 "$rc"
+  grep -q "nothing to sweep: no trace holds a readable call (early/1.trace" err || fail "$(cat err)"
+  [ ! -e ran ] || fail "the sweep ran the program"
+  [ ! -s out ] || fail "a table: $(cat out)"
+  rc=0
+  "$STANDIN" compare early --iface constant:ns=100 s.json >out 2>err || rc=$?
+  expect_eq "compare, damaged before the first call" 1 "$rc"
+  grep -q "nothing to compare" err || fail "$(cat err)"
+  # cut halfway: the calls before the damage, said, and status 1
+  rc=0
+  "$STANDIN" sweep half --iface constant --vary ns=1,2 >out 2>err || rc=$?
+  expect_eq "sweep, cut halfway" 1 "$rc"
+  grep -q "analysing the calls before the damage" err || fail "$(cat err)"
+  grep -q "^2  *[0-9]" out || fail "no table: $(cat out)"
+  rc=0
+  "$STANDIN" compare half --iface constant:ns=100 s.json >out 2>err || rc=$?
+  expect_eq "compare, cut halfway" 1 "$rc"
+  "$STANDIN" sweep rec --iface constant --vary ns=1,2 >/dev/null
+  "$STANDIN" compare rec --iface constant:ns=100 s.json >/dev/null
+}
+
+# compare cast a summary's wall_ns to a count whatever it was: -5 printed
+# as 18446744073.710 s, NaN as 9223372036.855 s, 0 and 1e300 as "0 ns,
+# +0.0%", all with status 0. It now takes whole numbers above 0, and the
+# JSON reader takes numbers as RFC 8259 writes them (no NaN, Infinity, hex).
+t426_compare_refuses_a_summary_with_a_wall_time_no_replay_measured() {
+  "$STANDIN" record -o rec -- "$PB" basic 30 >/dev/null
+  "$STANDIN" replay -t rec --iface constant:ns=100 --summary s.json -- "$PB" basic 30 >/dev/null 2>&1
+  "$STANDIN" compare rec --iface constant:ns=100 s.json >/dev/null
+  local w rc
+  for w in -5 0 1e300 2.5; do
+    sed "s/\"wall_ns\": [0-9]*/\"wall_ns\": $w/" s.json >bad.json
+    rc=0
+    "$STANDIN" compare rec --iface constant:ns=100 bad.json >out 2>err || rc=$?
+    expect_eq "wall_ns $w" 1 "$rc"
+    grep -q "bad.json: wall_ns is .*, not a time a replay measured" err || fail "$w: $(cat err)"
+    [ ! -s out ] || fail "$w: a table: $(cat out)"
+  done
+  for w in NaN Infinity 0x10; do
+    sed "s/\"wall_ns\": [0-9]*/\"wall_ns\": $w/" s.json >bad.json
+    rc=0
+    "$STANDIN" compare rec --iface constant:ns=100 bad.json >out 2>err || rc=$?
+    expect_eq "wall_ns $w" 1 "$rc"
+    grep -q "bad.json.*at byte" err || fail "$w: $(cat err)"
+  done
+  sed 's/"calls_replayed": [0-9]*/"calls_replayed": -1/' s.json >bad.json
+  rc=0
+  "$STANDIN" compare rec --iface constant:ns=100 bad.json >out 2>err || rc=$?
+  expect_eq "calls_replayed -1" 1 "$rc"
+  grep -q "calls_replayed is not a count of calls" err || fail "$(cat err)"
+}

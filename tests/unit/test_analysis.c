@@ -688,11 +688,30 @@ START_TEST(test_json_reads_summaries_and_rejects_bad_input) {
   ck_assert(json_num(json_get(&a->items[0], "queue_ns"), 0) == 5);
   ck_assert_ptr_null(json_get(j, "missing"));
   json_free(j);
-  const char *bad[] = {"{", "{\"a\" 1}", "[1,]", "{\"a\": tru}", "\"open", "{} x", ""};
+  /* numbers as RFC 8259 has them: strtod alone took NaN, Infinity, hex,
+   * a leading '+' or '.', and compare then cast them to counts */
+  const char *bad[] = {"{",    "{\"a\" 1}", "[1,]",        "{\"a\": tru}", "\"open", "{} x",
+                       "",     "[NaN]",     "[-Infinity]", "[0x1p24]",     "[+1]",   "[.5]",
+                       "[1.]", "[1e]",      "[01]",        "[1e999]"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    ck_assert_int_eq(json_parse(&j, bad[i], err, sizeof err), -1);
+    ck_assert_msg(json_parse(&j, bad[i], err, sizeof err) == -1, "%s parsed", bad[i]);
     ck_assert_ptr_nonnull(strstr(err, "at byte"));
   }
+  ck_assert_int_eq(
+      json_parse(&j, "[0, -0.5e-3, 1E+2, 12.25, 1e-999, 9007199254740993]", err, sizeof err), 0);
+  uint64_t c = 7;
+  ck_assert(json_num(&j->items[2], 0) == 100.0);
+  ck_assert_int_eq(json_count(&j->items[0], &c), 0);
+  ck_assert_uint_eq(c, 0);
+  ck_assert_int_eq(json_count(&j->items[1], &c), -1); /* negative */
+  ck_assert_int_eq(json_count(&j->items[3], &c), -1); /* not whole */
+  ck_assert_int_eq(json_count(&j->items[5], &c), 0);
+  ck_assert_uint_eq(c, 9007199254740992ull); /* as a double holds it */
+  ck_assert_int_eq(json_count(NULL, &c), -1);
+  json_free(j);
+  ck_assert_int_eq(json_parse(&j, "[1e300]", err, sizeof err), 0);
+  ck_assert_int_eq(json_count(&j->items[0], &c), -1); /* too big for a count */
+  json_free(j);
 }
 END_TEST
 
