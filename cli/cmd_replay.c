@@ -159,8 +159,8 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
 }
 
 static const char *fb_names[RDB_FB_NREASONS] = {
-    "not_in_trace",  "request_mismatch", "no_response",  "schema_mismatch",
-    "out_of_memory", "replay_off",       "type_changed", "unnamed_type"};
+    "not_in_trace", "request_mismatch", "no_response",  "schema_mismatch", "out_of_memory",
+    "replay_off",   "type_changed",     "unnamed_type", "runtime_type"};
 static const char *sw_names[RDB_SW_NREASONS] = {"not_selected", "unsupported"};
 
 #define LD(x) ((unsigned long long)atomic_load(&(x)))
@@ -544,6 +544,15 @@ static void warn_misfit(const rdb_built *b, const rdb_stats *s, int on_miss) {
              cli_fmt_count(nm, sizeof nm, unnamed), unnamed == 1 ? " ran" : "s ran",
              unnamed == 1 ? "its" : "their", unnamed == 1 ? " has" : "s have",
              unnamed == 1 ? "it" : "them");
+  unsigned long long runtime = C(s, RDB_C_FB0 + RDB_FB_RUNTIME);
+  if (runtime && on_miss != RDB_MISS_ABORT)
+    cli_warn("%s call%s the real library: %s message type%s built at run time (%s "
+             "descriptor%s in no loaded library), and a program may free one and build another "
+             "at its address, which replay could not tell apart; calls of generated types "
+             "replay",
+             cli_fmt_count(nm, sizeof nm, runtime), runtime == 1 ? " ran" : "s ran",
+             runtime == 1 ? "its" : "their", runtime == 1 ? " was" : "s were",
+             runtime == 1 ? "its" : "their", runtime == 1 ? " is" : "s are");
   if (C(s, RDB_C_FB0 + RDB_FB_MISMATCH))
     cli_warn("%s call%s a recorded request whose bytes or packed size differ from "
              "%s (a damaged or doctored recording); %s the real library",

@@ -5,8 +5,8 @@
  * exec* and _exit (wrapped in interpose/procwrap.c): the process image ends
  * without exit handlers, so the writer drains every ring and closes the
  * file first. If an exec fails, the next call opens a new file.
- * dlclose: the writer knows message types by descriptor address, so it
- * drains the rings and forgets them before a library can take them away. */
+ * dlclose: the writer reads message descriptors after the call, so it
+ * drains the rings before a library can take them away. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +17,7 @@
 #include "record_internal.h"
 #include "shim.h"
 #include "shim_alloc.h"
+#include "typecap.h"
 
 struct tramp {
   void *(*fn)(void *);
@@ -87,9 +88,12 @@ void shim_on_seccomp(void) {
 }
 
 /* A library with generated message descriptors (a plugin) may be unloaded:
- * the writer must be done with its types' addresses first. */
+ * the writer must be done with its descriptors first. */
 SHIM_EXPORT int dlclose(void *handle) {
   SHIM_REAL(real, dlclose);
+  rt_type_unloaded(); /* before and after: a class taken between goes stale */
   rt_before_unload();
-  return real(handle);
+  int r = real(handle);
+  rt_type_unloaded();
+  return r;
 }

@@ -96,17 +96,6 @@ enum {
  * writer thread adds and forgets them. */
 void rt_schema_ready(const void *type_key);
 
-/* Message types captured on the program's thread (typecap.c). */
-/* Program thread, outside the timed window: capture the name and schema of
- * protobuf descriptor type_key now, unless that was done; cheap when it was. */
-void rt_type_capture(const void *type_key);
-/* Writer: 1 with type_key's captured name (NULL: none; valid until
- * rt_type_forget_all) and a copy of its schema (shim heap; NULL: none),
- * 0 when it was not captured (no memory then). */
-int rt_type_captured(const void *type_key, const char **name, void **schema, size_t *schema_len);
-void rt_type_forget_all(void); /* descriptors may go: dlclose */
-void rt_type_fork_lock(void);
-void rt_type_fork_unlock(void);
 void rt_schema_forget_all(void);
 /* Writer: a size of this type found no pack to pair with. */
 void rt_size_walk(const void *type_key);

@@ -31,6 +31,7 @@
 #include "shim.h"
 #include "shim_alloc.h"
 #include "trace.h"
+#include "typecap.h"
 
 /* Writer pacing: poll the rings this often when idle, and write a partial
  * chunk at least this often so that a killed program loses little. After
@@ -761,7 +762,6 @@ static void *writer_main(void *arg) {
         ;
       flush_held_all(); /* their types are about to go */
       wr_forget_types();
-      rt_type_forget_all();
       atomic_store(&unload_done, req);
     }
     int stopping = atomic_load(&writer_stop);
@@ -845,11 +845,12 @@ void rt_close_for_signal(int sig, uint64_t wait_ns, uint64_t poll_ns) {
   wait_writer_done(wait_ns, poll_ns);
 }
 
-/* Records in the rings name their message types by descriptor address,
- * and a library unloaded and another loaded in its place may put another
- * type at an address. So before dlclose, wait (bounded) until the writer
- * has written every queued call and forgotten the types it knows, and the
- * captured ones (typecap.c). */
+/* Records in the rings point at message descriptors that the writer reads
+ * later (those in an object's image: typecap.h); a library unloaded in
+ * between would take them away, and a library loaded in its place may put
+ * another type at the same address. So before dlclose, wait (bounded)
+ * until the writer has written every queued call and forgotten the types
+ * it knows. */
 void rt_before_unload(void) {
   if (rt_sealed || in_writer || (uint32_t)getpid() != rt_cfg.pid || !writer_running ||
       atomic_load(&run_state) != RUN_ACTIVE)
@@ -1301,7 +1302,7 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
     return;
   }
   submitted++;
-  if (c->type_key && st_api_family(c->api) == ST_FAMILY_PROTOBUF)
+  if (c->type_key && c->api >= ST_API_PB_PACK && c->api <= ST_API_PB_UNPACK)
     rt_type_capture(c->type_key); /* before the writer can see the call */
   stage_payload(&c->req);
   stage_payload(&c->resp);

@@ -23,6 +23,7 @@
 #include "rt.h"
 #include "shim_alloc.h"
 #include "trace.h"
+#include "typecap.h"
 
 #define SITE_SLOTS_MIN 256
 #define TYPE_SLOTS_MIN 64
@@ -494,8 +495,9 @@ static int grow_types(void) {
 static void write_type(type_slot *ts, int api) {
   st_type t = {.id = ts->id, .family = (uint8_t)st_api_family(api), .name = "?"};
   if (t.family == ST_FAMILY_PROTOBUF) {
-    /* captured on the calling thread (typecap.c): the program may have
-     * freed the descriptor since; read here only when that failed */
+    /* built at run time: captured on the calling thread, as the program
+     * may have freed it since; generated (in an object's image): read here
+     * (typecap.h) */
     const char *name = NULL;
     int built;
     if (rt_type_captured(ts->key, &name, &ts->schema, &ts->schema_len)) {
@@ -797,11 +799,13 @@ static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair) 
     S.size_fp_paired += given;
     S.size_fp_unpaired += !given;
   } else if (rc->derive_fp && c.api == ST_API_PB_UNPACK) { /* the bytes were saved whole */
-    if (ts) /* by the captured name: the descriptor may be gone */
+    if (ts) { /* by the type's name as written: the descriptor may be gone */
       pbw_fingerprint_named(ts->name_hash, rq.h, (size_t)rc->req_saved, c.fp);
-    else
-      pbw_fingerprint_hashed(rc->type_key, rq.h, (size_t)rc->req_saved, c.fp);
-    shim_fp_bind(c.fp, c.api);
+      shim_fp_bind(c.fp, c.api);
+    } else { /* no memory for the type: never answered */
+      c.flags |= ST_CALL_NO_RESPONSE;
+      c.reason = PB_REASON_NOFP;
+    }
   } else if (rc->derive_fp) { /* after the blob: its id may spare the derivation */
     pack_rc = pack_features(&c, ts, resp, rc->resp_saved,
                             rc->resp_kind != RT_PAY_NONE && rc->resp_saved == rc->resp_len,

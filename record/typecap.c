@@ -1,68 +1,72 @@
-/* typecap.c — message types captured on the program's thread.
+/* typecap.c — message descriptors by where they live (see typecap.h).
  *
  * The writer thread writes a protobuf type (its name and schema) when it
- * reaches the type's first call, after the call has returned, and the
- * program may have freed the descriptor by then: one built at run time on
- * the heap or in a mapping, freed after its calls, took the writer to
- * freed memory and killed the program with SIGSEGV. So the first call of
- * each descriptor captures it on the calling thread, outside the timed
- * window, while the program still holds it: name and schema, copied onto
- * standin's heap. The writer takes its copy from here and never reads a
- * descriptor that was captured.
+ * reaches the type's first call, after the call returned. A program that
+ * builds a descriptor at run time and frees it after its calls took the
+ * writer to freed memory (SIGSEGV, t041). Such descriptors are captured on
+ * the calling thread; generated ones, in an object's image, are left to the
+ * writer, as building the schema of a type that reaches a thousand others
+ * on the program's thread took 1.9 ms a type.
  *
- * A lock-free set of captured addresses answers "already captured" for
- * every later call; the entries themselves sit in a table under a lock,
- * taken only by a capture and by the writer once per type per file.
- * Forgotten when the writer forgets its types (dlclose), as a library
- * loaded in an unloaded one's place may put another type at the same
- * address. */
+ * The map grows under a lock and is read without one; a grown map replaces
+ * the old one, which stays allocated (a reader may be in it): all the maps
+ * together take at most twice the last one. Captured entries are never
+ * freed, so the writer always finds the entry a queued call was checked
+ * against, whatever dlcloses came between. */
+#include "typecap.h"
+
+#include <dlfcn.h>
 #include <protobuf-c/protobuf-c.h>
 #include <pthread.h>
-#include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "keyset.h"
 #include "pb_walk.h"
-#include "record_internal.h"
 #include "shim.h"
 #include "shim_alloc.h"
 
-#define CAP_BITS 12 /* the lock-free set; a full neighbourhood takes the lock */
-
 typedef struct {
-  const void *key;
   char *name;   /* NULL: the descriptor had none */
   void *schema; /* NULL: the builder rejected it (or no memory) */
   size_t schema_len;
 } cap_entry;
 
-static keyset_slot_t cap_keys[1u << CAP_BITS];
+_Atomic(cap_map *) rt_type_map;
+_Atomic uint64_t rt_type_gen = 1;
 static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
-static cap_entry *cap_tab; /* open addressing, under cap_lock */
-static size_t cap_cap, cap_n;
+static size_t cap_used; /* slots with a key, under cap_lock */
 
-/* Under cap_lock: key's entry, or the empty slot where it goes. */
-static cap_entry *tab_find(const void *key) {
-  size_t j = ((uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull >> 20) & (cap_cap - 1);
-  while (cap_tab[j].key && cap_tab[j].key != key)
-    j = (j + 1) & (cap_cap - 1);
-  return &cap_tab[j];
+static size_t slot_of(const cap_map *m, const void *key) {
+  size_t mask = m->cap - 1;
+  size_t j = (size_t)(((uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+  for (;;) {
+    const void *k = atomic_load_explicit(&m->s[j].key, memory_order_relaxed);
+    if (k == key || k == NULL)
+      return j;
+    j = (j + 1) & mask;
+  }
 }
 
-static int tab_grow(void) {
-  size_t ncap = cap_cap ? cap_cap * 2 : 64;
-  cap_entry *old = cap_tab, *nt = shim_zalloc(ncap * sizeof *nt);
-  size_t ocap = cap_cap;
-  if (!nt)
-    return -1;
-  cap_tab = nt;
-  cap_cap = ncap;
-  for (size_t i = 0; i < ocap; i++)
-    if (old[i].key)
-      *tab_find(old[i].key) = old[i];
-  shim_free(old);
-  return 0;
+/* Under cap_lock: a map with room for one more key (NULL: no memory). */
+static cap_map *room(void) {
+  cap_map *m = atomic_load_explicit(&rt_type_map, memory_order_relaxed);
+  if (m && (cap_used + 1) * 2 <= m->cap)
+    return m;
+  size_t cap = m ? m->cap * 2 : 256;
+  cap_map *n = shim_zalloc(sizeof *n + cap * sizeof n->s[0]);
+  if (!n)
+    return NULL;
+  n->cap = cap;
+  for (size_t i = 0; m && i < m->cap; i++) {
+    const void *k = atomic_load_explicit(&m->s[i].key, memory_order_relaxed);
+    if (!k)
+      continue;
+    size_t j = slot_of(n, k);
+    atomic_store_explicit(&n->s[j].val, atomic_load_explicit(&m->s[i].val, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&n->s[j].key, k, memory_order_relaxed);
+  }
+  atomic_store_explicit(&rt_type_map, n, memory_order_release); /* the old one stays */
+  return n;
 }
 
 static char *copy_name(const char *s) {
@@ -73,39 +77,61 @@ static char *copy_name(const char *s) {
   return c;
 }
 
-void rt_type_capture(const void *key) {
-  if (SHIM_LIKELY(keyset_has(cap_keys, CAP_BITS, key)))
+/* The name and schema of d, read now; NULL without memory. */
+static cap_entry *capture(const ProtobufCMessageDescriptor *d) {
+  cap_entry *e = shim_zalloc(sizeof *e);
+  if (!e)
+    return NULL;
+  if (d->name && !(e->name = copy_name(d->name))) {
+    shim_free(e);
+    return NULL;
+  }
+  if (pbw_schema_build(d, &e->schema, &e->schema_len) != PBW_OK) {
+    e->schema = NULL;
+    e->schema_len = 0;
+  }
+  return e;
+}
+
+void rt_type_classify(const void *key) {
+  if (!key)
     return;
-  const ProtobufCMessageDescriptor *d = key;
   pthread_mutex_lock(&cap_lock);
-  if ((cap_n + 1) * 2 > cap_cap && tab_grow() != 0) {
-    pthread_mutex_unlock(&cap_lock); /* the writer reads the descriptor, as before */
+  cap_map *m = room();
+  if (!m) { /* no memory: the writer reads the descriptor, as before */
+    pthread_mutex_unlock(&cap_lock);
     return;
   }
-  cap_entry *e = tab_find(key);
-  if (!e->key) {
-    cap_entry n = {.key = key};
-    if (d->name && !(n.name = copy_name(d->name))) {
-      pthread_mutex_unlock(&cap_lock);
-      return;
+  size_t j = slot_of(m, key);
+  uint64_t v = atomic_load_explicit(&m->s[j].val, memory_order_relaxed);
+  uint64_t gen = atomic_load_explicit(&rt_type_gen, memory_order_relaxed);
+  if (!(v & 1) && !(v && v >> 1 == gen)) {
+    Dl_info info;
+    if (dladdr(key, &info) != 0) { /* in a loaded object's image */
+      v = gen << 1;
+    } else {
+      cap_entry *e = capture(key);
+      v = e ? (uint64_t)(uintptr_t)e | 1 : 0;
     }
-    if (pbw_schema_build(d, &n.schema, &n.schema_len) != PBW_OK) {
-      n.schema = NULL;
-      n.schema_len = 0;
+    if (v) {
+      atomic_store_explicit(&m->s[j].val, v, memory_order_release);
+      if (!atomic_load_explicit(&m->s[j].key, memory_order_relaxed)) {
+        atomic_store_explicit(&m->s[j].key, key, memory_order_release);
+        cap_used++;
+      }
     }
-    *e = n;
-    cap_n++;
   }
-  keyset_add(cap_keys, CAP_BITS, key);
   pthread_mutex_unlock(&cap_lock);
 }
 
 int rt_type_captured(const void *key, const char **name, void **schema, size_t *schema_len) {
   int found = 0;
   pthread_mutex_lock(&cap_lock);
-  if (cap_cap) {
-    cap_entry *e = tab_find(key);
-    if (e->key) {
+  cap_map *m = atomic_load_explicit(&rt_type_map, memory_order_relaxed);
+  if (m) {
+    uint64_t v = atomic_load_explicit(&m->s[slot_of(m, key)].val, memory_order_relaxed);
+    const cap_entry *e = (v & 1) ? (const cap_entry *)(uintptr_t)(v & ~1ull) : NULL;
+    if (e) {
       found = 1;
       *name = e->name;
       *schema = NULL;
@@ -120,22 +146,12 @@ int rt_type_captured(const void *key, const char **name, void **schema, size_t *
   return found;
 }
 
-/* The name rt_type_captured gives stays valid until this. */
-void rt_type_forget_all(void) {
-  pthread_mutex_lock(&cap_lock);
-  keyset_clear(cap_keys, CAP_BITS);
-  for (size_t i = 0; i < cap_cap; i++) {
-    shim_free(cap_tab[i].name);
-    shim_free(cap_tab[i].schema);
-  }
-  shim_free(cap_tab);
-  cap_tab = NULL;
-  cap_cap = cap_n = 0;
-  pthread_mutex_unlock(&cap_lock);
+void rt_type_unloaded(void) {
+  atomic_fetch_add_explicit(&rt_type_gen, 1, memory_order_relaxed);
 }
 
 /* Around fork (rt.c's handlers, after the writer's round, before the
- * allocator's lock): the child gets the table whole. */
+ * allocator's lock): the child gets the map whole. */
 void rt_type_fork_lock(void) {
   pthread_mutex_lock(&cap_lock);
 }

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 12
+#define RDB_VERSION 13
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -44,7 +44,9 @@ enum {
                               recorded one (rdb_schema) */
   RDB_FB_UNNAMED = 7,      /* its message type has no name (optimize_for = CODE_SIZE):
                               calls are matched by type name */
-  RDB_FB_NREASONS = 8
+  RDB_FB_RUNTIME = 8,      /* its descriptor is not in a loaded object: built at run
+                              time, it may be freed and another built at its address */
+  RDB_FB_NREASONS = 9
 };
 
 /* Calls kept in software on purpose (not misses). */

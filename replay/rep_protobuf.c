@@ -7,6 +7,7 @@
  * built as one block. A request that
  * is not in the recording runs the real function (or stops the program
  * under --on-miss abort): a wrong response is never returned. */
+#include <dlfcn.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,11 @@
  *   bit 34     TV_UNNAMED: the type has no name (protoc-c's optimize_for =
  *              CODE_SIZE): types are told apart by name, so its calls are
  *              misses;
- *   bits 35-63 the number of unloads (rp_unloads) it holds for: a library
+ *   bit 35     TV_RUNTIME: the descriptor is in no loaded object's image
+ *              (the program built it at run time): it may be freed and
+ *              another type built at its address, which a verdict kept by
+ *              address would not see, so its calls are misses;
+ *   bits 36-63 the number of unloads (rp_unloads) it holds for: a library
  *              unloaded and another loaded in its place can put another
  *              definition of a type at the same address. */
 #define TV_ROW_SHIFT 16
@@ -40,10 +45,16 @@
 #define TV_CHANGED (1ull << 32)
 #define TV_KNOWN (1ull << 33)
 #define TV_UNNAMED (1ull << 34)
-#define TV_UNLOADS_SHIFT 35
+#define TV_RUNTIME (1ull << 35)
+#define TV_MISS (TV_CHANGED | TV_UNNAMED | TV_RUNTIME)
+#define TV_UNLOADS_SHIFT 36
 
 static inline uint64_t tv_unloads(void) {
   return atomic_load_explicit(&rp_unloads, memory_order_relaxed) << TV_UNLOADS_SHIFT;
+}
+
+static int miss_reason(uint64_t tv) {
+  return tv & TV_RUNTIME ? RDB_FB_RUNTIME : tv & TV_UNNAMED ? RDB_FB_UNNAMED : RDB_FB_CHANGED;
 }
 
 static inline uint32_t tv_row(uint64_t tv) {
@@ -65,6 +76,9 @@ static struct {
 } type_table[TYPE_SLOTS];
 
 static uint64_t verdict_of(const ProtobufCMessageDescriptor *d, uint64_t unloads) {
+  Dl_info info;
+  if (dladdr(d, &info) == 0) /* before reading it: it may be anything */
+    return TV_KNOWN | unloads | TV_RUNTIME;
   uint64_t v = TV_KNOWN | unloads | (rp_has_kept() ? rp_kept_apis(d->name) : 0);
   if (d->name == NULL)
     return v | TV_UNNAMED;
@@ -227,8 +241,8 @@ static __thread __attribute__((tls_model("initial-exec"))) pbw_fp_memo sized;
 /* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
 static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *reason) {
   uint64_t tv = verdict(m ? m->descriptor : NULL);
-  if (SHIM_UNLIKELY(tv & (TV_CHANGED | TV_UNNAMED))) {
-    *reason = tv & TV_UNNAMED ? RDB_FB_UNNAMED : RDB_FB_CHANGED;
+  if (SHIM_UNLIKELY(tv & TV_MISS)) {
+    *reason = miss_reason(tv);
     return NULL;
   }
   const rdb_entry *e = predicted_tree(m, api);
@@ -403,8 +417,8 @@ static int saved_is(const rdb_entry *e, size_t len, const uint8_t *data) {
 static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t len,
                                      const uint8_t *data, int *reason) {
   uint64_t tv = verdict(d);
-  if (SHIM_UNLIKELY(tv & (TV_CHANGED | TV_UNNAMED))) {
-    *reason = tv & TV_UNNAMED ? RDB_FB_UNNAMED : RDB_FB_CHANGED;
+  if (SHIM_UNLIKELY(tv & TV_MISS)) {
+    *reason = miss_reason(tv);
     return NULL;
   }
   const rdb_entry *e = rp_predicted(ST_API_PB_UNPACK, 0);

@@ -1134,7 +1134,10 @@ void rp_miss(int reason, int api, const char *type, void *caller) {
                               "program was built from a changed .proto, or the recording holds "
                               "two definitions of the type); record the program again",
                               "its message type has no name (generated with optimize_for = "
-                              "CODE_SIZE), and replay tells types apart by name"};
+                              "CODE_SIZE), and replay tells types apart by name",
+                              "its message type was built at run time (its descriptor is in no "
+                              "loaded library), which replay does not answer"};
+  _Static_assert(sizeof why / sizeof why[0] == RDB_FB_NREASONS, "a reason without words");
   Dl_info di;
   int in;
   const char *sym = "?", *mod = "?";
