@@ -149,8 +149,8 @@ typedef struct {
 
 typedef struct {
   uint64_t service;
-  uint32_t link_in, link_out;
-  int32_t accel; /* -1: software */
+  uint64_t link_in, link_out; /* at most an hour together (if_link_cost) */
+  int32_t accel;              /* -1: software */
 } ev_plan;
 
 typedef struct {
@@ -358,10 +358,6 @@ static int sw_reason(int outcome) {
                                        : AN_SW_NOT_SELECTED;
 }
 
-static uint32_t clamp32(uint64_t v) {
-  return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-}
-
 /* Plan k's decision for a call, counted in the plan and the group. */
 static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t *masks,
                    an_group *g, ev_plan *out) {
@@ -401,7 +397,7 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
       gp->offloaded_rec_ns += c->latency_ns;
       gp->service_ns += d.service_ns;
       gp->link_ns += d.link_in_ns + d.link_out_ns;
-      *out = (ev_plan){d.service_ns, clamp32(d.link_in_ns), clamp32(d.link_out_ns), d.accel};
+      *out = (ev_plan){d.service_ns, d.link_in_ns, d.link_out_ns, d.accel};
       return;
     }
     if (d.outcome == PLAN_UNSUPPORTED)
@@ -447,7 +443,7 @@ static void place(ctx *x, int k, uint64_t start, const ev_call *e, const ev_plan
     an_accel *ac = &pr->accel[d->accel];
     ac->requests++;
     ac->service_ns += d->service;
-    ac->link_ns += (uint64_t)d->link_in + d->link_out;
+    ac->link_ns += d->link_in + d->link_out;
     ac->queue_ns += queue;
     ac->rec_ns += e->lat;
     pr->predicted_ns += pred;
@@ -765,6 +761,10 @@ static void teardown(ctx *x) {
   free(x->ev);
 }
 
+static int single_thread(const an_result *r) {
+  return r->processes <= 1 && r->chains <= 1;
+}
+
 /* The baseline the estimates subtract savings from: the program's own wall
  * time when the user measured it (the recorded run is slower: recording
  * costs the program's threads time), else the recorded wall, else the span. */
@@ -786,14 +786,17 @@ static void set_wall(an_result *r, const char *dir, uint64_t first, uint64_t las
   }
   /* half of it, not all: recording slows calls, and a busy recording
    * machine more (photo-service's 495 ms in calls on 2 CPUs, natively run
-   * in 233 ms); a unit error is off a thousandfold */
-  if (native && r->cpus && native < r->call_ns / r->cpus / 2) {
+   * in 233 ms); a unit error is off a thousandfold. One thread made every
+   * call: they ran one after the other, on one CPU however many there are */
+  uint32_t cpus = single_thread(r) ? 1 : r->cpus;
+  if (native && cpus && native < r->call_ns / cpus / 2) {
     char a[32], b[32];
     cli_warn("the native wall time %s is less than half what the recorded calls alone take "
-             "on %u CPU%s (%s in calls): the estimates below start from an impossible time (is "
+             "on %u CPU%s (%s in calls%s): the estimates below start from an impossible time (is "
              "--native-wall's unit right? was the machine busy when recording?)",
-             cli_fmt_ns(a, sizeof a, (double)native), r->cpus, r->cpus == 1 ? "" : "s",
-             cli_fmt_ns(b, sizeof b, (double)r->call_ns));
+             cli_fmt_ns(a, sizeof a, (double)native), cpus, cpus == 1 ? "" : "s",
+             cli_fmt_ns(b, sizeof b, (double)r->call_ns),
+             single_thread(r) ? ", one after the other on one thread" : "");
   }
   if (native) {
     /* the recorded timelines are taken as uniformly slowed down */
@@ -807,6 +810,36 @@ static void set_wall(an_result *r, const char *dir, uint64_t first, uint64_t las
     r->wall_ns = rec;
     r->wall_recorded = 1;
   }
+}
+
+/* An estimate that minus() stopped at 0 ns (-100%) was printed without a
+ * word: the savings reached the wall time they are taken from, which is
+ * then too short (mostly a --native-wall below the time in calls). */
+static void warn_floored(const an_result *r) {
+  int n = 0, first = -1;
+  for (int k = 0; k < r->nplans; k++)
+    if (r->wall_ns && an_estimate(r, k) == 0 && n++ == 0)
+      first = k;
+  if (!n)
+    return;
+  const an_plan *pr = &r->plans[first];
+  int64_t saving = single_thread(r) ? pr->saving_sum : pr->saving_crit;
+  char a[32], b[32], name[600];
+  if (strcmp(pr->p->source, "--iface"))
+    snprintf(name, sizeof name, "plan %s", pr->p->source);
+  else
+    snprintf(name, sizeof name, "the --iface plan");
+  char many[48] = "";
+  if (n > 1)
+    snprintf(many, sizeof many, " (and %d more plans)", n - 1);
+  cli_warn("estimate 0 ns (-100%%) under %s%s, floored: its offloaded calls save %s, as much as "
+           "the %s %s wall time it starts from; that wall time is too short%s",
+           name, many, cli_fmt_ns(a, sizeof a, (double)saving),
+           cli_fmt_ns(b, sizeof b, (double)r->wall_ns),
+           r->wall_recorded == 2 ? "native" : "recorded",
+           r->wall_recorded == 2 ? " (is --native-wall's unit right? was the machine busy when "
+                                   "recording?)"
+                                 : "");
 }
 
 static int run(an_result *r, const char *dir, const an_opts *o);
@@ -850,6 +883,8 @@ static int run(an_result *r, const char *dir, const an_opts *o) {
     r->plans[k].saving_crit = x.ps[k].gany ? (int64_t)x.ps[k].gM - x.ps[k].gLp : 0;
   r->late = x.mg ? merge_late(x.mg) : 0;
   set_wall(r, dir, first, last, o->native_wall_ns);
+  if (rc == 0)
+    warn_floored(r);
   for (int k = 0; rc == 0 && r->calls && k < x.np; k++) { /* once a file: a sweep's variants */
     int again = 0;
     for (int j = 0; j < k && !again; j++)
@@ -883,10 +918,6 @@ void an_free(an_result *r) {
 }
 
 /* ---- estimates --------------------------------------------------------------------- */
-
-static int single_thread(const an_result *r) {
-  return r->processes <= 1 && r->chains <= 1;
-}
 
 static uint64_t minus(uint64_t wall, int64_t saving) {
   return saving >= (int64_t)wall ? 0 : (uint64_t)((int64_t)wall - saving);

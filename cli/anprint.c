@@ -25,8 +25,13 @@ const char *anp_by_name(an_by by) {
 void anp_group_label(const an_group *g, an_by by, char *buf, size_t cap) {
   switch (by) {
   case AN_BY_API: snprintf(buf, cap, "%s", st_api_name(g->api)); break;
-  case AN_BY_TYPE: snprintf(buf, cap, "%s %s", st_api_name(g->api), g->type); break;
-  case AN_BY_SITE: snprintf(buf, cap, "%s", g->site); break;
+  case AN_BY_TYPE: { /* names from the trace: a newline in one split its row */
+    int n = snprintf(buf, cap, "%s ", st_api_name(g->api));
+    if (n >= 0 && (size_t)n < cap)
+      cli_escape_ctl(buf + n, cap - (size_t)n, g->type);
+    break;
+  }
+  case AN_BY_SITE: cli_escape_ctl(buf, cap, g->site); break;
   case AN_BY_THREAD: {
     char ns[48], ex[32] = "", n[16];
     if (g->exec_seq)
@@ -274,9 +279,14 @@ void anp_plan_json(FILE *f, const an_result *r, int k, const char *name) {
   json_write_str(f, an_method(r, k));
   fprintf(f,
           ", \"estimate_ns\": %llu, \"estimate_critical_path_ns\": %llu, "
-          "\"estimate_cpu_ns\": %llu, \"estimate_naive_ns\": %llu, \"wall_ns\": %llu,\n    ",
-          U(an_estimate(r, k)), U(an_estimate_cp(r, k)), U(an_estimate_cpu(r, k)),
-          U(an_estimate_naive(r, k)), U(r->wall_ns));
+          "\"estimate_cpu_ns\": %llu, \"estimate_naive_ns\": ",
+          U(an_estimate(r, k)), U(an_estimate_cp(r, k)), U(an_estimate_cpu(r, k)));
+  /* null where the text shows "-": the savings passed the wall time */
+  if (an_naive_means(r, k))
+    fprintf(f, "%llu", U(an_estimate_naive(r, k)));
+  else
+    fprintf(f, "null");
+  fprintf(f, ", \"wall_ns\": %llu,\n    ", U(r->wall_ns));
   accels_json(f, r, k);
   fprintf(f, "}");
 }

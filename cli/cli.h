@@ -139,6 +139,11 @@ int cli_run_quiet(char *const argv[], char *const extra_env[], uint64_t *wall_ns
 /* standin ignores SIGPIPE and SIGXFSZ (writes fail instead: said, no data
  * lost); the programs it runs get them as standin was given them. */
 void cli_calm_signals(void);
+/* s in buf with its control characters as C escapes (\n, \t, \r, \x1b), so
+ * that a name from a trace (a module path holding a newline) stays on its
+ * row of text output; cut at cap - 1 bytes (4 * strlen(s) + 1 always fit).
+ * Returns buf. */
+char *cli_escape_ctl(char *buf, size_t cap, const char *s);
 /* s cut to w columns in its middle, marked "..." (in place; s returned):
  * cut at its end, a call site's "+0x10d" read as a valid-looking "+0x10",
  * and summaries in one directory all read the same. */

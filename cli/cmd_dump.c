@@ -1,4 +1,5 @@
 /* cmd_dump.c — `standin dump`: one line per recorded call. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ static const char usage_text[] =
     "versioned format for other tools.\n"
     "\n"
     "  -t, --trace DIR      the recording, as for replay (or DIR)\n"
-    "  -n, --limit N        stop after N calls\n"
+    "  -n, --limit N        stop after N calls (0: no limit, the default)\n"
     "      --format F       text (default) or json\n"
     "      --payload        decode the protobuf message of each call whose message\n"
     "                       was kept: pack, pack_to_buffer and unpack, not\n"
@@ -49,15 +50,34 @@ static void json_str(const char *s) {
   putchar('"');
 }
 
+/* s, or when it holds a control character (a module path with a newline
+ * split the call's line) its escaped copy, allocated in *tmp. */
+static const char *one_line(const char *s, char **tmp) {
+  *tmp = NULL;
+  const unsigned char *u = (const unsigned char *)s;
+  while (*u >= 0x20 && *u != 0x7f)
+    u++;
+  if (!*u)
+    return s;
+  size_t cap = 4 * strlen(s) + 1;
+  if (!(*tmp = malloc(cap)))
+    return "?";
+  return cli_escape_ctl(*tmp, cap, s);
+}
+
 static void print_text(scan_file *f, const st_call *c) {
-  char fp[33];
+  char fp[33], *t1, *t2;
   hex16(c->fp, fp);
+  const char *type = one_line(scan_type_name(f, c->type), &t1);
+  const char *site = one_line(scan_site_label(f, c->site), &t2);
   printf("%u %llu +%.6f t%u %s %s %lluns req=%llu resp=%llu site=%s fp=%.16s%s%s\n", f->h.pid,
          (unsigned long long)c->seq, (double)(c->start_ns - f->h.start_mono_ns) / 1e9, c->thread,
-         st_api_name(c->api), scan_type_name(f, c->type), (unsigned long long)c->latency_ns,
-         (unsigned long long)c->req_len, (unsigned long long)c->resp_len,
-         scan_site_label(f, c->site), fp, c->flags & ST_CALL_FAILED ? " FAILED" : "",
+         st_api_name(c->api), type, (unsigned long long)c->latency_ns,
+         (unsigned long long)c->req_len, (unsigned long long)c->resp_len, site, fp,
+         c->flags & ST_CALL_FAILED ? " FAILED" : "",
          c->flags & ST_CALL_NOT_OFFLOADABLE ? " NOT-OFFLOADABLE" : "");
+  free(t1);
+  free(t2);
 }
 
 static void print_frames(const scan_file *f, uint32_t site) {
@@ -145,9 +165,11 @@ static int parse(int argc, char **argv, dump_opts *o, const char **dir) {
     char *end;
     switch (c) {
     case 'n':
+      /* strtoull takes "-1" as 2^64 - 1: every call */
+      errno = 0;
       o->limit = strtoull(optarg, &end, 10);
-      if (*end || !*optarg) {
-        cli_err("--limit: '%s' is not a number", optarg);
+      if (*end || !*optarg || errno || strchr(optarg, '-')) {
+        cli_err("--limit: '%s' is not a number of calls (0 or more; 0: no limit)", optarg);
         return -1;
       }
       break;

@@ -59,10 +59,16 @@ static int parse(int argc, char **argv, rep_opts *o) {
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
   int c;
+  const char *by = NULL;
   optind = 1;
   while ((c = anopt_next(&o->a, argc, argv, lo)) != -1) {
     switch (c) {
     case 'b':
+      if (by) { /* the last one was taken, without a word */
+        cli_err("--by is given twice (%s, %s): a report groups one way; give one", by, optarg);
+        return -1;
+      }
+      by = optarg;
       if (anp_parse_by(optarg, &o->by) != 0) {
         cli_err("--by: '%s' is not api, type, site or thread", optarg);
         return -1;

@@ -90,23 +90,41 @@ static int parse_vary(sw_opts *o) {
   snprintf(o->accel, sizeof o->accel, "%.*s", dot ? (int)(dot - lhs) : 127,
            dot ? lhs : p->accel[0].name);
   snprintf(o->key, sizeof o->key, "%s", dot ? dot + 1 : lhs);
-  char *list = strdup(eq + 1), *save = NULL;
-  for (char *v = list ? strtok_r(list, ",", &save) : NULL; v; v = strtok_r(NULL, ",", &save)) {
-    if (o->nvalues == MAX_VALUES) {
-      cli_err("--vary: at most %d values", MAX_VALUES);
-      free(list);
+  /* "ns=,," exited 2 without a word, and "ns=1,,2" dropped the empty value */
+  for (const char *v = eq + 1;; v++) {
+    size_t len = strcspn(v, ",");
+    if (!len) {
+      cli_err("--vary %s: an empty value (a comma at an end or two in a row); write "
+              "%s=V1,V2,...",
+              o->vary, lhs);
       return -1;
     }
-    o->values[o->nvalues++] = strdup(v);
+    if (o->nvalues == MAX_VALUES) {
+      cli_err("--vary: at most %d values", MAX_VALUES);
+      return -1;
+    }
+    if (!(o->values[o->nvalues++] = strndup(v, len))) {
+      cli_err("out of memory");
+      return -1;
+    }
+    v += len;
+    if (!*v)
+      break;
   }
-  free(list);
   for (int i = 0; i < o->nvalues; i++) {
-    char name[1024];
-    snprintf(name, sizeof name, "%s.%s=%s", o->accel, o->key, o->values[i]);
-    if (planset_add_variant(&o->a.ps, 0, o->accel, o->key, o->values[i], name) != 0)
+    size_t len = strlen(o->accel) + strlen(o->key) + strlen(o->values[i]) + 3;
+    char *name = malloc(len);
+    if (!name) {
+      cli_err("out of memory");
+      return -1;
+    }
+    snprintf(name, len, "%s.%s=%s", o->accel, o->key, o->values[i]);
+    int rc = planset_add_variant(&o->a.ps, 0, o->accel, o->key, o->values[i], name);
+    free(name);
+    if (rc != 0)
       return -1;
   }
-  return o->nvalues ? 0 : -1;
+  return 0;
 }
 
 static int number_arg(const char *opt, const char *v, long lo, long hi, long *out) {
@@ -157,7 +175,15 @@ static int parse(int argc, char **argv, sw_opts *o) {
   optind = 1;
   while ((c = anopt_next(&o->a, argc, argv, lo)) != -1) {
     switch (c) {
-    case 'V': o->vary = optarg; break;
+    case 'V':
+      if (o->vary) { /* the first one was dropped without a word */
+        cli_err("--vary is given twice (%s, %s): sweep varies one parameter; give its values "
+                "in one --vary ACCEL.PARAM=V1,V2,...",
+                o->vary, optarg);
+        return -1;
+      }
+      o->vary = optarg;
+      break;
     case 'n':
       if (number_arg("--runs", optarg, 1, 1000, &n) != 0)
         return -1;
@@ -418,7 +444,8 @@ static void sweep_script(FILE *gp, void *arg) {
   snprintf(x, sizeof x, "%s.%s", sp->o->accel, sp->o->key);
   fprintf(gp, "set xlabel ");
   plot_str(gp, x);
-  fprintf(gp, "\nset key inside left top\nset ylabel 'end-to-end time (ms)'\nset yrange [0:*]\nset "
+  fprintf(gp, "\nset datafile missing '?'\nset key inside left top\nset ylabel 'end-to-end "
+              "time (ms)'\nset yrange [0:*]\nset "
               "offsets 0.3, 0.3, 0, 0\n"
               "plot 'sweep.dat' using 0:($2/1e6):xtic(1) with linespoints lw 2 pt 7 title "
               "'offline estimate', \\\n"
@@ -435,8 +462,11 @@ static int write_plot(const an_result *r, const sw_opts *o, const measured *m) {
     return -1;
   fprintf(p.dat, "# value estimate_ns naive_ns replay_median_ns replay_min_ns replay_max_ns\n");
   for (int v = 0; v < o->nvalues; v++) {
-    fprintf(p.dat, "\"%s\" %llu %llu", o->values[v], (unsigned long long)an_estimate(r, v + 1),
-            (unsigned long long)an_estimate_naive(r, v + 1));
+    fprintf(p.dat, "\"%s\" %llu ", o->values[v], (unsigned long long)an_estimate(r, v + 1));
+    if (an_naive_means(r, v + 1)) /* else missing, as the text's "-" */
+      fprintf(p.dat, "%llu", (unsigned long long)an_estimate_naive(r, v + 1));
+    else
+      fprintf(p.dat, "?");
     if (m && m[v].ok)
       fprintf(p.dat, " %llu %llu %llu\n", (unsigned long long)m[v].median,
               (unsigned long long)m[v].min, (unsigned long long)m[v].max);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -135,32 +136,82 @@ static plan_accel *new_accel(plan *p, const char *name, char *err, size_t cap) {
   return a;
 }
 
+/* Whether key= starts one of the comma-separated items of s[0..n). */
+static int has_key(const char *s, size_t n, const char *key, size_t kl) {
+  for (size_t i = 0; i < n;) {
+    size_t len = strcspn(s + i, ",");
+    if (len > kl && s[i + kl] == '=' && !strncmp(s + i, key, kl) && i + kl < n)
+      return 1;
+    i += len + 1;
+  }
+  return 0;
+}
+
+/* A key given twice in the "k=v,k=v" list s: the last one won, without a
+ * word (constant:ns=1,ns=1000000). -1 naming it. */
+static int key_twice(const char *s, char *err, size_t cap) {
+  for (const char *kv = s; *kv;) {
+    size_t len = strcspn(kv, ","), kl = strcspn(kv, "=,");
+    if (kl < len && has_key(s, (size_t)(kv - s), kv, kl)) {
+      snprintf(err, cap, "%.*s= is given twice; give it once", (int)kl, kv);
+      return -1;
+    }
+    kv += len + (kv[len] == ',');
+  }
+  return 0;
+}
+
 /* Parse a model spec whose key=value list may carry accelerator keys. */
 static int accel_model(plan_accel *a, const char *spec, char *err, size_t cap) {
-  char model[512] = "", *colon;
-  snprintf(a->spec, sizeof a->spec, "%s", spec);
-  snprintf(model, sizeof model, "%s", spec);
-  if ((colon = strchr(model, ':')) != NULL) {
-    char rest[512] = "", *save = NULL;
-    for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+  size_t len = strlen(spec);
+  if (len > IF_SPEC_MAX) {
+    snprintf(err, cap, "the model spec '%.40s...' is %zu characters long; at most %d are taken",
+             spec, len, IF_SPEC_MAX);
+    return -1;
+  }
+  const char *params = strchr(spec, ':');
+  if (params && key_twice(params + 1, err, cap) != 0)
+    return -1;
+  char *model = strdup(spec), *rest = calloc(1, len + 1), *colon;
+  free(a->spec);
+  a->spec = strdup(spec);
+  int rc = model && rest && a->spec ? 0 : -1;
+  if (rc != 0)
+    snprintf(err, cap, "out of memory");
+  if (rc == 0 && (colon = strchr(model, ':')) != NULL) {
+    char *save = NULL;
+    for (char *kv = strtok_r(colon + 1, ",", &save); kv && rc == 0;
+         kv = strtok_r(NULL, ",", &save)) {
       char *eq = strchr(kv, '=');
-      int rc = 0;
+      int k = 0;
       if (eq) {
         *eq = 0;
-        rc = accel_key(a, kv, eq + 1, err, cap);
+        k = accel_key(a, kv, eq + 1, err, cap);
         *eq = '=';
       }
-      if (rc < 0)
-        return -1;
-      if (rc == 0)
-        snprintf(rest + strlen(rest), sizeof rest - strlen(rest), "%s%s", rest[0] ? "," : "", kv);
+      if (k < 0)
+        rc = -1;
+      else if (k == 0) /* rest is as long as the spec: it fits */
+        sprintf(rest + strlen(rest), "%s%s", rest[0] ? "," : "", kv);
     }
     if (rest[0])
       strcpy(colon + 1, rest);
     else
       *colon = 0;
   }
-  return if_model_parse(&a->model, model, err, cap) == IF_OK ? 0 : -1;
+  if (rc == 0 && if_model_parse(&a->model, model, err, cap) != IF_OK)
+    rc = -1;
+  free(model);
+  free(rest);
+  return rc;
+}
+
+/* An accelerator that is not kept (a->model may be NULL). */
+static void accel_drop(plan_accel *a) {
+  if_model_free(a->model);
+  free(a->spec);
+  a->model = NULL;
+  a->spec = NULL;
 }
 
 /* ---- rules ---------------------------------------------------------------- */
@@ -265,27 +316,39 @@ static int parse_accel(plan *p, char **w, int n, char *err, size_t cap) {
     return -1;
   }
   plan_accel *a = new_accel(p, w[1], err, cap);
-  if (!a || accel_model(a, w[2], err, cap) != 0)
+  if (!a)
     return -1;
+  if (accel_model(a, w[2], err, cap) != 0) {
+    accel_drop(a);
+    return -1;
+  }
+  const char *params = strchr(w[2], ':');
   for (int i = 3; i < n; i++) {
     char *eq = strchr(w[i], '=');
     int rc = -1;
-    if (eq) {
+    size_t kl = eq ? (size_t)(eq - w[i]) : 0;
+    int twice = eq && params && has_key(params + 1, strlen(params + 1), w[i], kl);
+    for (int j = 3; j < i && eq && !twice; j++)
+      twice = has_key(w[j], strlen(w[j]), w[i], kl);
+    if (twice)
+      snprintf(err, cap, "%.*s= is given twice for accelerator %s; give it once", (int)kl, w[i],
+               w[1]);
+    else if (eq) {
       *eq = 0;
       rc = accel_key(a, w[i], eq + 1, err, cap);
       *eq = '=';
     }
-    if (rc == 0 || !eq)
+    if (!twice && (rc == 0 || !eq))
       snprintf(err, cap, "'%s' is not an accelerator setting (engines=, link=, link_rtt_ns=, "
                          "link_gbps=, link_poll_ns=, link_onchip_ns=)",
                w[i]);
-    if (rc <= 0) {
-      if_model_free(a->model);
+    if (twice || rc <= 0) {
+      accel_drop(a);
       return -1;
     }
   }
   if (if_link_check(&a->link, err, cap) != 0) {
-    if_model_free(a->model);
+    accel_drop(a);
     return -1;
   }
   p->naccel++;
@@ -391,12 +454,20 @@ void plan_warn_unused(const plan *p, const uint64_t *calls) {
 
 int plan_load(plan *p, const char *path) {
   FILE *f = fopen(path, "r");
+  struct stat st;
   if (!f) {
     cli_err("cannot read plan %s: %s", path, strerror(errno));
     return -1;
   }
+  /* a directory opens, and reads as an empty plan */
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    cli_err("plan %s is a directory; give a plan file (docs/PLANS.md)", path);
+    fclose(f);
+    return -1;
+  }
   snprintf(p->source, sizeof p->source, "%s", path);
-  char line[4096], err[512];
+  /* room for a model spec of IF_SPEC_MAX and the settings plan_save writes */
+  char line[IF_SPEC_MAX + 1024], err[512];
   int lineno = 0, rc = 0;
   while (rc == 0 && fgets(line, sizeof line, f)) {
     lineno++;
@@ -407,6 +478,10 @@ int plan_load(plan *p, const char *path) {
       cli_err("%s:%d: %s", path, lineno, err);
       rc = -1;
     }
+  }
+  if (rc == 0 && ferror(f)) { /* not the end: the rest of the plan is missing */
+    cli_err("cannot read plan %s: %s", path, strerror(errno));
+    rc = -1;
   }
   fclose(f);
   if (rc == 0 && p->nrules == 0)
@@ -436,8 +511,8 @@ int plan_add_iface(plan *p, const char *spec) {
   if (!a || accel_model(a, model, err, sizeof err) != 0 ||
       if_link_check(&a->link, err, sizeof err) != 0) {
     if (a)
-      if_model_free(a->model);
-    cli_err("--iface %s: %s", spec, err);
+      accel_drop(a);
+    cli_err("--iface %.200s%s: %s", spec, strlen(spec) > 200 ? "..." : "", err);
     return -1;
   }
   /* --iface options form one plan, first match wins: one whose APIs an
@@ -471,7 +546,7 @@ int plan_add_iface(plan *p, const char *spec) {
 
 void plan_free(plan *p) {
   for (int i = 0; i < p->naccel; i++)
-    if_model_free(p->accel[i].model);
+    accel_drop(&p->accel[i]);
   for (int i = 0; i < p->nrules; i++) {
     free(p->rules[i].type_glob);
     free(p->rules[i].site_glob);
@@ -594,8 +669,13 @@ void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t res
     d->service_ns = 0;
     return;
   }
+  if (if_link_cost(&a->link, r->req_len, resp_bytes, &d->link_in_ns, &d->link_out_ns) != 0) {
+    d->outcome = PLAN_UNSUPPORTED;
+    d->why = "its link would take more than an hour (is link_gbps in GB/s?): not taken";
+    d->service_ns = 0;
+    return;
+  }
   d->outcome = PLAN_OFFLOAD;
-  if_link_cost(&a->link, r->req_len, resp_bytes, &d->link_in_ns, &d->link_out_ns);
   int cold = 0;
   switch (a->deliver) {
   case PLAN_DELIVER_MEMORY: cold = 1000; break;
@@ -633,44 +713,51 @@ static int is_accel_key(const char *key) {
 }
 
 /* The model part of an accelerator's spec ("MODEL:k=v,..." without the
- * accelerator keys), with key=value set when key is not NULL. */
-static int model_spec(const char *spec, const char *key, const char *value, char *out,
-                      size_t cap) {
-  char copy[512], *save = NULL;
-  snprintf(copy, sizeof copy, "%s", spec);
+ * accelerator keys), with key=value set when key is not NULL; allocated,
+ * NULL when out of memory. */
+static char *model_spec(const char *spec, const char *key, const char *value) {
+  size_t cap = strlen(spec) + (key ? strlen(key) + strlen(value) + 2 : 0) + 1, o;
+  char *copy = strdup(spec), *out = malloc(cap), *save = NULL;
+  if (!copy || !out) {
+    free(copy);
+    free(out);
+    return NULL;
+  }
   char *colon = strchr(copy, ':');
   if (colon)
     *colon = 0;
-  size_t o = (size_t)snprintf(out, cap, "%s", copy);
+  o = (size_t)sprintf(out, "%s", copy);
   int sep = ':', done = key == NULL;
-  for (char *kv = colon ? strtok_r(colon + 1, ",", &save) : NULL; kv && o < cap;
+  for (char *kv = colon ? strtok_r(colon + 1, ",", &save) : NULL; kv;
        kv = strtok_r(NULL, ",", &save)) {
     size_t kl = strcspn(kv, "=");
     char k[64];
     snprintf(k, sizeof k, "%.*s", (int)kl, kv);
-    if (is_accel_key(k))
+    if (kl < sizeof k && is_accel_key(k))
       continue;
-    if (key && !strcmp(k, key)) {
-      o += (size_t)snprintf(out + o, cap - o, "%c%s=%s", sep, key, value);
+    if (key && kl == strlen(key) && !strncmp(kv, key, kl)) {
+      o += (size_t)sprintf(out + o, "%c%s=%s", sep, key, value);
       done = 1;
     } else {
-      o += (size_t)snprintf(out + o, cap - o, "%c%s", sep, kv);
+      o += (size_t)sprintf(out + o, "%c%s", sep, kv);
     }
     sep = ',';
   }
-  if (!done && o < cap)
-    o += (size_t)snprintf(out + o, cap - o, "%c%s=%s", sep, key, value);
-  return o < cap ? 0 : -1;
+  if (!done)
+    sprintf(out + o, "%c%s=%s", sep, key, value);
+  free(copy);
+  return out;
 }
 
-static int new_model(if_model **m, const char *spec, const char *key, const char *value,
-                     char *err, size_t cap) {
-  char ms[512];
-  if (model_spec(spec, key, value, ms, sizeof ms) != 0) {
-    snprintf(err, cap, "model spec too long: %s", spec);
+static int new_model(if_model **m, const char *spec, char *err, size_t cap) {
+  char *ms = model_spec(spec, NULL, NULL);
+  if (!ms) {
+    snprintf(err, cap, "out of memory");
     return -1;
   }
-  return if_model_parse(m, ms, err, cap) == IF_OK ? 0 : -1;
+  int rc = if_model_parse(m, ms, err, cap) == IF_OK ? 0 : -1;
+  free(ms);
+  return rc;
 }
 
 int plan_copy(plan *dst, const plan *src) {
@@ -680,10 +767,16 @@ int plan_copy(plan *dst, const plan *src) {
   memcpy(dst->source, src->source, sizeof dst->source);
   char err[512];
   int rc = 0;
-  for (int i = 0; i < src->naccel; i++)
+  for (int i = 0; i < src->naccel; i++) {
     dst->accel[i].model = NULL;
+    dst->accel[i].spec = strdup(src->accel[i].spec);
+    if (!dst->accel[i].spec && rc == 0) {
+      cli_err("out of memory");
+      rc = -1;
+    }
+  }
   for (int i = 0; i < src->naccel && rc == 0; i++)
-    if ((rc = new_model(&dst->accel[i].model, src->accel[i].spec, NULL, NULL, err, sizeof err)))
+    if ((rc = new_model(&dst->accel[i].model, src->accel[i].spec, err, sizeof err)))
       cli_err("accelerator %s: %s", src->accel[i].name, err);
   dst->rules = calloc((size_t)src->nrules + 1, sizeof *dst->rules);
   if (rc == 0 && !dst->rules)
@@ -714,17 +807,20 @@ int plan_set_param(plan *p, const char *accel, const char *key, const char *valu
   if (is_accel_key(key))
     return accel_key(a, key, value, err, cap) == 1 && if_link_check(&a->link, err, cap) == 0 ? 0
                                                                                              : -1;
-  char ms[sizeof a->spec];
   if_model *m;
-  if (model_spec(a->spec, key, value, ms, sizeof ms) != 0) {
-    snprintf(err, cap, "%s.%s=%s makes the model spec too long", accel, key, value);
+  char *ms = model_spec(a->spec, key, value);
+  if (!ms) {
+    snprintf(err, cap, "out of memory");
     return -1;
   }
-  if (new_model(&m, ms, NULL, NULL, err, cap) != 0)
+  if (new_model(&m, ms, err, cap) != 0) {
+    free(ms);
     return -1;
+  }
   if_model_free(a->model);
   a->model = m;
-  memcpy(a->spec, ms, sizeof ms);
+  free(a->spec);
+  a->spec = ms;
   return 0;
 }
 
@@ -769,10 +865,15 @@ int plan_save(const plan *p, const char *path) {
   fprintf(f, "# written by standin from %s\n", p->source);
   for (int i = 0; i < p->naccel; i++) {
     const plan_accel *a = &p->accel[i];
-    char ms[512];
-    model_spec(a->spec, NULL, NULL, ms, sizeof ms);
+    char *ms = model_spec(a->spec, NULL, NULL);
+    if (!ms) {
+      fclose(f);
+      errno = ENOMEM;
+      return -1;
+    }
     fprintf(f, "accel %s %s engines=%u link=%s", a->name, ms, a->engines,
             if_link_name(&a->link));
+    free(ms);
     static const char *const deliver[] = {NULL, "cache", "memory", "recorded"};
     if (a->deliver > PLAN_DELIVER_DEFAULT && a->deliver <= PLAN_DELIVER_RECORDED)
       fprintf(f, " deliver=%s", deliver[a->deliver]);

@@ -18,7 +18,7 @@
 
 typedef struct {
   char name[32];
-  char spec[256]; /* model spec as written */
+  char *spec; /* model spec as written (allocated; at most IF_SPEC_MAX) */
   if_model *model;
   if_link link;
   uint32_t engines; /* 0 = unlimited: no queueing */

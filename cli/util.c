@@ -769,6 +769,27 @@ static const int calm[] = {SIGPIPE, SIGXFSZ};
 static struct sigaction calm_given[NCALM];
 static int calm_saved;
 
+char *cli_escape_ctl(char *buf, size_t cap, const char *s) {
+  size_t o = 0;
+  if (!cap)
+    return buf;
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    char e[8];
+    int n = c >= 0x20 && c != 0x7f ? snprintf(e, sizeof e, "%c", c)
+            : c == '\n'            ? snprintf(e, sizeof e, "\\n")
+            : c == '\t'            ? snprintf(e, sizeof e, "\\t")
+            : c == '\r'            ? snprintf(e, sizeof e, "\\r")
+                                   : snprintf(e, sizeof e, "\\x%02x", c);
+    if (o + (size_t)n >= cap)
+      break;
+    memcpy(buf + o, e, (size_t)n);
+    o += (size_t)n;
+  }
+  buf[o] = 0;
+  return buf;
+}
+
 char *cli_fit(char *s, int w) {
   int n = (int)strlen(s);
   if (n > w && w > 9) {

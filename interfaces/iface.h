@@ -4,6 +4,7 @@
 #ifndef STANDIN_IFACE_H
 #define STANDIN_IFACE_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,8 +20,18 @@ enum {
 
 typedef struct if_model if_model; /* incomplete type */
 
+/* A service or link time over an hour is no accelerator's: a unit error (ps
+ * or cycles for ns) or a negative that wrapped. A call predicted to take
+ * longer is not taken (unsupported), offline and in replay alike. */
+#define IF_MAX_NS 3600000000000ull
+
+/* The longest spec taken: a path and parameters besides (table:trace=DIR).
+ * A longer one is refused, never cut. */
+#define IF_SPEC_MAX (PATH_MAX + 1024)
+
 /* Parse "MODEL[:key=value,...]". MODEL containing '/' or ending in ".so" is
- * a plugin path. Errors name the bad part in err. */
+ * a plugin path. A key given twice is refused. Errors name the bad part in
+ * err. */
 int if_model_parse(if_model **m, const char *spec, char *err, size_t errcap);
 
 /* IF_OK with the predicted service time, or IF_UNSUPPORTED; then

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iface.h"
+
 void if_link_init(if_link *l, if_link_kind kind) {
   l->kind = kind;
   l->onchip_ns = 20; /* tens of cycles: 40 cycles at 2 GHz */
@@ -22,6 +24,19 @@ static int number(const char *key, const char *v, double *out, char *err, size_t
   double d = strtod(v, &end);
   if (!*v || *end || errno || !isfinite(d) || d < 0) {
     snprintf(err, cap, "%s=%s is not a non-negative number", key, v);
+    return -1;
+  }
+  *out = d;
+  return 1;
+}
+
+/* A time: at most an hour, as a call's whole link cost (if_link_cost). */
+static int time_ns(const char *key, const char *v, double *out, char *err, size_t cap) {
+  double d;
+  if (number(key, v, &d, err, cap) != 1)
+    return -1;
+  if (d > (double)IF_MAX_NS) {
+    snprintf(err, cap, "%s=%s is more than an hour (3.6e12 ns); give it in nanoseconds", key, v);
     return -1;
   }
   *out = d;
@@ -46,14 +61,14 @@ int if_link_set(if_link *l, const char *key, const char *v, char *err, size_t ca
   }
   if (!strcmp(key, "link_onchip_ns")) {
     l->set |= IF_LINK_SET_ONCHIP;
-    return number(key, v, &l->onchip_ns, err, cap);
+    return time_ns(key, v, &l->onchip_ns, err, cap);
   }
   if (!strncmp(key, "link_", 5))
     l->set |= IF_LINK_SET_PCIE;
   if (!strcmp(key, "link_rtt_ns"))
-    return number(key, v, &l->rtt_ns, err, cap);
+    return time_ns(key, v, &l->rtt_ns, err, cap);
   if (!strcmp(key, "link_poll_ns"))
-    return number(key, v, &l->poll_ns, err, cap);
+    return time_ns(key, v, &l->poll_ns, err, cap);
   if (!strcmp(key, "link_gbps")) {
     int rc = number(key, v, &l->gbps, err, cap);
     if (rc == 1 && l->gbps <= 0) {
@@ -65,8 +80,7 @@ int if_link_set(if_link *l, const char *key, const char *v, char *err, size_t ca
   return 0;
 }
 
-void if_link_cost(const if_link *l, uint64_t req, uint64_t resp, uint64_t *in_ns,
-                  uint64_t *out_ns) {
+int if_link_cost(const if_link *l, uint64_t req, uint64_t resp, uint64_t *in_ns, uint64_t *out_ns) {
   double in = 0, out = 0;
   switch (l->kind) {
   case IF_LINK_NONE: break;
@@ -80,8 +94,12 @@ void if_link_cost(const if_link *l, uint64_t req, uint64_t resp, uint64_t *in_ns
     out = 0.5 * l->rtt_ns + (double)resp / l->gbps + l->poll_ns;
     break;
   }
+  *in_ns = *out_ns = 0;
+  if (!(in + out <= (double)IF_MAX_NS)) /* NaN too; llround only sees what fits */
+    return -1;
   *in_ns = (uint64_t)llround(in);
   *out_ns = (uint64_t)llround(out);
+  return 0;
 }
 
 const char *if_link_name(const if_link *l) {

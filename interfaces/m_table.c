@@ -7,6 +7,7 @@
  * is unsupported: it stays in software and the replay summary counts it. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,8 +132,13 @@ static int load_dir(table *t, const char *dir, char *err, size_t cap) {
     size_t l = strlen(de->d_name);
     if (l < 7 || strcmp(de->d_name + l - 6, ".trace"))
       continue;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path) {
+      snprintf(err, cap, "model table: the path of %s in %.40s... is longer than PATH_MAX",
+               de->d_name, dir);
+      rc = -1;
+      break;
+    }
     rc = load_file(t, path, err, cap);
     files++;
   }

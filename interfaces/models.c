@@ -33,7 +33,7 @@ struct if_model {
   char *why_raw;                /* and as the plugin gave it */
   const char **whys;            /* the texts it gave, interned: WHY_PER_MODEL */
   int nwhy;
-  char desc[512];
+  char *desc; /* the spec */
 };
 
 static __thread const char *why_unsupported;
@@ -320,6 +320,11 @@ static int split_kv(char *s, const char *model, const char **keys, const char **
       return IF_E_SPEC;
     }
     *eq = 0;
+    for (int i = 0; i < *n; i++)
+      if (!strcmp(keys[i], kv)) { /* the last one won, without a word */
+        snprintf(err, errcap, "model %s: %s= is given twice; give it once", model, kv);
+        return IF_E_SPEC;
+      }
     keys[*n] = kv;
     values[(*n)++] = eq + 1;
   }
@@ -351,7 +356,12 @@ static int find_model(if_model *m, const char *spec, size_t nl, char *err, size_
   if (is_plugin(spec, nl)) {
     /* only the file the user named: dlopen would look a bare "x.so" up in
      * LD_LIBRARY_PATH and the system's library directories */
-    char path[4096];
+    char path[PATH_MAX];
+    if (nl + 3 > sizeof path) {
+      snprintf(err, errcap, "plugin path '%.40s...' is longer than PATH_MAX (%zu)", spec,
+               sizeof path - 1);
+      return IF_E_PLUGIN;
+    }
     snprintf(path, sizeof path, "%s%.*s", memchr(spec, '/', nl) ? "" : "./", (int)nl, spec);
     return load_plugin(m, path, err, errcap);
   }
@@ -381,9 +391,17 @@ static int find_model(if_model *m, const char *spec, size_t nl, char *err, size_
 
 int if_model_parse(if_model **out, const char *spec, char *err, size_t errcap) {
   *out = NULL;
+  size_t len = strlen(spec);
+  if (len > IF_SPEC_MAX) {
+    snprintf(err, errcap, "the model spec '%.40s...' is %zu characters long; at most %d are taken",
+             spec, len, IF_SPEC_MAX);
+    return IF_E_SPEC;
+  }
   if_model *m = calloc(1, sizeof *m);
-  if (!m)
+  if (!m || !(m->desc = strdup(spec))) {
+    free(m);
     return IF_E_NOMEM;
+  }
   size_t nl = strcspn(spec, ":");
   int rc = find_model(m, spec, nl, err, errcap);
   char *params = strdup(spec[nl] == ':' ? spec + nl + 1 : "");
@@ -409,18 +427,13 @@ int if_model_parse(if_model **out, const char *spec, char *err, size_t errcap) {
   if (rc != IF_OK) {
     if (m->dl)
       dlclose(m->dl);
+    free(m->desc);
     free(m);
     return rc;
   }
-  snprintf(m->desc, sizeof m->desc, "%s", spec);
   *out = m;
   return IF_OK;
 }
-
-/* A service time over an hour is no accelerator's: a plugin's unit error
- * (ps or cycles for ns) or a negative that wrapped. Taken, it made replay
- * spin for days and whatif add up past 2^64. */
-#define IF_MAX_SERVICE_NS 3600000000000ull
 
 /* While models run, standard output is standard error: a plugin that
  * prints (printf in predict) wrote into the replayed program's output and
@@ -451,7 +464,8 @@ int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) 
       why_unsupported = plugin_why((if_model *)m, rc);
     return IF_UNSUPPORTED;
   }
-  if (*ns > IF_MAX_SERVICE_NS) {
+  /* (taken, it made replay spin for days and whatif add up past 2^64) */
+  if (*ns > IF_MAX_NS) {
     why_unsupported = "the model predicted more than an hour for it (is its unit "
                       "nanoseconds? a negative that wrapped?): not taken";
     *ns = 0;
@@ -488,24 +502,24 @@ int if_recorded_out_cold(const standin_request *r) {
 
 #define SPEC_MAX_KV 48
 
+/* Keys and values point into the specs compared (no length to cut them). */
 typedef struct {
   int n;
-  char k[SPEC_MAX_KV][64], v[SPEC_MAX_KV][128];
+  const char *k[SPEC_MAX_KV], *v[SPEC_MAX_KV];
+  size_t kl[SPEC_MAX_KV], vl[SPEC_MAX_KV];
 } spec_kv;
 
 /* Set key=value in kv (a later value replaces an earlier one). */
 static int kv_set(spec_kv *kv, const char *k, size_t kl, const char *v, size_t vl) {
-  if (kl >= sizeof kv->k[0] || vl >= sizeof kv->v[0])
-    return -1;
   int i = 0;
-  while (i < kv->n && (strlen(kv->k[i]) != kl || strncmp(kv->k[i], k, kl)))
+  while (i < kv->n && (kv->kl[i] != kl || strncmp(kv->k[i], k, kl)))
     i++;
   if (i == kv->n && kv->n++ == SPEC_MAX_KV)
     return -1;
-  memcpy(kv->k[i], k, kl);
-  kv->k[i][kl] = 0;
-  memcpy(kv->v[i], v, vl);
-  kv->v[i][vl] = 0;
+  kv->k[i] = k;
+  kv->kl[i] = kl;
+  kv->v[i] = v;
+  kv->vl[i] = vl;
   return 0;
 }
 
@@ -521,41 +535,39 @@ static int kv_add(spec_kv *kv, const char *s) {
   return 0;
 }
 
-/* A spec's name and its parameters, a built-in's defaults first. */
-static int spec_parse(const char *spec, char *name, size_t cap, spec_kv *kv) {
-  size_t nl = strcspn(spec, ":");
-  if (nl >= cap)
-    return -1;
-  memcpy(name, spec, nl);
-  name[nl] = 0;
+/* A spec's name (its first *nl bytes) and its parameters, a built-in's
+ * defaults first. */
+static int spec_parse(const char *spec, size_t *nl, spec_kv *kv) {
+  *nl = strcspn(spec, ":");
   kv->n = 0;
   for (size_t i = 0; i < NBUILTIN; i++)
-    if (!strcmp(builtins[i]->name, name) && kv_add(kv, builtins[i]->params) != 0)
+    if (strlen(builtins[i]->name) == *nl && !strncmp(builtins[i]->name, spec, *nl) &&
+        kv_add(kv, builtins[i]->params) != 0)
       kv->n = 0;
-  return kv_add(kv, spec[nl] == ':' ? spec + nl + 1 : "");
+  return kv_add(kv, spec[*nl] == ':' ? spec + *nl + 1 : "");
 }
 
-static int value_same(const char *a, const char *b) {
+static int value_same(const char *a, size_t al, const char *b, size_t bl) {
   char *ea, *eb;
   double x = strtod(a, &ea), y = strtod(b, &eb);
-  if (ea != a && !*ea && eb != b && !*eb)
+  if (al && ea == a + al && bl && eb == b + bl)
     return x == y;
-  return !strcmp(a, b);
+  return al == bl && !strncmp(a, b, al);
 }
 
 int if_spec_same(const char *a, const char *b) {
   if (!strcmp(a, b))
     return 1;
-  static spec_kv ka, kb; /* large: off the stack */
-  char na[512], nb[512];
-  if (spec_parse(a, na, sizeof na, &ka) != 0 || spec_parse(b, nb, sizeof nb, &kb) != 0 ||
-      strcmp(na, nb) || ka.n != kb.n)
+  static spec_kv ka, kb;
+  size_t na, nb;
+  if (spec_parse(a, &na, &ka) != 0 || spec_parse(b, &nb, &kb) != 0 || na != nb ||
+      strncmp(a, b, na) || ka.n != kb.n)
     return 0;
   for (int i = 0; i < ka.n; i++) {
     int j = 0;
-    while (j < kb.n && strcmp(ka.k[i], kb.k[j]))
+    while (j < kb.n && (ka.kl[i] != kb.kl[j] || strncmp(ka.k[i], kb.k[j], ka.kl[i])))
       j++;
-    if (j == kb.n || !value_same(ka.v[i], kb.v[j]))
+    if (j == kb.n || !value_same(ka.v[i], ka.vl[i], kb.v[j], kb.vl[j]))
       return 0;
   }
   return 1;
@@ -585,6 +597,7 @@ void if_model_free(if_model *m) {
     dlclose(m->dl);
   free(m->why_raw);
   free(m->whys);
+  free(m->desc);
   free(m);
 }
 

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 13
+#define RDB_VERSION 14
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -143,8 +143,9 @@ static inline uint64_t rdb_total(const rdb_stats *s, int k) {
 typedef struct {
   uint64_t recorded_ns;
   uint64_t service_ns;  /* predicted by the model of `accel` */
-  uint32_t link_in_ns;  /* reaching the device, before service */
-  uint32_t link_out_ns; /* getting the response back, after service */
+  uint64_t link_in_ns;  /* reaching the device, before service */
+  uint64_t link_out_ns; /* getting the response back, after service (the two:
+                           at most an hour, IF_MAX_NS, as whatif takes them) */
   int32_t accel;        /* index into accels, or -1: stays in software */
   uint16_t sw_reason;   /* RDB_SW_* when accel == -1 */
   uint16_t out_cold;    /* per mille of the response's lines to deliver to memory,

@@ -846,3 +846,144 @@ t426_compare_refuses_a_summary_with_a_wall_time_no_replay_measured() {
   expect_eq "calls_replayed -1" 1 "$rc"
   grep -q "calls_replayed is not a count of calls" err || fail "$(cat err)"
 }
+
+# A link time past 2^32 ns per call was cut to 4.29 s in the timeline (the
+# estimate, the accelerator's LINK TIME) but not in the groups' LINK. The
+# six calls of golden_single take 10 s each now, everywhere; a link past an
+# hour is refused as a setting, and a call whose bytes would take that long
+# is not taken, as a service time over an hour is not.
+t430_link_time_past_2e32_ns_is_counted_whole() {
+  golden_single
+  "$STANDIN" report single --by api --iface constant:ns=0,link=onchip,link_onchip_ns=1e10 \
+    --format json >r.json
+  expect_eq "groups' link" 60000000000 "$(pyj r.json 'sum(g["plan"]["link_ns"] for g in d["groups"])')"
+  expect_eq "accelerator's link" 60000000000 "$(pyj r.json 'd["plan"]["accelerators"][0]["link_ns"]')"
+  expect_eq "predicted" 60000000000 "$(pyj r.json 'd["plan"]["predicted_ns"]')"
+  expect_eq "estimate" $((100000 - 20500 + 60000000000)) "$(pyj r.json 'd["plan"]["estimate_ns"]')"
+  set +e
+  "$STANDIN" whatif single --iface constant:link=onchip,link_onchip_ns=4e12 2>err
+  rc=$?
+  set -e
+  expect_eq "link over an hour: exit" 2 $rc
+  grep -q "link_onchip_ns=4e12 is more than an hour" err || fail "$(cat err)"
+  # 1e-10 GB/s: 1e10 ns a byte; the unpacks of 100..300 B take 1e12..3e12
+  # ns, the rest (400 B and more) over an hour
+  "$STANDIN" whatif single --iface constant:ns=0,link=pcie,link_rtt_ns=0,link_gbps=1e-10 \
+    --format json >w.json
+  expect_eq "offloaded" 3 "$(pyj w.json 'd["plans"][0]["offloaded"]')"
+  expect_eq "not taken" 3 "$(pyj w.json 'd["plans"][0]["software"]["unsupported"]')"
+  expect_eq "link" 6000000000000 "$(pyj w.json 'd["plans"][0]["accelerators"][0]["link_ns"]')"
+  pyj w.json 'list(d["plans"][0]["accelerators"][0]["unsupported"])' | grep -q "more than an hour" ||
+    fail "$(cat w.json)"
+}
+
+# Replay decides the calls as whatif does: those whose link would take over
+# an hour stay in software in both (checked on whatif first: before, whatif
+# offloaded them, and replay would have waited 4.29 s for each).
+t431_replay_refuses_an_hour_long_link_as_whatif_does() {
+  "$STANDIN" record -o rec -- "$PB" basic 20 >/dev/null
+  plan=(--iface pb.unpack=constant:ns=0,link=pcie,link_rtt_ns=0,link_gbps=1e-15 --iface constant:ns=100)
+  "$STANDIN" whatif rec "${plan[@]}" --format json >w.json
+  expect_eq "whatif: unpacks not taken" 20 "$(pyj w.json 'd["plans"][0]["software"]["unsupported"]')"
+  "$STANDIN" replay -t rec "${plan[@]}" --summary s.json -- "$PB" basic 20 >/dev/null 2>&1
+  expect_eq "replay: unpacks not taken" 20 "$(pyj s.json 'd["software_reasons"]["unsupported"]')"
+  expect_eq "predicted" "$(pyj w.json 'd["plans"][0]["predicted_ns"]')" "$(json s.json predicted_ns)"
+}
+
+# --native-wall at 0.8 times the recorded time in calls, one thread: the
+# estimate stopped at 0 ns, -100%, without a word; and the threshold for
+# an impossible native wall divided the calls' time among every CPU, where
+# one thread made them one after the other.
+t432_native_wall_below_the_calls_is_warned() {
+  golden_single # 20.5 us in calls, one thread
+  "$STANDIN" whatif single --iface constant:ns=0 --native-wall 16400ns --cpus 8 >w.txt 2>err
+  grep -q "estimate 0 ns (-100%) under the --iface plan, floored: its offloaded calls save 20.50 us, as much as the 16.40 us native wall time" err ||
+    fail "floored: $(cat err)"
+  ! grep -q "less than half" err || fail "$(cat err)"
+  "$STANDIN" whatif single --iface constant:ns=0 --native-wall 10us --cpus 8 >w.txt 2>err
+  grep -q "native wall time 10.00 us is less than half what the recorded calls alone take on 1 CPU (20.50 us in calls, one after the other on one thread)" err ||
+    fail "threshold: $(cat err)"
+  # an estimate above 0 says nothing
+  "$STANDIN" whatif single --iface constant:ns=0 --native-wall 50us >w.txt 2>err
+  [ ! -s err ] || fail "$(cat err)"
+}
+
+# A spec over 255 characters (table:trace=<long path>) was cut in the plan:
+# sweep's variants re-read the cut spec; over 511, whatif itself did. Kept
+# whole now, up to PATH_MAX and more; a longer one is refused, not cut.
+t433_long_model_spec_is_kept_whole() {
+  golden_single
+  long=$PWD/$(printf 'd%.0s' $(seq 120))/$(printf 'e%.0s' $(seq 150))/$(printf 'f%.0s' $(seq 200))
+  mkdir -p "$long" && cp -r single "$long/rec"
+  "$STANDIN" whatif single --iface "table:trace=$long/rec" --format json >w.json
+  expect_eq "model" "table:trace=$long/rec" "$(pyj w.json 'd["plans"][0]["accelerators"][0]["model"]')"
+  expect_eq "offloaded" 6 "$(pyj w.json 'd["plans"][0]["offloaded"]')"
+  "$STANDIN" sweep single --iface "table:trace=$long/rec" --vary engines=0,1 --format json >s.json
+  expect_eq "variants' model" "table:trace=$long/rec table:trace=$long/rec" \
+    "$(pyj s.json '" ".join(v["estimate"]["accelerators"][0]["model"] for v in d["values"])')"
+  printf 'accel t table:trace=%s/rec engines=1\noffload to t\n' "$long" >p.plan
+  "$STANDIN" whatif single --plan p.plan --format json >p.json
+  expect_eq "plan file" 6 "$(pyj p.json 'd["plans"][0]["offloaded"]')"
+  set +e
+  "$STANDIN" whatif single --iface "table:trace=/$(printf 'x%.0s' $(seq 6000))" 2>err
+  rc=$?
+  set -e
+  expect_eq "over-long spec: exit" 2 $rc
+  grep -q "is 6013 characters long; at most [0-9]* are taken" err || fail "$(cat err)"
+}
+
+# Small gaps: an empty --vary list exited 2 without a word, a second
+# --vary or --by replaced the first, a directory read as an empty plan,
+# dump -n -1 printed every call, and a model key given twice: the last won.
+t434_options_given_twice_or_empty_are_refused() {
+  golden_single
+  check() { # WHAT PATTERN COMMAND...: exit 2 and the message
+    local what=$1 pat=$2 rc
+    shift 2
+    set +e
+    "$STANDIN" "$@" >out 2>err
+    rc=$?
+    set -e
+    expect_eq "$what: exit" 2 $rc
+    grep -q -- "$pat" err || fail "$what: $(cat err)"
+  }
+  check "empty values" "--vary constant.ns=,,: an empty value" sweep single --iface constant --vary constant.ns=,,
+  check "an empty value" "an empty value" sweep single --iface constant --vary ns=1,,2
+  check "--vary twice" "--vary is given twice (ns=1,2, ns=3)" sweep single --iface constant --vary ns=1,2 --vary ns=3
+  check "--by twice" "--by is given twice (api, site)" report single --by api --by site
+  mkdir plandir
+  check "a directory as plan" "plan plandir is a directory" whatif single --plan plandir
+  check "dump -n -1" "--limit: '-1' is not a number of calls" dump single -n -1
+  "$STANDIN" dump --help | grep -q "0: no limit" || fail "dump --help: $("$STANDIN" dump --help)"
+  check "a model key twice" "ns= is given twice" whatif single --iface constant:ns=1,ns=1000000
+  check "a link key twice" "link_onchip_ns= is given twice" whatif single \
+    --iface constant:link=onchip,link_onchip_ns=1,link_onchip_ns=2
+  printf 'accel a constant:engines=1 engines=2\noffload to a\n' >twice.plan
+  check "a plan setting twice" "twice.plan:1: engines= is given twice for accelerator a" whatif single --plan twice.plan
+}
+
+# The naive sum past 0 is "-" in text and was 0 in JSON: null now.
+t435_naive_sum_that_means_nothing_is_null_in_json() {
+  two_threads_at_once 30000 20000
+  "$STANDIN" whatif over --iface constant:ns=0 --format json >w.json
+  expect_eq "naive" None "$(pyj w.json 'd["plans"][0]["estimate_naive_ns"]')"
+  golden_single
+  "$STANDIN" whatif single --iface constant:ns=0 --format json >s.json
+  expect_eq "naive that means something" 79500 "$(pyj s.json 'd["plans"][0]["estimate_naive_ns"]')"
+}
+
+# A module whose name holds a newline (here a stripped program's: its
+# call sites are named by file and offset) split dump's and report's rows.
+t436_control_characters_in_names_are_escaped_in_text() {
+  command -v strip >/dev/null || { echo "no strip: skipped"; return 0; }
+  cp "$PB" "pb
+test" && strip "pb
+test"
+  "$STANDIN" record -o rec -- "./pb
+test" basic 5 >/dev/null
+  expect_eq "dump lines" 20 "$("$STANDIN" dump rec | wc -l)"
+  "$STANDIN" dump rec | head -1 | grep -q 'site=pb\\ntest+0x' || fail "$("$STANDIN" dump rec | head -1)"
+  "$STANDIN" report rec --by site >r.txt
+  expect_eq "site rows" 4 "$(grep -c '^pb\\ntest+0x' r.txt)"
+  ! grep -q '^test+0x' r.txt || fail "$(cat r.txt)"
+}

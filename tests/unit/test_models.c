@@ -197,6 +197,9 @@ START_TEST(test_model_spec_errors_name_the_bad_part) {
   ck_assert_int_eq(if_model_parse(&m, "table", err, sizeof err), IF_E_SPEC);
   ck_assert_ptr_nonnull(strstr(err, "trace=DIR"));
   ck_assert_ptr_null(m);
+  /* the last of two values won, without a word */
+  ck_assert_int_eq(if_model_parse(&m, "constant:ns=1,ns=2", err, sizeof err), IF_E_SPEC);
+  ck_assert_ptr_nonnull(strstr(err, "ns= is given twice"));
 }
 END_TEST
 
@@ -230,6 +233,15 @@ START_TEST(test_link_costs) {
   ck_assert_int_eq(if_link_check(&l, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "give link=onchip too"));
   ck_assert_int_eq(if_link_set(&l, "engines", "2", err, sizeof err), 0);
+  /* an hour at most (IF_MAX_NS): a setting past it is refused, and a call
+   * whose bytes would take longer is not taken; llround never sees more */
+  if_link_init(&l, IF_LINK_PCIE);
+  ck_assert_int_eq(if_link_set(&l, "link_rtt_ns", "4e12", err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "more than an hour"));
+  ck_assert_int_eq(if_link_set(&l, "link_gbps", "1e-300", err, sizeof err), 1);
+  ck_assert_int_eq(if_link_cost(&l, 1000, 0, &in, &out), -1);
+  ck_assert_uint_eq(in + out, 0);
+  ck_assert_int_eq(if_link_cost(&l, 0, 0, &in, &out), 0);
 }
 END_TEST
 
