@@ -50,6 +50,9 @@ hung() {
 
 # every tests/e2e/*_tests.sh defines tNNN_* functions
 for f in "$(dirname "$0")"/*_tests.sh; do
+  # a syntax error would leave the file's later tests undefined, unrun and
+  # unreported (it happened once: 8 tests gone, the run still green)
+  bash -n "$f" || { echo "e2e: $f does not parse" >&2; exit 2; }
   source "$f"
 done
 
