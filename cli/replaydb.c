@@ -155,7 +155,7 @@ typedef struct {
   size_t n, cap;
   uint32_t *slots; /* index + 1 */
   size_t nslots;
-  uint64_t unusable, files, images_failed;
+  uint64_t unusable, files, images_failed, packs_not_canonical;
   uint64_t pixels_failed; /* JPEG decodes whose rows could not be rebuilt */
   char pixels_why[160];   /* the first one's reason */
   uint64_t start_ns;
@@ -348,6 +348,19 @@ static void make_stream(builder *b, b_entry *e, const ProtobufCMessage *m, int l
   free(st);
 }
 
+/* Whether m packs to exactly the n bytes at p (m: those bytes decoded). */
+static int packs_back(const ProtobufCMessage *m, const uint8_t *p, uint64_t n) {
+  if (protobuf_c_message_get_packed_size(m) != n)
+    return 0;
+  uint8_t small[512], *out = n <= sizeof small ? small : malloc(n);
+  if (!out)
+    return 1; /* no memory to check: as before */
+  int same = protobuf_c_message_pack(m, out) == n && memcmp(out, p, n) == 0;
+  if (out != small)
+    free(out);
+  return same;
+}
+
 /* A pack response is trusted to be the packed size of the program's tree
  * only if it decodes, with the recorded schema, to a tree that has the
  * request's fingerprint (see RDB_ENTRY_SIZE_OK); the shim checks the others
@@ -358,7 +371,13 @@ static void make_stream(builder *b, b_entry *e, const ProtobufCMessage *m, int l
 static void verify_pack(builder *b, scan_file *f, b_entry *e, const st_call *c) {
   ProtobufCMessage *m = pack_tree(b, f, e, c);
   uint8_t fp[16];
-  if (m && pbw_fingerprint_tree(m, fp, NULL) == PBW_OK) {
+  if (m && !packs_back(m, resp_of(b, e), e->resp_len)) {
+    /* bytes pack never writes (a hand-built unknown field under a known
+     * field's number, an overlong varint, a bool of 2): their fingerprint,
+     * derived from the bytes, is an ordinary tree's, which packs otherwise */
+    e->flags |= RDB_ENTRY_NO_RESPONSE;
+    b->packs_not_canonical++;
+  } else if (m && pbw_fingerprint_tree(m, fp, NULL) == PBW_OK) {
     memcpy(e->tree_fp, fp, 16);
     shim_fp_bind(fp, e->api);
     if (!memcmp(fp, e->fp, 16)) {
@@ -1280,6 +1299,12 @@ static int build(const char *dir, const plan *p, int on_miss, int catch_up, int 
     cli_warn("%llu recorded unpack requests could not be rebuilt from their schema; they will "
              "run the real library during replay",
              (unsigned long long)b.images_failed);
+  if (b.packs_not_canonical)
+    cli_warn("%llu recorded pack%s wrote bytes the library writes for no message (a tree built "
+             "by hand with unknown fields under a known field's number, say); %s the real "
+             "library during replay",
+             (unsigned long long)b.packs_not_canonical, b.packs_not_canonical == 1 ? "" : "s",
+             b.packs_not_canonical == 1 ? "it will run" : "they will run");
   if (b.pixels_failed)
     cli_warn("%llu recorded JPEG decodes could not be rebuilt from their requests (the first: "
              "%s); they will run the real library during replay. Recording with --keep-pixels "

@@ -376,7 +376,8 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   rp_ticket tk;
   size_t r;
   if (e && resp && rp_begin(&tk, e, t0)) {
-    buf->append(buf, e->resp_len, resp);
+    if (e->resp_len) /* the library appends nothing for an empty message */
+      buf->append(buf, e->resp_len, resp);
     r = e->resp_len;
     rp_finish(&tk);
   } else {
@@ -551,8 +552,11 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
 
 SHIM_EXPORT void protobuf_c_message_free_unpacked(ProtobufCMessage *m, ProtobufCAllocator *a) {
   SHIM_REAL(real, protobuf_c_message_free_unpacked);
-  if (shim_depth || !m || !rp_own_take(m)) {
-    shim_depth++; /* sub-messages freed by the library are never ours */
+  /* asked inside a hook too: a program's allocator called by a replayed
+   * unpack may free a cached tree of ours (only roots are ours: the
+   * library's own calls for sub-messages are never) */
+  if (!m || !rp_own_take(m)) {
+    shim_depth++;
     real(m, a);
     shim_depth--;
     return;

@@ -985,7 +985,8 @@ static void account_accel(uint32_t k, const rdb_sample *s, uint64_t queue) {
   l->dirty = 1;
 }
 
-static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, uint64_t t0);
+static inline __attribute__((always_inline)) int begin_sample(rp_ticket *t, const rdb_entry *e,
+                                                              const rdb_sample *s, uint64_t t0);
 
 int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
   ADD(RDB_C_INTERCEPTED, 1);
@@ -1011,7 +1012,8 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
 
 /* The deadline of a call of e given sample s (rp_begin), on the shared
  * timeline; 0 when s stays in software. */
-static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, uint64_t t0) {
+static inline __attribute__((always_inline)) int begin_sample(rp_ticket *t, const rdb_entry *e,
+                                                              const rdb_sample *s, uint64_t t0) {
   t0 = t0 > outside_ns ? t0 - outside_ns : 0;
   t->e = e;
   t->s = s;
