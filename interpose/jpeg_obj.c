@@ -380,6 +380,13 @@ uint64_t jpg_data_consumed(const jpg_obj *o) {
 }
 
 void jpg_header_done(jpg_obj *o) {
+  jpg_probe h;
+  int known = !o->cap.failed && jpg_probe_header(o->cap.p, o->cap.len, &h) == 0;
+  int arith = known && (h.sof == 0xC9 || h.sof == 0xCA || h.sof == 0xCB || h.sof == 0xCD ||
+                        h.sof == 0xCE || h.sof == 0xCF);
+  o->inherits = (o->image_q && (!known || !h.dqt)) || (o->image_h && (!known || !(h.dht || arith)));
+  o->image_q |= !known || h.dqt;
+  o->image_h |= !known || h.dht;
   o->header_len = o->cap.len;
   o->frame_w = o->cinfo->image_width;
   o->frame_h = o->cinfo->image_height;

@@ -103,6 +103,14 @@ struct jpg_obj {
   size_t header_len; /* cap.len when the header was complete */
   uint32_t frame_w, frame_h; /* the image size jpeg_read_header read */
   jpg_buf tables;    /* tables-only datastreams read on this object */
+  /* an image's header put quantisation (q) or Huffman (h) tables in the
+   * library's state, which libjpeg keeps from image to image; inherits:
+   * the image being decoded lacks such tables of its own, so it is decoded
+   * with tables its request does not hold, which the image before it left
+   * (another may come before it in a replay): not offloadable. Tables no
+   * image defined are a tables-only datastream's (in the request) or the
+   * library's standard Huffman tables. */
+  uint8_t image_q, image_h, inherits;
 
   /* error manager */
   struct jpeg_error_mgr *err;

@@ -36,6 +36,8 @@ enum {
   JPG_NO_TJ_ERROR = 9,    /* TurboJPEG returned -1 (error or warning) */
   JPG_NO_UNTRACKED = 10,  /* source or error manager could not be followed */
   JPG_NO_BAD_MARKER = 11, /* corrupt data: an invalid marker */
+  JPG_NO_INHERITED = 12,  /* an abbreviated image decoded with tables an earlier image
+                             left on its object (jpg_obj.inherits) */
   JPG_NO_COUNT
 };
 

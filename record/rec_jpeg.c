@@ -369,6 +369,8 @@ SHIM_EXPORT boolean jpeg_start_decompress(j_decompress_ptr cinfo) {
       not_offloadable(o, JPG_NO_BUFFERED);
     else if (cinfo->raw_data_out)
       not_offloadable(o, JPG_NO_RAW);
+    else if (o->inherits)
+      not_offloadable(o, JPG_NO_INHERITED);
     o->phase = JPG_STARTED;
   }
   o->log_phase = JPG_PHASE_START;

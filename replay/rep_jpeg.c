@@ -41,6 +41,8 @@
 
 #include <jerror.h>
 #include <jpeglib.h>
+/* after jpeglib.h: the input controller, whose eoi_reached jpeg_input_complete reads */
+#include <jpegint.h>
 #include <turbojpeg.h>
 
 #define XXH_INLINE_ALL
@@ -91,6 +93,7 @@ typedef struct {
   uint64_t variant; /* rdb_near_variant, likewise */
   int count_sw;     /* report its time as software at the end */
   uint64_t sw_from; /* busy_ns when the real library took over */
+  int eoi_set;      /* input_complete set the input controller's eoi_reached */
 } rep_dec;
 
 static void free_dec(jpg_obj *o) {
@@ -191,6 +194,10 @@ static void to_real(jpg_obj *o, rep_dec *x, int count_sw) {
     return;
   x->state = R_REAL;
   x->count_sw = count_sw;
+  if (x->eoi_set) { /* the real library reads the input itself */
+    o->cinfo->inputctl->eoi_reached = FALSE;
+    x->eoi_set = 0;
+  }
   x->sw_from = o->busy_ns + (rp_now() - o->t_in);
   if (x->scan_on) {
     jpg_scan_free(&x->scan);
@@ -363,6 +370,16 @@ enum { ID_SUSPENDED, ID_SERVED, ID_REAL };
 
 /* Decide what the recording says about this decode (inside an outermost
  * call). Spins once when it is served. */
+/* A served decode's input is read to its EOI (drained), as the real one's
+ * is by then: jpeg_input_complete says so (undone if the real library
+ * takes over: to_real). */
+static void input_complete(jpg_obj *o, rep_dec *x) {
+  if (o->cinfo->inputctl && !o->cinfo->inputctl->eoi_reached) {
+    o->cinfo->inputctl->eoi_reached = TRUE;
+    x->eoi_set = 1;
+  }
+}
+
 static int identify(jpg_obj *o, rep_dec *x, void *caller) {
   if (!x->scan_on) {
     jpg_request_scan(o, &x->par, &x->scan);
@@ -469,6 +486,8 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
       o->cinfo->progress->completed_passes = o->cinfo->progress->total_passes - 1;
   }
   x->late = rp_finish(&tk); /* an overrun already counted for this call */
+  if (x->multi_scan)        /* the real start reads a multi-scan image whole */
+    input_complete(o, x);
   emit_due(o, x, JPG_PHASE_START, 0);
   return ID_SERVED;
 }
@@ -565,8 +584,16 @@ SHIM_EXPORT int jpeg_consume_input(j_decompress_ptr cinfo) {
   if (!o)
     return real(cinfo);
   rep_dec *x = o->ext;
-  if (o->phase == JPG_STARTED && x->state != R_REAL) /* what the real one says then */
-    return x->multi_scan ? JPEG_REACHED_EOI : JPEG_SUSPENDED;
+  if (o->phase == JPG_STARTED && x->state != R_REAL) {
+    /* what the real one says then: a single scan's input goes with its
+     * output, up to the last row, after which the EOI is read (a program
+     * that loops until jpeg_input_complete hung here) */
+    j_decompress_ptr ci = o->cinfo;
+    if (!x->multi_scan && ci->output_scanline < ci->output_height)
+      return JPEG_SUSPENDED;
+    input_complete(o, x);
+    return JPEG_REACHED_EOI;
+  }
   jpg_enter(o, FRAME);
   int r = real(cinfo);
   jpg_leave(o);
@@ -592,7 +619,7 @@ static boolean start_first(jpg_obj *o, rep_dec *x, void *caller) {
   j_decompress_ptr ci = o->cinfo;
   jpg_take_params(o, &x->par, &x->cmap_in);
   o->phase = JPG_STARTED;
-  if (ci->buffered_image || ci->raw_data_out) {
+  if (ci->buffered_image || ci->raw_data_out || o->inherits) { /* not offloadable */
     x->pass = 1;
     return go_real(o, x, 1);
   }
@@ -766,7 +793,14 @@ SHIM_EXPORT JDIMENSION jpeg_skip_scanlines(j_decompress_ptr cinfo, JDIMENSION n)
   rep_dec *x = o->ext;
   JDIMENSION r = 0;
   jpg_enter(o, FRAME);
-  if (x->state == R_SERVE) { /* the rows are at hand */
+  /* rows quantised, dithered or from the merged upsampler come out of a
+   * skip otherwise than the whole decode's (and two-pass quantisation
+   * refuses it): before any row the real library skips, unseen */
+  int plain = !cinfo->quantize_colors && cinfo->do_fancy_upsampling &&
+              !(cinfo->out_color_space == JCS_RGB565 && cinfo->dither_mode != JDITHER_NONE);
+  if (x->state == R_SERVE && cinfo->quantize_colors && cinfo->two_pass_quantize)
+    ERREXIT(cinfo, JERR_NOTIMPL); /* as the library refuses it */
+  if (x->state == R_SERVE && (plain || cinfo->output_scanline > 0)) { /* the rows are at hand */
     r = cinfo->output_height - cinfo->output_scanline;
     if (n < r)
       r = n;
@@ -789,6 +823,11 @@ SHIM_EXPORT void jpeg_crop_scanline(j_decompress_ptr cinfo, JDIMENSION *xoff, JD
   }
   rep_dec *x = o->ext;
   jpg_enter(o, FRAME);
+  /* after rows, the library refuses, in the state it is in while rows are
+   * read (a real decode started over would take the crop; the starved one
+   * of a multi-scan image is in another state) */
+  if (x->state == R_SERVE && cinfo->output_scanline > 0)
+    ERREXIT1(cinfo, JERR_BAD_STATE, DSTATE_SCANNING);
   pass(o, x);
   go_real(o, x, x->count_sw);
   real(cinfo, xoff, width);

@@ -445,16 +445,18 @@ EOF
     echo "$JD -tables tables.jpg abbrev.jpg"
     echo "$JD -tables tables.jpg -src suspend -chunk 500 abbrev.jpg"
     # the abbreviated image decoded with the tables a complete one left on
-    # the object: its request cannot decode again, so it keeps its rows
+    # the object: its request does not hold them, so it is not offloadable
+    # (another image before it would leave others: t224)
     echo "$JD -one $CORPUS/s_base_422_r0.jpg abbrev.jpg"
   } >run.sh
   jpeg_same run.sh
   grep -q "tables read" nat.out || fail "no tables: $(cat nat.out)"
   every_decode_replayed
-  # info says which processes' decodes kept their rows: the three that
-  # decode abbreviated images, not the others
+  # info says which processes' decodes kept their rows: the two that
+  # decode abbreviated images after tables-only datastreams, not the others
   "$STANDIN" info rec >info.out
-  expect_eq "processes with rows kept" 3 "$(grep -c ' kept \(its\|their\) output rows' info.out)"
+  expect_eq "processes with rows kept" 2 "$(grep -c ' kept \(its\|their\) output rows' info.out)"
+  grep -q "tables left by an earlier image" info.out || fail "$(cat info.out)"
 }
 
 t211_jpeg_replay_under_valgrind() {
@@ -783,4 +785,68 @@ t219_jpeg_timing_runs_take_no_stacks() {
   expect_eq "runs that loaded libunwind" 1 "$(grep -l 'calling init: .*libunwind' ld.* | wc -l)"
   expect_eq "decodes" 1 "$(calls rec jpeg.decode)"
   "$STANDIN" dump rec --format json | grep -q '"module":"[^"]*/jpegdec"' || fail "no call site recorded"
+}
+
+# An abbreviated image (no DQT) decoded after a full one on the same object
+# uses the tables that one left. Its request holds only its own bytes, so
+# a replay that came to it after another image answered it with the rows of
+# the recorded predecessor's tables; and one recording holding both got the
+# first answer for the second. Such a decode is now not offloadable
+# (record and replay see the same on the object), and a request recorded
+# with two different answers answers nothing.
+t224_jpeg_tables_an_earlier_image_left_are_not_replayed() {
+  corpus
+  local a="$CORPUS/m_base_420.jpg"
+  djpeg "$a" | cjpeg -quality 20 >B.jpg
+  python3 - "$a" <<'PY'
+import sys
+d = open(sys.argv[1], 'rb').read()      # S.jpg: A without its DQT segments
+o, i = bytearray(d[:2]), 2
+while True:
+    m = d[i + 1]
+    if m == 0xDA:
+        o += d[i:]
+        break
+    n = d[i + 2] << 8 | d[i + 3]
+    if m != 0xDB:
+        o += d[i:i + 2 + n]
+    i += 2 + n
+open('S.jpg', 'wb').write(o)
+PY
+  "$STANDIN" record -o rec -- "$JD" -one "$a" S.jpg >/dev/null
+  "$STANDIN" info rec | grep -q "tables left by an earlier image" || fail "$("$STANDIN" info rec)"
+  "$JD" -one B.jpg S.jpg >native.out
+  "$STANDIN" replay -t rec --summary s.json -- "$JD" -one B.jpg S.jpg >rep.out 2>/dev/null
+  cmp native.out rep.out || fail "S took the recorded predecessor's tables: $(diff native.out rep.out)"
+  # one recording, S after each of two images: two answers for one request
+  "$STANDIN" record -f -o rec --keep-pixels -- "$JD" -one "$a" S.jpg B.jpg S.jpg >/dev/null
+  "$JD" -one "$a" S.jpg B.jpg S.jpg >native.out
+  "$STANDIN" replay -t rec -- "$JD" -one "$a" S.jpg B.jpg S.jpg >rep.out 2>/dev/null
+  cmp native.out rep.out
+}
+
+# What a served decode does when the program steps outside plain reading,
+# recorded without and replayed with (the recorded decode served):
+# - looping on jpeg_consume_input until jpeg_input_complete after the last
+#   row hung: the input controller stayed where the starved start left it;
+# - jpeg_crop_scanline after rows started a real decode over and took the
+#   crop (240 rows again) where the library refuses (state 205);
+# - jpeg_skip_scanlines with two-pass quantisation was emulated where the
+#   library refuses it.
+t225_jpeg_served_decodes_answer_consume_crop_and_skip_as_the_library() {
+  corpus
+  local f="$CORPUS/s_base_420_r0.jpg" p="$CORPUS/s_prog_444_r0.jpg" opts
+  "$STANDIN" record -o rec -- "$JD" "$f" "$p" >/dev/null
+  "$STANDIN" record -o recq -- "$JD" -quant 16 "$f" >/dev/null
+  for opts in "-untilcomplete" "-latecrop" "-quant 16 -skip 20"; do
+    local r=rec
+    [ "$opts" = "-quant 16 -skip 20" ] && r=recq
+    # shellcheck disable=SC2086
+    "$JD" $opts "$f" "$p" >native.out 2>&1 || true
+    # shellcheck disable=SC2086
+    timeout 60 "$STANDIN" replay -t $r --summary s.json -- "$JD" $opts "$f" "$p" >rep.out 2>/dev/null ||
+      true
+    cmp native.out rep.out || fail "$opts: $(diff native.out rep.out)"
+    [ "$(json s.json calls_replayed)" -ge 1 ] || fail "$opts: nothing served"
+  done
 }

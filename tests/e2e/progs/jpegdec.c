@@ -14,6 +14,9 @@
  *     -scale N/D -cs gray|rgb|bgrx|ycc|565 -dct int|fast|float
  *     -nofancy -nosmooth -quant N -onepass     output parameters
  *     -buffered -raw -coef -skip N -crop X,W   modes an accelerator would not serve
+ *     -latecrop      jpeg_crop_scanline after the first rows (the library refuses)
+ *     -untilcomplete after the last row, jpeg_consume_input until
+ *                    jpeg_input_complete (at most a million calls, counted)
  *     -lines N       rows per jpeg_read_scanlines call (default rec_outbuf_height)
  *     -height N      set image_height to N after jpeg_read_header (as openslide
  *                    does to decode one band of an image with restart markers)
@@ -47,6 +50,7 @@ typedef struct {
   const char *src;
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
   int buffered, raw, coef, skip, crop_x, crop_w, lines, nofinish, one, strict, eoferr;
+  int latecrop, untilcomplete;
   int threads, repeat, concat, chunk, stop, errno_w, height;
   const char *tables;
 } opts;
@@ -221,6 +225,7 @@ typedef struct {
   custom_src csrc;
   susp_src ssrc;
   unsigned rows; /* rows received by the current decode (kept across a longjmp) */
+  long until_complete; /* -untilcomplete: jpeg_consume_input calls */
 } dec_t;
 
 /* Run a libjpeg step, feeding the suspending source until it stops
@@ -282,6 +287,16 @@ static uint64_t read_rows(dec_t *d, uint64_t h) {
     d->rows += n;
     if (O.skip && first == 0 && c->output_height > (unsigned)O.skip * 2)
       d->rows += jpeg_skip_scanlines(c, (JDIMENSION)O.skip);
+    if (O.latecrop && first == 0) {
+      JDIMENSION x = 0, w = c->output_width / 2;
+      jpeg_crop_scanline(c, &x, &w);
+    }
+  }
+  if (O.untilcomplete) {
+    long k = 0;
+    while (!jpeg_input_complete(c) && k < 1000000)
+      jpeg_consume_input(c), k++;
+    d->until_complete = k;
   }
   return h;
 }
@@ -369,9 +384,11 @@ static int decode_one(dec_t *d, const char *name, out_t *out) {
   if (c->quantize_colors && c->colormap)
     for (int i = 0; i < c->out_color_components; i++)
       h = fnv(h, c->colormap[i], (size_t)c->actual_number_of_colors);
-  char en[32] = "";
+  char en[64] = "";
   if (O.errno_w)
     snprintf(en, sizeof en, " errno=%d", errno_left);
+  if (O.untilcomplete)
+    snprintf(en + strlen(en), sizeof en - strlen(en), " consumed=%ld", d->until_complete);
   errno_left = 0;
   outf(out, "%s: %ux%u c=%d rows=%u sum=%016llx warnings=%d%s\n", name, c->output_width,
        c->output_height, c->output_components, d->rows, (unsigned long long)h, d->err.warnings, en);
@@ -512,6 +529,10 @@ static int parse(int argc, char **argv) {
       O.quant = atoi(v), i++;
     else if (!strcmp(a, "-skip"))
       O.skip = atoi(v), i++;
+    else if (!strcmp(a, "-latecrop"))
+      O.latecrop = 1;
+    else if (!strcmp(a, "-untilcomplete"))
+      O.untilcomplete = 1;
     else if (!strcmp(a, "-crop"))
       sscanf(v, "%d,%d", &O.crop_x, &O.crop_w), i++;
     else if (!strcmp(a, "-lines"))
