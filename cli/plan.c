@@ -671,7 +671,7 @@ void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t res
   }
   if (if_link_cost(&a->link, r->req_len, resp_bytes, &d->link_in_ns, &d->link_out_ns) != 0) {
     d->outcome = PLAN_UNSUPPORTED;
-    d->why = "its link would take more than an hour (is link_gbps in GB/s?): not taken";
+    d->why = "its link would take more than 4.29 s each way (is link_gbps in GB/s?): not taken";
     d->service_ns = 0;
     return;
   }

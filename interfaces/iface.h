@@ -24,6 +24,8 @@ typedef struct if_model if_model; /* incomplete type */
  * or cycles for ns) or a negative that wrapped. A call predicted to take
  * longer is not taken (unsupported), offline and in replay alike. */
 #define IF_MAX_NS 3600000000000ull
+/* A link's time each way, in or out: replay keeps it in 32 bits (rdb.h). */
+#define IF_MAX_LINK_NS 4294967295ull
 
 /* The longest spec taken: a path and parameters besides (table:trace=DIR).
  * A longer one is refused, never cut. */

@@ -35,8 +35,11 @@ static int time_ns(const char *key, const char *v, double *out, char *err, size_
   double d;
   if (number(key, v, &d, err, cap) != 1)
     return -1;
-  if (d > (double)IF_MAX_NS) {
-    snprintf(err, cap, "%s=%s is more than an hour (3.6e12 ns); give it in nanoseconds", key, v);
+  if (d > (double)IF_MAX_LINK_NS) {
+    snprintf(err, cap,
+             "%s=%s is more than 4.29 s (2^32 - 1 ns), the most a link takes; give it "
+             "in nanoseconds",
+             key, v);
     return -1;
   }
   *out = d;
@@ -95,7 +98,8 @@ int if_link_cost(const if_link *l, uint64_t req, uint64_t resp, uint64_t *in_ns,
     break;
   }
   *in_ns = *out_ns = 0;
-  if (!(in + out <= (double)IF_MAX_NS)) /* NaN too; llround only sees what fits */
+  /* NaN too; llround only sees what fits */
+  if (!(in <= (double)IF_MAX_LINK_NS && out <= (double)IF_MAX_LINK_NS))
     return -1;
   *in_ns = (uint64_t)llround(in);
   *out_ns = (uint64_t)llround(out);

@@ -45,9 +45,10 @@ int if_link_set(if_link *l, const char *key, const char *value, char *err, size_
 int if_link_check(const if_link *l, char *err, size_t errcap);
 
 /* Cost on the way in (before service) and out (after), in ns: 0, or -1
- * (both 0) when the two together would take more than an hour (IF_MAX_NS:
- * the call is then not taken, as for a service time). Its times are at
- * most an hour each (if_link_set), but bytes at link_gbps are not bounded. */
+ * (both 0) when either would take more than IF_MAX_LINK_NS (4.29 s: the
+ * call is then not taken, as a service time over an hour is not). Its
+ * settings are at most that (if_link_set), but bytes at link_gbps are not
+ * bounded. */
 int if_link_cost(const if_link *l, uint64_t req_bytes, uint64_t resp_bytes, uint64_t *in_ns,
                  uint64_t *out_ns);
 

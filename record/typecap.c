@@ -96,6 +96,12 @@ static cap_entry *capture(const ProtobufCMessageDescriptor *d) {
 void rt_type_classify(const void *key) {
   if (!key)
     return;
+  /* dladdr takes the loader's lock: not under ours, which a library's
+   * constructor calling protobuf-c inside dlopen (the loader's lock held)
+   * may be waiting for. A dlclose meanwhile makes the class stale. */
+  uint64_t gen = atomic_load_explicit(&rt_type_gen, memory_order_relaxed);
+  Dl_info info;
+  int in_image = dladdr(key, &info) != 0;
   pthread_mutex_lock(&cap_lock);
   cap_map *m = room();
   if (!m) { /* no memory: the writer reads the descriptor, as before */
@@ -104,10 +110,8 @@ void rt_type_classify(const void *key) {
   }
   size_t j = slot_of(m, key);
   uint64_t v = atomic_load_explicit(&m->s[j].val, memory_order_relaxed);
-  uint64_t gen = atomic_load_explicit(&rt_type_gen, memory_order_relaxed);
   if (!(v & 1) && !(v && v >> 1 == gen)) {
-    Dl_info info;
-    if (dladdr(key, &info) != 0) { /* in a loaded object's image */
+    if (in_image) {
       v = gen << 1;
     } else {
       cap_entry *e = capture(key);

@@ -985,8 +985,7 @@ static void account_accel(uint32_t k, const rdb_sample *s, uint64_t queue) {
   l->dirty = 1;
 }
 
-static inline __attribute__((always_inline)) int begin_sample(rp_ticket *t, const rdb_entry *e,
-                                                              const rdb_sample *s, uint64_t t0);
+static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, uint64_t t0);
 
 int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
   ADD(RDB_C_INTERCEPTED, 1);
@@ -1012,8 +1011,7 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
 
 /* The deadline of a call of e given sample s (rp_begin), on the shared
  * timeline; 0 when s stays in software. */
-static inline __attribute__((always_inline)) int begin_sample(rp_ticket *t, const rdb_entry *e,
-                                                              const rdb_sample *s, uint64_t t0) {
+static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, uint64_t t0) {
   t0 = t0 > outside_ns ? t0 - outside_ns : 0;
   t->e = e;
   t->s = s;
@@ -1272,6 +1270,12 @@ static uint64_t extrapolate(uint64_t kn, uint64_t vn, uint64_t kf, uint64_t vf, 
   return (uint64_t)(line < lo ? lo : line > hi ? hi : line);
 }
 
+/* An extrapolated link time, as a sample holds it (a miss beyond the
+ * recorded sizes is an approximation anyway). */
+static uint32_t link32(uint64_t v) {
+  return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
 /* The sample a miss of api, type and variant, of size key, is timed with,
  * into *out (*ep: the entry of the recorded call nearest in size, whose
  * key goes to *near_key); 0 when nothing of that API, type and variant was
@@ -1317,8 +1321,8 @@ static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rd
     if (f && f->accel == s->accel) {
       out->service_ns = extrapolate(k, s->service_ns, kf, f->service_ns, key);
       out->recorded_ns = extrapolate(k, s->recorded_ns, kf, f->recorded_ns, key);
-      out->link_in_ns = extrapolate(k, s->link_in_ns, kf, f->link_in_ns, key);
-      out->link_out_ns = extrapolate(k, s->link_out_ns, kf, f->link_out_ns, key);
+      out->link_in_ns = link32(extrapolate(k, s->link_in_ns, kf, f->link_in_ns, key));
+      out->link_out_ns = link32(extrapolate(k, s->link_out_ns, kf, f->link_out_ns, key));
     } else if (i == n) { /* larger than any recorded: in proportion */
       out->service_ns = lerp(0, s->service_ns, key, k);
       out->recorded_ns = lerp(0, s->recorded_ns, key, k);
@@ -1342,8 +1346,8 @@ static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rd
     uint64_t num = key - ka, den = kb - ka;
     out->service_ns = lerp(a->service_ns, b->service_ns, num, den);
     out->recorded_ns = lerp(a->recorded_ns, b->recorded_ns, num, den);
-    out->link_in_ns = lerp(a->link_in_ns, b->link_in_ns, num, den);
-    out->link_out_ns = lerp(a->link_out_ns, b->link_out_ns, num, den);
+    out->link_in_ns = (uint32_t)lerp(a->link_in_ns, b->link_in_ns, num, den);
+    out->link_out_ns = (uint32_t)lerp(a->link_out_ns, b->link_out_ns, num, den);
   }
   return 1;
 }

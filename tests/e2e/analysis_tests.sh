@@ -848,39 +848,39 @@ t426_compare_refuses_a_summary_with_a_wall_time_no_replay_measured() {
 }
 
 # A link time past 2^32 ns per call was cut to 4.29 s in the timeline (the
-# estimate, the accelerator's LINK TIME) but not in the groups' LINK. The
-# six calls of golden_single take 10 s each now, everywhere; a link past an
-# hour is refused as a setting, and a call whose bytes would take that long
-# is not taken, as a service time over an hour is not.
-t430_link_time_past_2e32_ns_is_counted_whole() {
+# estimate, the accelerator's LINK TIME) but not in the groups' LINK. Link
+# times are now whole up to 4.29 s each way, the most replay keeps (rdb.h):
+# a setting past it is refused, and a call whose bytes would take longer is
+# not taken, in whatif as in replay.
+t430_link_time_is_counted_whole_or_refused() {
   golden_single
-  "$STANDIN" report single --by api --iface constant:ns=0,link=onchip,link_onchip_ns=1e10 \
+  "$STANDIN" report single --by api --iface constant:ns=0,link=onchip,link_onchip_ns=4e9 \
     --format json >r.json
-  expect_eq "groups' link" 60000000000 "$(pyj r.json 'sum(g["plan"]["link_ns"] for g in d["groups"])')"
-  expect_eq "accelerator's link" 60000000000 "$(pyj r.json 'd["plan"]["accelerators"][0]["link_ns"]')"
-  expect_eq "predicted" 60000000000 "$(pyj r.json 'd["plan"]["predicted_ns"]')"
-  expect_eq "estimate" $((100000 - 20500 + 60000000000)) "$(pyj r.json 'd["plan"]["estimate_ns"]')"
+  expect_eq "groups' link" 24000000000 "$(pyj r.json 'sum(g["plan"]["link_ns"] for g in d["groups"])')"
+  expect_eq "accelerator's link" 24000000000 "$(pyj r.json 'd["plan"]["accelerators"][0]["link_ns"]')"
+  expect_eq "predicted" 24000000000 "$(pyj r.json 'd["plan"]["predicted_ns"]')"
+  expect_eq "estimate" $((100000 - 20500 + 24000000000)) "$(pyj r.json 'd["plan"]["estimate_ns"]')"
   set +e
-  "$STANDIN" whatif single --iface constant:link=onchip,link_onchip_ns=4e12 2>err
+  "$STANDIN" whatif single --iface constant:link=onchip,link_onchip_ns=1e10 2>err
   rc=$?
   set -e
-  expect_eq "link over an hour: exit" 2 $rc
-  grep -q "link_onchip_ns=4e12 is more than an hour" err || fail "$(cat err)"
-  # 1e-10 GB/s: 1e10 ns a byte; the unpacks of 100..300 B take 1e12..3e12
-  # ns, the rest (400 B and more) over an hour
-  "$STANDIN" whatif single --iface constant:ns=0,link=pcie,link_rtt_ns=0,link_gbps=1e-10 \
+  expect_eq "link over 4.29 s: exit" 2 $rc
+  grep -q "link_onchip_ns=1e10 is more than 4.29 s" err || fail "$(cat err)"
+  # 1e-7 GB/s: 1e7 ns a byte; the unpacks of 100..400 B take 1e9..4e9 ns
+  # in, the pack's and the size's 1,000 B 1e10 ns: not taken
+  "$STANDIN" whatif single --iface constant:ns=0,link=pcie,link_rtt_ns=0,link_gbps=1e-7 \
     --format json >w.json
-  expect_eq "offloaded" 3 "$(pyj w.json 'd["plans"][0]["offloaded"]')"
-  expect_eq "not taken" 3 "$(pyj w.json 'd["plans"][0]["software"]["unsupported"]')"
-  expect_eq "link" 6000000000000 "$(pyj w.json 'd["plans"][0]["accelerators"][0]["link_ns"]')"
-  pyj w.json 'list(d["plans"][0]["accelerators"][0]["unsupported"])' | grep -q "more than an hour" ||
+  expect_eq "offloaded" 4 "$(pyj w.json 'd["plans"][0]["offloaded"]')"
+  expect_eq "not taken" 2 "$(pyj w.json 'd["plans"][0]["software"]["unsupported"]')"
+  expect_eq "link" 10000000000 "$(pyj w.json 'd["plans"][0]["accelerators"][0]["link_ns"]')"
+  pyj w.json 'list(d["plans"][0]["accelerators"][0]["unsupported"])' | grep -q "more than 4.29 s" ||
     fail "$(cat w.json)"
 }
 
 # Replay decides the calls as whatif does: those whose link would take over
-# an hour stay in software in both (checked on whatif first: before, whatif
-# offloaded them, and replay would have waited 4.29 s for each).
-t431_replay_refuses_an_hour_long_link_as_whatif_does() {
+# 4.29 s stay in software in both (before, whatif offloaded them, and
+# replay would have waited 4.29 s for each).
+t431_replay_refuses_a_link_past_4s_as_whatif_does() {
   "$STANDIN" record -o rec -- "$PB" basic 20 >/dev/null
   plan=(--iface pb.unpack=constant:ns=0,link=pcie,link_rtt_ns=0,link_gbps=1e-15 --iface constant:ns=100)
   "$STANDIN" whatif rec "${plan[@]}" --format json >w.json

@@ -233,11 +233,18 @@ START_TEST(test_link_costs) {
   ck_assert_int_eq(if_link_check(&l, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "give link=onchip too"));
   ck_assert_int_eq(if_link_set(&l, "engines", "2", err, sizeof err), 0);
-  /* an hour at most (IF_MAX_NS): a setting past it is refused, and a call
-   * whose bytes would take longer is not taken; llround never sees more */
+  /* 4.29 s at most each way (IF_MAX_LINK_NS, replay's 32 bits): a setting
+   * past it is refused, and a call whose bytes would take longer is not
+   * taken; llround never sees more */
   if_link_init(&l, IF_LINK_PCIE);
-  ck_assert_int_eq(if_link_set(&l, "link_rtt_ns", "4e12", err, sizeof err), -1);
-  ck_assert_ptr_nonnull(strstr(err, "more than an hour"));
+  ck_assert_int_eq(if_link_set(&l, "link_rtt_ns", "4294967296", err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "more than 4.29 s"));
+  ck_assert_int_eq(if_link_set(&l, "link_rtt_ns", "1e9", err, sizeof err), 1);
+  ck_assert_int_eq(if_link_cost(&l, 0, 0, &in, &out), 0); /* 2.5e9 in, 0.5e9 out */
+  ck_assert_uint_eq(in, 2500000000u);
+  ck_assert_int_eq(if_link_set(&l, "link_rtt_ns", "2e9", err, sizeof err), 1);
+  ck_assert_int_eq(if_link_cost(&l, 0, 0, &in, &out), -1); /* 5e9 in */
+  ck_assert_int_eq(if_link_set(&l, "link_rtt_ns", "0", err, sizeof err), 1);
   ck_assert_int_eq(if_link_set(&l, "link_gbps", "1e-300", err, sizeof err), 1);
   ck_assert_int_eq(if_link_cost(&l, 1000, 0, &in, &out), -1);
   ck_assert_uint_eq(in + out, 0);
