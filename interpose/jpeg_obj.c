@@ -384,7 +384,9 @@ void jpg_header_done(jpg_obj *o) {
   int known = !o->cap.failed && jpg_probe_header(o->cap.p, o->cap.len, &h) == 0;
   int arith = known && (h.sof == 0xC9 || h.sof == 0xCA || h.sof == 0xCB || h.sof == 0xCD ||
                         h.sof == 0xCE || h.sof == 0xCF);
-  o->inherits = (o->image_q && (!known || !h.dqt)) || (o->image_h && (!known || !(h.dht || arith)));
+  o->own_q = known && h.dqt;
+  o->own_h = known && (h.dht || arith);
+  o->inherits = (o->image_q && !o->own_q) || (o->image_h && !o->own_h);
   o->image_q |= !known || h.dqt;
   o->image_h |= !known || h.dht;
   o->header_len = o->cap.len;

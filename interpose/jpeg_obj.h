@@ -111,6 +111,9 @@ struct jpg_obj {
    * image defined are a tables-only datastream's (in the request) or the
    * library's standard Huffman tables. */
   uint8_t image_q, image_h, inherits;
+  /* the image's own header defines quantisation (q) and, unless it is
+   * arithmetic-coded, Huffman (h) tables: read at jpg_header_done */
+  uint8_t own_q, own_h;
 
   /* error manager */
   struct jpeg_error_mgr *err;

@@ -237,15 +237,8 @@ static void not_offloadable(jpg_obj *o, int reason) {
  * An abbreviated image decoded after a complete one on the same object
  * uses the tables that one left (libjpeg keeps them across images), which
  * its request does not hold. */
-static int own_tables(jpg_obj *o) {
-  if (o->tables.len || o->cap.failed)
-    return 0;
-  jpg_probe h;
-  if (jpg_probe_header(o->cap.p, o->cap.len, &h) != 0)
-    return 0;
-  int arith = h.sof == 0xC9 || h.sof == 0xCA || h.sof == 0xCB || h.sof == 0xCD || h.sof == 0xCE ||
-              h.sof == 0xCF;
-  return h.dqt && (h.dht || arith);
+static int own_tables(const jpg_obj *o) {
+  return !o->tables.len && !o->cap.failed && o->own_q && o->own_h; /* jpg_header_done */
 }
 
 /* jpeg_start_decompress returned TRUE: output geometry is known. */

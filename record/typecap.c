@@ -35,17 +35,6 @@ _Atomic uint64_t rt_type_gen = 1;
 static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t cap_used; /* slots with a key, under cap_lock */
 
-static size_t slot_of(const cap_map *m, const void *key) {
-  size_t mask = m->cap - 1;
-  size_t j = (size_t)(((uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
-  for (;;) {
-    const void *k = atomic_load_explicit(&m->s[j].key, memory_order_relaxed);
-    if (k == key || k == NULL)
-      return j;
-    j = (j + 1) & mask;
-  }
-}
-
 /* Under cap_lock: a map with room for one more key (NULL: no memory). */
 static cap_map *room(void) {
   cap_map *m = atomic_load_explicit(&rt_type_map, memory_order_relaxed);
@@ -60,7 +49,8 @@ static cap_map *room(void) {
     const void *k = atomic_load_explicit(&m->s[i].key, memory_order_relaxed);
     if (!k)
       continue;
-    size_t j = slot_of(n, k);
+    int in_map;
+    size_t j = rt_type_slot(n, k, &in_map);
     atomic_store_explicit(&n->s[j].val, atomic_load_explicit(&m->s[i].val, memory_order_relaxed),
                           memory_order_relaxed);
     atomic_store_explicit(&n->s[j].key, k, memory_order_relaxed);
@@ -108,7 +98,8 @@ void rt_type_classify(const void *key) {
     pthread_mutex_unlock(&cap_lock);
     return;
   }
-  size_t j = slot_of(m, key);
+  int in_map; /* or the slot it goes in */
+  size_t j = rt_type_slot(m, key, &in_map);
   uint64_t v = atomic_load_explicit(&m->s[j].val, memory_order_relaxed);
   if (!(v & 1) && !(v && v >> 1 == gen)) {
     if (in_image) {
@@ -133,7 +124,9 @@ int rt_type_captured(const void *key, const char **name, void **schema, size_t *
   pthread_mutex_lock(&cap_lock);
   cap_map *m = atomic_load_explicit(&rt_type_map, memory_order_relaxed);
   if (m) {
-    uint64_t v = atomic_load_explicit(&m->s[slot_of(m, key)].val, memory_order_relaxed);
+    int in_map;
+    uint64_t v =
+        atomic_load_explicit(&m->s[rt_type_slot(m, key, &in_map)].val, memory_order_relaxed);
     const cap_entry *e = (v & 1) ? (const cap_entry *)(uintptr_t)(v & ~1ull) : NULL;
     if (e) {
       found = 1;

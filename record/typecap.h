@@ -31,25 +31,32 @@ extern _Atomic uint64_t rt_type_gen; /* from 1; one more at each dlclose */
 
 void rt_type_classify(const void *key); /* the slow path */
 
+/* key's slot in m (*found 1), or the empty one where it would go (m is
+ * at most half full: the probe ends). */
+static inline size_t rt_type_slot(const cap_map *m, const void *key, int *found) {
+  size_t mask = m->cap - 1;
+  size_t j = (size_t)(((uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+  for (;;) {
+    const void *k = atomic_load_explicit(&m->s[j].key, memory_order_acquire);
+    if (k == key || k == NULL) {
+      *found = k != NULL;
+      return j;
+    }
+    j = (j + 1) & mask;
+  }
+}
+
 /* Program thread, outside the timed window, before the call is queued:
  * make sure the writer will know protobuf descriptor key's type. */
 static inline void rt_type_capture(const void *key) {
   cap_map *m = atomic_load_explicit(&rt_type_map, memory_order_acquire);
   if (m) {
-    size_t mask = m->cap - 1;
-    size_t j = (size_t)(((uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
-    for (;;) { /* ends: the map is at most half full */
-      const void *k = atomic_load_explicit(&m->s[j].key, memory_order_acquire);
-      if (k == key) {
-        uint64_t v = atomic_load_explicit(&m->s[j].val, memory_order_acquire);
-        if ((v & 1) || (v && v >> 1 == atomic_load_explicit(&rt_type_gen, memory_order_relaxed)))
-          return;
-        break;
-      }
-      if (!k)
-        break;
-      j = (j + 1) & mask;
-    }
+    int found;
+    uint64_t v =
+        atomic_load_explicit(&m->s[rt_type_slot(m, key, &found)].val, memory_order_acquire);
+    if (found &&
+        ((v & 1) || (v && v >> 1 == atomic_load_explicit(&rt_type_gen, memory_order_relaxed))))
+      return;
   }
   rt_type_classify(key);
 }
