@@ -44,15 +44,12 @@ static void *jc_create(int n, const char *const *k, const char *const *v, char *
   return ifb_numbers_create("jpeg-core", jc_p, n, k, v, err, cap);
 }
 
-/* Per-block cost for the image's subsampling, or 0 when unsupported. */
+/* Per-block cost for the image's subsampling: grey, 4:4:4 or 4:2:0, the
+ * only ones core_cannot lets through. A cost of 0 is a parameter like any
+ * other (the entropy term alone); it was once also "unsupported", which
+ * refused every call of that subsampling with no reason. */
 static double cycles_per_block(const double *p, uint64_t subsamp) {
-  switch (subsamp) {
-  case 1: return p[JC_GRAY];
-  case 4: return p[JC_420];
-  case 2: return p[JC_444];
-  case 3: ifb_unsupported("4:2:2 subsampling (core_jpeg: grey, 4:2:0, 4:4:4 only)"); return 0;
-  default: ifb_unsupported("subsampling other than grey, 4:2:0, 4:4:4"); return 0;
-  }
+  return subsamp == 1 ? p[JC_GRAY] : subsamp == 4 ? p[JC_420] : p[JC_444];
 }
 
 /* What core_jpeg cannot decode, shared by both models; 0 when it can. */
@@ -99,8 +96,6 @@ static int jc_predict(void *inst, const standin_request *r, uint64_t *ns) {
   double cpb = cycles_per_block(p, ifb_feat(r, STANDIN_JPEG_SUBSAMPLING));
   double in = (double)ifb_feat(r, STANDIN_JPEG_INPUT_BYTES);
   double out = (double)ifb_feat(r, STANDIN_JPEG_OUT_BYTES);
-  if (cpb == 0)
-    return STANDIN_UNSUPPORTED;
   if (in <= 0 || out <= 0) {
     ifb_unsupported("request lacks input or output size");
     return STANDIN_UNSUPPORTED;

@@ -138,6 +138,18 @@ START_TEST(test_model_jpeg_core_baseline) {
   f[4] = 1;                       /* grey: 66 cycles per block */
   ck_assert_int_eq(predict("jpeg-core", &r, &ns), IF_OK);
   ck_assert_uint_eq(ns, 4950000);
+  /* a per-block cost of 0 leaves the entropy term (it was refused, with
+   * the generic reason, as if the subsampling were unsupported). Grey out,
+   * 360,000 B: rate 7.2, 5625 / 64 * (5 / 7.2 * 3 + 6) * 1.5 = 1065.7
+   * cycles, at 75 MHz 14,209 ns */
+  f[8] = 360000;
+  ck_assert_int_eq(predict("jpeg-core:cpb_gray=0", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 14209);
+  /* 4:2:0, RGB out: rate 21.6, 882.6 cycles, 11,768 ns */
+  f[4] = 4;
+  f[8] = 1080000;
+  ck_assert_int_eq(predict("jpeg-core:cpb_420=0", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, 11768);
 }
 END_TEST
 
