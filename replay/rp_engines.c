@@ -49,6 +49,10 @@ uint64_t rp_engines_book(rdb_accel *a, uint64_t arrive, uint64_t service) {
       best = e;
     }
   }
-  engine_book(a, best, best_start, best_start + service);
+  /* a request of 0 ns occupies nothing: booking it took one of the engine's
+   * RDB_RES_SLOTS from a reservation still to come, which a later request
+   * then overlapped (offline, cli/engines.c, never books one either) */
+  if (service)
+    engine_book(a, best, best_start, best_start + service);
   return best_start;
 }

@@ -45,6 +45,21 @@ START_TEST(test_late_booking_finds_its_gap) {
 }
 END_TEST
 
+/* A request of 0 ns (get_packed_size with size_free=1) from a thread
+ * behind in virtual time books nothing: it took one of the engine's
+ * reservation slots, the oldest, [1000, 1100), and the next request at 1000
+ * then started at once, on top of it, where offline it queues behind all
+ * eight. */
+START_TEST(test_zero_service_keeps_the_bookings) {
+  rdb_accel *a = accel(1);
+  for (uint64_t t = 1000; t < 1800; t += 100)
+    ck_assert_uint_eq(rp_engines_book(a, t, 100), t);
+  ck_assert_uint_eq(rp_engines_book(a, 50, 0), 50);
+  ck_assert_uint_eq(rp_engines_book(a, 1000, 100), 1800);
+  free(a);
+}
+END_TEST
+
 /* Eight threads, eight engines, each thread's requests one after another;
  * the threads book in turn, some behind in virtual time by up to three
  * requests (as catch-up makes threads that owe harness time). At most
@@ -80,6 +95,7 @@ int main(void) {
   tcase_add_test(t, test_queues_behind_the_engines);
   tcase_add_test(t, test_late_booking_finds_its_gap);
   tcase_add_test(t, test_lagging_threads_need_no_ninth_engine);
+  tcase_add_test(t, test_zero_service_keeps_the_bookings);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
