@@ -58,6 +58,7 @@ typedef struct {
 
 typedef struct {
   uint64_t requests, service_ns, link_ns, queue_ns, rec_ns;
+  uint64_t busy_ns; /* engine time: service, or the model's initiation interval */
 } an_accel;
 
 typedef struct {

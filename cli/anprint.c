@@ -73,7 +73,9 @@ size_t *anp_groups_by_time(const an_result *r) {
 static double utilisation(const an_result *r, int k, int a) {
   uint32_t engines = r->plans[k].p->accel[a].engines;
   double cap = (double)an_estimate(r, k) * (engines ? engines : 1);
-  return cap > 0 ? (double)r->plans[k].accel[a].service_ns / cap : 0.0;
+  /* engine time; unlimited engines: the service time over the run's */
+  const an_accel *ac = &r->plans[k].accel[a];
+  return cap > 0 ? (double)(engines ? ac->busy_ns : ac->service_ns) / cap : 0.0;
 }
 
 void anp_accels_text(FILE *f, const an_result *r, int k) {
@@ -248,10 +250,10 @@ static void accels_json(FILE *f, const an_result *r, int k) {
     json_write_str(f, if_model_describe(pa->model));
     fprintf(f,
             ", \"link\": \"%s\", \"engines\": %u, \"requests\": %llu, \"service_ns\": %llu, "
-            "\"link_ns\": %llu, \"queue_ns\": %llu, \"recorded_ns\": %llu, "
+            "\"link_ns\": %llu, \"queue_ns\": %llu, \"busy_ns\": %llu, \"recorded_ns\": %llu, "
             "\"utilisation\": %.4f, \"unsupported\": {",
             if_link_name(&pa->link), pa->engines, U(ac->requests), U(ac->service_ns),
-            U(ac->link_ns), U(ac->queue_ns), U(ac->rec_ns), utilisation(r, k, a));
+            U(ac->link_ns), U(ac->queue_ns), U(ac->busy_ns), U(ac->rec_ns), utilisation(r, k, a));
     int first = 1;
     for (size_t i = 0; i < pr->nwhy; i++)
       if (pr->why[i].accel == a) {

@@ -316,7 +316,8 @@ static void write_accels(FILE *f, const rdb_built *b, const plan *p, uint64_t wa
   const rdb_accel *a = (const rdb_accel *)(b->base + h->accel_off);
   fprintf(f, "  \"accelerators\": [");
   for (uint32_t i = 0; i < h->naccel; i++) {
-    double busy = (double)LD(a[i].st.c[RDB_A_SERVICE_NS]);
+    /* unlimited engines: the service time over the run's */
+    double busy = (double)LD(a[i].st.c[a[i].engines ? RDB_A_BUSY_NS : RDB_A_SERVICE_NS]);
     double cap = (double)wall * (a[i].engines ? a[i].engines : 1);
     fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
     json_str(f, a[i].name);
@@ -324,9 +325,11 @@ static void write_accels(FILE *f, const rdb_built *b, const plan *p, uint64_t wa
     json_str(f, if_model_describe(p->accel[i].model));
     fprintf(f,
             ", \"link\": \"%s\", \"engines\": %u, \"requests\": %llu, \"service_ns\": %llu, "
-            "\"link_ns\": %llu, \"queue_ns\": %llu, \"utilisation\": %.4f, \"unsupported\": {",
+            "\"link_ns\": %llu, \"queue_ns\": %llu, \"busy_ns\": %llu, \"utilisation\": %.4f, "
+            "\"unsupported\": {",
             if_link_name(&p->accel[i].link), a[i].engines, LD(a[i].st.c[RDB_A_REQUESTS]),
-            LD(a[i].st.c[RDB_A_SERVICE_NS]), LD(a[i].st.c[RDB_A_LINK_NS]), LD(a[i].st.c[RDB_A_QUEUE_NS]),
+            LD(a[i].st.c[RDB_A_SERVICE_NS]), LD(a[i].st.c[RDB_A_LINK_NS]),
+            LD(a[i].st.c[RDB_A_QUEUE_NS]), LD(a[i].st.c[RDB_A_BUSY_NS]),
             cap > 0 ? busy / cap : 0.0);
     int first = 1;
     for (size_t k = 0; k < b->nwhy; k++)

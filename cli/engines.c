@@ -83,6 +83,8 @@ static void insert(eng_engine *en, uint64_t s, uint64_t e) {
 }
 
 uint64_t engines_book(engines *g, uint64_t arrive, uint64_t service) {
+  if (service == 0) /* it keeps no engine from anything: no wait either */
+    return arrive;
   uint32_t best = 0;
   uint64_t start = UINT64_MAX, best_from = 0;
   for (uint32_t k = 0; k < g->n && !(start == arrive && best_from == arrive); k++) {
@@ -93,8 +95,7 @@ uint64_t engines_book(engines *g, uint64_t arrive, uint64_t service) {
       best = k;
     }
   }
-  if (service)
-    insert(&g->e[best], start, start + service);
+  insert(&g->e[best], start, start + service);
   return start;
 }
 

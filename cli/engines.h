@@ -36,9 +36,11 @@ typedef struct {
 /* n engines; 0 or -1 when out of memory. */
 int engines_init(engines *g, uint32_t n);
 
-/* Book `service` ns for a request that arrives at `arrive`; returns when it
- * starts (>= arrive). */
-uint64_t engines_book(engines *g, uint64_t arrive, uint64_t service);
+/* Book `busy` ns (the request's service time, or its model's initiation
+ * interval: how long it keeps the engine from taking the next) for a
+ * request that arrives at `arrive`; returns when it starts (busy 0: at
+ * arrive, booking nothing). */
+uint64_t engines_book(engines *g, uint64_t arrive, uint64_t busy);
 
 /* Forget every booking (a new process). */
 void engines_clear(engines *g);

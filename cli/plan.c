@@ -669,6 +669,7 @@ void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t res
     d->service_ns = 0;
     return;
   }
+  d->busy_ns = if_model_busy();
   if (if_link_cost(&a->link, r->req_len, resp_bytes, &d->link_in_ns, &d->link_out_ns) != 0) {
     d->outcome = PLAN_UNSUPPORTED;
     d->why = "its link would take more than 4.29 s each way (is link_gbps in GB/s?): not taken";

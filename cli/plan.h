@@ -93,6 +93,8 @@ typedef struct {
                            (PLAN_UNSUPPORTED) the call, -1 otherwise */
   const char *why;      /* PLAN_UNSUPPORTED: the model's reason (static text) */
   uint64_t service_ns;  /* predicted by the model */
+  uint64_t busy_ns;     /* of it, how long the request keeps its engine from
+                           taking the next (if_model_busy) */
   uint64_t link_in_ns;  /* reaching the device, before service */
   uint64_t link_out_ns; /* getting the response back, after service */
   uint16_t out_cold;    /* per mille of the response's lines delivered to memory */

@@ -512,8 +512,8 @@ static void count_why(builder *b, int accel, const char *why) {
 
 static int same_decision(const plan_decision *x, const plan_decision *y) {
   return x->outcome == y->outcome && x->accel == y->accel && x->service_ns == y->service_ns &&
-         x->link_in_ns == y->link_in_ns && x->link_out_ns == y->link_out_ns &&
-         x->out_cold == y->out_cold;
+         x->busy_ns == y->busy_ns && x->link_in_ns == y->link_in_ns &&
+         x->link_out_ns == y->link_out_ns && x->out_cold == y->out_cold;
 }
 
 /* Whether the plan decides a JPEG decode as it decided it (d) with the
@@ -579,6 +579,7 @@ static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, rdb
     return;
   out->accel = d.accel;
   out->service_ns = d.service_ns;
+  out->busy_ns = d.busy_ns < d.service_ns ? (uint32_t)d.busy_ns : RDB_BUSY_WHOLE;
   if (b->as_recorded[d.accel]) { /* the file says at its end whether it was retimed */
     b->file_as_recorded_calls++;
     b->file_as_recorded_ns += c->latency_ns;

@@ -32,6 +32,11 @@ void *ifb_numbers_create(const char *model, const ifb_param *defs, int n,
 /* Why the last prediction on this thread was unsupported (static text). */
 void ifb_unsupported(const char *why);
 
+/* The initiation interval of the prediction being made on this thread
+ * (standin_iface_interval): ns its request keeps an engine from taking the
+ * next. Not called: the whole service time. */
+void ifb_interval(uint64_t ns);
+
 /* Feature slot, or 0 when the request carries fewer. */
 static inline uint64_t ifb_feat(const standin_request *r, unsigned slot) {
   return slot < r->nfeat ? r->feat[slot] : 0;

@@ -43,6 +43,11 @@ int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns);
  * (nested), for the stretches in which models run (a plugin may print). */
 void if_quiet_stdout(int on);
 const char *if_model_why(void);
+/* Of the last prediction if_model_predict said yes to on this thread: ns
+ * its request keeps one of the accelerator's engines from taking the next
+ * (the model's initiation interval, at most its service time; the whole
+ * service time for a model that says nothing of it). */
+uint64_t if_model_busy(void);
 
 /* A new pass over a recording begins: a model that tells occurrences of a
  * request apart (table) counts them from the first again. */

@@ -29,6 +29,8 @@ struct if_model {
   void *inst;
   void *dl; /* plugin handle, NULL for built-ins */
   const char *(*why)(int code); /* a plugin's standin_iface_why, if it has one */
+  /* a plugin's standin_iface_interval, if it has one */
+  uint64_t (*interval)(void *inst, const standin_request *r, uint64_t service_ns);
   const char *why_last;         /* its last reason, interned (plugin_why) */
   char *why_raw;                /* and as the plugin gave it */
   const char **whys;            /* the texts it gave, interned: WHY_PER_MODEL */
@@ -37,9 +39,18 @@ struct if_model {
 };
 
 static __thread const char *why_unsupported;
+static __thread uint64_t busy_last; /* UINT64_MAX: the whole service time */
 
 void ifb_unsupported(const char *why) {
   why_unsupported = why;
+}
+
+void ifb_interval(uint64_t ns) {
+  busy_last = ns;
+}
+
+uint64_t if_model_busy(void) {
+  return busy_last;
 }
 
 const char *if_model_why(void) {
@@ -206,6 +217,7 @@ static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) 
     return IF_E_PLUGIN;
   }
   m->why = (const char *(*)(int))dlsym(m->dl, "standin_iface_why");
+  *(void **)&m->interval = dlsym(m->dl, "standin_iface_interval");
   if (m->why && !(m->whys = calloc(WHY_PER_MODEL, sizeof *m->whys))) {
     snprintf(err, errcap, "out of memory");
     return IF_E_NOMEM;
@@ -455,6 +467,7 @@ void if_quiet_stdout(int on) {
 
 int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) {
   why_unsupported = NULL;
+  busy_last = UINT64_MAX;
   *ns = 0; /* a model that says yes without a time: 0 ns */
   plugin_in(m, "predict", m->desc, 0); /* quiet for the whole run: an_run, rdb_build */
   int rc = m->iface->predict(m->inst, r, ns);
@@ -471,6 +484,13 @@ int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) 
     *ns = 0;
     return IF_UNSUPPORTED;
   }
+  if (m->interval) {
+    plugin_in(m, "standin_iface_interval", m->desc, 0);
+    busy_last = m->interval(m->inst, r, *ns);
+    plugin_out(m, 0);
+  }
+  if (busy_last > *ns)
+    busy_last = *ns;
   return IF_OK;
 }
 

@@ -43,6 +43,20 @@
  *     called on the thread that called predict, right after predict
  *     refused; standin copies the text. A model's first 256 different
  *     texts are counted apart, any more together under one reason.
+ *   - a device that takes a new request before the last one is done (a
+ *     pipeline) may say how long each request keeps one of its engines
+ *     from taking the next, its initiation interval, by exporting
+ *
+ *         uint64_t standin_iface_interval(void *inst,
+ *                                         const standin_request *r,
+ *                                         uint64_t service_ns);
+ *
+ *     called right after predict said yes, with the time it gave. It is
+ *     optional: without it, and when it returns service_ns or more, a
+ *     request holds its engine for its whole service time (one request at
+ *     a time per engine, `engines=N` in a plan). Its request still takes
+ *     service_ns to complete; only the next one's queueing changes. 0: the
+ *     request never makes another wait.
  *   - create refuses an unknown or bad key itself (standin does not check
  *     keys against `params`), with a message in err; a typo a plugin
  *     ignores is invisible.

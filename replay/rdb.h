@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 14
+#define RDB_VERSION 15
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -56,7 +56,9 @@ enum {
   RDB_SW_NREASONS = 2
 };
 
-enum { RDB_A_REQUESTS, RDB_A_SERVICE_NS, RDB_A_LINK_NS, RDB_A_QUEUE_NS, RDB_A_N };
+/* per accelerator; BUSY: the engine time its requests took (rdb_busy),
+ * which utilisation is a share of */
+enum { RDB_A_REQUESTS, RDB_A_SERVICE_NS, RDB_A_LINK_NS, RDB_A_QUEUE_NS, RDB_A_BUSY_NS, RDB_A_N };
 
 typedef struct {
   _Atomic uint64_t c[RDB_A_N];
@@ -153,8 +155,15 @@ typedef struct {
   uint32_t next;        /* index + 1 of the entry of the call that followed this
                            occurrence on its thread with the same API, 0: none;
                            the shim tries it first (rp_predicted) */
-  uint32_t pad;
+  uint32_t busy_ns;     /* how long it keeps its engine from taking the next
+                           request (the model's initiation interval), when
+                           less than service_ns; RDB_BUSY_WHOLE: all of it */
 } rdb_sample;
+#define RDB_BUSY_WHOLE UINT32_MAX
+/* A sample's engine time (rdb_sample.busy_ns). */
+static inline uint64_t rdb_busy(const rdb_sample *s) {
+  return s->busy_ns == RDB_BUSY_WHOLE ? s->service_ns : s->busy_ns;
+}
 /* As it is: with 64-bit link times (48 bytes, or 40 with a narrower accel)
  * a replayed 1 KB unpack's harness took 360-580 ns against 185-290 on this
  * VM, with the same instructions; links are bounded instead. */

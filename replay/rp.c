@@ -963,12 +963,20 @@ static void unlock_accel(rdb_accel *a) {
 
 /* Book the accelerator's engine that can start the request first
  * (rp_engines.h); returns the start. */
-static uint64_t reserve(rdb_accel *a, uint64_t arrive, uint64_t service) {
+/* Engine time is counted only where engines are few: unlimited ones
+ * have no capacity for it to be a share of (write_accels). */
+static uint64_t reserve(rdb_accel *a, uint32_t k, uint64_t arrive, const rdb_sample *s) {
   if (a->engines == 0)
     return arrive;
+  uint64_t busy = rdb_busy(s);
   lock_accel(a);
-  uint64_t start = rp_engines_book(a, arrive, service);
+  uint64_t start = rp_engines_book(a, arrive, busy);
   unlock_accel(a);
+  local *l = local_self();
+  if (SHIM_LIKELY(l != NULL))
+    l->a[k][RDB_A_BUSY_NS] += busy;
+  else
+    atomic_fetch_add_explicit(&accels[k].st.c[RDB_A_BUSY_NS], busy, memory_order_relaxed);
   return start;
 }
 
@@ -1032,7 +1040,7 @@ static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, u
   t->shift = hdr->catch_up ? (t0 > t->debt ? t->debt : t0) : 0;
   uint64_t v0 = t0 - t->shift;
   uint64_t arrive = v0 + s->link_in_ns;
-  uint64_t start = reserve(a, arrive, s->service_ns);
+  uint64_t start = reserve(a, (uint32_t)s->accel, arrive, s);
   uint64_t end = start + s->service_ns + s->link_out_ns;
   t->deadline = end - v0 > tail_ns ? end - tail_ns : v0;
   account_accel((uint32_t)s->accel, s, start - arrive);

@@ -35,7 +35,7 @@ static void engine_book(rdb_accel *a, uint32_t e, uint64_t start, uint64_t end) 
 }
 
 uint64_t rp_engines_book(rdb_accel *a, uint64_t arrive, uint64_t service) {
-  if (a->engines == 0)
+  if (a->engines == 0 || service == 0) /* a request of 0 ns makes no one wait, nor waits */
     return arrive;
   uint32_t n = a->engines > RDB_MAX_ENGINES ? RDB_MAX_ENGINES : a->engines;
   uint32_t best = 0;
@@ -49,10 +49,6 @@ uint64_t rp_engines_book(rdb_accel *a, uint64_t arrive, uint64_t service) {
       best = e;
     }
   }
-  /* a request of 0 ns occupies nothing: booking it took one of the engine's
-   * RDB_RES_SLOTS from a reservation still to come, which a later request
-   * then overlapped (offline, cli/engines.c, never books one either) */
-  if (service)
-    engine_book(a, best, best_start, best_start + service);
+  engine_book(a, best, best_start, best_start + service);
   return best_start;
 }

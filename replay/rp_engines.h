@@ -17,9 +17,10 @@
 
 #include "rdb.h"
 
-/* Book `service` ns on the engine of a that can start a request arriving at
- * `arrive` first (ties: the tightest fit, then the lowest engine); returns
- * the start. Engines = 0: no queueing (returns arrive). The caller holds
+/* Book `service` ns (the request's engine time: its service time, or its
+ * model's initiation interval) on the engine of a that can start a request
+ * arriving at `arrive` first (0 ns: none, it starts at arrive) (ties: the tightest fit, then the
+ * lowest engine); returns the start. Engines = 0: no queueing (returns arrive). The caller holds
  * a's lock. */
 uint64_t rp_engines_book(rdb_accel *a, uint64_t arrive, uint64_t service);
 

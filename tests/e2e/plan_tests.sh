@@ -416,3 +416,54 @@ assert a["b"] == {"no unpack": 100}, a["b"]
 assert len(a["a"]) == 257 and a["a"]["one of the model's reasons past the first 256, which standin counts together"] == 44, a["a"]
 PY
 }
+
+# A plugin that says its device is a pipeline (standin_iface_interval):
+# requests keep the one engine for the interval it gives, not for their
+# whole service time. An interval of 0 never queues, offline or in replay;
+# one of the whole service time queues as a model without the export does.
+t314_plugin_initiation_interval_sets_engine_time() {
+  inc=$(cd "$B/.." && pwd)/interfaces
+  cat >pipe.c <<'EOF'
+#include <stdlib.h>
+#include "standin_iface.h"
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  unsigned long long *ii = calloc(1, sizeof *ii);
+  for (int i = 0; i < n; i++)
+    *ii = strtoull(v[i], NULL, 10);
+  return ii;
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  *ns = 300000;
+  return 0;
+}
+uint64_t standin_iface_interval(void *i, const standin_request *r, uint64_t service_ns) {
+  return service_ns == 300000 ? *(unsigned long long *)i : 1;
+}
+static const standin_iface me = {STANDIN_IFACE_ABI, "pipe", "ii=0", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF
+  gcc -shared -fPIC -I"$inc" -o pipe.so pipe.c
+  "$STANDIN" record -o rec -- "$PB" threads 8 6 >rec.out
+  q() { "$STANDIN" whatif rec --iface "$1" --format json | python3 -c 'import json,sys
+print(json.load(sys.stdin)["plans"][0]["accelerators"][0]["queue_ns"])'; }
+  whole=$(q constant:ns=300000,engines=1)
+  [ "$whole" -gt 0 ] || fail "8 threads of 300 us calls did not queue on one engine"
+  expect_eq "interval = service" "$whole" "$(q ./pipe.so:ii=300000,engines=1)"
+  expect_eq "interval 0" 0 "$(q ./pipe.so:ii=0,engines=1)"
+  short=$(q ./pipe.so:ii=1000,engines=1)
+  [ "$short" -lt "$whole" ] || fail "a 1 us interval queued $short ns, the whole call $whole"
+  "$STANDIN" replay -t rec --iface ./pipe.so:ii=0,engines=1 --summary s.json -- "$PB" threads 8 6 >rep.out
+  cmp rec.out rep.out
+  expect_eq "replayed, interval 0: queue" 0 "$(accel s.json pipe queue_ns)"
+  n=$(accel s.json pipe requests)
+  [ "$n" -gt 0 ] || fail "no request replayed"
+  expect_eq "replayed, interval 0: engine time" 0 "$(accel s.json pipe busy_ns)"
+  # engine time, which utilisation is a share of: the interval per request
+  "$STANDIN" replay -t rec --iface ./pipe.so:ii=1000,engines=1 --summary s2.json -- "$PB" threads 8 6 >rep2.out
+  cmp rec.out rep2.out
+  expect_eq "replayed, interval 1 us: engine time" $((n * 1000)) "$(accel s2.json pipe busy_ns)"
+  expect_eq "replayed: service" $((n * 300000)) "$(accel s2.json pipe service_ns)"
+  "$STANDIN" whatif rec --iface ./pipe.so:ii=1000,engines=1 --format json >w.json
+  expect_eq "whatif: engine time" $((n * 1000)) "$(python3 -c 'import json
+print(json.load(open("w.json"))["plans"][0]["accelerators"][0]["busy_ns"])')"
+}

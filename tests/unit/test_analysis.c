@@ -264,6 +264,10 @@ START_TEST(test_engines_queue_and_fill_gaps) {
   /* no gap of 80 before 310 */
   ck_assert_uint_eq(engines_book(&g, 0, 80), 0);
   ck_assert_uint_eq(engines_book(&g, 0, 80), 310);
+  /* a request that keeps the engine 0 ns neither waits nor books */
+  ck_assert_uint_eq(engines_book(&g, 120, 0), 120);
+  ck_assert_uint_eq(engines_book(&g, 390, 0), 390);
+  ck_assert_uint_eq(engines_book(&g, 390, 10), 390);
   engines_free(&g);
   ck_assert_int_eq(engines_init(&g, 2), 0);
   ck_assert_uint_eq(engines_book(&g, 0, 100), 0);
@@ -615,6 +619,33 @@ START_TEST(test_whatif_queueing_on_shared_engines) {
 }
 END_TEST
 
+/* Protoacc's serializer is a pipeline (HotOS'23 Figure 3's throughput): two
+ * packs at one instant on one engine, each with nothing in its tree
+ * (features 0): latency (5 + 0) * mem_lat 20 = 100 cycles, 50 ns at 2 GHz;
+ * the engine takes the second after max(0, 5 + 0) = 5 cycles (3 ns,
+ * rounded), not after 50. A get_packed_size made free (0 ns) waits for
+ * nothing. */
+START_TEST(test_whatif_pipelined_engine_queues_its_interval) {
+  plan p, *pp = &p;
+  an_result r;
+  tw t;
+  tw_open(&t, 300, T0);
+  tw_call(&t, 0, ST_API_PB_PACK, 1, 1000, 5000, 10);
+  tw_call(&t, 1, ST_API_PB_PACK, 1, 1000, 5000, 10);
+  tw_call(&t, 2, ST_API_PB_SIZE, 1, 1000, 5000, 10);
+  tw_close(&t, 20000);
+  load_plan(&p, "accel a protoacc:size_free=1 engines=1\noffload to a\n");
+  run(&r, AN_BY_API, &pp, 1, 4);
+  ck_assert_uint_eq(r.plans[0].accel[0].requests, 3);
+  ck_assert_uint_eq(r.plans[0].accel[0].service_ns, 100);
+  ck_assert_uint_eq(r.plans[0].accel[0].queue_ns, 3);
+  ck_assert_uint_eq(r.plans[0].accel[0].busy_ns, 3 + 3); /* utilisation's share */
+  ck_assert_uint_eq(group(&r, "pb.size")->plan[0].queue_ns, 0);
+  an_free(&r);
+  plan_free(&p);
+}
+END_TEST
+
 /* A process that starts after another ended inherits its saving; one that
  * overlaps it does not. */
 START_TEST(test_whatif_processes_in_sequence_add_up) {
@@ -872,6 +903,7 @@ static Suite *suite(void) {
   tcase_add_test(t, test_whatif_threads_follow_the_critical_path);
   tcase_add_test(t, test_whatif_cpu_capacity_bounds_the_estimate);
   tcase_add_test(t, test_whatif_queueing_on_shared_engines);
+  tcase_add_test(t, test_whatif_pipelined_engine_queues_its_interval);
   tcase_add_test(t, test_whatif_processes_in_sequence_add_up);
   tcase_add_test(t, test_report_groups_by_thread_and_site);
   tcase_add_test(t, test_json_reads_summaries_and_rejects_bad_input);

@@ -66,7 +66,9 @@ END_TEST
 
 /* fields 10, payload 100 B, 2 sub-messages, 3 bitmap words, mem_lat 20:
  * num_writes = 10 + ceil(100/16) = 17, lower = (5+17)*20 = 440 cycles,
- * tree = 2*(6+40) + (4+20)*3 = 164, upper = 604, mid = 522; at 2 GHz. */
+ * tree = 2*(6+40) + (4+20)*3 = 164, upper = 604, mid = 522; at 2 GHz.
+ * Its initiation interval (Figure 3's throughput) is max(tree, 5 +
+ * num_writes) = 164 cycles: an engine takes the next pack after 82 ns. */
 START_TEST(test_model_protoacc_serializer_bounds) {
   uint64_t f[7] = {200, 10, 2, 3, 0, 100, 3}, ns;
   standin_request r = pb_req(STANDIN_API_PB_PACK, f);
@@ -76,13 +78,24 @@ START_TEST(test_model_protoacc_serializer_bounds) {
   ck_assert_uint_eq(ns, 302);
   ck_assert_int_eq(predict("protoacc", &r, &ns), IF_OK);
   ck_assert_uint_eq(ns, 261);
+  ck_assert_uint_eq(if_model_busy(), 82);
   ck_assert_int_eq(predict("protoacc:bound=lower,clock_mhz=1000,mem_lat=10", &r, &ns), IF_OK);
   ck_assert_uint_eq(ns, (5 + 17) * 10); /* cycles = ns at 1 GHz */
+  /* tree = 2*(6+20) + (4+10)*3 = 94 cycles */
+  ck_assert_uint_eq(if_model_busy(), 94);
   /* 1,000 elements of repeated fields are 1,000 writes more: (5+1017)*20
    * + 164/2 = 20,522 cycles (a packed array cost nothing: 360 GB/s) */
   f[4] = 1000;
   ck_assert_int_eq(predict("protoacc", &r, &ns), IF_OK);
   ck_assert_uint_eq(ns, 10261);
+  ck_assert_uint_eq(if_model_busy(), 511); /* 5 + 1,017 writes: 1,022 cycles */
+  /* an interval longer than the latency is the latency: a tree of many
+   * empty sub-messages, little to write */
+  uint64_t g[7] = {200, 1, 100, 100, 0, 0, 100};
+  r.feat = g;
+  ck_assert_int_eq(predict("protoacc:bound=lower", &r, &ns), IF_OK);
+  ck_assert_uint_eq(ns, (5 + 1) * 20 / 2);
+  ck_assert_uint_eq(if_model_busy(), ns);
 }
 END_TEST
 
@@ -92,6 +105,7 @@ START_TEST(test_model_protoacc_deserializer_and_size) {
   standin_request r = pb_req(STANDIN_API_PB_UNPACK, f);
   ck_assert_int_eq(predict("protoacc", &r, &ns), IF_OK);
   ck_assert_uint_eq(ns, 128);
+  ck_assert_uint_eq(if_model_busy(), 128); /* no published throughput: all of it */
   r.api = STANDIN_API_PB_SIZE;
   ck_assert_int_eq(predict("protoacc", &r, &ns), IF_UNSUPPORTED);
   ck_assert_ptr_nonnull(strstr(if_model_why(), "get_packed_size"));

@@ -55,6 +55,7 @@ START_TEST(test_zero_service_keeps_the_bookings) {
   for (uint64_t t = 1000; t < 1800; t += 100)
     ck_assert_uint_eq(rp_engines_book(a, t, 100), t);
   ck_assert_uint_eq(rp_engines_book(a, 50, 0), 50);
+  ck_assert_uint_eq(rp_engines_book(a, 1050, 0), 1050); /* nor waits */
   ck_assert_uint_eq(rp_engines_book(a, 1000, 100), 1800);
   free(a);
 }
