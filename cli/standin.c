@@ -1,5 +1,6 @@
 /* standin — what would an accelerator do to this program's end-to-end time?
  * One command, perf-style subcommands: record, replay, info, dump, ... */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,7 +33,28 @@ static void usage(FILE *f) {
   fprintf(f, "\n'standin <command> --help' describes a command. standin %s\n", STANDIN_VERSION);
 }
 
+/* A command's status with its standard output's fate: info, dump, report,
+ * whatif, sweep, compare and models printed into a full disk (`standin dump
+ * rec >calls.txt`) or /dev/full, lost every line and exited 0. (export and
+ * replay --summary - said it already: cli_out_close clears the error.) */
+static int with_stdout(int rc) {
+  int bad = ferror(stdout);
+  errno = 0;
+  if (fflush(stdout) != 0)
+    bad = 1;
+  if (!bad)
+    return rc;
+  cli_err("writing standard output failed: %s", errno ? strerror(errno) : "write error");
+  return rc ? rc : 1;
+}
+
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv) {
+  return with_stdout(dispatch(argc, argv));
+}
+
+static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return EXIT_USAGE;

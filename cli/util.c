@@ -1155,6 +1155,8 @@ int cli_out_close(cli_out *o, int ok) {
   }
   if (bad && ok)
     cli_err("writing %s failed: %s", name, errno ? strerror(errno) : "write error");
+  if (o->f == stdout)
+    clearerr(stdout); /* said here, or the command failed anyway: main says it once */
   if (bad || !ok)
     rc = -1;
   if (o->tmp) {

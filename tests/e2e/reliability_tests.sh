@@ -621,6 +621,25 @@ t657_analysis_runs_on_a_small_stack() {
   done
 }
 
+# Output into a full disk: info, dump, report, whatif, sweep, compare and
+# models lost every line and exited 0 (`standin dump rec >calls.txt` on a
+# full disk left an empty file, said nothing). Now said once, status 1.
+t658_output_to_a_full_disk_fails_and_says_so() {
+  [ -w /dev/full ] || { echo "no /dev/full: skipped"; return 0; }
+  "$STANDIN" record -o rec -- "$PB" basic 3 >/dev/null
+  "$STANDIN" replay -t rec --iface protoacc --summary s.json -- "$PB" basic 3 >/dev/null 2>&1
+  local c rc
+  for c in "info rec" "dump rec" "dump rec --format json" "report rec" "whatif rec --iface protoacc" \
+    "compare rec --iface protoacc s.json" "sweep rec --iface protoacc --vary protoacc.clock_mhz=1000,2000" \
+    "export rec --format csv" "models" "--version"; do
+    rc=0
+    "$STANDIN" $c >/dev/full 2>err || rc=$?
+    expect_eq "$c: exit status" 1 "$rc"
+    expect_eq "$c: messages" "standin: writing standard output failed: No space left on device" "$(cat err)"
+  done
+  "$STANDIN" dump rec >/dev/null
+}
+
 t617_detached_daemon_is_reported_and_recorded() {
   "$FAULTS" detach 100 >native.out 2>&1
   for _ in $(seq 100); do [ -s detach.out ] && [ "$(wc -l <detach.out)" = 100 ] && break; sleep 0.1; done
