@@ -699,10 +699,21 @@ static int read_file(ctx *x, const tfile *tf, uint64_t *first, uint64_t *last) {
   if (f.h.host && *f.h.host && strcmp(f.h.host, host))
     snprintf(x->r->other_host, sizeof x->r->other_host, "%s", f.h.host);
   if (f.status.error) {
+    /* a file cut inside a chunk (a writer killed while writing, a full
+     * disk) is a killed recording, not damage, as info and dump say: its
+     * calls are analysed and the status stays 0 (one cut at a chunk's end
+     * was, one cut inside it failed report, whatif, sweep and compare) */
     char st[256];
     scan_status_text(&f, st, sizeof st);
-    cli_warn("%s: %s; analysing the calls before the damage", tf->path, st);
-    x->r->damaged = 1;
+    int damage = scan_damaged(&f);
+    cli_warn("%s: %s%s", tf->path, st,
+             damage           ? "; analysing the calls before the damage"
+             : f.created_only ? ""
+                              : "; analysing the calls before that point");
+    if (damage)
+      x->r->damaged = 1;
+    else
+      x->r->cut = 1;
   }
   scan_close(&f);
   return x->failed ? -1 : 0;
@@ -977,10 +988,10 @@ uint32_t an_cpus_here(void) {
   return n > 0 ? (uint32_t)n : 1;
 }
 
-static void say_damaged(const char *dir, const char *what) {
-  cli_err("%s: nothing to %s: its traces are damaged before their first call (see above); "
+static void say_damaged(const char *dir, const char *what, int damaged) {
+  cli_err("%s: nothing to %s: its traces %s before their first call (see above); "
           "record the program again",
-          dir, what);
+          dir, what, damaged ? "are damaged" : "end (killed, or the disk filled up)");
 }
 
 int an_estimable(const an_result *r, const char *dir, const char *what) {
@@ -988,8 +999,8 @@ int an_estimable(const an_result *r, const char *dir, const char *what) {
     cli_err_no_trace(dir, what);
     return -1;
   }
-  if (r->calls == 0 && r->damaged) { /* (a table of zeros read as an estimate) */
-    say_damaged(dir, what);
+  if (r->calls == 0 && (r->damaged || r->cut)) { /* (a table of zeros read as an estimate) */
+    say_damaged(dir, what, r->damaged);
     return -1;
   }
   return 0;

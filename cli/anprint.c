@@ -156,7 +156,7 @@ void anp_notes_text(FILE *f, const an_result *r) {
                "itself (replay shares them), so queueing may be underestimated\n");
   if (r->run_approx)
     fprintf(f, "note: a process was not closed (killed?): its run ends at its last call\n");
-  if (r->damaged && r->nplans) /* said on stderr as it was read; the estimate must say it too */
+  if ((r->damaged || r->cut) && r->nplans) /* said on stderr as it was read; the estimate too */
     fprintf(f, "note: a trace ends early (damaged or cut off, as warned): the estimates hold "
                "only the calls before that point, from the whole run's wall time, so they "
                "understate the change\n");
@@ -219,14 +219,21 @@ void anp_recording_json(FILE *f, const an_result *r, const char *dir) {
   fprintf(f,
           ", \"processes\": %llu, \"threads\": %llu, \"calls\": %llu, \"call_ns\": %llu, "
           "\"run_ns\": %llu, \"run_approx\": %s, \"wall_ns\": %llu, \"wall_source\": \"%s\", "
-          "\"late_calls\": %llu, \"processes_overlap\": %s, \"damaged\": %s, \"cpus\": %u, "
+          "\"late_calls\": %llu, \"processes_overlap\": %s, \"damaged\": %s, \"cut_off\": %s, "
+          "\"cpus\": %u, "
           "\"span_ns\": %llu, \"thread_span_ns\": %llu, \"record_overhead_ns\": %llu, "
           "\"first_process_made_calls\": %s",
           U(r->processes), U(r->chains), U(r->calls), U(r->call_ns), U(r->run_ns),
-          r->run_approx ? "true" : "false", U(r->wall_ns), r->wall_recorded == 2 ? "native-wall" : r->wall_recorded ? "run.info" : "trace",
-          U(r->late), r->overlap ? "true" : "false", r->damaged ? "true" : "false", r->cpus,
-          U(r->span_ns), U(r->thread_span_ns), U(r->rec_overhead_ns),
-          r->root_traced < 0 ? "null" : r->root_traced ? "true" : "false");
+          r->run_approx ? "true" : "false", U(r->wall_ns),
+          r->wall_recorded == 2 ? "native-wall"
+          : r->wall_recorded    ? "run.info"
+                                : "trace",
+          U(r->late), r->overlap ? "true" : "false", r->damaged ? "true" : "false",
+          r->cut ? "true" : "false", r->cpus, U(r->span_ns), U(r->thread_span_ns),
+          U(r->rec_overhead_ns),
+          r->root_traced < 0 ? "null"
+          : r->root_traced   ? "true"
+                             : "false");
   fprintf(f, ", \"not_offloadable_reasons\": ");
   cli_no_json(f, r->not_offloadable_by);
 }

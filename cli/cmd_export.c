@@ -345,11 +345,11 @@ static int export_files(ex_ctx *x, const cli_tracedir *td) {
       bad = 1;
       continue;
     }
-    if (f.status.error) {
+    if (f.status.error) { /* a cut file (killed, a full disk) is not damage: info, dump */
       char st[256];
       scan_status_text(&f, st, sizeof st);
       cli_warn("%s: %s", td->paths[i], st);
-      bad = 1;
+      bad |= scan_damaged(&f);
     }
     if (x->fmt == FMT_JSON) {
       FILE *mem = open_memstream(&proc_json[i], &proc_len[i]);

@@ -1286,7 +1286,10 @@ static int scan_dir(const char *dir, builder *b) {
     if (f.status.error) {
       char st[256];
       scan_status_text(&f, st, sizeof st);
-      cli_warn("%s: %s; replaying with the calls before the damage", td.paths[i], st);
+      cli_warn("%s: %s%s", td.paths[i], st,
+               scan_damaged(&f) ? "; replaying with the calls before the damage"
+               : f.created_only ? ""
+                                : "; replaying with the calls before that point");
       b->out->files_cut++;
     }
     if (!b->start_ns || f.h.start_mono_ns < b->start_ns)
