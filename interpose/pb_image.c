@@ -45,7 +45,9 @@
  * without any name lookup; names, sizes and layout hashes verify the
  * result. */
 #include "pb_internal.h"
+#include "shim_alloc.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -696,8 +698,35 @@ typedef struct {
   const ProtobufCMessageDescriptor *tab[CACHE_TYPES];
 } bind_cache;
 
-static __thread __attribute__((tls_model("initial-exec"))) bind_cache tl_cache[CACHE_SLOTS];
+/* The thread's caches (4.4 KB), on the shims' heap from its first bind:
+ * in static TLS they took that much from every thread's stack in every
+ * process the replay shim is preloaded into, and a program's threads
+ * made with 16 KiB stacks (PTHREAD_STACK_MIN), fine natively, failed
+ * pthread_create (EINVAL) or overflowed them. Freed when the thread ends. */
+static __thread __attribute__((tls_model("initial-exec"))) bind_cache *tl_cache;
 static __thread __attribute__((tls_model("initial-exec"))) unsigned tl_next;
+static pthread_key_t tl_cache_key;
+static pthread_once_t tl_cache_once = PTHREAD_ONCE_INIT;
+
+static void tl_cache_gone(void *p) {
+  tl_cache = NULL; /* a later call on this thread (another key's destructor) makes another */
+  shim_free(p);
+}
+
+static void tl_cache_key_make(void) {
+  pthread_key_create(&tl_cache_key, tl_cache_gone);
+}
+
+/* NULL when out of memory: binding then resolves each type every time. */
+static bind_cache *tl_caches(void) {
+  if (tl_cache)
+    return tl_cache;
+  pthread_once(&tl_cache_once, tl_cache_key_make);
+  tl_cache = shim_zalloc(CACHE_SLOTS * sizeof *tl_cache);
+  if (tl_cache)
+    pthread_setspecific(tl_cache_key, tl_cache);
+  return tl_cache;
+}
 
 /* Descriptors of the image's types in this process. */
 typedef struct {
@@ -715,8 +744,9 @@ static int bind_types(binder *b, const img_view *v, const ProtobufCMessageDescri
   b->v = v;
   b->root = root;
   b->tab = NULL;
-  for (unsigned s = 0; s < CACHE_SLOTS; s++) {
-    const bind_cache *e = &tl_cache[s];
+  bind_cache *cache = tl_caches();
+  for (unsigned s = 0; cache && s < CACHE_SLOTS; s++) {
+    const bind_cache *e = &cache[s];
     if (e->root == root && e->key == key && e->n == v->n_types) {
       b->tab = e->tab;
       return PBW_OK;
@@ -725,7 +755,7 @@ static int bind_types(binder *b, const img_view *v, const ProtobufCMessageDescri
   int rc = check_types(v); /* a cache hit means this content passed before */
   if (rc != PBW_OK)
     return rc;
-  bind_cache *e = v->n_types <= CACHE_TYPES ? &tl_cache[tl_next++ % CACHE_SLOTS] : NULL;
+  bind_cache *e = cache && v->n_types <= CACHE_TYPES ? &cache[tl_next++ % CACHE_SLOTS] : NULL;
   if (e != NULL)
     e->root = NULL; /* invalid until every entry is verified */
   for (uint32_t i = 0; i < v->n_types; i++) {

@@ -9,6 +9,7 @@
  * under --on-miss abort): a wrong response is never returned. */
 #include <dlfcn.h>
 #include <protobuf-c/protobuf-c.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,7 +237,32 @@ static const rdb_entry *predicted_tree(const ProtobufCMessage *m, int api) {
  * stream instead of hashing it (pbtest: 1.5 KB streams, XXH3's 128-bit
  * hash of one ~7% of a replay's samples). Kept only by sizes, which pack
  * usually follows, so that other trees pay nothing to keep it. */
-static __thread __attribute__((tls_model("initial-exec"))) pbw_fp_memo sized;
+static __thread __attribute__((tls_model("initial-exec"))) pbw_fp_memo *sized;
+/* On the shims' heap from the thread's first size, not in static TLS
+ * (4 KB of every thread's stack in every replayed process: threads made
+ * with 16 KiB stacks failed to start, interpose/pb_image.c); freed when
+ * the thread ends. */
+static pthread_key_t sized_key;
+static pthread_once_t sized_once = PTHREAD_ONCE_INIT;
+
+static void sized_gone(void *p) {
+  sized = NULL; /* a later call on this thread (another key's destructor) makes another */
+  shim_free(p);
+}
+
+static void sized_key_make(void) {
+  pthread_key_create(&sized_key, sized_gone);
+}
+
+static pbw_fp_memo *sized_memo(void) {
+  if (SHIM_LIKELY(sized != NULL))
+    return sized;
+  pthread_once(&sized_once, sized_key_make);
+  sized = shim_zalloc(sizeof *sized);
+  if (sized)
+    pthread_setspecific(sized_key, sized);
+  return sized;
+}
 
 /* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
 static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *reason) {
@@ -248,7 +274,9 @@ static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *rea
   const rdb_entry *e = predicted_tree(m, api);
   if (!e) {
     uint8_t fp[16];
-    if (pbw_fingerprint_tree_memo(m, fp, &sized, api == ST_API_PB_SIZE) != PBW_OK) {
+    pbw_fp_memo *memo = sized_memo();
+    if ((memo ? pbw_fingerprint_tree_memo(m, fp, memo, api == ST_API_PB_SIZE)
+              : pbw_fingerprint_tree(m, fp, NULL)) != PBW_OK) {
       *reason = RDB_FB_NOT_IN_TRACE;
       return NULL;
     }

@@ -1268,3 +1268,18 @@ EOF
     [ "$(json s.json calls_replayed)" -ge 100 ] || fail "$t: $(json s.json calls_replayed) replayed"
   done
 }
+
+# The replay shim kept 10 KB of per-thread caches in static TLS, which glibc
+# takes from every thread's stack in every replayed process: threads made
+# with PTHREAD_STACK_MIN (16 KiB) stacks, fine natively and under record,
+# failed pthread_create with EINVAL under replay, and 20 KiB stacks
+# overflowed (SIGSEGV). The caches are on the shim's heap now.
+t141_threads_on_the_smallest_stacks_replay() {
+  "$PB" minstack 4 50 >native.out
+  "$STANDIN" record -o rec -- "$PB" minstack 4 50 >rec.out
+  cmp native.out rec.out
+  "$STANDIN" replay -t rec --summary s.json -- "$PB" minstack 4 50 >rep.out 2>err ||
+    fail "replay: exit $?: $(cat err)"
+  cmp native.out rep.out
+  expect_eq "replayed" 800 "$(json s.json calls_replayed)"
+}

@@ -2,6 +2,8 @@
  *
  *   pbtest basic N        build, pack (3 ways) and unpack N messages
  *   pbtest threads T N    T threads, each doing `basic N` on its own messages
+ *   pbtest minstack T N   threads, on the smallest stacks pthread_create
+ *                         takes (PTHREAD_STACK_MIN)
  *   pbtest pool T N       T workers take N messages from a shared queue
  *   pbtest rotpool T N    T workers, worker t takes the messages i with
  *                         (i + R) % T == t, R read from standard input (0
@@ -27,6 +29,7 @@
  *
  * Output is deterministic (independent of thread scheduling), so a replayed
  * run must print exactly what the recorded run printed. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -312,8 +315,9 @@ static void *thread_main(void *p) {
   return NULL;
 }
 
-/* Threads doing basic's work; with user_stack, on stacks the program
- * allocated itself (pthread_attr_setstack), as some servers do. */
+/* Threads doing basic's work; with user_stack 1, on stacks the program
+ * allocated itself (pthread_attr_setstack), as some servers do; 2, on
+ * stacks of PTHREAD_STACK_MIN (16 KiB on x86-64). */
 static int run_threads(int nt, int n, int user_stack) {
   pthread_t th[64];
   job jobs[64];
@@ -323,7 +327,9 @@ static int run_threads(int nt, int n, int user_stack) {
     jobs[t] = (job){t * 1000, n, calloc((size_t)n, 160)};
     pthread_attr_t attr;
     pthread_attr_init(&attr);
-    if (user_stack) {
+    if (user_stack == 2)
+      pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN);
+    else if (user_stack) {
       if (posix_memalign(&stacks[t], 4096, stack_size) != 0)
         return 1;
       pthread_attr_setstack(&attr, stacks[t], stack_size);
@@ -706,6 +712,8 @@ int main(int argc, char **argv) {
     rc = run_threads(a, b, 0);
   else if (!strcmp(mode, "userstack")) /* threads, on stacks of the program's */
     rc = run_threads(a, b, 1);
+  else if (!strcmp(mode, "minstack"))
+    rc = run_threads(a, b, 2);
   else if (!strcmp(mode, "pool"))
     rc = run_pool(a, b);
   else if (!strcmp(mode, "rotpool"))
