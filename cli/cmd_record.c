@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -151,6 +152,13 @@ static int parse(int argc, char **argv, rec_opts *o, int *first) {
   return 0;
 }
 
+/* Whether the file system holding dir has no block left for a trace (root's
+ * reserve counted: the program may run as root). */
+static int disk_full(const char *dir) {
+  struct statvfs v;
+  return statvfs(dir, &v) == 0 && (unsigned long long)v.f_bfree * v.f_frsize < 4096;
+}
+
 /* Remove the files a previous recording left (only ours: *.trace, run.info). */
 static int clear_dir(const char *dir, int force) {
   cli_tracedir td;
@@ -223,17 +231,34 @@ static int prepare_dir(const char *dir, int force) {
   }
   close(fd);
   unlink(probe);
+  /* an empty file is made on a full disk too: the traces are not (the
+   * program ran, each process said so, and the run ended without one) */
+  if (disk_full(dir)) {
+    cli_err("cannot record into %s: the disk it is on is full; free space there, or choose "
+            "another directory with -o",
+            dir);
+    return -1;
+  }
   return 0;
 }
 
+/* run.info, written when the program starts and again when it ends. The
+ * second write overwrites the first in place and then cuts the file to its
+ * length: with O_TRUNC it freed the file's block first, so on a disk the
+ * program's traces had filled (another writer taking that block) the run
+ * lost its command line, status and wall time, and either failure went
+ * unsaid (an empty run.info: "holds no trace; record one"). */
 static void write_runinfo(const char *dir, char **argv, const char *path, int dynamic,
                           const char *status, uint64_t wall_ns) {
   char p[PATH_MAX];
   snprintf(p, sizeof p, "%s/run.info", dir);
   /* private like the traces: it holds the command line */
-  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!f) {
+    cli_warn("cannot write %s: %s; 'standin info' will not know the command, its exit "
+             "status or its wall time",
+             p, strerror(errno));
     if (fd >= 0)
       close(fd);
     return;
@@ -250,7 +275,18 @@ static void write_runinfo(const char *dir, char **argv, const char *path, int dy
           "launcher_pidns=%llu\n",
           path, dynamic, status, (unsigned long long)wall_ns, (long long)time(NULL), (long)getpid(),
           stat("/proc/self/ns/pid", &ns) == 0 ? (unsigned long long)ns.st_ino : 0ull);
-  fclose(f);
+  errno = 0;
+  int bad = fflush(f) != 0 || ferror(f);
+  long len = ftell(f);
+  if (!bad && (len < 0 || ftruncate(fd, len) != 0))
+    bad = 1;
+  int e = errno;
+  if (fclose(f) != 0 && !bad)
+    bad = 1, e = errno;
+  if (bad)
+    cli_warn("cannot write %s: %s; 'standin info' may not know the command, its exit status or "
+             "its wall time",
+             p, e ? strerror(e) : "write error");
 }
 
 /* Warn about programs the loader will not preload into, or whose calls
@@ -337,6 +373,14 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
               "makes a call, closed when it exits\n",
               prog, live, live == 1 ? "" : "es", live == 1 ? "s" : "", pid,
               live == 1 ? "" : ", ...", dir);
+    else if (disk_full(dir))
+      /* each process said it could not create its trace: not a program
+       * that made no call, nor workers that gave up root */
+      fprintf(stderr,
+              "standin: %s holds no trace: the disk it is on is full, so the recorder could "
+              "not create the traces (said above); free space there, or record elsewhere with "
+              "-o\n",
+              dir);
     else {
       char st[64] = "";
       int sig = rc > 128 ? rc - 128 : 0; /* as the status standin exits with says it */

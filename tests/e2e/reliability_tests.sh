@@ -857,6 +857,25 @@ t611_disk_full_program_goes_on() {
   expect_eq "messages" 1 "$(grep -c "failed" err)"
   expect_eq "info exit status" 0 "$(cat info.rc)"
   grep -q "status: not closed" info.out || fail "$(cat info.out)"
+  grep -q "^recording small/rec: $PB basic 3000" info.out || fail "run.info: $(cat info.out)"
+}
+
+# A disk that is full before the run: each process said it could not
+# create its trace, and record then said "no intercepted call was made"
+# and that workers giving up root could not write there (run.info was left
+# empty, unsaid). Refused before the program runs, as other bad -o are.
+t659_record_into_a_full_disk_is_refused() {
+  mkdir small
+  if ! unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs small' 2>/dev/null; then
+    echo "cannot mount a tmpfs here: skipped"
+    return 0
+  fi
+  unshare -m sh -c "mount -t tmpfs -o size=64k tmpfs small &&
+    { dd if=/dev/zero of=small/fill bs=4k 2>/dev/null; true; } &&
+    { '$STANDIN' record -o small/rec -- sh -c 'touch ran; $PB basic 3' >out 2>err; echo \$? >rc; }"
+  expect_eq "exit status" 1 "$(cat rc)"
+  expect_eq "message" "standin: cannot record into small/rec: the disk it is on is full; free space there, or choose another directory with -o" "$(cat err)"
+  [ ! -e ran ] || fail "the program ran"
 }
 
 # A file size limit: EFBIG for the writer, and the SIGXFSZ that comes with
