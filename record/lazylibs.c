@@ -20,8 +20,10 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lazylibs.h"
+
 #include "shim.h"
 
 #define STR_(x) #x
@@ -29,14 +31,22 @@
 
 /* The library: the program's own copy if it has loaded one (*program_has
  * set; standin then leaves its settings alone), else a copy loaded here.
- * NULL, having said why and what follows (`without`), if there is none. */
-static void *load(const char *lib, int *program_has, const char *without) {
+ * NULL, having said why and what follows (`without`) if there is none,
+ * and `install` unless the process ran short of descriptors or memory:
+ * under ulimit -n or -v it told the user to install a library that was
+ * installed. */
+static void *load(const char *lib, int *program_has, const char *without, const char *install) {
   void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
   *program_has = h != NULL;
   if (!h)
     h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-  if (!h)
-    shim_say("cannot load %s (%s): %s", lib, dlerror(), without);
+  if (!h) {
+    const char *why = dlerror();
+    why = why ? why : "unknown error";
+    int short_of = strstr(why, "Too many open files") || strstr(why, "Cannot allocate memory") ||
+                   strstr(why, "failed to map");
+    shim_say("cannot load %s (%s): %s%s", lib, why, without, short_of ? "" : install);
+  }
   return h;
 }
 
@@ -58,9 +68,8 @@ static void unw_load(void) {
    * one of the program's threads unwinds could leave that thread holding
    * the global cache's lock, with every signal blocked. */
   int program_has;
-  void *h = load(lib, &program_has,
-                 "call sites come from glibc's backtrace, which may be slower. Install "
-                 "libunwind8 to record them as usual");
+  void *h = load(lib, &program_has, "call sites come from glibc's backtrace, which may be slower",
+                 ". Install libunwind8 to record them as usual");
   if (!h)
     return;
   const char *missing = NULL;
@@ -115,8 +124,8 @@ static void dfl_load(void) {
    * then: switching it to the shim's heap now would hand that heap the
    * program's blocks (which stops the program, t034). The writer's
    * compressor then comes from the program's allocator. */
-  void *h = load(lib, &program_owns,
-                 "the trace is written uncompressed. Install libdeflate0 to compress it");
+  void *h = load(lib, &program_owns, "the trace is written uncompressed",
+                 ". Install libdeflate0 to compress it");
   if (!h)
     return;
   const char *missing = NULL;

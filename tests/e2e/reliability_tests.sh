@@ -640,6 +640,21 @@ t658_output_to_a_full_disk_fails_and_says_so() {
   "$STANDIN" dump rec >/dev/null
 }
 
+# Out of descriptors (ulimit -n), the shim could not open libdeflate and
+# told the user to "Install libdeflate0", which was installed.
+t660_no_install_advice_for_a_library_that_is_installed() {
+  mkdir rec
+  local n seen=0
+  for n in 4 5 6 7 8 9 10; do
+    (ulimit -n $n && STANDIN_DIR=$PWD/rec LD_PRELOAD="$SHIM_REC" exec "$PB" basic 3) >/dev/null 2>err || true
+    grep -q "cannot load libdeflate.so.0 (.*Too many open files)" err || continue
+    seen=1
+    ! grep -q "Install" err || fail "ulimit -n $n: $(cat err)"
+    grep -q "the trace is written uncompressed" err || fail "ulimit -n $n: $(cat err)"
+  done
+  [ $seen = 1 ] || echo "no descriptor limit made libdeflate fail to load here: skipped"
+}
+
 t617_detached_daemon_is_reported_and_recorded() {
   "$FAULTS" detach 100 >native.out 2>&1
   for _ in $(seq 100); do [ -s detach.out ] && [ "$(wc -l <detach.out)" = 100 ] && break; sleep 0.1; done
