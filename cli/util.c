@@ -244,7 +244,7 @@ static void no_trace(const char *dir, const char *what, void (*say)(const char *
                      const char *lead) {
   char subs[1024];
   cli_tracedir td = {0};
-  size_t empty = 0, unreadable = 0, n = 0;
+  size_t empty = 0, unreadable = 0, newer = 0, n = 0;
   struct stat st;
   if (cli_tracedir_open(&td, dir) == 0) {
     for (size_t i = 0; i < td.n; i++) {
@@ -254,8 +254,10 @@ static void no_trace(const char *dir, const char *what, void (*say)(const char *
         st_reader_close(r);
       else if (rc == ST_E_TRUNCATED || (stat(td.paths[i], &st) == 0 && st.st_size == 0))
         empty++; /* cut inside its header: killed while creating it */
-      else
+      else {
         unreadable++;
+        newer += rc == ST_E_VERSION;
+      }
     }
     n = td.n;
     cli_tracedir_free(&td);
@@ -265,8 +267,11 @@ static void no_trace(const char *dir, const char *what, void (*say)(const char *
         "leaves one ('standin info %s' says more)",
         dir, lead, what, n, n == 1 ? "" : "s", n == 1 ? "is" : "are", dir);
   else if (unreadable && unreadable + empty == n) /* not a program without calls either */
-    say("%s: %s %s: %s %zu trace file%s be read (said above); record the program again", dir, lead,
-        what, n == 1 ? "its" : "none of its", n, n == 1 ? " cannot" : "s can");
+    say("%s: %s %s: %s %zu trace file%s be read (said above); %s", dir, lead, what,
+        n == 1 ? "its" : "none of its", n, n == 1 ? " cannot" : "s can",
+        !newer   ? "record the program again"
+        : n == 1 ? "a newer standin wrote it: upgrade standin to read it"
+                 : "a newer standin wrote them: upgrade standin to read them");
   else if (cli_runinfo_get(dir, "command"))
     say("%s: %s %s: the program recorded there made no protobuf-c or JPEG call that standin "
         "intercepts ('standin info %s' says more)",
@@ -302,8 +307,6 @@ int cli_reader_open(st_reader **r, const char *path) {
             path);
   else if (rc == ST_E_IO)
     cli_err("cannot read %s: %s", path, strerror(errno));
-  else if (rc == ST_E_VERSION)
-    cli_err("%s: %s; upgrade standin to read it", path, st_strerror(rc));
   else if (rc == ST_E_TRUNCATED) /* inside its header: as info says it */
     cli_warn("%s: not closed (killed while creating the file): no calls", path);
   else

@@ -536,7 +536,22 @@ t438_unreadable_traces_are_not_a_program_without_calls() {
   "$STANDIN" report rec >/dev/null 2>err || true
   grep -q "none of its 2 trace files can be read" err || fail "$(cat err)"
   rm rec/99.trace
-  head -c 100 "$f" >cut && mv cut "$f" # inside the header
+  # written by a newer standin (min_read 2): upgrade, not record again,
+  # and said once ("upgrade standin to read it; upgrade standin to read it")
+  cp "$f" newer.trace
+  cp "$f" orig.trace
+  python3 -c 'import struct, sys, zlib
+p = sys.argv[1]; b = bytearray(open(p, "rb").read())
+struct.pack_into("<HH", b, 8, 2, 2); struct.pack_into("<I", b, 20, zlib.crc32(bytes(b[:20])))
+open(p, "wb").write(b)' newer.trace
+  mv newer.trace "$f"
+  rc=0
+  "$STANDIN" whatif rec --iface protoacc >/dev/null 2>err || rc=$?
+  expect_eq "newer: exit" 1 "$rc"
+  expect_eq "newer: advice" 2 "$(grep -o "upgrade standin to read it" err | wc -l)"
+  grep -q "rec: nothing to estimate: its 1 trace file cannot be read (said above); a newer standin wrote it" err ||
+    fail "$(cat err)"
+  head -c 100 orig.trace >"$f" # inside the header
   "$STANDIN" report rec >/dev/null 2>err || true
   grep -q "^standin: warning: rec/[0-9]*.trace: not closed (killed while creating the file): no calls" err ||
     fail "$(cat err)"
