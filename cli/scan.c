@@ -167,6 +167,48 @@ static void killed_at_creation(scan_file *f, const char *path) {
   f->created_only = 1;
 }
 
+/* A trace whose process started before the recording did (run.info: the
+ * time record wrote it, less the run's wall time) is not of this
+ * recording: a file copied in from another one, whose calls were analysed
+ * with these, span and overlap included, without a word. Said once a
+ * file, whichever command reads it how many times. */
+static void check_of_this_run(const scan_file *f, const char *path) {
+  const char *slash = strrchr(path, '/');
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+  const char *t = cli_runinfo_get(dir, "time");
+  long long end_s = t ? strtoll(t, NULL, 10) : 0;
+  const char *w = cli_runinfo_get(dir, "wall_ns");
+  unsigned long long wall = w ? strtoull(w, NULL, 10) : 0;
+  if (end_s <= 0 || !f->h.start_realtime_ns)
+    return;
+  /* time is whole seconds, and a clock may be stepped: a second of slack
+   * each way, and a run longer than a day's wall is not trusted */
+  unsigned long long began = (unsigned long long)end_s * 1000000000ull;
+  if (wall > 86400ull * 1000000000ull || wall >= began)
+    return;
+  began -= wall;
+  if (f->h.start_realtime_ns + 2000000000ull >= began)
+    return;
+  static uint64_t said[64];
+  static unsigned nsaid;
+  uint64_t key = XXH3_64bits(path, strlen(path));
+  for (unsigned i = 0; i < nsaid && i < 64; i++)
+    if (said[i] == key)
+      return;
+  if (nsaid < 64)
+    said[nsaid] = key;
+  if (nsaid++ >= 10) {
+    if (nsaid == 12)
+      cli_warn("(more traces of other recordings: not listed)");
+    return;
+  }
+  cli_warn("%s is not of this recording: its process started %.0f s before 'standin record' "
+           "ran the program (run.info), so it was copied in from another; its calls are "
+           "counted with this recording's: move it out",
+           path, (double)(began - f->h.start_realtime_ns) / 1e9);
+}
+
 int scan_run(scan_file *f, const char *path, scan_call_fn fn, void *arg) {
   memset(f, 0, sizeof *f);
   f->path = path;
@@ -178,6 +220,7 @@ int scan_run(scan_file *f, const char *path, scan_call_fn fn, void *arg) {
   if (rc != ST_OK && cli_reader_open(&f->r, path) != 0) /* reopens to say why */
     return -1;
   f->h = *st_reader_header(f->r);
+  check_of_this_run(f, path);
   st_record rec;
   while ((rc = st_reader_next(f->r, &rec)) == ST_OK) {
     switch (rec.kind) {

@@ -558,6 +558,39 @@ open(p, "wb").write(b)' newer.trace
   ! grep -q "middle of a chunk" err || fail "$(cat err)"
 }
 
+# A trace copied in from another recording was analysed with the others
+# without a word (its span and overlap included). One whose process
+# started before this recording's run is now named. (Here it is made an
+# hour older: its header's start time, checksums fixed.)
+t439_a_trace_of_another_recording_is_named() {
+  "$STANDIN" record -o rec -- "$PB" basic 3 >/dev/null
+  "$STANDIN" record -o old -- "$PB" basic 5 >/dev/null
+  cp "$(ls old/*.trace)" foreign.trace
+  f=foreign.trace
+  python3 -c 'import struct, sys, zlib
+sys.path.insert(0, sys.argv[2])
+from tracefmt import varint, put_varint
+p = sys.argv[1]; b = bytearray(open(p, "rb").read())
+pos = 24
+for _ in range(3):
+    _, pos = varint(b, pos)
+v, end = varint(b, pos)
+new = put_varint(v - 3600 * 10**9)
+assert len(new) == end - pos
+b[pos:end] = new
+plen = struct.unpack_from("<I", b, 16)[0]
+struct.pack_into("<I", b, 24 + plen, zlib.crc32(bytes(b[24:24 + plen])))
+open(p, "wb").write(b)' "$f" "$RELIABILITY_DIR" # (tests/e2e)
+  cp "$f" rec/1.trace
+  local c
+  for c in "info rec" "dump rec" "report rec" "whatif rec --iface protoacc" "export rec --format csv"; do
+    "$STANDIN" $c >/dev/null 2>err || fail "$c: exit $?: $(cat err)"
+    expect_eq "$c: lines" 1 "$(grep -c "rec/1.trace is not of this recording: its process started 3[56][0-9][0-9] s before 'standin record' ran the program" err)"
+  done
+  "$STANDIN" info old >/dev/null 2>err
+  [ ! -s err ] || fail "its own recording: $(cat err)"
+}
+
 # A trace cut inside a chunk is what a recorder killed while writing, a full
 # disk or ulimit -f leaves: info and dump call it not closed, not damaged,
 # and exit 0, as every command does for one killed between two chunks. But
