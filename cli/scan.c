@@ -293,7 +293,10 @@ static const char *chunks_read(char *buf, size_t cap, uint64_t n) {
 
 /* A killed writer leaves the file without its end mark, or ends it inside
  * the chunk it was writing: both lose the calls not yet flushed (the
- * writer flushes at least every 100 ms), neither is damage. */
+ * writer flushes at least every 100 ms), neither is damage. A writer that
+ * stopped at a full disk or ulimit -f also ends inside a chunk, and loses
+ * every call after it: "at most the last ~100 ms" said of such a file
+ * understated the loss. */
 void scan_status_text(const scan_file *f, char *buf, size_t cap) {
   const st_read_status *s = &f->status;
   char b[32], n[48];
@@ -303,7 +306,9 @@ void scan_status_text(const scan_file *f, char *buf, size_t cap) {
     snprintf(
         buf, cap,
         "not closed (killed while writing, a full disk or ulimit -f): %s; the unfinished chunk "
-        "(%s) and the calls not yet flushed (at most the last ~100 ms) are lost",
+        "(%s) is lost, and the calls after it: the last ~100 ms if the recorder was killed, "
+        "every later one if the disk filled up or the file size limit was hit (the recorder "
+        "said so when it happened)",
         chunks_read(n, sizeof n, s->chunks),
         cli_fmt_bytes(b, sizeof b, (double)(s->file_bytes - s->good_bytes)));
   else if (s->error)

@@ -872,6 +872,8 @@ t611_disk_full_program_goes_on() {
   expect_eq "messages" 1 "$(grep -c "failed" err)"
   expect_eq "info exit status" 0 "$(cat info.rc)"
   grep -q "status: not closed" info.out || fail "$(cat info.out)"
+  # not "at most the last ~100 ms": every call after the disk filled
+  grep -q "every later one if the disk filled up" info.out || fail "$(cat info.out)"
   grep -q "^recording small/rec: $PB basic 3000" info.out || fail "run.info: $(cat info.out)"
 }
 
