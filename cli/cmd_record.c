@@ -326,6 +326,9 @@ static char *env_pair(const char *k, const char *v) {
   return s;
 }
 
+/* The recording directory as the program started (device, inode). */
+static struct stat dir_at_start;
+
 static void summary(const char *dir, const char *absdir, const char *prog, int builtin, int rc,
                     int no_follow) {
   struct stat dst;
@@ -335,6 +338,16 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
              dir);
     return;
   }
+  /* removed and made again (rm -rf, mkdir): the traces of the processes
+   * that had created theirs went with the first, and the summary counted
+   * what the second holds as the recording, without a word */
+  if (dir_at_start.st_ino &&
+      (dst.st_dev != dir_at_start.st_dev || dst.st_ino != dir_at_start.st_ino))
+    cli_warn("the recording directory %s was replaced while the program ran (removed or renamed, "
+             "and made again): the traces written into the first are gone with it (if it was "
+             "renamed, they are where it went); %s holds only those of processes that created "
+             "theirs after",
+             dir, dir);
   cli_tracedir td;
   if (cli_tracedir_open(&td, dir) != 0)
     return;
@@ -569,6 +582,8 @@ int cmd_record(int argc, char **argv) {
   const char *shim = cli_runtime_lib("libstandin-record.so");
   if (!shim || prepare_dir(o.dir, o.force) != 0)
     return shim ? 1 : EXIT_NOEXEC;
+  if (stat(o.dir, &dir_at_start) != 0)
+    memset(&dir_at_start, 0, sizeof dir_at_start);
   char absdir[PATH_MAX];
   if (!realpath(o.dir, absdir)) {
     cli_err("cannot resolve %s: %s", o.dir, strerror(errno));

@@ -939,6 +939,32 @@ t613_trace_directory_removed_during_the_run() {
   grep -q "rec was removed or renamed while the program ran" err || fail "summary: $(cat err)"
 }
 
+# The recording directory removed and made again while the program runs
+# (a cleanup script's rm -rf and mkdir): the traces written before were
+# gone, and record summed up what the new directory held as the recording
+# without a word.
+t661_trace_directory_replaced_during_the_run() {
+  "$STANDIN" record -o rec -- "$FAULTS" wait go 5 >rec.out 2>err &
+  spid=$!
+  for _ in $(seq 200); do
+    ls rec/*.trace >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+  rm -rf rec
+  mkdir rec
+  touch go
+  rc=0
+  wait $spid || rc=$?
+  expect_eq "exit status" 0 "$rc"
+  grep -q "the recording directory rec was replaced while the program ran" err ||
+    fail "summary: $(cat err)"
+  # and not said of a run that leaves it alone
+  rm go
+  (sleep 0.3 && touch go) &
+  "$STANDIN" record -o rec2 -- "$FAULTS" wait go 5 >/dev/null 2>err2
+  ! grep -q "replaced" err2 || fail "$(cat err2)"
+}
+
 # A bad environment: the program runs as if nothing were preloaded, and the
 # shim says why in one line.
 t614_bad_environment_is_reported_and_ignored() {
