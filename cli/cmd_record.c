@@ -197,7 +197,12 @@ static int prepare_dir(const char *dir, int force) {
     return -1;
   }
   struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (stat(dir, &st) != 0) { /* a symbolic link that loops or leads nowhere */
+    cli_err("cannot use %s as the recording directory: %s; choose another with -o", dir,
+            strerror(errno));
+    return -1;
+  }
+  if (!S_ISDIR(st.st_mode)) {
     cli_err("%s exists and is not a directory; choose another with -o", dir);
     return -1;
   }

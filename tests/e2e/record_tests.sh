@@ -1116,3 +1116,19 @@ EOF
   "$STANDIN" replay -t rec -- ./prog 1 reuse >rep.out 2>/dev/null
   cmp native.out rep.out || fail "$(diff native.out rep.out)"
 }
+
+# -o naming a symbolic link that loops was refused as "a exists and is
+# not a directory"; the reason is said now. A file still gets the first.
+t042_record_into_a_link_that_loops_says_why() {
+  ln -s a b
+  ln -s b a
+  touch f
+  local rc=0
+  "$STANDIN" record -o a -- "$PB" basic 1 >/dev/null 2>err || rc=$?
+  expect_eq "exit" 1 "$rc"
+  expect_eq "message" "standin: cannot use a as the recording directory: Too many levels of symbolic links; choose another with -o" "$(cat err)"
+  rc=0
+  "$STANDIN" record -o f -- "$PB" basic 1 >/dev/null 2>err || rc=$?
+  expect_eq "a file: exit" 1 "$rc"
+  grep -q "f exists and is not a directory" err || fail "$(cat err)"
+}
