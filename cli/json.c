@@ -268,6 +268,7 @@ int json_load(json **out, const char *path) {
   }
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap), err[128];
+  errno = 0;
   while (buf) {
     n += fread(buf + n, 1, cap - n - 1, f);
     if (n < cap - 1)
@@ -277,10 +278,10 @@ int json_load(json **out, const char *path) {
       free(buf);
     buf = nb;
   }
-  int bad = ferror(f);
+  int bad = ferror(f), e = errno; /* a directory: EISDIR, said as such, not "read error" */
   fclose(f);
   if (!buf || bad) {
-    cli_err("cannot read %s: %s", path, bad ? "read error" : "out of memory");
+    cli_err("cannot read %s: %s", path, !bad ? "out of memory" : e ? strerror(e) : "read error");
     free(buf);
     return -1;
   }

@@ -965,6 +965,12 @@ t426_compare_refuses_a_summary_with_a_wall_time_no_replay_measured() {
   "$STANDIN" compare rec --iface constant:ns=100 bad.json >out 2>err || rc=$?
   expect_eq "calls_replayed -1" 1 "$rc"
   grep -q "calls_replayed is not a count of calls" err || fail "$(cat err)"
+  # a directory in a summary's place: why, not "read error"
+  mkdir dir.json
+  rc=0
+  "$STANDIN" compare rec --iface constant:ns=100 dir.json >out 2>err || rc=$?
+  expect_eq "a directory: exit" 1 "$rc"
+  expect_eq "a directory" "standin: cannot read dir.json: Is a directory" "$(cat err)"
 }
 
 # A link time past 2^32 ns per call was cut to 4.29 s in the timeline (the
