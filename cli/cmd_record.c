@@ -269,8 +269,16 @@ static void write_runinfo(const char *dir, char **argv, const char *path, int dy
     return;
   }
   fprintf(f, "tool=standin %s\ncommand=", STANDIN_VERSION);
-  for (int i = 0; argv[i]; i++)
-    fprintf(f, "%s%s", i ? " " : "", argv[i]);
+  /* one line: an argument's newlines written as they are (a shell script,
+   * sh -c 'x=1<newline>wall_ns=...') made lines of their own that the
+   * readers took for run.info's keys: a script's "wall_ns=" or
+   * "launcher_pid=" line replaced the run's */
+  for (int i = 0; argv[i]; i++) {
+    size_t n = 4 * strlen(argv[i]) + 1;
+    char *e = malloc(n);
+    fprintf(f, "%s%s", i ? " " : "", e ? cli_escape_ctl(e, n, argv[i]) : "?");
+    free(e);
+  }
   /* launcher_pid: the program's first process is the one whose parent
    * this is (analysis tells a server whose calls are all in its children);
    * launcher_pidns: processes in other PID namespaces are named with theirs */

@@ -336,12 +336,20 @@ const char *cli_runinfo_get(const char *dir, const char *key) {
   if (!f)
     return NULL;
   size_t kl = strlen(key);
+  /* The keys after the command line are written after it: their last
+   * line is theirs. A recording made before the command line was one line
+   * holds an argument's own lines there (a shell script's "wall_ns=..."
+   * or "status=..." line), which were read for the run's. */
+  int last = strcmp(key, "tool") && strcmp(key, "command");
+  static char keep[sizeof line];
   const char *found = NULL;
   while (fgets(line, sizeof line, f)) {
     if (!strncmp(line, key, kl) && line[kl] == '=') {
       line[strcspn(line, "\n")] = 0;
-      found = line + kl + 1;
-      break;
+      snprintf(keep, sizeof keep, "%s", line + kl + 1);
+      found = keep;
+      if (!last)
+        break;
     }
   }
   fclose(f);

@@ -1132,3 +1132,31 @@ t042_record_into_a_link_that_loops_says_why() {
   expect_eq "a file: exit" 1 "$rc"
   grep -q "f exists and is not a directory" err || fail "$(cat err)"
 }
+
+# run.info held the command line as it was, so a shell script's own lines
+# became lines of run.info, and one that began "wall_ns=" or
+# "launcher_pid=" (or "status=") was read for the run's: the estimates
+# started from the script's number. The command is one line now (its
+# newlines escaped), and the keys written after it are read from their
+# last line, which also reads recordings made before right.
+t043_a_scripts_lines_are_not_run_infos_keys() {
+  "$STANDIN" record -o rec -- sh -c 'x=1
+wall_ns=40000000000
+launcher_pid=1
+'"$PB"' basic 30 >/dev/null' 2>/dev/null
+  expect_eq "run.info lines" 9 "$(wc -l <rec/run.info)"
+  grep -q '^command=sh -c x=1\\nwall_ns=40000000000\\nlauncher_pid=1\\n' rec/run.info || fail "$(cat rec/run.info)"
+  local wall
+  wall=$(sed -n 's/^wall_ns=//p' rec/run.info)
+  "$STANDIN" whatif rec --iface protoacc --format json >w.json 2>err
+  [ ! -s err ] || fail "whatif: $(cat err)"
+  expect_eq "wall" "$wall run.info False" "$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["wall_ns"], d["wall_source"], d["first_process_made_calls"])' w.json)"
+  # a run.info written before: the script's lines are lines of their own
+  python3 -c 'import sys
+p = sys.argv[1]; s = open(p).read().replace("\\n", "\n", 3)
+open(p, "w").write(s)' rec/run.info
+  expect_eq "old run.info lines" 12 "$(wc -l <rec/run.info)"
+  "$STANDIN" whatif rec --iface protoacc --format json >w.json 2>err
+  [ ! -s err ] || fail "whatif, old run.info: $(cat err)"
+  expect_eq "wall, old run.info" "$wall run.info False" "$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["wall_ns"], d["wall_source"], d["first_process_made_calls"])' w.json)"
+}
