@@ -703,7 +703,7 @@ static int read_file(ctx *x, const tfile *tf, uint64_t *first, uint64_t *last) {
      * disk) is a killed recording, not damage, as info and dump say: its
      * calls are analysed and the status stays 0 (one cut at a chunk's end
      * was, one cut inside it failed report, whatif, sweep and compare) */
-    char st[256];
+    char st[512]; /* scan_status_text: a cut file's is ~300 bytes */
     scan_status_text(&f, st, sizeof st);
     int damage = scan_damaged(&f);
     cli_warn("%s: %s%s", tf->path, st,

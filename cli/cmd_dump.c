@@ -216,7 +216,7 @@ int cmd_dump(int argc, char **argv) {
       continue;
     }
     if (f.status.error) {
-      char st[256];
+      char st[512]; /* scan_status_text: a cut file's is ~300 bytes */
       scan_status_text(&f, st, sizeof st);
       cli_warn("%s: %s", td.paths[i], st);
       bad |= scan_damaged(&f);

@@ -187,7 +187,7 @@ static void json_call(ex_ctx *x, scan_file *f, const st_call *c) {
 static void json_process(ex_ctx *x, scan_file *f, int first) {
   FILE *o = x->out;
   int approx;
-  char st[256];
+  char st[512]; /* scan_status_text: a cut file's is ~300 bytes */
   scan_status_text(f, st, sizeof st);
   fprintf(o,
           "%s\n    {\"pid\": %u, \"pidns\": %llu, \"start_ticks\": %llu, \"ppid\": %u, "
@@ -346,7 +346,7 @@ static int export_files(ex_ctx *x, const cli_tracedir *td) {
       continue;
     }
     if (f.status.error) { /* a cut file (killed, a full disk) is not damage: info, dump */
-      char st[256];
+      char st[512];       /* scan_status_text: a cut file's is ~300 bytes */
       scan_status_text(&f, st, sizeof st);
       cli_warn("%s: %s", td->paths[i], st);
       bad |= scan_damaged(&f);

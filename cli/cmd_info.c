@@ -241,7 +241,7 @@ static void print_header(const scan_file *f, uint32_t nth, uint64_t launcher_ns)
 
 static void print_process(const scan_file *f, uint32_t nth, uint64_t launcher_ns, uint64_t call_ns,
                           uint64_t file_bytes, const info_agg *agg) {
-  char a[32], b[32], c[32], d[32], e[32], st[256];
+  char a[32], b[32], c[32], d[32], e[32], st[512];
   int approx;
   uint64_t run = scan_run_ns(f, &approx);
   print_header(f, nth, launcher_ns);

@@ -1284,7 +1284,7 @@ static int scan_dir(const char *dir, builder *b) {
     }
     b->file_as_recorded_calls = b->file_as_recorded_ns = 0;
     if (f.status.error) {
-      char st[256];
+      char st[512]; /* scan_status_text: a cut file's is ~300 bytes */
       scan_status_text(&f, st, sizeof st);
       cli_warn("%s: %s%s", td.paths[i], st,
                scan_damaged(&f) ? "; replaying with the calls before the damage"

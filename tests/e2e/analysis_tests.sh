@@ -614,6 +614,9 @@ t437_a_cut_trace_is_a_killed_recording_not_damage() {
   done
   "$STANDIN" whatif rec --iface protoacc >w.txt 2>err
   grep -q "analysing the calls before that point" err || fail "$(cat err)"
+  # whole: the status was cut at 255 bytes ("... or the file size limit;")
+  grep -q "the file size limit was hit (the recorder said so when it happened); analysing" err ||
+    fail "$(cat err)"
   grep -q "^note: a trace ends early (damaged or cut off, as warned)" w.txt || fail "$(cat w.txt)"
   expect_eq "calls exported" 801 "$(wc -l <x.csv)"
   "$STANDIN" whatif rec --iface protoacc --format json >w.json 2>/dev/null
