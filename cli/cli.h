@@ -183,16 +183,19 @@ int cmd_sweep(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 
-/* An output file (export -o, replay --summary). Written under a temporary
- * name beside path and renamed over it when whole, so a failed run leaves
- * what was there; written in place when path exists and is not a regular
- * file (a symbolic link such as /dev/stdout, a device, a FIFO). A path that is one of recording
- * dir's files (a trace, run.info) is refused: cli_out_check says so (names both) and returns -1;
- * cli_out_open checks too. NULL or "-": standard output. */
+/* An output file (export -o, replay --summary). Written into an unnamed
+ * file in path's directory (O_TMPFILE), named and renamed over path when
+ * whole, so a failed or killed run leaves what was there and nothing more
+ * (where the file system has no unnamed files, or /proc is missing, under
+ * a temporary name beside path, which a kill leaves behind); written in place when path exists and
+ * is not a regular file (a symbolic link such as /dev/stdout, a device, a FIFO). A path that is one
+ * of recording dir's files (a trace, run.info) is refused: cli_out_check says so (names both) and
+ * returns -1; cli_out_open checks too. NULL or "-": standard output. */
 typedef struct {
   FILE *f;
   const char *path; /* NULL: standard output */
   char *tmp;        /* NULL: written in place */
+  int unnamed;      /* tmp is the name the unnamed file gets when whole */
 } cli_out;
 int cli_out_check(const char *path, const char *dir);
 int cli_out_open(cli_out *o, const char *path, const char *dir);

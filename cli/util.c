@@ -1151,19 +1151,42 @@ int cli_out_open(cli_out *o, const char *path, const char *dir) {
     return -1;
   }
   snprintf(o->tmp, n, "%s.tmp%d", path, (int)getpid());
-  int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  /* unnamed until whole: an export killed midway left PATH.tmpPID */
+  char at[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  snprintf(at, sizeof at, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1,
+           slash ? path : ".");
+  int fd =
+      access("/proc/self/fd", X_OK) == 0 ? open(at, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666) : -1;
+  o->unnamed = fd >= 0;
+  if (fd < 0)
+    fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd >= 0 && exists)
     (void)fchmod(fd, st.st_mode & 07777); /* the file it replaces keeps its mode */
   if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
     /* errno of the open: the directory is missing or not writable */
     cli_err("cannot write %s: %s", path, strerror(errno));
-    if (fd >= 0)
-      close(fd), unlink(o->tmp);
+    if (fd >= 0) {
+      close(fd);
+      if (!o->unnamed)
+        unlink(o->tmp);
+    }
     free(o->tmp);
     o->tmp = NULL;
     return -1;
   }
   return 0;
+}
+
+/* Give the unnamed file of o its temporary name (cli_out_open). */
+static int name_unnamed(cli_out *o) {
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno(o->f));
+  (void)unlink(o->tmp); /* one a killed run of this pid left */
+  if (linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) == 0)
+    return 0;
+  cli_err("cannot put %s in place: %s", o->path, strerror(errno));
+  return -1;
 }
 
 int cli_out_close(cli_out *o, int ok) {
@@ -1172,23 +1195,27 @@ int cli_out_close(cli_out *o, int ok) {
     return -1;
   const char *name = o->path ? o->path : "standard output";
   int bad = ferror(o->f);
+  int named = 0; /* the unnamed file has its temporary name */
   if (o->f == stdout) {
     bad = fflush(stdout) != 0 || bad;
   } else {
+    bad = fflush(o->f) != 0 || bad;
+    if (!bad && ok && o->unnamed)
+      named = name_unnamed(o) == 0;
     bad = fclose(o->f) != 0 || bad;
   }
   if (bad && ok)
     cli_err("writing %s failed: %s", name, errno ? strerror(errno) : "write error");
   if (o->f == stdout)
     clearerr(stdout); /* said here, or the command failed anyway: main says it once */
-  if (bad || !ok)
+  if (bad || !ok || (o->unnamed && !named))
     rc = -1;
   if (o->tmp) {
     if (rc == 0 && rename(o->tmp, o->path) != 0) {
       cli_err("cannot put %s in place: %s", o->path, strerror(errno));
       rc = -1;
     }
-    if (rc != 0)
+    if (rc != 0 && (!o->unnamed || named))
       unlink(o->tmp);
     free(o->tmp);
   }

@@ -900,6 +900,31 @@ t424_outputs_never_overwrite_the_recording() {
   expect_eq "replayed" 120 "$(json s.json calls_replayed)"
 }
 
+# An export killed while it writes leaves the file it was to replace, and
+# nothing beside it (it left x.json.tmpPID): the output has no name until
+# it is whole. Killed once the output is open, whenever that is.
+t427_killed_export_leaves_no_temporary_file() {
+  "$STANDIN" record -o rec -- "$PB" basic 20000 >/dev/null
+  echo old >x.json
+  local pid caught=0
+  "$STANDIN" export rec -F json -o x.json 2>/dev/null &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    # named x.json.tmpPID, or unnamed: DIR/#INODE (deleted)
+    if ls -l "/proc/$pid/fd" 2>/dev/null | grep -q -e 'x.json' -e "$PWD/#"; then
+      kill -KILL "$pid"
+      caught=1
+      break
+    fi
+  done
+  wait "$pid" || true
+  [ "$caught" = 1 ] || fail "the export ended before its output was seen open"
+  expect_eq "x.json" old "$(cat x.json)"
+  ls -a | grep -q 'x.json.' && fail "left beside it: $(ls -a | grep 'x.json.')"
+  "$STANDIN" export rec -F json -o x.json
+  expect_eq "rows" 80000 "$(grep -c '"api"' x.json)"
+}
+
 # sweep and compare printed tables of zeros and exited 0 on recordings whose
 # traces were damaged before their first call (whatif and report refused),
 # and exited 0 on a damaged trace, which every other command reports with
