@@ -63,6 +63,8 @@ static void put2(jpg_scan *s, int a, int b) {
 
 static void segment_done(jpg_scan *s) {
   s->complete_end = s->out_len;
+  if (s->marker == 0xDD)
+    s->restart = s->dri & 0xFFFF;
   if (s->marker == M_SOS) {
     s->seen_sos = 1;
     s->st = S_ENT;
@@ -115,6 +117,7 @@ static void on_marker(jpg_scan *s, int m, int in_entropy) {
   if (m == M_SOI || m == M_TEM || (m >= 0xD0 && m <= 0xD7)) {
     if (m == M_SOI) {
       s->seen_soi = 1;
+      s->restart = 0; /* libjpeg's get_soi */
       put2(s, 0xFF, m);
       s->complete_end = s->out_len;
     }
@@ -142,6 +145,8 @@ static size_t feed_segment(jpg_scan *s, const uint8_t *p, size_t n) {
   size_t k = n < s->seg_left ? n : s->seg_left;
   if (s->keep)
     put(s, p, k);
+  for (size_t i = 0; s->marker == 0xDD && i < k && s->seg_len - s->seg_left + i < 2; i++)
+    s->dri = (s->dri << 8) | p[i];
   s->seg_left -= (uint32_t)k;
   if (s->seg_left == 0)
     segment_done(s);
@@ -173,6 +178,8 @@ static void feed_byte(jpg_scan *s, int b) {
     if (s->keep)
       put(s, &lo, 1);
     s->seg_left = len >= 2 ? len - 2 : 0;
+    s->seg_len = s->seg_left;
+    s->dri = 0;
     if (s->seg_left == 0)
       segment_done(s);
     else
@@ -180,7 +187,14 @@ static void feed_byte(jpg_scan *s, int b) {
     break;
   }
   case S_ENT_FF:
-    if (b == 0x00 || (b >= 0xD0 && b <= 0xD7)) {
+    /* A restart marker in a scan without a restart interval (corrupt data)
+     * ends the scan's data as any other marker does: libjpeg's decoder
+     * stops there, and its marker reader takes it as a marker without
+     * parameters and skips the rest of the data up to the next marker.
+     * That rest is dropped like stray bytes between segments, so the
+     * request is the same whether or not the program let the library read
+     * past it (jpeg_finish_decompress). */
+    if (b == 0x00 || (b >= 0xD0 && b <= 0xD7 && s->restart)) {
       put2(s, 0xFF, b); /* stuffed 0xFF, or a restart marker */
       s->st = S_ENT;
     } else if (b != 0xFF) { /* 0xFF 0xFF: fill byte, dropped */

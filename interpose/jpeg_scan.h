@@ -9,7 +9,9 @@
  *   SOI, frame, tables, scans and their entropy-coded data, APP0 (JFIF)
  *   and APP14 (Adobe, which decides the colour transform); without
  *   comments, other APPn segments, fill bytes and stray bytes between
- *   segments, and cut right after the entropy-coded data of the last scan,
+ *   segments (and a scan's data after a restart marker where the scan has
+ *   no restart interval: libjpeg stops there and skips the rest), and cut
+ *   right after the entropy-coded data of the last scan,
  *   followed by EOI. Cutting there makes the request the same whether or
  *   not the program let the library read the trailing markers (a program
  *   that never calls jpeg_finish_decompress leaves them unread).
@@ -32,6 +34,9 @@ typedef struct {
   int seen_soi;      /* SOI was read */
   int seen_sof;      /* a frame header was read */
   int bad_marker;    /* the marker libjpeg stops at with an error (0: none) */
+  uint32_t restart;  /* restart interval (DRI) in force, 0 after SOI as in libjpeg */
+  uint32_t seg_len;  /* payload bytes of the segment being read */
+  uint32_t dri;      /* a DRI segment's payload so far */
   int oom;           /* output could not grow: the result is unusable */
   uint8_t len_hi;
   /* Output: `reserve` bytes left free at the front for the caller (a

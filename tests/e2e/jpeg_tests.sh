@@ -850,3 +850,44 @@ t225_jpeg_served_decodes_answer_consume_crop_and_skip_as_the_library() {
     [ "$(json s.json calls_replayed)" -ge 1 ] || fail "$opts: nothing served"
   done
 }
+
+# A restart marker inside the data of a scan that has no restart interval
+# (a corrupt byte became FF before D4): libjpeg's decoder stops there, gives
+# the remaining rows from no data ("premature end of data segment"), and
+# reads the rest only in jpeg_finish_decompress. A program that reads every
+# row and aborts without finishing (libvips) was recorded with the data up
+# to the marker, but replay drains to EOI and kept the marker and every byte
+# after it: the request differed, and every such decode ran for real as
+# "not in the recording". Both now end the scan's data at the marker, with
+# every source, finished or not.
+t226_jpeg_restart_marker_without_interval_is_served() {
+  corpus
+  python3 - "$CORPUS/s_base_420_r0.jpg" rst.jpg "$CORPUS/s_prog_444_r0.jpg" rstp.jpg <<'PY'
+import sys
+for src, dst in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+    b = bytearray(open(src, "rb").read())
+    assert b.find(b"\xff\xdd") < 0  # no restart interval
+    i = b.find(b"\xff\xda")
+    start = i + 2 + int.from_bytes(b[i + 2:i + 4], "big")
+    p = start + (len(b) - start) // 3
+    b[p:p + 2] = b"\xff\xd4"
+    open(dst, "wb").write(bytes(b))
+PY
+  for src in stdio mem custom suspend; do
+    echo "$JD -src $src -nofinish rst.jpg rstp.jpg"
+  done >run.sh
+  jpeg_same run.sh --on-miss abort
+  expect_eq "warned" 8 "$(grep -c 'rows=240 .* warnings=[1-9]' nat.out)"
+  expect_eq "decodes" 8 "$(calls rec jpeg.decode)"
+  expect_eq "replayed" "8 0" "$(json sum.json calls_replayed) $(json sum.json calls_fallback)"
+  # finished or not, the request is the same: a program that finishes is
+  # answered from one that did not, and the other way round
+  "$STANDIN" replay -t rec --on-miss abort --summary fin.json -- "$JD" rst.jpg >fin.out 2>/dev/null
+  "$JD" rst.jpg | cmp - fin.out
+  expect_eq "finished, replayed" 1 "$(json fin.json calls_replayed)"
+  "$STANDIN" record -o recfin -- "$JD" -src mem rst.jpg >/dev/null 2>&1
+  "$STANDIN" replay -t recfin --on-miss abort --summary nofin.json -- "$JD" -src mem -nofinish rst.jpg \
+    >nofin.out 2>/dev/null
+  "$JD" -src mem -nofinish rst.jpg | cmp - nofin.out
+  expect_eq "not finished, replayed" 1 "$(json nofin.json calls_replayed)"
+}

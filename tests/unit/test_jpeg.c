@@ -62,13 +62,20 @@ static void sof(stream *s, int m, int w, int h, int ncomp, int h0, int v0) {
 
 static const uint8_t entropy[] = {0x12, 0x34, 0xFF, 0x00, 0x56, 0xFF, 0xD0, 0x78, 0x9A};
 
-/* SOI APP0 COM APP1 DQT SOF0 DHT SOS <entropy> [tail] */
+/* A restart interval of 1 MCU (DRI): entropy's FF D0 is a restart marker. */
+static void dri1(stream *s) {
+  marker(s, 0xDD);
+  put(s, "\x00\x04\x00\x01", 4);
+}
+
+/* SOI APP0 COM APP1 DQT DRI SOF0 DHT SOS <entropy> [tail] */
 static void image(stream *s) {
   marker(s, 0xD8);
   segment(s, 0xE0, 14, 'J');
   segment(s, 0xFE, 5, 'c');
   segment(s, 0xE1, 20, 'x');
   segment(s, 0xDB, 65, 1);
+  dri1(s);
   sof(s, 0xC0, 64, 32, 3, 2, 2);
   segment(s, 0xC4, 20, 2);
   segment(s, 0xDA, 10, 3);
@@ -80,6 +87,7 @@ static void image_normalised(stream *s) {
   marker(s, 0xD8);
   segment(s, 0xE0, 14, 'J');
   segment(s, 0xDB, 65, 1);
+  dri1(s);
   sof(s, 0xC0, 64, 32, 3, 2, 2);
   segment(s, 0xC4, 20, 2);
   segment(s, 0xDA, 10, 3);
@@ -275,6 +283,62 @@ START_TEST(test_scan_stops_at_a_marker_libjpeg_refuses) {
     ck_assert_int_eq(sc.bad_marker, 0);
     jpg_scan_free(&sc);
   }
+}
+END_TEST
+
+/* Corrupt data: a restart marker in a scan without a restart interval
+ * ends the scan's data (libjpeg's decoder stops at it; its marker reader
+ * skips the rest up to the next marker, which only jpeg_finish_decompress
+ * reads). The request is cut before it, whether the rest was read (a
+ * program that finishes, replay's drain) or not (one that aborts after
+ * the last row). A DRI of 0 is no restart interval. */
+START_TEST(test_scan_restart_marker_without_interval_ends_the_data) {
+  for (int dri0 = 0; dri0 < 2; dri0++) {
+    stream in = {.n = 0}, want = {.n = 0};
+    marker(&in, 0xD8);
+    segment(&in, 0xDB, 65, 1);
+    if (dri0) {
+      marker(&in, 0xDD);
+      put(&in, "\x00\x04\x00\x00", 4);
+    }
+    sof(&in, 0xC0, 64, 32, 3, 2, 2);
+    segment(&in, 0xC4, 20, 2);
+    segment(&in, 0xDA, 10, 3);
+    put(&in, "\x12\x34\xFF\x00\x56", 5);
+    size_t data_end = in.n;
+    marker(&in, 0xD4);
+    size_t marker_end = in.n;
+    put(&in, "\x78\xFF\x00\x9A\xFF\xD5\xBC", 7); /* the rest of the scan */
+    segment(&in, 0xFE, 3, 'z');
+    marker(&in, 0xD9);
+    put(&want, in.b, data_end);
+    marker(&want, 0xD9);
+    size_t used;
+    stream got = normalise(&in, 0, &used);
+    assert_same(&got, &want);
+    ck_assert_uint_eq(used, in.n);
+    /* read up to the marker only (the library stopped there), or anywhere
+     * after it, in any pieces: the same request */
+    for (size_t cut = marker_end; cut <= in.n; cut++) {
+      stream part = in;
+      part.n = cut;
+      for (size_t piece = 0; piece < 4; piece++) {
+        got = normalise(&part, piece, NULL);
+        assert_same(&got, &want);
+      }
+    }
+  }
+  /* with a restart interval it is a restart marker: kept, with the rest */
+  stream in = {.n = 0};
+  marker(&in, 0xD8);
+  dri1(&in);
+  segment(&in, 0xDB, 65, 1);
+  sof(&in, 0xC0, 64, 32, 3, 2, 2);
+  segment(&in, 0xDA, 10, 3);
+  put(&in, "\x12\xFF\xD4\x34", 4);
+  marker(&in, 0xD9);
+  stream got = normalise(&in, 0, NULL);
+  assert_same(&got, &in);
 }
 END_TEST
 
@@ -700,6 +764,7 @@ int main(void) {
   tcase_add_test(scan, test_scan_truncated_segment_is_left_out);
   tcase_add_test(scan, test_scan_without_output_still_finds_eoi);
   tcase_add_test(scan, test_scan_stops_at_a_marker_libjpeg_refuses);
+  tcase_add_test(scan, test_scan_restart_marker_without_interval_ends_the_data);
   tcase_add_test(scan, test_probe_reads_frame_and_restart_interval);
   tcase_add_test(req, test_subsampling_and_class_names);
   tcase_add_test(req, test_request_header_round_trip);
