@@ -50,6 +50,10 @@ static int parse_apis(const char *list, uint64_t *mask, char *err, size_t cap) {
     }
   }
   free(copy);
+  if (rc == 0 && *mask == 0) { /* "" or ",": a rule for every API, never what was meant */
+    snprintf(err, cap, "no API named; use " API_HELP " (or leave the API out for all of them)");
+    rc = -1;
+  }
   return rc;
 }
 

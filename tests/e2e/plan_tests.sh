@@ -44,7 +44,9 @@ t302_plan_errors_name_file_and_line() {
   printf 'accel a constant\noffload type="baseline 4:2:0 to a\n' >p14.txt
   printf 'accel a constant\nkeep site=x to a\n' >p16.txt
   printf 'accel a constant\noffload size=4K-1K to a\n' >p17.txt
-  for i in 1 2 3 4 5 6 8 12 13 14 16 17; do
+  # an empty API list selected every API
+  printf 'accel a constant\noffload api= to a\n' >p18.txt
+  for i in 1 2 3 4 5 6 8 12 13 14 16 17 18; do
     set +e
     "$STANDIN" replay --plan p$i.txt -- true 2>e$i
     rc=$?
@@ -62,6 +64,16 @@ t302_plan_errors_name_file_and_line() {
   grep -q "p14.txt:2: a double quote is not closed" e14 || fail "e14: $(cat e14)"
   grep -q "p16.txt:2: a keep rule names no accelerator: take 'to a' away" e16 || fail "e16: $(cat e16)"
   grep -q "p17.txt:2: size=4K-1K: its first end is above its second" e17 || fail "e17: $(cat e17)"
+  grep -q "p18.txt:2: no API named; use protobuf, jpeg, " e18 || fail "e18: $(cat e18)"
+  # so did --iface with nothing before its '=' (a typo for API=MODEL)
+  for spec in =constant ,=constant; do
+    set +e
+    "$STANDIN" replay --iface "$spec" -- true 2>e19
+    rc=$?
+    set -e
+    expect_eq "--iface $spec refused" 2 "$rc"
+    grep -q "^standin: --iface $spec: no API named" e19 || fail "e19: $(cat e19)"
+  done
   # a PCIe setting without link=pcie did nothing, without a word
   grep -q "p8.txt:1: link_rtt_ns, link_gbps and link_poll_ns set a PCIe link: give link=pcie too" e8 ||
     fail "e8: $(cat e8)"
