@@ -100,8 +100,11 @@ static int refused(const jpg_scan *s, int m) {
 
 /* A marker was read (its 0xFF and code consumed). */
 static void on_marker(jpg_scan *s, int m, int in_entropy) {
-  if (in_entropy)
+  if (in_entropy) {
     s->entropy_end = s->out_len;
+    if (!s->first_end)
+      s->first_end = s->out_len;
+  }
   s->marker = m;
   if (m == M_EOI) {
     s->st = S_DONE;

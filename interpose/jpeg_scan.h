@@ -44,6 +44,11 @@ typedef struct {
   uint8_t *out;
   size_t out_len, out_cap, reserve;
   size_t entropy_end;  /* out_len where the last scan's data ended */
+  size_t first_end;    /* out_len where the first scan's data ended at a marker
+                          (0: not yet). Of an image with one scan, libjpeg
+                          decodes nothing after it: the request cut there and
+                          closed with EOI is the whole of a decode that read
+                          every row and stopped (rep_jpeg.c) */
   size_t complete_end; /* out_len after the last complete segment */
   uint64_t consumed;   /* input bytes consumed so far */
 } jpg_scan;

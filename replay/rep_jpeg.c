@@ -77,6 +77,7 @@ typedef struct {
   jpg_scan scan;
   int scan_on;
   size_t stuck_upto; /* request bytes compared with abandoned decodes so far */
+  size_t early_upto; /* jpg_scan.first_end looked up while suspended (ended_early) */
   /* served */
   const uint8_t *pix;
   size_t row_bytes;
@@ -366,6 +367,45 @@ static const rdb_entry *stuck_failed(const rep_dec *x, size_t len) {
   return e && (e->flags & RDB_ENTRY_FAILED) ? e : NULL;
 }
 
+/* The request of an image with one scan whose data ended at a marker
+ * (jpg_scan.first_end) before its EOI, as a decode that read every row
+ * and stopped there recorded it: the drained bytes up to that marker, then
+ * EOI (the header and tables written into the scanner's reserved front,
+ * as jpg_request_finish does). libjpeg decodes nothing after the marker
+ * (corrupt data: an APPn, COM or table marker inside the scan), and a
+ * program that does not call jpeg_finish_decompress never has it read
+ * further; the scanner, which reads such a marker as the start of a
+ * segment, may wait for bytes that never come. NULL when there is no such
+ * place, or it was looked up already (a suspended drain asks once). */
+static uint8_t *ended_early(jpg_obj *o, rep_dec *x, size_t *len) {
+  jpg_scan *sc = &x->scan;
+  if (x->multi_scan || !sc->out || sc->oom || sc->first_end <= sc->reserve ||
+      sc->first_end == x->early_upto)
+    return NULL;
+  x->early_upto = sc->first_end;
+  x->par.tables_len = (uint32_t)o->tables.len;
+  size_t hl = jpg_req_header_len(&x->par);
+  if (sc->reserve != hl + o->tables.len)
+    return NULL;
+  uint8_t *req = shim_alloc(sc->first_end + 2);
+  if (!req)
+    return NULL;
+  jpg_req_write_header(req, &x->par, x->cmap_in);
+  if (o->tables.len)
+    memcpy(req + hl, o->tables.p, o->tables.len);
+  memcpy(req + sc->reserve, sc->out + sc->reserve, sc->first_end - sc->reserve);
+  req[sc->first_end] = 0xFF;
+  req[sc->first_end + 1] = 0xD9;
+  *len = sc->first_end + 2;
+  return req;
+}
+
+/* A recorded decode that read every row (not failed, with rows): one that
+ * can answer a decode found by its request cut at ended_early's place. */
+static int whole(const rdb_entry *e) {
+  return e && !(e->flags & (RDB_ENTRY_FAILED | RDB_ENTRY_NO_RESPONSE));
+}
+
 enum { ID_SUSPENDED, ID_SERVED, ID_REAL };
 
 /* Decide what the recording says about this decode (inside an outermost
@@ -418,27 +458,55 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     go_real(o, x, 1);
     return ID_REAL;
   }
-  if (d == JPG_DRAIN_SUSPENDED)
-    return ID_SUSPENDED;
-  if (x->scan.bad_marker) {
-    /* Corrupt data: the real library decodes up to a marker it refuses,
-     * then fails there if the program reads on, or resynchronises at a
-     * restart marker; recorded as not offloadable. It reads the drained
-     * bytes, the marker included, then the program's. */
-    x->pass = 1;
-    go_real(o, x, 1);
-    return ID_REAL;
-  }
-  if (d == JPG_DRAIN_ERROR)
-    x->par.options |= JPG_OPT_SOURCE_ERROR;
-  size_t len;
+  size_t len = 0;
   jpg_probe pr = {0};
-  uint8_t *req = jpg_request_finish(o, &x->par, x->cmap_in, &x->scan, &len, &pr);
-  x->scan_on = 0;
-  const char *type = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   int reason = RDB_FB_NOMEM;
-  const rdb_entry *e = req ? find(req, len, &reason) : NULL;
+  const rdb_entry *e = NULL;
+  uint8_t *req;
+  if (d == JPG_DRAIN_SUSPENDED) {
+    /* still waiting for bytes, unless the recording holds the decode of
+     * what is in, its one scan ended at a marker (ended_early) */
+    req = ended_early(o, x, &len);
+    e = req ? find(req, len, &reason) : NULL;
+    if (!whole(e)) {
+      shim_free(req);
+      return ID_SUSPENDED;
+    }
+    size_t pre = x->scan.reserve;
+    jpg_probe_header(req + pre, len - pre, &pr);
+    jpg_scan_free(&x->scan);
+    x->scan_on = 0;
+  } else {
+    if (x->scan.bad_marker) {
+      /* Corrupt data: the real library decodes up to a marker it refuses,
+       * then fails there if the program reads on, or resynchronises at a
+       * restart marker; recorded as not offloadable. It reads the drained
+       * bytes, the marker included, then the program's. */
+      x->pass = 1;
+      go_real(o, x, 1);
+      return ID_REAL;
+    }
+    if (d == JPG_DRAIN_ERROR)
+      x->par.options |= JPG_OPT_SOURCE_ERROR;
+    size_t first_end = x->multi_scan ? 0 : x->scan.first_end;
+    req = jpg_request_finish(o, &x->par, x->cmap_in, &x->scan, &len, &pr);
+    x->scan_on = 0;
+    e = req ? find(req, len, &reason) : NULL;
+    if (!e && reason == RDB_FB_NOT_IN_TRACE && req && first_end && first_end + 2 < len) {
+      /* recorded by a program that stopped after the last row, before the
+       * rest (ended_early), or by one whose library failed in that rest
+       * (jpeg_finish_decompress reading a bogus segment there), which the
+       * real library then does again, as for any failed decode below */
+      int r2;
+      req[first_end] = 0xFF;
+      req[first_end + 1] = 0xD9;
+      const rdb_entry *e2 = find(req, first_end + 2, &r2);
+      if (e2)
+        e = e2;
+    }
+  }
   shim_free(req);
+  const char *type = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   uint64_t t0 = o->t_in - o->busy_ns; /* first call, plus the program's gaps */
   rp_ticket tk;
   if (e && (e->flags & RDB_ENTRY_FAILED)) {

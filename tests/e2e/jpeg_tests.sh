@@ -891,3 +891,44 @@ PY
   "$JD" -src mem -nofinish rst.jpg | cmp - nofin.out
   expect_eq "not finished, replayed" 1 "$(json nofin.json calls_replayed)"
 }
+
+# A marker libjpeg accepts inside the data of a scan (corrupt data: APP0,
+# COM, a table, a second SOS) stops its decoder there; the remaining rows
+# come from no data, and only jpeg_finish_decompress reads on (and may fail
+# on the bogus segment). The request is the data up to the marker. Replay's
+# drain read the marker as a segment with a garbage length: a suspending
+# source was asked for bytes past the end of the file, and the program got
+# no rows (gdk-pixbuf-thumbnailer failed: "too few scanlines"); other
+# sources drained past it, and a second SOS's data then made the request
+# differ (not in the recording). A decode with one scan is now looked up by
+# its data up to that marker too.
+t227_jpeg_marker_inside_a_scan_stops_the_drain_there() {
+  corpus
+  python3 - "$CORPUS/s_base_420_r0.jpg" <<'PY'
+import sys
+src = open(sys.argv[1], "rb").read()
+i = src.find(b"\xff\xda")
+start = i + 2 + int.from_bytes(src[i + 2:i + 4], "big")
+p = start + (len(src) - start) // 3
+# each at its own place: images the same up to the marker are one request
+for k, m in enumerate((0xE0, 0xFE, 0xC4, 0xDB, 0xDA)):
+    b = bytearray(src)
+    b[p + 97 * k:p + 97 * k + 2] = bytes([0xFF, m])
+    open("m%02x.jpg" % m, "wb").write(bytes(b))
+PY
+  for src in stdio mem custom suspend forget; do
+    echo "$JD -src $src -nofinish me0.jpg mfe.jpg mc4.jpg mdb.jpg mda.jpg"
+  done >run.sh
+  jpeg_same run.sh --on-miss abort
+  expect_eq "rows" 25 "$(grep -c 'rows=240 .* warnings=1$' nat.out)"
+  expect_eq "replayed" "25 0" "$(json sum.json calls_replayed) $(json sum.json calls_fallback)"
+  # finished: the library reads the bogus segment, and fails on some
+  mkdir fin && cd fin
+  for src in stdio mem suspend; do
+    echo "$JD -src $src ../me0.jpg ../mfe.jpg ../mc4.jpg ../mdb.jpg ../mda.jpg"
+  done >run.sh
+  jpeg_same run.sh --on-miss abort
+  grep -q "mda.jpg: error 'Bogus marker length' after 240 rows" nat.out || fail "mda: $(cat nat.out)"
+  expect_eq "finished, replayed" "$(json sum.json calls_intercepted) 0" \
+    "$(json sum.json calls_replayed) $(json sum.json calls_fallback)"
+}

@@ -504,3 +504,35 @@ t715_pdftoppm_page_with_a_truncated_jpeg() {
   pdf_page_runs_for_real t_base_420
   grep -v '^standin: ' rep.err | cmp - native.err || fail "stderr differs: $(cat rep.err)"
 }
+
+# gdk-pixbuf's JPEG loader feeds libjpeg through a suspending source and
+# reads every row without jpeg_finish_decompress. With a corrupt image
+# whose scan holds an APP0 or COM marker, libjpeg stops at it and returns
+# every row; replay's drain read the marker as a segment with a garbage
+# length and waited for bytes past the end of the file: the loader got no
+# rows, and the thumbnailer failed ("too few scanlines") where it writes a
+# thumbnail natively (t227).
+t716_gdk_pixbuf_thumbnailer_with_a_marker_inside_the_scan() {
+  command -v gdk-pixbuf-thumbnailer >/dev/null || { echo "skipped: no gdk-pixbuf-thumbnailer"; return 0; }
+  corpus
+  python3 - "$CORPUS/m_base_420.jpg" <<'PY'
+import sys
+src = open(sys.argv[1], "rb").read()
+i = src.find(b"\xff\xda")
+start = i + 2 + int.from_bytes(src[i + 2:i + 4], "big")
+for k, m in enumerate((0xE0, 0xFE)):
+    b = bytearray(src)
+    p = start + (len(src) - start) * (k + 1) // 3
+    b[p:p + 2] = bytes([0xFF, m])
+    open("m%02x.jpg" % m, "wb").write(bytes(b))
+PY
+  for m in e0 fe; do
+    gdk-pixbuf-thumbnailer -s 64 m$m.jpg native-$m.png
+    "$STANDIN" record -o rec-$m -- gdk-pixbuf-thumbnailer -s 64 m$m.jpg rec-$m.png 2>/dev/null
+    "$STANDIN" replay -t rec-$m --on-miss abort --summary sum-$m.json -- \
+      gdk-pixbuf-thumbnailer -s 64 m$m.jpg rep-$m.png 2>/dev/null
+    cmp native-$m.png rec-$m.png
+    cmp native-$m.png rep-$m.png
+    expect_eq "$m: replayed" "1 0" "$(json sum-$m.json calls_replayed) $(json sum-$m.json calls_fallback)"
+  done
+}

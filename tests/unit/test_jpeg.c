@@ -342,6 +342,34 @@ START_TEST(test_scan_restart_marker_without_interval_ends_the_data) {
 }
 END_TEST
 
+/* Where the first scan's data ended at a marker (first_end): at EOI for a
+ * whole image; at a marker inside the data (corrupt) even when the scanner
+ * then reads it as a segment whose length runs past what is in, where a
+ * decode that stopped there is found by its request cut (rep_jpeg.c). */
+START_TEST(test_scan_first_end_is_where_the_first_scan_data_ended) {
+  stream in = {.n = 0};
+  image(&in);
+  size_t data_end = in.n;
+  marker(&in, 0xD9);
+  jpg_scan sc;
+  jpg_scan_init(&sc, 7, 1);
+  jpg_scan_feed(&sc, in.b, in.n);
+  stream want = {.n = 0};
+  image_normalised(&want);
+  ck_assert_uint_eq(sc.first_end, 7 + want.n);
+  ck_assert_uint_eq(sc.first_end, sc.entropy_end);
+  jpg_scan_free(&sc);
+  stream bad = {.n = 0};
+  put(&bad, in.b, data_end);
+  put(&bad, "\xFF\xFE\x7F\x00 and then some", 20); /* a COM 'segment' of 32 KiB */
+  jpg_scan_init(&sc, 7, 1);
+  ck_assert_uint_eq(jpg_scan_feed(&sc, bad.b, bad.n), bad.n);
+  ck_assert(!jpg_scan_done(&sc));
+  ck_assert_uint_eq(sc.first_end, 7 + want.n);
+  jpg_scan_free(&sc);
+}
+END_TEST
+
 START_TEST(test_scan_without_output_still_finds_eoi) {
   stream in = {.n = 0};
   image(&in);
@@ -765,6 +793,7 @@ int main(void) {
   tcase_add_test(scan, test_scan_without_output_still_finds_eoi);
   tcase_add_test(scan, test_scan_stops_at_a_marker_libjpeg_refuses);
   tcase_add_test(scan, test_scan_restart_marker_without_interval_ends_the_data);
+  tcase_add_test(scan, test_scan_first_end_is_where_the_first_scan_data_ended);
   tcase_add_test(scan, test_probe_reads_frame_and_restart_interval);
   tcase_add_test(req, test_subsampling_and_class_names);
   tcase_add_test(req, test_request_header_round_trip);
