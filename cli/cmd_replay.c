@@ -271,6 +271,17 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
             cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s", n == 1 ? "its" : "their",
             n == 1 ? "its" : "their", n == 1 ? "" : "s");
   }
+  /* a served decode the program gave up (mupdf's bands): an accelerator
+   * decodes whole images, the library only the rows read */
+  if (C(s, RDB_C_SERVED_GIVEN_UP)) {
+    unsigned long long n = C(s, RDB_C_SERVED_GIVEN_UP);
+    fprintf(stderr,
+            "standin: replay: %s replayed decode%s given up by the program before %s last "
+            "row; %s the whole image's time, where the library would have stopped at the "
+            "last row read (calls_served_given_up)\n",
+            cli_fmt_count(n0, sizeof n0, n), n == 1 ? " was" : "s were", n == 1 ? "its" : "their",
+            n == 1 ? "it took" : "each took");
+  }
   /* a program that repeats a request more often than when recorded (a
    * timed benchmark loop that runs faster, a longer run) gets answers, but
    * its later occurrences' latencies are the recorded ones again */
@@ -397,6 +408,7 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
   fprintf(f, "  \"repaid_ns\": %llu,\n  \"debt_ns\": %llu,\n  \"setup_ns\": %llu,\n",
           C(s, RDB_C_REPAID_NS), C(s, RDB_C_DEBT_MAX), C(s, RDB_C_SETUP_NS));
   fprintf(f, "  \"wall_adjusted_ns\": %llu,\n", (unsigned long long)wall_adjusted(s, wall));
+  fprintf(f, "  \"calls_served_given_up\": %llu,\n", C(s, RDB_C_SERVED_GIVEN_UP));
   /* recorded calls not intercepted at all (print_unusable) */
   fprintf(f, "  \"calls_not_offloadable\": %llu,\n  \"not_offloadable_reasons\": ",
           (unsigned long long)b->calls_unusable);

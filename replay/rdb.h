@@ -124,6 +124,9 @@ enum {
   RDB_C_CHANGED_TYPE,    /* name_off of the first type found changed (RDB_FB_CHANGED) */
   RDB_C_NEAR_CHANGED,    /* calls of a changed type timed under --on-miss nearest
                             (not fallbacks: not in RDB_FB_CHANGED) */
+  RDB_C_SERVED_GIVEN_UP, /* served decodes the program gave up before their last row:
+                            timed as the whole image, where the library would have
+                            stopped early (rep_jpeg.c end_decode) */
   RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */
   RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N

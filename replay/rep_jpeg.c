@@ -182,6 +182,13 @@ static void end_decode(jpg_obj *o) {
    * (abandoned), which is why it was not found. */
   if (x && x->state == R_REAL && o->cinfo->output_scanline < o->cinfo->output_height)
     x->pass = 1;
+  /* Served, then given up: it was timed as the whole image (as an
+   * accelerator decodes it), where the library stops at the last row read.
+   * A recording of the same image given up (not offloadable) and decoded
+   * whole (mupdf's bands) serves both from the whole decode. Said, not
+   * hidden (cmd_replay.c). */
+  if (x && x->state == R_SERVE && o->cinfo->output_scanline < o->cinfo->output_height)
+    rp_served_given_up();
   account(o, 1);
   jpg_decode_end(o);
 }

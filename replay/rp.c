@@ -1118,6 +1118,10 @@ void rp_to_memory(uint64_t bytes) {
   ADD(RDB_C_TO_MEMORY_BYTES, bytes);
 }
 
+void rp_served_given_up(void) {
+  ADD(RDB_C_SERVED_GIVEN_UP, 1);
+}
+
 void rp_software_done(uint64_t ns) {
   ADD(RDB_C_SOFTWARE_NS, ns);
   call_done();

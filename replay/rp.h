@@ -84,6 +84,8 @@ void rp_late(uint64_t ns, int first, int api);
 
 /* bytes of a response were delivered to memory (placement.h). */
 void rp_to_memory(uint64_t bytes);
+/* A served decode the program gave up before its last row (counted). */
+void rp_served_given_up(void);
 
 /* The real call ran (kept in software, or a miss) and took ns. */
 void rp_software_done(uint64_t ns);

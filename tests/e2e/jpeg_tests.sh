@@ -932,3 +932,29 @@ PY
   expect_eq "finished, replayed" "$(json sum.json calls_intercepted) 0" \
     "$(json sum.json calls_replayed) $(json sum.json calls_fallback)"
 }
+
+# A decode the program gives up is recorded not offloadable; but when the
+# recording also holds the same image decoded whole (mupdf decodes a page's
+# images again for each band and gives them up after the band's rows), a
+# given-up decode is found by its drained request and served, timed as the
+# whole image, while replay said such calls "run for real". Said now, and
+# counted: calls_served_given_up.
+t228_jpeg_served_decodes_given_up_are_counted() {
+  corpus
+  local f="$CORPUS/m_base_420.jpg"
+  {
+    echo "$JD -stop 8 $f"
+    echo "$JD -src mem -stop 8 $f"
+    echo "$JD $f"
+  } >run.sh
+  jpeg_same run.sh
+  expect_eq "given up, recorded" 2 "$("$STANDIN" dump rec | grep -c NOT-OFFLOADABLE)"
+  expect_eq "served, given up" "3 2" \
+    "$(json sum.json calls_replayed) $(json sum.json calls_served_given_up)"
+  grep -q "^standin: replay: 2 replayed decodes were given up by the program before their last row; each took the whole image's time" rep.err ||
+    fail "not said: $(grep '^standin:' rep.err)"
+  "$STANDIN" replay -t rec --summary whole.json -- "$JD" "$f" >/dev/null 2>whole.err
+  expect_eq "none given up" 0 "$(json whole.json calls_served_given_up)"
+  grep -q "given up" whole.err && fail "said without cause: $(cat whole.err)"
+  true
+}
