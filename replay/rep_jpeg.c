@@ -78,6 +78,7 @@ typedef struct {
   int scan_on;
   size_t stuck_upto; /* request bytes compared with abandoned decodes so far */
   size_t early_upto; /* jpg_scan.first_end looked up while suspended (ended_early) */
+  int early;         /* served so, before its EOI was in: finish drains the rest */
   /* served */
   const uint8_t *pix;
   size_t row_bytes;
@@ -481,8 +482,7 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     }
     size_t pre = x->scan.reserve;
     jpg_probe_header(req + pre, len - pre, &pr);
-    jpg_scan_free(&x->scan);
-    x->scan_on = 0;
+    x->early = 1; /* the scanner stays: jpeg_finish_decompress reads on to EOI */
   } else {
     if (x->scan.bad_marker) {
       /* Corrupt data: the real library decodes up to a marker it refuses,
@@ -775,6 +775,21 @@ SHIM_EXPORT boolean jpeg_finish_decompress(j_decompress_ptr cinfo) {
     if (cinfo->output_scanline < cinfo->output_height) {
       cinfo->err->msg_code = JERR_TOO_LITTLE_DATA; /* as the real one: an error exit */
       (*cinfo->err->error_exit)((j_common_ptr)cinfo);
+    }
+    if (x->early) {
+      /* served before the rest of its input was in (ended_early): the
+       * real finish reads the markers after the scan up to EOI, waiting
+       * for them as the source makes it, and meets the source's errors */
+      int d = jpg_drain(o, &x->scan);
+      if (d == JPG_DRAIN_SUSPENDED) {
+        jpg_leave(o);
+        return FALSE;
+      }
+      x->early = 0;
+      jpg_scan_free(&x->scan);
+      x->scan_on = 0;
+      if (d == JPG_DRAIN_ERROR) /* the source's, as it raised it (msg_code kept) */
+        (*cinfo->err->error_exit)((j_common_ptr)cinfo);
     }
     emit_due(o, x, JPG_PHASE_FINISH, cinfo->output_height);
     JPG_CALLBACK((*cinfo->src->term_source)(cinfo));

@@ -931,6 +931,24 @@ PY
   grep -q "mda.jpg: error 'Bogus marker length' after 240 rows" nat.out || fail "mda: $(cat nat.out)"
   expect_eq "finished, replayed" "$(json sum.json calls_intercepted) 0" \
     "$(json sum.json calls_replayed) $(json sum.json calls_fallback)"
+  # whole images with a comment after their scan, back to back in one
+  # suspending source: one served when its scan's data is in, before the
+  # comment and EOI are, must have them read by jpeg_finish_decompress, or
+  # the next jpeg_read_header starts inside the comment
+  cd .. && mkdir cat && cd cat
+  python3 - "$CORPUS/s_base_420_r0.jpg" "$CORPUS/s_base_444_r0.jpg" <<'PY'
+import sys
+a, b = (open(f, "rb").read() for f in sys.argv[1:3])
+def trail(x, n):
+    return x[:-2] + b"\xff\xfe" + (n + 2).to_bytes(2, "big") + b"c" * n + b"\xff\xd9"
+open("cat.jpg", "wb").write(trail(a, 3000) + trail(b, 3000) + trail(a, 100))
+PY
+  for src in suspend forget; do
+    echo "$JD -src $src -chunk 500 -concat cat.jpg"
+  done >run.sh
+  jpeg_same run.sh --on-miss abort
+  expect_eq "images" 6 "$(grep -c 'rows=240 .* warnings=0$' nat.out)"
+  expect_eq "concatenated, replayed" "6 0" "$(json sum.json calls_replayed) $(json sum.json calls_fallback)"
 }
 
 # A decode the program gives up is recorded not offloadable; but when the
