@@ -361,7 +361,8 @@ START_TEST(test_scan_first_end_is_where_the_first_scan_data_ended) {
   jpg_scan_free(&sc);
   stream bad = {.n = 0};
   put(&bad, in.b, data_end);
-  put(&bad, "\xFF\xFE\x7F\x00 and then some", 20); /* a COM 'segment' of 32 KiB */
+  static const char com[] = "\xFF\xFE\x7F\x00 and then some"; /* a COM 'segment' of 32 KiB */
+  put(&bad, com, sizeof com - 1);
   jpg_scan_init(&sc, 7, 1);
   ck_assert_uint_eq(jpg_scan_feed(&sc, bad.b, bad.n), bad.n);
   ck_assert(!jpg_scan_done(&sc));
