@@ -224,48 +224,61 @@ fi
 # ---- replay with software vs native, end to end ----------------------------
 # Both times cover fork, exec and wait of the program only: native measured
 # by bash, replay by standin around the same steps (--summary wall_ns).
-# The same program recorded twice: as usual, and with --retime (latencies
-# from a second, timing-only run); both replayed beside native runs.
-rm -rf "$T/e2e" "$T/e2r"
-# a warm-up run first: the recording is one sample, and the runs before it
-# free the memory the next one takes
-"$PBT" basic "$E2E" >/dev/null
-"$S" record -o "$T/e2e" -- "$PBT" basic "$E2E" >/dev/null 2>&1
-"$S" record --retime -o "$T/e2r" -- "$PBT" basic "$E2E" >/dev/null 2>&1
-nat=() rep=() adj=() ret=() dbt=()
+# A recording holds the speed the machine had while it was made, and every
+# replay of it inherits that: on a VM that changes speed by 30-40% for
+# seconds at a time, one recording replayed beside seven native runs showed
+# 0.83 and 1.33 in two runs an hour apart. So each round records anew, as
+# usual and with --retime (latencies from a second, timing-only run), and
+# replays each recording between two native runs: a round's ratio is its
+# replay over the mean of the native runs around it, and the row gives the
+# median of the rounds' ratios.
+nat=() rep=() adj=() ret=() dbt=() rr=() rt=() ra=() inrec=() inret=()
 dbj() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["database"][sys.argv[2]])' "$1" "$2"; }
-for _ in $(seq "$REPS"); do
-  t0=$EPOCHREALTIME
+native_us() {
+  local t0=$EPOCHREALTIME
   "$PBT" basic "$E2E" >/dev/null
-  t1=$EPOCHREALTIME
-  nat+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", (b-a)*1e6}')")
+  local t1=$EPOCHREALTIME
+  awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", (b-a)*1e6}'
+}
+ratio() { awk -v a="$1" -v b="$2" -v c="$3" 'BEGIN{printf "%.3f", a/((b+c)/2)}'; }
+# a warm-up run first: the runs before a recording free the memory it takes
+"$PBT" basic "$E2E" >/dev/null
+for _ in $(seq "$REPS"); do
+  rm -rf "$T/e2e" "$T/e2r"
+  "$S" record -o "$T/e2e" -- "$PBT" basic "$E2E" >/dev/null 2>&1
+  "$S" record --retime -o "$T/e2r" -- "$PBT" basic "$E2E" >/dev/null 2>&1
+  n0=$(native_us)
   "$S" replay -t "$T/e2e" --summary "$T/e.json" -- "$PBT" basic "$E2E" >/dev/null 2>&1
+  n1=$(native_us)
+  "$S" replay -t "$T/e2r" --summary "$T/r.json" -- "$PBT" basic "$E2E" >/dev/null 2>&1
+  n2=$(native_us)
+  nat+=("$n0" "$n1" "$n2")
   rep+=("$(($(json "$T/e.json" wall_ns) / 1000))")
   adj+=("$(($(json "$T/e.json" wall_adjusted_ns) / 1000))")
-  "$S" replay -t "$T/e2r" --summary "$T/r.json" -- "$PBT" basic "$E2E" >/dev/null 2>&1
   ret+=("$(($(json "$T/r.json" wall_ns) / 1000))")
+  rr+=("$(ratio "${rep[-1]}" "$n0" "$n1")")
+  ra+=("$(ratio "${adj[-1]}" "$n0" "$n1")")
+  rt+=("$(ratio "${ret[-1]}" "$n1" "$n2")")
+  inrec+=("$(($(json "$T/e.json" recorded_ns) / 1000))")
+  inret+=("$(($(json "$T/r.json" recorded_ns) / 1000))")
   dbt+=("$(($(dbj "$T/e.json" build_ns) / 1000))")
 done
 mn=$(printf '%s\n' "${nat[@]}" | median)
 mr=$(printf '%s\n' "${rep[@]}" | median)
-# The machine's noise only ever adds time: the fastest run of each is the
-# figure least disturbed by it, printed beside the medians.
-fastest() { printf '%s\n' "$@" | sort -g | head -1; }
-ratio_fastest() { awk -v a="$(fastest "$@")" -v b="$(fastest "${nat[@]}")" 'BEGIN{printf "%.3f", a/b}'; }
-row "replay software / native wall, pbtest basic $E2E" \
-  "$(awk -v a="$mr" -v b="$mn" 'BEGIN{printf "%.3f", a/b}') (fastest runs: $(ratio_fastest "${rep[@]}"))" \
-  "native $mn us ($(printf '%s\n' "${nat[@]}" | spread)), replay $mr us ($(printf '%s\n' "${rep[@]}" | spread)); overruns $(json "$T/e.json" overruns) of $(json "$T/e.json" calls_replayed) calls; time in calls as recorded $(($(json "$T/e.json" recorded_ns) / 1000)) us, retimed $(($(json "$T/r.json" recorded_ns) / 1000)) us" \
-  "\`standin replay --summary\` wall_ns vs bash"
 mt=$(printf '%s\n' "${ret[@]}" | median)
-row "replay software / native wall, pbtest basic $E2E, recorded with --retime" \
-  "$(awk -v a="$mt" -v b="$mn" 'BEGIN{printf "%.3f", a/b}') (fastest runs: $(ratio_fastest "${ret[@]}"))" \
+ma=$(printf '%s\n' "${adj[@]}" | median)
+row "replay software / native wall, pbtest basic $E2E (a recording each round)" \
+  "$(printf '%s\n' "${rr[@]}" | median | xargs printf '%.3f') ($(printf '%s\n' "${rr[@]}" | spread))" \
+  "native $mn us ($(printf '%s\n' "${nat[@]}" | spread)), replay $mr us ($(printf '%s\n' "${rep[@]}" | spread)); overruns $(json "$T/e.json" overruns) of $(json "$T/e.json" calls_replayed) calls (last round); time in calls as recorded $(printf '%s\n' "${inrec[@]}" | median) us ($(printf '%s\n' "${inrec[@]}" | spread)), retimed $(printf '%s\n' "${inret[@]}" | median) us ($(printf '%s\n' "${inret[@]}" | spread))" \
+  "\`standin replay --summary\` wall_ns over the mean of the native runs before and after it"
+row "replay software / native wall, pbtest basic $E2E, recorded with --retime (a recording each round)" \
+  "$(printf '%s\n' "${rt[@]}" | median | xargs printf '%.3f') ($(printf '%s\n' "${rt[@]}" | spread))" \
   "native $mn us, replay $mt us ($(printf '%s\n' "${ret[@]}" | spread))" \
   "\`standin record --retime\`, then as above"
-ma=$(printf '%s\n' "${adj[@]}" | median)
 row "replay software less unpaid harness time / native wall, pbtest basic $E2E" \
-  "$(awk -v a="$ma" -v b="$mn" 'BEGIN{printf "%.3f", a/b}')" \
-  "native $mn us, replay less unpaid harness time $ma us ($(printf '%s\n' "${adj[@]}" | spread)); paid back $(json "$T/e.json" repaid_ns) ns of $(json "$T/e.json" overrun_ns) ns overrun" \
-  "\`standin replay --summary\` wall_adjusted_ns vs bash"
+  "$(printf '%s\n' "${ra[@]}" | median | xargs printf '%.3f') ($(printf '%s\n' "${ra[@]}" | spread))" \
+  "native $mn us, replay less unpaid harness time $ma us ($(printf '%s\n' "${adj[@]}" | spread)); paid back $(json "$T/e.json" repaid_ns) ns of $(json "$T/e.json" overrun_ns) ns overrun (last round)" \
+  "\`standin replay --summary\` wall_adjusted_ns, as above"
 # building the replay database, before the program starts: the CLI's peak
 # memory against the database's size, and its time against the native run
 dbb=$(dbj "$T/e.json" bytes) dbp=$(dbj "$T/e.json" build_peak_rss_bytes)
