@@ -19,8 +19,8 @@
 
 static const char usage_text[] =
     "usage: standin replay [-t DIR] [--iface SPEC]... | [--plan FILE] [--summary FILE]\n"
-    "                      [--on-miss fallback|abort|nearest] [--no-catch-up] -- PROGRAM "
-    "[ARGS...]\n"
+    "                      [--on-miss fallback|abort|nearest] [--unpack-trees pieces|block]\n"
+    "                      [--no-catch-up] -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the replay shim preloaded. Each protobuf-c / JPEG call that\n"
     "was recorded in DIR (default standin.data) waits for the latency the chosen\n"
