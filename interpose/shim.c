@@ -64,6 +64,7 @@ static void *pin_object(const void *p) {
 typedef struct {
   char *buf;
   size_t used;
+  uintptr_t self; /* the shim's load address: not listed */
 } object_list;
 
 static int list_object(struct dl_phdr_info *info, size_t size, void *data) {
@@ -71,6 +72,12 @@ static int list_object(struct dl_phdr_info *info, size_t size, void *data) {
   object_list *o = data;
   const char *name = info->dlpi_name;
   size_t n = name ? strlen(name) + 1 : 0;
+  /* not the shim itself: a dlopen of it from another thread ran its
+   * constructors a second time (glibc 2.36, a preloaded object; the record
+   * shim's rt_init again: its configuration read twice, its fork handlers
+   * registered twice), and it has none of the functions looked for */
+  if ((uintptr_t)info->dlpi_addr == o->self)
+    return 0;
   /* as the loader named it (relative if dlopen was given a relative path:
    * dlopen matches that name before it looks at any file) */
   if (n > 1 && strchr(name, '/') && strstr(name, ".so") && n <= NAMES_BYTES - o->used) {
@@ -97,11 +104,12 @@ static void *find_in_local_objects(const char *name) {
    * trace writer to drain (rt_before_unload): these handles only drop the
    * reference dlopen just took, and unload nothing */
   int (*close_handle)(void *) = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
-  object_list o = {shim_alloc(NAMES_BYTES), 0};
+  object_list o = {shim_alloc(NAMES_BYTES), 0, 0};
   if (!o.buf || !close_handle || !dladdr((void *)find_in_local_objects, &self)) {
     shim_free(o.buf);
     return NULL;
   }
+  o.self = (uintptr_t)self.dli_fbase;
   dl_iterate_phdr(list_object, &o);
   void *found = NULL;
   for (size_t at = 0; at < o.used && !found; at += strlen(o.buf + at) + 1) {

@@ -976,3 +976,21 @@ t228_jpeg_served_decodes_given_up_are_counted() {
   grep -q "given up" whole.err && fail "said without cause: $(cat whole.err)"
   true
 }
+
+# A program without libprotobuf-c: the shim's first protobuf-c lookup
+# searched every loaded object, itself included, and its dlopen of itself
+# ran its constructors a second time on the writer thread (glibc 2.36, a
+# preloaded object): the configuration was read twice (a bad setting said
+# twice) and its fork handlers registered twice. Once now, in both shims.
+t230_shims_start_once_in_a_program_without_protobuf() {
+  corpus
+  local f
+  f=$(ls "$CORPUS"/s_base_420_r1*.jpg | head -1)
+  djpeg "$f" | md5sum >native.md5
+  STANDIN_RING_KB=abc "$STANDIN" record -o rec -- djpeg "$f" 2>err | md5sum >rec.md5
+  cmp native.md5 rec.md5
+  expect_eq "said" 1 "$(grep -c 'STANDIN_RING_KB=abc is not a number' err)"
+  LD_DEBUG=files "$STANDIN" replay -t rec -- djpeg "$f" 2>dbg | md5sum >rep.md5
+  cmp native.md5 rep.md5
+  expect_eq "replay shim started" 1 "$(grep -c 'calling init: .*libstandin-replay.so' dbg)"
+}

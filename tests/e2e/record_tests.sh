@@ -979,6 +979,10 @@ EOF
   gcc -o d d.c d.pb-c.c -lprotobuf-c
   "$STANDIN" record -o rec -- ./d 2>/dev/null
   for _ in $(seq 200); do [ -e child.done ] && break; sleep 0.05; done
+  # the detached child's trace is written by its writer thread, created
+  # after its first call and closed at its exit: wait for its calls (a
+  # wait for no trace "not closed" could look before the file existed)
+  for _ in $(seq 200); do [ "$(calls rec 2>/dev/null)" = 105 ] && break; sleep 0.05; done
   for _ in $(seq 200); do "$STANDIN" info rec 2>/dev/null | grep -q "not closed" || break; sleep 0.05; done
   expect_eq "calls" 105 "$(calls rec)"
   "$STANDIN" info rec | grep -q "not closed" && fail "$("$STANDIN" info rec)"
