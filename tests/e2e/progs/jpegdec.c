@@ -22,6 +22,13 @@
  *                    does to decode one band of an image with restart markers)
  *     -nofinish      jpeg_abort_decompress after the last row, no finish
  *     -stop N        give up after N rows (jpeg_abort_decompress)
+ *     -stops N,M,... the k-th decode of each thread gives up after the k-th
+ *                    number of rows (cycling through the list; 0: decodes
+ *                    whole), instead of -stop
+ *     -pair N        files two at a time on two objects: the first file's
+ *                    decode starts and reads N rows (0: none), the second's
+ *                    runs from its header to its end, then the first's reads
+ *                    on (its line comes second)
  *     -one           one decompression object for every file
  *     -strict        warnings are fatal (emit_message longjmps)
  *     -eoferr        the custom source raises an error at end of file
@@ -51,8 +58,9 @@ typedef struct {
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
   int buffered, raw, coef, skip, crop_x, crop_w, lines, nofinish, one, strict, eoferr;
   int latecrop, untilcomplete;
-  int threads, repeat, concat, chunk, stop, errno_w, height;
+  int threads, repeat, concat, chunk, stop, errno_w, height, pair;
   const char *tables;
+  int stops[64], nstops;
 } opts;
 
 static opts O = {.src = "stdio",
@@ -62,6 +70,7 @@ static opts O = {.src = "stdio",
                  .dct = -1,
                  .threads = 0,
                  .repeat = 1,
+                 .pair = -1,
                  .chunk = 777};
 
 /* Output of one thread, printed in order at the end. */
@@ -226,7 +235,17 @@ typedef struct {
   susp_src ssrc;
   unsigned rows; /* rows received by the current decode (kept across a longjmp) */
   long until_complete; /* -untilcomplete: jpeg_consume_input calls */
+  unsigned stop;       /* the current decode gives up after this many rows, 0: never */
+  unsigned pause;      /* read_rows returns once this many rows are in, 0: never */
 } dec_t;
+
+/* The rows the thread's next decode gives up after (-stops, -stop). */
+static _Thread_local unsigned decodes;
+static unsigned next_stop(void) {
+  if (!O.nstops)
+    return (unsigned)O.stop;
+  return (unsigned)O.stops[decodes++ % (unsigned)O.nstops];
+}
 
 /* Run a libjpeg step, feeding the suspending source until it stops
  * suspending. `step` returns nonzero when done. */
@@ -277,7 +296,8 @@ static uint64_t read_rows(dec_t *d, uint64_t h) {
   size_t rb = row_bytes(c);
   JSAMPARRAY buf =
       (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE, (JDIMENSION)rb, (JDIMENSION)lines);
-  while (c->output_scanline < c->output_height && !(O.stop && d->rows >= (unsigned)O.stop)) {
+  while (c->output_scanline < c->output_height && !(d->stop && d->rows >= d->stop) &&
+         !(d->pause && d->rows >= d->pause)) {
     JDIMENSION first = c->output_scanline, n;
     PUMP(d, (n = jpeg_read_scanlines(c, buf, (JDIMENSION)lines)) != 0);
     if (c->output_scanline != first + n)
@@ -292,6 +312,8 @@ static uint64_t read_rows(dec_t *d, uint64_t h) {
       jpeg_crop_scanline(c, &x, &w);
     }
   }
+  if (d->pause && c->output_scanline < c->output_height)
+    return h; /* (-pair) read on later */
   if (O.untilcomplete) {
     long k = 0;
     while (!jpeg_input_complete(c) && k < 1000000)
@@ -347,6 +369,40 @@ static uint64_t read_buffered(dec_t *d, uint64_t h) {
   return h;
 }
 
+/* The start of a decode of the next image of d's source: header,
+ * parameters, jpeg_start_decompress; then its rows (read_body). Errors
+ * longjmp to d->err.jb. */
+static void begin(dec_t *d) {
+  j_decompress_ptr c = &d->ci;
+  d->rows = 0;
+  d->stop = next_stop();
+  int hr;
+  PUMP(d, (hr = jpeg_read_header(c, TRUE)) != JPEG_SUSPENDED);
+  set_params(c);
+  if (O.height > 0 && (JDIMENSION)O.height < c->image_height)
+    c->image_height = (JDIMENSION)O.height;
+  if (O.coef)
+    return;
+  PUMP(d, jpeg_start_decompress(c));
+  if (O.crop_w) {
+    JDIMENSION x = (JDIMENSION)O.crop_x, w = (JDIMENSION)O.crop_w;
+    if (x + w <= c->output_width)
+      jpeg_crop_scanline(c, &x, &w);
+  }
+}
+
+static uint64_t read_body(dec_t *d, uint64_t h) {
+  if (O.coef)
+    return read_coef(d, h);
+  if (O.buffered)
+    return read_buffered(d, h);
+  if (O.raw)
+    return read_raw(d, h);
+  return read_rows(d, h);
+}
+
+static void finish(dec_t *d, const char *name, out_t *out, uint64_t h);
+
 /* Decode the next image of d's source and print its line. Returns 0 when
  * the source holds no more images (-concat). */
 static int decode_one(dec_t *d, const char *name, out_t *out) {
@@ -359,28 +415,15 @@ static int decode_one(dec_t *d, const char *name, out_t *out) {
     jpeg_abort_decompress(c);
     return -1;
   }
-  int hr;
-  PUMP(d, (hr = jpeg_read_header(c, TRUE)) != JPEG_SUSPENDED);
-  set_params(c);
-  if (O.height > 0 && (JDIMENSION)O.height < c->image_height)
-    c->image_height = (JDIMENSION)O.height;
-  uint64_t h = 1469598103934665603ull;
-  if (O.coef) {
-    h = read_coef(d, h);
-  } else {
-    PUMP(d, jpeg_start_decompress(c));
-    if (O.crop_w) {
-      JDIMENSION x = (JDIMENSION)O.crop_x, w = (JDIMENSION)O.crop_w;
-      if (x + w <= c->output_width)
-        jpeg_crop_scanline(c, &x, &w);
-    }
-    if (O.buffered)
-      h = read_buffered(d, h);
-    else if (O.raw)
-      h = read_raw(d, h);
-    else
-      h = read_rows(d, h);
-  }
+  begin(d);
+  finish(d, name, out, read_body(d, 1469598103934665603ull));
+  return 1;
+}
+
+/* Print the decode's line, then end it: jpeg_finish_decompress, or
+ * jpeg_abort_decompress for a decode given up. */
+static void finish(dec_t *d, const char *name, out_t *out, uint64_t h) {
+  j_decompress_ptr c = &d->ci;
   if (c->quantize_colors && c->colormap)
     for (int i = 0; i < c->out_color_components; i++)
       h = fnv(h, c->colormap[i], (size_t)c->actual_number_of_colors);
@@ -392,11 +435,10 @@ static int decode_one(dec_t *d, const char *name, out_t *out) {
   errno_left = 0;
   outf(out, "%s: %ux%u c=%d rows=%u sum=%016llx warnings=%d%s\n", name, c->output_width,
        c->output_height, c->output_components, d->rows, (unsigned long long)h, d->err.warnings, en);
-  if ((O.nofinish || O.stop) && !O.concat)
+  if ((O.nofinish || d->stop) && !O.concat)
     jpeg_abort_decompress(c);
   else
     PUMP(d, jpeg_finish_decompress(c));
-  return 1;
 }
 
 /* Set up d's source for a file. */
@@ -442,7 +484,7 @@ static void close_src(dec_t *d) {
   d->data = NULL;
 }
 
-static void decode_file(dec_t *d, const char *path, out_t *out) {
+static void create(dec_t *d) {
   if (!d->created) {
     d->ci.err = jpeg_std_error(&d->err.pub);
     d->err.pub.error_exit = on_error;
@@ -450,6 +492,10 @@ static void decode_file(dec_t *d, const char *path, out_t *out) {
     jpeg_create_decompress(&d->ci);
     d->created = 1;
   }
+}
+
+static void decode_file(dec_t *d, const char *path, out_t *out) {
+  create(d);
   d->err.warnings = 0;
   if (O.tables && !setjmp(d->err.jb)) { /* tables for the abbreviated images */
     size_t n;
@@ -479,6 +525,53 @@ static void decode_file(dec_t *d, const char *path, out_t *out) {
   }
 }
 
+/* -pair N: a's decode starts and reads N rows, b's runs from its
+ * header to its end, then a's reads on: two objects' decodes interleaved
+ * (each on an object and a source of its own). */
+static void decode_pair(dec_t *a, dec_t *b, const char *na, const char *nb, out_t *out) {
+  dec_t *ds[2] = {a, b};
+  const char *ns[2] = {na, nb};
+  volatile int opened = 0, failed = 1;
+  for (; opened < 2; opened++) {
+    create(ds[opened]);
+    ds[opened]->err.warnings = 0;
+    ds[opened]->ci.src = NULL;
+    if (open_src(ds[opened], ns[opened]) != 0) {
+      outf(out, "%s: cannot open\n", ns[opened]);
+      goto done;
+    }
+  }
+  if (setjmp(a->err.jb)) {
+    outf(out, "%s: error '%s' after %u rows\n", na, a->err.last, a->rows);
+    goto done;
+  }
+  if (setjmp(b->err.jb)) {
+    outf(out, "%s: error '%s' after %u rows\n", nb, b->err.last, b->rows);
+    goto done;
+  }
+  begin(a);
+  uint64_t ha = 1469598103934665603ull;
+  if (O.pair > 0) {
+    a->pause = (unsigned)O.pair;
+    ha = read_body(a, ha);
+    a->pause = 0;
+  }
+  begin(b);
+  finish(b, nb, out, read_body(b, 1469598103934665603ull));
+  finish(a, na, out, read_body(a, ha));
+  failed = 0;
+done:
+  for (int i = 0; i < opened; i++) {
+    if (failed)
+      jpeg_abort_decompress(&ds[i]->ci);
+    close_src(ds[i]);
+    if (!O.one) {
+      jpeg_destroy_decompress(&ds[i]->ci);
+      ds[i]->created = 0;
+    }
+  }
+}
+
 typedef struct {
   int argc;
   char **argv;
@@ -487,13 +580,22 @@ typedef struct {
 
 static void *run(void *p) {
   job_t *j = p;
-  dec_t *d = calloc(1, sizeof *d);
+  dec_t *d = calloc(1, sizeof *d), *d2 = calloc(1, sizeof *d2);
   for (int r = 0; r < O.repeat; r++)
-    for (int i = 0; i < j->argc; i++)
-      decode_file(d, j->argv[i], &j->out);
+    for (int i = 0; i < j->argc; i++) {
+      if (O.pair >= 0 && i + 1 < j->argc) {
+        decode_pair(d, d2, j->argv[i], j->argv[i + 1], &j->out);
+        i++;
+      } else {
+        decode_file(d, j->argv[i], &j->out);
+      }
+    }
   if (d->created)
     jpeg_destroy_decompress(&d->ci);
+  if (d2->created)
+    jpeg_destroy_decompress(&d2->ci);
   free(d);
+  free(d2);
   return NULL;
 }
 
@@ -545,6 +647,12 @@ static int parse(int argc, char **argv) {
       O.repeat = atoi(v), i++;
     else if (!strcmp(a, "-stop"))
       O.stop = atoi(v), i++;
+    else if (!strcmp(a, "-stops")) {
+      for (const char *p = v; *p && O.nstops < 64; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
+        O.stops[O.nstops++] = atoi(p);
+      i++;
+    } else if (!strcmp(a, "-pair"))
+      O.pair = atoi(v), i++;
     else if (!strcmp(a, "-tables"))
       O.tables = v, i++;
     else if (!strcmp(a, "-chunk"))
