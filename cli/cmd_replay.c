@@ -162,7 +162,7 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
 static const char *fb_names[RDB_FB_NREASONS] = {
     "not_in_trace", "request_mismatch", "no_response",  "schema_mismatch", "out_of_memory",
     "replay_off",   "type_changed",     "unnamed_type", "runtime_type"};
-static const char *sw_names[RDB_SW_NREASONS] = {"not_selected", "unsupported"};
+static const char *sw_names[RDB_SW_NREASONS] = {"not_selected", "unsupported", "abandoned"};
 
 #define LD(x) ((unsigned long long)atomic_load(&(x)))
 #define C(s, i) LD((s)->c[i])
@@ -271,6 +271,25 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
             cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s", n == 1 ? "its" : "their",
             n == 1 ? "its" : "their", n == 1 ? "" : "s");
   }
+  /* decodes the recording holds given up at that point of the sequence
+   * (mupdf's bands): not offloadable, the library decodes the rows read */
+  if (C(s, RDB_C_SW0 + RDB_SW_ABANDONED)) {
+    unsigned long long n = C(s, RDB_C_SW0 + RDB_SW_ABANDONED);
+    fprintf(stderr,
+            "standin: replay: %s decode%s of an image the recording holds decoded whole ran "
+            "for real, as %s given up at that point when recorded (software_reasons: "
+            "abandoned)\n",
+            cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s", n == 1 ? "it was" : "they were");
+  }
+  if (C(s, RDB_C_GIVEN_UP_WHOLE)) {
+    unsigned long long n = C(s, RDB_C_GIVEN_UP_WHOLE);
+    fprintf(stderr,
+            "standin: replay: %s of them read every row: the program decoded %s image%s in "
+            "another order than recorded, and %s the library's time for the whole image "
+            "(calls_given_up_read_whole)\n",
+            cli_fmt_count(n0, sizeof n0, n), n == 1 ? "its" : "their", n == 1 ? "" : "s",
+            n == 1 ? "it took" : "each took");
+  }
   /* a served decode the program gave up (mupdf's bands): an accelerator
    * decodes whole images, the library only the rows read */
   if (C(s, RDB_C_SERVED_GIVEN_UP)) {
@@ -296,17 +315,25 @@ static void print_line(const rdb_stats *s, uint64_t wall) {
 
 /* Recorded calls replay does not intercept (not offloadable when recorded:
  * exiftran's coefficient read, a decode the program abandoned): they run
- * for real and none of the counts above includes them. */
+ * for real and none of the counts above includes them. But for decodes
+ * given up of images the recording also holds decoded whole: replay finds
+ * those as the whole image, and runs them for real in software, counted
+ * (RDB_SW_ABANDONED). */
 static void print_unusable(const rdb_built *b) {
   if (!b->calls_unusable)
     return;
-  unsigned long long n = b->calls_unusable;
-  char why[512], nb[32];
+  unsigned long long n = b->calls_unusable, k = b->given_up_kept;
+  char why[512], nb[32], kb[32], but[160] = "";
   cli_no_list(b->unusable_by, why, sizeof why);
+  if (k)
+    snprintf(but, sizeof but,
+             ", but for %s decode%s given up of images also decoded whole, counted in software "
+             "(abandoned)",
+             cli_fmt_count(kb, sizeof kb, k), k == 1 ? "" : "s");
   fprintf(stderr,
           "standin: replay: %s recorded call%s not offloadable (%s); such calls run for "
-          "real, outside the counts above\n",
-          cli_fmt_count(nb, sizeof nb, n), n == 1 ? " was" : "s were", why);
+          "real, outside the counts above%s\n",
+          cli_fmt_count(nb, sizeof nb, n), n == 1 ? " was" : "s were", why, but);
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -409,10 +436,16 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
           C(s, RDB_C_REPAID_NS), C(s, RDB_C_DEBT_MAX), C(s, RDB_C_SETUP_NS));
   fprintf(f, "  \"wall_adjusted_ns\": %llu,\n", (unsigned long long)wall_adjusted(s, wall));
   fprintf(f, "  \"calls_served_given_up\": %llu,\n", C(s, RDB_C_SERVED_GIVEN_UP));
+  fprintf(f, "  \"calls_given_up_read_whole\": %llu,\n", C(s, RDB_C_GIVEN_UP_WHOLE));
   /* recorded calls not intercepted at all (print_unusable) */
   fprintf(f, "  \"calls_not_offloadable\": %llu,\n  \"not_offloadable_reasons\": ",
           (unsigned long long)b->calls_unusable);
   cli_no_json(f, b->unusable_by);
+  /* of them, decodes given up whose image the recording also holds decoded
+   * whole (replay runs their occurrences for real: software_reasons
+   * abandoned), and those of images it does not */
+  fprintf(f, ",\n  \"given_up_recorded\": {\"of_whole_images\": %llu, \"alone\": %llu}",
+          (unsigned long long)b->given_up_kept, (unsigned long long)b->given_up_alone);
   fprintf(f, ",\n");
   fprintf(f, "  \"bytes_to_memory\": %llu,\n", C(s, RDB_C_TO_MEMORY_BYTES));
   fprintf(f, "  \"predicted_ns\": %llu,\n  \"recorded_ns\": %llu,\n  \"spin_ns\": %llu,\n",

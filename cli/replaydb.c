@@ -79,6 +79,10 @@ typedef struct {
    * (restart_probe), so it may not stand in for decodes of the other
    * restart variant under --on-miss nearest */
   uint8_t restart_bound;
+  /* JPEG: only decodes given up have made this request so far (its samples
+   * are all RDB_SW_ABANDONED, its response none): given_up_attach moves
+   * them to the entry of their image decoded whole, and drops it */
+  uint8_t given_up_only;
 } b_entry;
 
 /* Type names, once each: entries point at them, and the database stores
@@ -184,6 +188,11 @@ typedef struct {
   b_names names;
   rdb_stuck *stuck; /* abandoned decodes (rdb.h) */
   size_t nstuck, capstuck;
+  /* after given_up_attach dropped entries: the ids there were (b_entry.id
+   * < nids), and for each the id + 1 of the entry its occurrences joined,
+   * 0: none or not dropped; NULL: none dropped */
+  uint32_t *redirect;
+  size_t nids;
   /* the protobuf types of every file, with their schemas' identities
    * (rdb_schema): sorted and made unique by layout */
   struct b_schema {
@@ -692,13 +701,68 @@ static int same_answer(builder *b, scan_file *f, b_entry *e, const st_call *c) {
   return 1;
 }
 
+/* A new occurrence of e, its sample to fill; NULL out of memory. */
+static b_sample *add_sample(builder *b, b_entry *e, const st_call *c) {
+  if (e->n == e->cap) {
+    uint32_t cap = e->cap ? e->cap * 2 : 1; /* most requests are made once */
+    b_sample *ns = realloc(e->s, cap * sizeof *ns);
+    if (!ns) {
+      b->oom = 1;
+      return NULL;
+    }
+    e->s = ns;
+    e->cap = cap;
+  }
+  b_sample *bs = &e->s[e->n++];
+  bs->start_ns = c->start_ns;
+  bs->next_id = 0;
+  return bs;
+}
+
+/* A libjpeg decode its program gave up before the last row (mupdf's bands
+ * decode a page's images again and stop after the band's rows). Not
+ * offloadable, and not looked up by its own request: replay reads a
+ * decode's input to its EOI before identifying it, so a decode given up
+ * is found, if at all, as its image decoded whole. Which occurrences of
+ * that image were given up is kept as theirs (RDB_SW_ABANDONED, the
+ * recorded latency: the library's time for the rows read), in its place
+ * in the recorded order, and replay runs such an occurrence for real
+ * instead of serving it as the whole image. Held for now under its own
+ * request (given_up_only), given_up_attach finds the image's. */
+static int is_given_up(const st_call *c) {
+  return c->api == ST_API_JPEG_DECODE && (c->flags & ST_CALL_NOT_OFFLOADABLE) &&
+         !(c->flags & ST_CALL_FAILED) && c->reason == JPG_NO_ABANDONED && c->req_blob;
+}
+
+static int given_up(builder *b, scan_file *f, const st_call *c) {
+  int created;
+  b_entry *e = find_or_add(b, c->fp, &created);
+  if (!e)
+    return b->oom = 1;
+  if (created) {
+    e->api = c->api;
+    e->given_up_only = 1;
+    e->req1 = keep_blob(b, f, c->req_blob, &e->req_len);
+    if (!e->req1)
+      e->req_len = 0;
+  }
+  /* (created or not: a whole decode may have made the same request, one
+   * whose input the library had read to its EOI when it was given up) */
+  b_sample *bs = add_sample(b, e, c);
+  if (!bs)
+    return 1;
+  bs->s = (rdb_sample){.recorded_ns = c->latency_ns, .accel = -1, .sw_reason = RDB_SW_ABANDONED};
+  link_next(b, c, e);
+  return b->oom;
+}
+
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   builder *b = arg;
   keep_stuck(b, f, c);
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
     b->unusable++;
     b->out->unusable_by[cli_no_slot(c)]++;
-    return 0;
+    return is_given_up(c) ? given_up(b, f, c) : 0;
   }
   int created;
   b_entry *e = find_or_add(b, c->fp, &created);
@@ -708,6 +772,10 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   uint64_t id = is_protobuf_api(c->api) && c->type < f->ntypes
                     ? pbw_schema_id(f->types[c->type].schema, f->types[c->type].schema_len)
                     : 0;
+  if (e->given_up_only) { /* the first whole decode of a request given up before */
+    e->given_up_only = 0;
+    created = 1;
+  }
   if (created) {
     fill_entry(b, f, e, c);
     e->schema_id = id;
@@ -722,17 +790,9 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
     e->flags |= RDB_ENTRY_FAILED; /* a later occurrence failed: the library decides each */
   if (b->oom)
     return 1;
-  if (e->n == e->cap) {
-    uint32_t cap = e->cap ? e->cap * 2 : 1; /* most requests are made once */
-    b_sample *ns = realloc(e->s, cap * sizeof *ns);
-    if (!ns)
-      return b->oom = 1;
-    e->s = ns;
-    e->cap = cap;
-  }
-  b_sample *bs = &e->s[e->n++];
-  bs->start_ns = c->start_ns;
-  bs->next_id = 0;
+  b_sample *bs = add_sample(b, e, c);
+  if (!bs)
+    return 1;
   evaluate(b, f, e, c, &bs->s);
   link_next(b, c, e);
   if (e->n == 2)
@@ -797,6 +857,133 @@ static size_t unique_schemas(builder *b) {
   return b->nschemas = m;
 }
 
+/* A request's bytes, for given_up_attach's sorted search. */
+typedef struct {
+  const uint8_t *p;
+  uint64_t len;
+  size_t i; /* its entry's index */
+} req_ref;
+
+static int req_ref_cmp(const void *x, const void *y) {
+  const req_ref *a = x, *b = y;
+  uint64_t n = a->len < b->len ? a->len : b->len;
+  int c = n ? memcmp(a->p, b->p, (size_t)n) : 0;
+  if (c)
+    return c;
+  return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/* An entry a given-up decode's occurrences may join: a libjpeg decode
+ * recorded whole, with one answer (replay serves it). */
+static int joinable(const b_entry *e) {
+  return e->api == ST_API_JPEG_DECODE && !e->given_up_only && e->req1 && e->n &&
+         !(e->flags & (RDB_ENTRY_FAILED | RDB_ENTRY_NO_RESPONSE)) && !e->mixed;
+}
+
+/* The entry whose request starts with p[0, len) and is longer, among the
+ * sorted w[0, n); -1 when none is, or more than one (which of them a
+ * decode given up in replay is, only its drain will say). */
+static long prefixed_by(const req_ref *w, size_t n, const uint8_t *p, uint64_t len) {
+  size_t lo = 0, hi = n; /* the first not below p: those starting with p follow */
+  req_ref key = {p, len, 0};
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (req_ref_cmp(&w[mid], &key) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  long found = -1;
+  for (; lo < n && w[lo].len >= len && (len == 0 || !memcmp(w[lo].p, p, (size_t)len)); lo++) {
+    if (w[lo].len == len)
+      continue;
+    if (found >= 0)
+      return -1;
+    found = (long)w[lo].i;
+  }
+  return found;
+}
+
+/* The entries only decodes given up made (given_up_only): a decode given
+ * up read its image's data up to some point, and its request is that
+ * data with the EOI the normalisation appends, so the image's request
+ * decoded whole starts with it less that EOI (as rdb_stuck's are found).
+ * Their occurrences join the one entry whose request starts so, in their
+ * place in the recorded order (layout sorts each entry's samples by
+ * start), and the entry is dropped: its calls were never looked up by
+ * their own request. With no such entry (an image the program never
+ * decoded whole, or two whose requests start so) they are dropped too,
+ * and replay runs such a decode for real, as a miss given up, as before.
+ * b->slots is stale after it. */
+static int given_up_join(builder *b) {
+  size_t npend = 0, nwhole = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    npend += b->e[i].given_up_only;
+    nwhole += joinable(&b->e[i]);
+  }
+  if (!npend)
+    return 0;
+  req_ref *w = malloc((nwhole ? nwhole : 1) * sizeof *w);
+  b->redirect = calloc(b->n, sizeof *b->redirect);
+  if (!w || !b->redirect) {
+    free(w);
+    return -1;
+  }
+  b->nids = b->n;
+  size_t k = 0;
+  for (size_t i = 0; i < b->n; i++)
+    if (joinable(&b->e[i]))
+      w[k++] = (req_ref){req_of(b, &b->e[i]), b->e[i].req_len, i};
+  if (k > 1)
+    qsort(w, k, sizeof *w, req_ref_cmp);
+  for (size_t i = 0; i < b->n; i++) {
+    b_entry *p = &b->e[i];
+    if (!p->given_up_only)
+      continue;
+    const uint8_t *req = req_of(b, p);
+    long t = -1;
+    if (req && p->req_len > 2 && req[p->req_len - 2] == 0xFF && req[p->req_len - 1] == 0xD9)
+      t = prefixed_by(w, k, req, p->req_len - 2);
+    if (t < 0) {
+      b->out->given_up_alone += p->n;
+      continue;
+    }
+    b_entry *e = &b->e[t];
+    b_sample *ns = realloc(e->s, ((size_t)e->n + p->n) * sizeof *ns);
+    if (!ns) {
+      free(w);
+      return -1;
+    }
+    memcpy(ns + e->n, p->s, (size_t)p->n * sizeof *ns);
+    e->s = ns;
+    e->n += p->n;
+    e->cap = e->n;
+    b->redirect[p->id] = e->id + 1;
+  }
+  free(w);
+  size_t m = 0; /* drop them */
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->e[i].given_up_only) {
+      free(b->e[i].s);
+      continue;
+    }
+    b->e[m++] = b->e[i];
+  }
+  b->n = m;
+  return 0;
+}
+
+/* Before layout, after verify_sizes: the decodes given up join their
+ * images' entries (given_up_join), and are counted (rdb_built). */
+static int given_up_attach(builder *b) {
+  int rc = given_up_join(b);
+  for (size_t i = 0; i < b->n && rc == 0; i++) /* (some joined their entry when recorded) */
+    for (uint32_t k = 0; k < b->e[i].n; k++)
+      b->out->given_up_kept +=
+          b->e[i].s[k].s.accel < 0 && b->e[i].s[k].s.sw_reason == RDB_SW_ABANDONED;
+  return rc;
+}
+
 static int sample_cmp(const void *x, const void *y) {
   const b_sample *a = x, *b = y;
   return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
@@ -816,6 +1003,7 @@ static void builder_free(builder *b) {
   names_free(&b->names);
   free(b->last);
   free(b->stuck);
+  free(b->redirect);
   free(b->schemas);
   free(b->slots);
   for (size_t i = 0; i < b->nds; i++)
@@ -1057,7 +1245,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   }
   if (b->n > 1)
     qsort(b->e, b->n, sizeof *b->e, first_cmp); /* b->slots is stale from here on */
-  uint32_t *index_of = malloc((b->n ? b->n : 1) * sizeof *index_of); /* id -> index */
+  size_t nids = b->nids > b->n ? b->nids : b->n; /* given_up_attach dropped some */
+  uint32_t *index_of = malloc((nids ? nids : 1) * sizeof *index_of); /* id -> index */
   near_item *near = NULL;
   size_t nnear = 0, nnear_groups = 0;
   rdb_parts parts = {0};
@@ -1066,8 +1255,14 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   uint64_t front = 0;
   if (!index_of)
     goto oom;
+  for (size_t i = 0; i < nids; i++)
+    index_of[i] = UINT32_MAX;
   for (size_t i = 0; i < b->n; i++)
     index_of[b->e[i].id] = (uint32_t)i;
+  /* a dropped entry's id: the entry its occurrences joined, or none */
+  for (size_t i = 0; i < nids && b->redirect; i++)
+    if (index_of[i] == UINT32_MAX && b->redirect[i])
+      index_of[i] = index_of[b->redirect[i] - 1];
   if (on_miss == RDB_MISS_NEAREST && near_items(b, &near, &nnear, &nnear_groups) != 0)
     goto oom;
   uint64_t nslots = 16;
@@ -1188,7 +1383,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     d->samples_off = samples_off + so * sizeof(rdb_sample);
     for (uint32_t k = 0; k < e->n; k++) {
       smp[so] = e->s[k].s;
-      smp[so++].next = e->s[k].next_id ? index_of[e->s[k].next_id - 1] + 1 : 0;
+      uint32_t nx = e->s[k].next_id ? index_of[e->s[k].next_id - 1] : UINT32_MAX;
+      smp[so++].next = nx == UINT32_MAX ? 0 : nx + 1;
     }
     if (e->req1) {
       d->req_off = rdb_span_to(parts.dspan, parts.ndspan, e->req1, e->req_len);
@@ -1332,8 +1528,13 @@ static int build(const char *dir, const plan *p, int on_miss, int catch_up, int 
   int rc = scan_dir(dir, &b);
   if (rc == 0) {
     verify_sizes(&b);
-    rc = layout(&b, p, on_miss, catch_up, unpack_pieces, out);
+    if (given_up_attach(&b) != 0) {
+      cli_err("out of memory building the replay database");
+      rc = -1;
+    }
   }
+  if (rc == 0)
+    rc = layout(&b, p, on_miss, catch_up, unpack_pieces, out);
   out->files = b.files;
   out->calls_unusable = b.unusable;
   if (b.images_failed)

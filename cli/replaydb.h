@@ -31,6 +31,11 @@ typedef struct {
    * them. By why (cli_no_slot). */
   uint64_t calls_unusable;
   uint64_t unusable_by[CLI_NO_SLOTS];
+  /* of those, libjpeg decodes given up before their last row whose image
+   * the recording also holds decoded whole: kept as occurrences of that
+   * image (RDB_SW_ABANDONED), which replay intercepts and runs for real;
+   * and those of images it holds no whole decode of (given_up_attach) */
+  uint64_t given_up_kept, given_up_alone;
   /* why calls stay in software, per accelerator: (accel, reason) -> count */
   struct rdb_why {
     int accel;

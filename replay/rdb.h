@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 15
+#define RDB_VERSION 16
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -53,7 +53,11 @@ enum {
 enum {
   RDB_SW_NOT_SELECTED = 0, /* no plan rule / --iface sent it to an accelerator */
   RDB_SW_UNSUPPORTED = 1,  /* the model said the accelerator cannot take it */
-  RDB_SW_NREASONS = 2
+  RDB_SW_ABANDONED = 2,    /* a JPEG decode the recorded program gave up before its
+                              last row (JPG_NO_ABANDONED), of an image the recording
+                              also holds decoded whole: not offloadable, it runs the
+                              real library, which stops at the rows read */
+  RDB_SW_NREASONS = 3
 };
 
 /* per accelerator; BUSY: the engine time its requests took (rdb_busy),
@@ -126,7 +130,12 @@ enum {
                             (not fallbacks: not in RDB_FB_CHANGED) */
   RDB_C_SERVED_GIVEN_UP, /* served decodes the program gave up before their last row:
                             timed as the whole image, where the library would have
-                            stopped early (rep_jpeg.c end_decode) */
+                            stopped early (rep_jpeg.c end_decode): their
+                            occurrences were recorded whole (one recorded given up
+                            runs for real: RDB_SW_ABANDONED) */
+  RDB_C_GIVEN_UP_WHOLE,  /* occurrences recorded given up (RDB_SW_ABANDONED), run
+                            for real, whose program read every row: the program
+                            decoded the image in another order than recorded */
   RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */
   RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N
@@ -152,7 +161,9 @@ typedef struct {
   uint32_t link_out_ns; /* getting the response back, after service (each at
                            most IF_MAX_LINK_NS, as whatif takes them) */
   int32_t accel;        /* index into accels, or -1: stays in software */
-  uint16_t sw_reason;   /* RDB_SW_* when accel == -1 */
+  uint16_t sw_reason;   /* RDB_SW_* when accel == -1; RDB_SW_ABANDONED: this
+                           occurrence was a decode given up, its request a
+                           prefix of the entry's (replaydb.c given_up) */
   uint16_t out_cold;    /* per mille of the response's lines to deliver to memory,
                            not the caches (placement.h) */
   uint32_t next;        /* index + 1 of the entry of the call that followed this

@@ -96,6 +96,7 @@ typedef struct {
   int count_sw;     /* report its time as software at the end */
   uint64_t sw_from; /* busy_ns when the real library took over */
   int eoi_set;      /* input_complete set the input controller's eoi_reached */
+  int given_up;     /* runs for real as an occurrence recorded given up */
 } rep_dec;
 
 static void free_dec(jpg_obj *o) {
@@ -185,11 +186,22 @@ static void end_decode(jpg_obj *o) {
     x->pass = 1;
   /* Served, then given up: it was timed as the whole image (as an
    * accelerator decodes it), where the library stops at the last row read.
-   * A recording of the same image given up (not offloadable) and decoded
-   * whole (mupdf's bands) serves both from the whole decode. Said, not
-   * hidden (cmd_replay.c). */
+   * An occurrence the recording holds given up (mupdf's bands decode a
+   * page's images again and stop after the band's rows) is not served: its
+   * sample is RDB_SW_ABANDONED, kept in software, and the real library
+   * runs it (identify). This one was recorded whole, or the program gives
+   * up more often than it did. Said, not hidden (cmd_replay.c). */
   if (x && x->state == R_SERVE && o->cinfo->output_scanline < o->cinfo->output_height)
     rp_served_given_up();
+  /* Recorded given up at this point of the sequence, run for real, and
+   * read whole: the program decodes the image in another order than it
+   * did (two objects' decodes that start in one order and read their
+   * first rows in the other), so some decode of it was or will be served
+   * and given up. Counted, as that one is. */
+  if (x && x->given_up && o->cinfo->output_scanline >= o->cinfo->output_height)
+    rp_given_up_read_whole();
+  if (x)
+    x->given_up = 0;
   account(o, 1);
   jpg_decode_end(o);
 }
@@ -547,7 +559,13 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     go_real(o, x, 1);
     return ID_REAL;
   }
-  if (!rp_begin(&tk, e, t0)) { /* the plan keeps it in software */
+  tk.s = NULL;
+  if (!rp_begin(&tk, e, t0)) {
+    /* the plan keeps it in software, or the recording holds this
+     * occurrence of the image given up (RDB_SW_ABANDONED: not offloadable;
+     * the library decodes the rows the program reads, from the drained
+     * bytes) */
+    x->given_up = tk.s && tk.s->accel < 0 && tk.s->sw_reason == RDB_SW_ABANDONED;
     go_real(o, x, 1);
     return ID_REAL;
   }

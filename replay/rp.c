@@ -1122,6 +1122,10 @@ void rp_served_given_up(void) {
   ADD(RDB_C_SERVED_GIVEN_UP, 1);
 }
 
+void rp_given_up_read_whole(void) {
+  ADD(RDB_C_GIVEN_UP_WHOLE, 1);
+}
+
 void rp_software_done(uint64_t ns) {
   ADD(RDB_C_SOFTWARE_NS, ns);
   call_done();
@@ -1256,7 +1260,15 @@ static const rdb_sample *run_sample(const rdb_near *it, uint64_t lo, uint64_t hi
   if (!samples || e->nsamples == 0 || e->api != api)
     return NULL;
   *ep = e;
-  return &samples[(turn / (hi - lo)) % e->nsamples];
+  /* not an occurrence given up (RDB_SW_ABANDONED: the library's time for
+   * some rows), unless all are */
+  uint32_t k = (turn / (hi - lo)) % e->nsamples;
+  for (uint32_t i = 0; i < e->nsamples; i++) {
+    const rdb_sample *s = &samples[(k + i) % e->nsamples];
+    if (s->accel >= 0 || s->sw_reason != RDB_SW_ABANDONED)
+      return s;
+  }
+  return &samples[k];
 }
 
 /* x + (y - x) * num / den, den > 0, kept within 0 .. UINT64_MAX (the

@@ -86,6 +86,9 @@ void rp_late(uint64_t ns, int first, int api);
 void rp_to_memory(uint64_t bytes);
 /* A served decode the program gave up before its last row (counted). */
 void rp_served_given_up(void);
+/* A decode run for real as recorded given up whose program read every row
+ * (counted). */
+void rp_given_up_read_whole(void);
 
 /* The real call ran (kept in software, or a miss) and took ns. */
 void rp_software_done(uint64_t ns);

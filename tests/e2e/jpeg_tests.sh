@@ -954,8 +954,11 @@ PY
 # A decode the program gives up is recorded not offloadable; but when the
 # recording also holds the same image decoded whole (mupdf decodes a page's
 # images again for each band and gives them up after the band's rows), a
-# given-up decode is found by its drained request and served, timed as the
-# whole image, while replay said such calls "run for real". Said now, and
+# given-up decode is found by its drained request as the whole image. It
+# used to be served, timed as the whole image; the recording now keeps
+# which occurrences of the image were given up, and replay runs those for
+# real (software_reasons: abandoned), from every process. A decode served
+# and then given up (one the recording holds whole at that point) is still
 # counted: calls_served_given_up.
 t228_jpeg_served_decodes_given_up_are_counted() {
   corpus
@@ -967,11 +970,25 @@ t228_jpeg_served_decodes_given_up_are_counted() {
   } >run.sh
   jpeg_same run.sh
   expect_eq "given up, recorded" 2 "$("$STANDIN" dump rec | grep -c NOT-OFFLOADABLE)"
-  expect_eq "served, given up" "3 2" \
-    "$(json sum.json calls_replayed) $(json sum.json calls_served_given_up)"
-  grep -q "^standin: replay: 2 replayed decodes were given up by the program before their last row; each took the whole image's time" rep.err ||
+  expect_eq "served, run for real as given up, served given up" "3 1 2 0" \
+    "$(json sum.json calls_intercepted) $(json sum.json calls_replayed) $(pyj sum.json 'd["software_reasons"]["abandoned"]') $(json sum.json calls_served_given_up)"
+  expect_eq "recorded given up, of whole images" "2 0" \
+    "$(pyj sum.json 'd["given_up_recorded"]["of_whole_images"]') $(pyj sum.json 'd["given_up_recorded"]["alone"]')"
+  grep -q "^standin: replay: 2 decodes of an image the recording holds decoded whole ran for real, as they were given up at that point when recorded (software_reasons: abandoned)" rep.err ||
     fail "not said: $(grep '^standin:' rep.err)"
-  "$STANDIN" replay -t rec --summary whole.json -- "$JD" "$f" >/dev/null 2>whole.err
+  grep -q "given up by the program before" rep.err && fail "said served: $(grep '^standin:' rep.err)"
+  # a program that gives up where the recording decoded whole: served, said
+  "$JD" -stop 8 "$f" >nat2.out
+  "$STANDIN" replay -t rec --summary gave.json -- "$JD" -stop 8 "$f" >rep2.out 2>rep2.err
+  cmp nat2.out rep2.out || fail "given up, replayed output differs"
+  "$STANDIN" record -o whole -- "$JD" "$f" >/dev/null 2>&1
+  "$STANDIN" replay -t whole --summary gave.json -- "$JD" -stop 8 "$f" >rep3.out 2>rep3.err
+  cmp nat2.out rep3.out || fail "given up, replayed from a whole decode, output differs"
+  expect_eq "served, given up" "1 1" \
+    "$(json gave.json calls_replayed) $(json gave.json calls_served_given_up)"
+  grep -q "^standin: replay: 1 replayed decode was given up by the program before its last row; it took the whole image's time" rep3.err ||
+    fail "not said: $(grep '^standin:' rep3.err)"
+  "$STANDIN" replay -t whole --summary whole.json -- "$JD" "$f" >/dev/null 2>whole.err
   expect_eq "none given up" 0 "$(json whole.json calls_served_given_up)"
   grep -q "given up" whole.err && fail "said without cause: $(cat whole.err)"
   true
