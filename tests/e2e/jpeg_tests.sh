@@ -994,6 +994,67 @@ t228_jpeg_served_decodes_given_up_are_counted() {
   true
 }
 
+# Which occurrences of an image the recording holds given up, in the
+# recorded order (the k-th decode of a request takes the k-th recorded
+# occurrence): given up then whole, whole then given up, on one object, on
+# two objects whose decodes interleave (-pair 1: the first reads a row, the
+# second runs whole, the first reads on), and across two images. Each
+# given-up one runs for real, each whole one is served; none is served and
+# then given up, and none run for real reads every row (which a swapped
+# order would show).
+t229_jpeg_given_up_occurrences_run_for_real_in_order() {
+  corpus
+  local a="$CORPUS/m_base_420.jpg" b="$CORPUS/s_base_420_r1.jpg" c
+  # case: jpegdec arguments | decodes, served, given up (run for real)
+  while IFS='|' read -r args want; do
+    c=$((${c:-0} + 1))
+    mkdir "c$c"
+    cd "c$c"
+    echo "$JD $args" >run.sh
+    jpeg_same run.sh --on-miss abort
+    expect_eq "$args: intercepted, served, run for real, fallback, served given up, read whole" \
+      "$want 0 0 0" \
+      "$(json sum.json calls_intercepted) $(json sum.json calls_replayed) $(pyj sum.json 'd["software_reasons"]["abandoned"]') $(json sum.json calls_fallback) $(json sum.json calls_served_given_up) $(json sum.json calls_given_up_read_whole)"
+    expect_eq "$args: kept, recorded given up" "$(echo "$want" | cut -d' ' -f3) 0" \
+      "$(pyj sum.json 'd["given_up_recorded"]["of_whole_images"]') $(pyj sum.json 'd["given_up_recorded"]["alone"]')"
+    cd ..
+  done <<EOF2
+-stops 8,0 $a $a|2 1 1
+-stops 0,8 $a $a|2 1 1
+-src mem -stops 8,0,8,0 $a $a $a $a|4 2 2
+-stops 16,0,8 -lines 1 $a $a $a|3 1 2
+-pair 1 -stops 8,0 $a $a|2 1 1
+-pair 1 -stops 0,8 $a $a|2 1 1
+-pair 1 -stops 8,0,0,8,0,0 $a $b $b $a $a $b|6 4 2
+-pair 1 -stops 0,8,8,0 $a $a $b $b|4 2 2
+EOF2
+  # The order is the order of the decodes' first calls when recorded, and
+  # of their first rows in replay (where a decode is identified): two
+  # objects that read their headers in one order and their first rows in
+  # the other (-pair 0) take each other's occurrences. Their rows are
+  # right; the whole decode ran for real and the given-up one was served,
+  # both counted and said.
+  mkdir swapped
+  cd swapped
+  echo "$JD -pair 0 -stops 8,0 $a $a" >run.sh
+  jpeg_same run.sh --on-miss abort
+  expect_eq "swapped: served, run for real, served given up, read whole" "1 1 1 1" \
+    "$(json sum.json calls_replayed) $(pyj sum.json 'd["software_reasons"]["abandoned"]') $(json sum.json calls_served_given_up) $(json sum.json calls_given_up_read_whole)"
+  grep -q "^standin: replay: 1 of them read every row: the program decoded its image in another order than recorded" rep.err ||
+    fail "not said: $(grep '^standin:' rep.err)"
+  cd ..
+  # an image the recording holds only given up: not found (its whole request
+  # was never made), run for real as before, and said so
+  mkdir alone
+  cd alone
+  echo "$JD -stops 8,0 $a $b" >run.sh
+  jpeg_same run.sh
+  expect_eq "alone: intercepted, served, run for real, fallback" "1 1 0 0" \
+    "$(json sum.json calls_intercepted) $(json sum.json calls_replayed) $(pyj sum.json 'd["software_reasons"]["abandoned"]') $(json sum.json calls_fallback)"
+  expect_eq "alone: recorded given up" "0 1" \
+    "$(pyj sum.json 'd["given_up_recorded"]["of_whole_images"]') $(pyj sum.json 'd["given_up_recorded"]["alone"]')"
+}
+
 # A program without libprotobuf-c: the shim's first protobuf-c lookup
 # searched every loaded object, itself included, and its dlopen of itself
 # ran its constructors a second time on the writer thread (glibc 2.36, a
