@@ -84,11 +84,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
       free(pieces.p[k]);
     pieces.lost = 0;
     /* an image that passed, again through a memo, as the replay shim does:
-     * the first call keeps a split plan with its other fix-ups resolved,
-     * the second builds from that plan alone */
+     * the first call builds as without one, the second keeps a split plan
+     * with its other fix-ups resolved, the third builds from that plan alone */
     pbw_image_memo memo;
     memset(&memo, 0, sizeof memo);
-    for (int k = 0; rc == PBW_OK && k < 2; k++) {
+    for (int k = 0; rc == PBW_OK && k < 3; k++) {
       pieces.n = 0;
       int rk = pbw_image_materialise_req(img, n, req, sizeof req, descs[i], &a, &m, &memo, 1);
       if (rk != PBW_OK && (m || pieces.n))

@@ -174,6 +174,7 @@ typedef struct {
   size_t len;
   const ProtobufCMessageDescriptor *const *tab;
   _Atomic(const void *) pieces; /* how the image splits (pb_image.c), once known */
+  _Atomic unsigned built;       /* trees built piece by piece before the memo was filled */
 } pbw_image_memo;
 
 /* The process's images were built by pbw_image_build and cannot change
