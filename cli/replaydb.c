@@ -193,6 +193,7 @@ typedef struct {
    * 0: none or not dropped; NULL: none dropped */
   uint32_t *redirect;
   size_t nids;
+  uint64_t given_up_calls; /* samples given_up added */
   /* the protobuf types of every file, with their schemas' identities
    * (rdb_schema): sorted and made unique by layout */
   struct b_schema {
@@ -752,6 +753,7 @@ static int given_up(builder *b, scan_file *f, const st_call *c) {
   if (!bs)
     return 1;
   bs->s = (rdb_sample){.recorded_ns = c->latency_ns, .accel = -1, .sw_reason = RDB_SW_ABANDONED};
+  b->given_up_calls++;
   link_next(b, c, e);
   return b->oom;
 }
@@ -974,13 +976,14 @@ static int given_up_join(builder *b) {
 }
 
 /* Before layout, after verify_sizes: the decodes given up join their
- * images' entries (given_up_join), and are counted (rdb_built). */
+ * images' entries (given_up_join), and are counted (rdb_built): every one
+ * is kept but those dropped alone. Nothing to do for most recordings. */
 static int given_up_attach(builder *b) {
+  if (b->given_up_calls == 0)
+    return 0;
   int rc = given_up_join(b);
-  for (size_t i = 0; i < b->n && rc == 0; i++) /* (some joined their entry when recorded) */
-    for (uint32_t k = 0; k < b->e[i].n; k++)
-      b->out->given_up_kept +=
-          b->e[i].s[k].s.accel < 0 && b->e[i].s[k].s.sw_reason == RDB_SW_ABANDONED;
+  if (rc == 0)
+    b->out->given_up_kept = b->given_up_calls - b->out->given_up_alone;
   return rc;
 }
 

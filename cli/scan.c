@@ -172,23 +172,32 @@ static void killed_at_creation(scan_file *f, const char *path) {
  * recording: a file copied in from another one, whose calls were analysed
  * with these, span and overlap included, without a word. Said once a
  * file, whichever command reads it how many times. */
-static void check_of_this_run(const scan_file *f, const char *path) {
-  const char *slash = strrchr(path, '/');
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+/* When the recorded run began (realtime ns), from dir's run.info: the time
+ * record wrote it less the run's wall time; 0 when it does not say. Read
+ * once a directory, not once a trace file and pass. */
+static unsigned long long run_began(const char *dir) {
+  static char cached[4096];
+  static unsigned long long began;
+  if (cached[0] && !strcmp(cached, dir))
+    return began;
+  snprintf(cached, sizeof cached, "%s", dir);
   const char *t = cli_runinfo_get(dir, "time");
   long long end_s = t ? strtoll(t, NULL, 10) : 0;
   const char *w = cli_runinfo_get(dir, "wall_ns");
   unsigned long long wall = w ? strtoull(w, NULL, 10) : 0;
-  if (end_s <= 0 || !f->h.start_realtime_ns)
-    return;
   /* time is whole seconds, and a clock may be stepped: a second of slack
    * each way, and a run longer than a day's wall is not trusted */
-  unsigned long long began = (unsigned long long)end_s * 1000000000ull;
-  if (wall > 86400ull * 1000000000ull || wall >= began)
-    return;
-  began -= wall;
-  if (f->h.start_realtime_ns + 2000000000ull >= began)
+  began = end_s > 0 ? (unsigned long long)end_s * 1000000000ull : 0;
+  began = began && wall <= 86400ull * 1000000000ull && wall < began ? began - wall : 0;
+  return began;
+}
+
+static void check_of_this_run(const scan_file *f, const char *path) {
+  const char *slash = strrchr(path, '/');
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+  unsigned long long began = run_began(dir);
+  if (!began || !f->h.start_realtime_ns || f->h.start_realtime_ns + 2000000000ull >= began)
     return;
   static uint64_t said[64];
   static unsigned nsaid;

@@ -47,7 +47,6 @@
 #include "pb_internal.h"
 #include "shim_alloc.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -698,34 +697,16 @@ typedef struct {
   const ProtobufCMessageDescriptor *tab[CACHE_TYPES];
 } bind_cache;
 
-/* The thread's caches (4.4 KB), on the shims' heap from its first bind:
- * in static TLS they took that much from every thread's stack in every
- * process the replay shim is preloaded into, and a program's threads
- * made with 16 KiB stacks (PTHREAD_STACK_MIN), fine natively, failed
- * pthread_create (EINVAL) or overflowed them. Freed when the thread ends. */
-static __thread __attribute__((tls_model("initial-exec"))) bind_cache *tl_cache;
+/* The thread's caches (4.4 KB), CACHE_SLOTS of them, on the shims' heap
+ * from its first bind (shim_thread_block: not in static TLS). */
+static __thread __attribute__((tls_model("initial-exec"))) void *tl_cache;
 static __thread __attribute__((tls_model("initial-exec"))) unsigned tl_next;
-static pthread_key_t tl_cache_key;
-static pthread_once_t tl_cache_once = PTHREAD_ONCE_INIT;
-
-static void tl_cache_gone(void *p) {
-  tl_cache = NULL; /* a later call on this thread (another key's destructor) makes another */
-  shim_free(p);
-}
-
-static void tl_cache_key_make(void) {
-  pthread_key_create(&tl_cache_key, tl_cache_gone);
-}
+static shim_thread_key tl_cache_key;
 
 /* NULL when out of memory: binding then resolves each type every time. */
 static bind_cache *tl_caches(void) {
-  if (tl_cache)
-    return tl_cache;
-  pthread_once(&tl_cache_once, tl_cache_key_make);
-  tl_cache = shim_zalloc(CACHE_SLOTS * sizeof *tl_cache);
-  if (tl_cache)
-    pthread_setspecific(tl_cache_key, tl_cache);
-  return tl_cache;
+  return tl_cache ? tl_cache
+                  : shim_thread_block(&tl_cache_key, &tl_cache, CACHE_SLOTS * sizeof(bind_cache));
 }
 
 /* Descriptors of the image's types in this process. */

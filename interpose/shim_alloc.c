@@ -5,6 +5,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- blocks of a thread's own ------------------------------------------- */
+
+typedef struct {
+  void **slot;
+  void *pad; /* the block after it stays 16-byte aligned */
+} thread_block;
+
+static void thread_block_gone(void *p) {
+  thread_block *h = p;
+  *h->slot = NULL;
+  shim_free(h);
+}
+
+void *shim_thread_block(shim_thread_key *k, void **slot, size_t n) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  if (!atomic_load_explicit(&k->ready, memory_order_acquire)) {
+    pthread_mutex_lock(&lock);
+    if (!atomic_load_explicit(&k->ready, memory_order_relaxed) &&
+        pthread_key_create(&k->key, thread_block_gone) == 0)
+      atomic_store_explicit(&k->ready, 1, memory_order_release);
+    pthread_mutex_unlock(&lock);
+    if (!atomic_load_explicit(&k->ready, memory_order_acquire))
+      return NULL;
+  }
+  thread_block *h = shim_zalloc(sizeof *h + n);
+  if (!h)
+    return NULL;
+  h->slot = slot;
+  pthread_setspecific(k->key, h);
+  return *slot = h + 1;
+}
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 
 void *shim_alloc(size_t n) {

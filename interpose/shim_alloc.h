@@ -20,6 +20,8 @@
 #ifndef STANDIN_SHIM_ALLOC_H
 #define STANDIN_SHIM_ALLOC_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 void *shim_alloc(size_t n);
@@ -27,6 +29,20 @@ void *shim_zalloc(size_t n); /* zeroed */
 void *shim_realloc(void *p, size_t n);
 void shim_free(void *p);
 
+/* A zeroed block of n bytes of the calling thread's own, on this heap from
+ * its first use and freed when the thread ends: for caches too large for
+ * static TLS, which glibc carves out of every thread's stack in every
+ * process a shim is preloaded into (10 KB of it made a program's threads
+ * with 16 KiB stacks, fine natively, fail pthread_create under replay).
+ * *slot is the caller's __thread pointer, set here and cleared when the
+ * block is freed (a call after, from another key's destructor, makes
+ * another). k: one zeroed shim_thread_key per kind of block. NULL when out
+ * of memory. */
+typedef struct {
+  _Atomic int ready;
+  pthread_key_t key;
+} shim_thread_key;
+void *shim_thread_block(shim_thread_key *k, void **slot, size_t n);
 /* Bytes held in free large blocks, kept for reuse: at most 64 MiB a size
  * class and 256 MiB in all, except that one block of each class up to
  * 64 MiB is always kept (under 128 MiB more); larger ones never are. For

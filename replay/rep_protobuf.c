@@ -9,7 +9,6 @@
  * under --on-miss abort): a wrong response is never returned. */
 #include <dlfcn.h>
 #include <protobuf-c/protobuf-c.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -237,31 +236,14 @@ static const rdb_entry *predicted_tree(const ProtobufCMessage *m, int api) {
  * stream instead of hashing it (pbtest: 1.5 KB streams, XXH3's 128-bit
  * hash of one ~7% of a replay's samples). Kept only by sizes, which pack
  * usually follows, so that other trees pay nothing to keep it. */
-static __thread __attribute__((tls_model("initial-exec"))) pbw_fp_memo *sized;
-/* On the shims' heap from the thread's first size, not in static TLS
- * (4 KB of every thread's stack in every replayed process: threads made
- * with 16 KiB stacks failed to start, interpose/pb_image.c); freed when
- * the thread ends. */
-static pthread_key_t sized_key;
-static pthread_once_t sized_once = PTHREAD_ONCE_INIT;
-
-static void sized_gone(void *p) {
-  sized = NULL; /* a later call on this thread (another key's destructor) makes another */
-  shim_free(p);
-}
-
-static void sized_key_make(void) {
-  pthread_key_create(&sized_key, sized_gone);
-}
+/* On the shims' heap from the thread's first size (4 KB: shim_thread_block,
+ * not static TLS). */
+static __thread __attribute__((tls_model("initial-exec"))) void *sized;
+static shim_thread_key sized_key;
 
 static pbw_fp_memo *sized_memo(void) {
-  if (SHIM_LIKELY(sized != NULL))
-    return sized;
-  pthread_once(&sized_once, sized_key_make);
-  sized = shim_zalloc(sizeof *sized);
-  if (sized)
-    pthread_setspecific(sized_key, sized);
-  return sized;
+  return SHIM_LIKELY(sized != NULL) ? sized
+                                    : shim_thread_block(&sized_key, &sized, sizeof(pbw_fp_memo));
 }
 
 /* Result of looking up a tree-side request (pack, size, pack_to_buffer). */
