@@ -571,6 +571,8 @@ static tfile *list_files(const char *dir, size_t *n, uint64_t *total) {
   cli_tracedir td;
   if (cli_tracedir_open(&td, dir) != 0)
     return NULL;
+  if (td.n)
+    cli_warn_unrecorded(dir);
   tfile *t = calloc(td.n + 1, sizeof *t);
   *n = 0;
   *total = 0;

@@ -64,6 +64,15 @@ int cli_demangle(const char *sym, char *out, size_t cap);
 size_t cli_procs_with_env(const char *entry, long *first);
 void cli_tracedir_free(cli_tracedir *td);
 
+/* Processes of the recording in dir that made calls but could not create
+ * their traces (the PID.unrecorded notes record/sink.c leaves): how many;
+ * the first one's file name stem (its pid) in pid and reason in why. */
+size_t cli_unrecorded(const char *dir, char *pid, size_t pcap, char *why, size_t wcap);
+
+/* A warning, once a process, that dir lacks the calls of such processes
+ * (for the commands that read a recording with traces in it). */
+void cli_warn_unrecorded(const char *dir);
+
 /* Say that dir holds no trace for `what` (replay, report, ...): a recording
  * whose program made no intercepted call (run.info is there), or not a
  * recording at all. */

@@ -426,6 +426,8 @@ int cmd_export(int argc, char **argv) {
     return 1;
   if (td.n == 0)
     cli_warn_no_trace(x.dir, "export");
+  else
+    cli_warn_unrecorded(x.dir);
   cli_out out; /* standard output without -o or with "-" */
   if (cli_out_open(&out, x.out_path, x.dir) != 0) {
     cli_tracedir_free(&td);

@@ -1,4 +1,5 @@
 /* cmd_info.c — `standin info DIR`: what a recording holds. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -183,6 +184,23 @@ static int row_cmp(const void *x, const void *y) {
   return a->ns < b->ns ? 1 : a->ns > b->ns ? -1 : 0;
 }
 
+/* Processes that made calls the recording lacks (their traces could not
+ * be created): said, with what to do; 0 when there are none. */
+static size_t unrecorded_note(const char *dir, const char *indent) {
+  char pid[64], why[256];
+  size_t n = cli_unrecorded(dir, pid, sizeof pid, why, sizeof why);
+  if (n)
+    printf("%s%zu process%s (pid %s%s) made intercepted calls that are not recorded:\n"
+           "%s%s trace could not be created (%s).\n%s",
+           indent, n, n == 1 ? "" : "es", pid, n == 1 ? "" : ", ...", indent,
+           n == 1 ? "its" : "the first one's", why,
+           !strcmp(why, strerror(EMFILE)) || !strcmp(why, strerror(ENFILE))
+               ? "  The recorder needs a file descriptor of its own in each process:\n"
+                 "  raise the limit (ulimit -n) and record again.\n"
+               : "");
+  return n;
+}
+
 /* Returns 1 when dir is not a recording at all (said on stderr). */
 static int explain_empty(const char *dir) {
   if (!cli_runinfo_get(dir, "command")) {
@@ -212,6 +230,8 @@ static int explain_empty(const char *dir) {
            "  library, where standin intercepts them. Link it against %s.so\n"
            "  to record it.\n",
            p, lib, fn, lib);
+  else if (unrecorded_note(dir, "  "))
+    ;
   else
     printf("  %s made no protobuf-c or libjpeg/TurboJPEG call that standin intercepts:\n"
            "  it may load the libraries without calling them for this input (pdfimages -j\n"
@@ -467,6 +487,7 @@ int cmd_info(int argc, char **argv) {
          cli_fmt_count(a, sizeof a, total_calls), total_calls == 1 ? "" : "s",
          cli_fmt_ns(b, sizeof b, (double)total_ns),
          cli_fmt_bytes(c, sizeof c, (double)total_bytes));
+  unrecorded_note(dir, "  ");
   print_rows(&agg, total_ns);
   print_defs(&defs);
   for (size_t k = 0; k < agg.n; k++)

@@ -178,7 +178,42 @@ static int clear_dir(const char *dir, int force) {
   char p[PATH_MAX];
   snprintf(p, sizeof p, "%s/run.info", dir);
   unlink(p);
+  /* the notes of processes that could not create their traces, and what
+   * an interrupted --retime left: a new recording would report them */
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9' &&
+        ((n > 11 && !strcmp(e->d_name + n - 11, ".unrecorded")) ||
+         (n > 13 && !strcmp(e->d_name + n - 13, ".trace.retime")))) {
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      unlink(p);
+    }
+  }
+  if (d)
+    closedir(d);
   return 0;
+}
+
+/* Processes that made calls but could not create their traces: each said
+ * so as it happened, among the program's own output; said here again as
+ * what the recording lacks. */
+static size_t say_unrecorded(const char *dir) {
+  char pid[64], why[256];
+  size_t n = cli_unrecorded(dir, pid, sizeof pid, why, sizeof why);
+  if (n == 0)
+    return 0;
+  int fds = !strcmp(why, strerror(EMFILE)) || !strcmp(why, strerror(ENFILE));
+  fprintf(stderr,
+          "standin: %zu process%s (pid %s%s) made intercepted calls that are not in %s: %s "
+          "trace could not be created (%s)%s\n",
+          n, n == 1 ? "" : "es", pid, n == 1 ? "" : ", ...", dir,
+          n == 1 ? "its" : "the first one's", why[0] ? why : "reason unknown",
+          fds ? "; the recorder needs a file descriptor of its own in each process: raise the "
+                "limit (ulimit -n) and record again"
+              : "");
+  return n;
 }
 
 /* Create DIR (mode 0700) and prove we can write there before the program
@@ -379,6 +414,7 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
   if (td.n) {
     fprintf(stderr, "standin: recorded %zu process%s into %s (%s); see 'standin info %s'\n", td.n,
             td.n == 1 ? "" : "es", dir, cli_fmt_bytes(b, sizeof b, (double)bytes), dir);
+    say_unrecorded(dir);
     /* a daemon, a background job or a server's helper outlived the program */
     if (live == 1)
       fprintf(stderr,
@@ -408,6 +444,8 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
               "not create the traces (said above); free space there, or record elsewhere with "
               "-o\n",
               dir);
+    else if (say_unrecorded(dir))
+      ; /* not a program that made no call */
     else {
       char st[64] = "";
       int sig = rc > 128 ? rc - 128 : 0; /* as the status standin exits with says it */

@@ -1454,6 +1454,7 @@ static int scan_dir(const char *dir, builder *b) {
     cli_tracedir_free(&td);
     return -1;
   }
+  cli_warn_unrecorded(dir);
   int rc = 0;
   size_t skipped = 0;
   plan_reset(b->plan); /* occurrences count from this pass's first */

@@ -185,6 +185,47 @@ void cli_tracedir_free(cli_tracedir *td) {
   td->n = 0;
 }
 
+size_t cli_unrecorded(const char *dir, char *pid, size_t pcap, char *why, size_t wcap) {
+  static const char ext[] = ".unrecorded";
+  size_t n = 0, el = sizeof ext - 1;
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  if (pcap)
+    pid[0] = 0;
+  if (wcap)
+    why[0] = 0;
+  while (d && (e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len <= el || strcmp(e->d_name + len - el, ext) != 0 || e->d_name[0] < '0' ||
+        e->d_name[0] > '9')
+      continue;
+    if (n++ == 0) {
+      char p[PATH_MAX];
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      ssize_t w = wcap ? readlink(p, why, wcap - 1) : -1;
+      if (w >= 0)
+        why[w] = 0;
+      snprintf(pid, pcap, "%.*s", (int)(len - el), e->d_name);
+    }
+  }
+  if (d)
+    closedir(d);
+  return n;
+}
+
+void cli_warn_unrecorded(const char *dir) {
+  static int said;
+  char pid[64], why[256];
+  size_t n;
+  if (said || (n = cli_unrecorded(dir, pid, sizeof pid, why, sizeof why)) == 0)
+    return;
+  said = 1;
+  cli_warn("%s lacks the calls of %zu process%s (pid %s%s): %s trace could not be created when "
+           "recorded (%s); what follows leaves them out ('standin info %s' says more)",
+           dir, n, n == 1 ? "" : "es", pid, n == 1 ? "" : ", ...",
+           n == 1 ? "its" : "the first one's", why, dir);
+}
+
 /* The recording's lock: an flock on the directory itself, held by `standin
  * record` for its whole run (the descriptor is close-on-exec: the program
  * does not hold it). */
@@ -242,7 +283,7 @@ static size_t sub_recordings(const char *dir, char *buf, size_t cap) {
 
 static void no_trace(const char *dir, const char *what, void (*say)(const char *, ...),
                      const char *lead) {
-  char subs[1024];
+  char subs[1024], upid[64], why[256];
   cli_tracedir td = {0};
   size_t empty = 0, unreadable = 0, newer = 0, n = 0;
   struct stat st;
@@ -272,6 +313,10 @@ static void no_trace(const char *dir, const char *what, void (*say)(const char *
         !newer   ? "record the program again"
         : n == 1 ? "a newer standin wrote it: upgrade standin to read it"
                  : "a newer standin wrote them: upgrade standin to read them");
+  else if (cli_unrecorded(dir, upid, sizeof upid, why, sizeof why))
+    say("%s: %s %s: the program's calls were not recorded: pid %s could not create its trace "
+        "(%s); record it again ('standin info %s' says more)",
+        dir, lead, what, upid, why, dir);
   else if (cli_runinfo_get(dir, "command"))
     say("%s: %s %s: the program recorded there made no protobuf-c or JPEG call that standin "
         "intercepts ('standin info %s' says more)",

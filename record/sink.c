@@ -137,6 +137,23 @@ static int earlier_image(int at, const char *rel, const st_header *h) {
 /* The first free name of this process's (rt_names). The file's exec_seq
  * counts the earlier images of this process, which a process with the
  * same pid in another PID namespace is not. */
+/* A process that could not create its trace says why where the record
+ * command finds it: a symbolic link PID.unrecorded whose target is the
+ * reason. Making one takes no descriptor (a program run with `ulimit -n 5`
+ * has none to spare) and no data block for a short target; the command
+ * reads it instead of saying that no intercepted call was made. */
+static void note_unrecorded(const rt_config *cfg, const rt_names *nm, uint32_t pid,
+                            const char *why) {
+  char p[sizeof S.path];
+  const char *rel;
+  rt_names_path(nm, p, sizeof p, cfg->dir, pid, "unrecorded");
+  int at = rt_dir_at(p, &rel);
+  unlinkat(at, rel, 0); /* a note left by an earlier process of this pid */
+  if (symlinkat(why, at, rel) != 0) {
+    /* nothing more can be said: the error above stands alone */
+  }
+}
+
 static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_seq) {
   rt_names nm;
   rt_names_init(&nm, h->pidns ? h->start_ticks : 0);
@@ -170,9 +187,11 @@ static int create_file(const rt_config *cfg, const st_header *h, uint32_t *exec_
                S.path, strerror(e), h->pid, (unsigned)geteuid(), cfg->dir);
       return -1;
     }
+    const char *why = rc == ST_E_IO ? strerror(e) : st_strerror(rc);
     shim_say("cannot create trace file %s: %s; recording is off for pid %u (the program goes "
              "on)",
-             S.path, rc == ST_E_IO ? strerror(e) : st_strerror(rc), h->pid);
+             S.path, why, h->pid);
+    note_unrecorded(cfg, &nm, h->pid, why);
     return -1;
   }
   shim_say("too many trace files for pid %u in %s; recording is off", h->pid, cfg->dir);

@@ -1164,3 +1164,29 @@ open(p, "w").write(s)' rec/run.info
   [ ! -s err ] || fail "whatif, old run.info: $(cat err)"
   expect_eq "wall, old run.info" "$wall run.info False" "$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["wall_ns"], d["wall_source"], d["first_process_made_calls"])' w.json)"
 }
+
+# A process that cannot create its trace (no descriptor to spare under
+# `ulimit -n 5`) made calls: record, info and the readers say so instead
+# of "no intercepted call", and a new recording into the directory clears
+# the note (and what an interrupted --retime left).
+t044_a_process_that_could_not_create_its_trace_is_named() {
+  (ulimit -n 5 && "$STANDIN" record -o rec -- "$PB" basic 5 >/dev/null 2>err) || fail "record: $(cat err)"
+  grep -q "1 process (pid [0-9]*) made intercepted calls that are not in rec: its trace could not be created (Too many open files).*ulimit -n" err || fail "$(cat err)"
+  ! grep -q "no intercepted call" err || fail "$(cat err)"
+  "$STANDIN" info rec >out 2>err || true
+  grep -q "made intercepted calls that are not recorded" out || fail "info: $(cat out err)"
+  ! "$STANDIN" report rec >out 2>err || fail "report of nothing succeeded"
+  grep -q "calls were not recorded: pid [0-9]* could not create its trace (Too many open files)" err || fail "report: $(cat err)"
+  # the second process of a script is not recorded, the first is
+  "$STANDIN" record -o mix -- sh -c "$PB basic 5; ulimit -n 5; $PB basic 5" >/dev/null 2>err
+  grep -q "recorded 1 process into mix" err || fail "$(cat err)"
+  grep -q "1 process (pid [0-9]*) made intercepted calls that are not in mix" err || fail "$(cat err)"
+  "$STANDIN" report mix >out 2>err
+  grep -q "warning: mix lacks the calls of 1 process" err || fail "report: $(cat err)"
+  expect_eq "calls reported" 20 "$("$STANDIN" report mix --format json | python3 -c 'import json, sys; print(json.load(sys.stdin)["calls"])')"
+  # recording again clears the notes
+  touch rec/1.trace.retime
+  "$STANDIN" record -o rec -- "$PB" basic 5 >/dev/null 2>err
+  ! grep -q "not in rec" err || fail "$(cat err)"
+  expect_eq "left in rec" "" "$(ls rec | grep -v -e '\.trace$' -e '^run\.info$' || true)"
+}
