@@ -57,7 +57,8 @@ static int parse_apis(const char *list, uint64_t *mask, char *err, size_t cap) {
   return rc;
 }
 
-/* Bytes with an optional K, M or G suffix (powers of 1024). */
+/* Bytes with an optional K, M or G suffix (powers of 1024); -2 when that
+ * is more than 64 bits hold. */
 static int parse_bytes(const char *s, uint64_t *out) {
   char *end;
   errno = 0;
@@ -73,24 +74,27 @@ static int parse_bytes(const char *s, uint64_t *out) {
     mul = 1024ull * 1024 * 1024, end++;
   if (*end)
     return -1;
+  if (v > UINT64_MAX / mul) /* 99999999999G wrapped to a small size */
+    return -2;
   *out = v * mul;
   return 0;
 }
 
-/* "MIN-MAX", "MIN-" or "-MAX". */
+/* "MIN-MAX", "MIN-" or "-MAX"; -2 for an end too large (parse_bytes). */
 static int parse_range(const char *s, uint64_t *lo, uint64_t *hi) {
   const char *dash = strchr(s, '-');
   char a[64], b[64];
+  int rc;
   if (!dash || (size_t)(dash - s) >= sizeof a || strlen(dash + 1) >= sizeof b)
     return -1;
   snprintf(a, sizeof a, "%.*s", (int)(dash - s), s);
   snprintf(b, sizeof b, "%s", dash + 1);
   *lo = 0;
   *hi = UINT64_MAX;
-  if (a[0] && parse_bytes(a, lo))
-    return -1;
-  if (b[0] && parse_bytes(b, hi))
-    return -1;
+  if (a[0] && (rc = parse_bytes(a, lo)) != 0)
+    return rc;
+  if (b[0] && (rc = parse_bytes(b, hi)) != 0)
+    return rc;
   return *lo <= *hi ? 0 : -1;
 }
 
@@ -263,9 +267,15 @@ static int rule_selector(plan_rule *r, const char *w, char *err, size_t cap) {
   if (kl == 6 && !strncmp(w, "module", 6))
     return (r->module_glob = strdup(v)) ? 0 : -1;
   if (kl == 4 && !strncmp(w, "size", 4)) {
-    if (parse_range(v, &r->size_min, &r->size_max) == 0)
+    int rc = parse_range(v, &r->size_min, &r->size_max);
+    if (rc == 0)
       return 0;
-    if (r->size_min > r->size_max && r->size_max != 0) /* parsed, in the wrong order */
+    if (rc == -2)
+      snprintf(err, cap,
+               "size=%s: an end is past 16 EiB, more than any request; leave the end "
+               "out for no bound (size=64K-)",
+               v);
+    else if (r->size_min > r->size_max && r->size_max != 0) /* parsed, in the wrong order */
       snprintf(err, cap, "size=%s: its first end is above its second; write the smaller first", v);
     else
       snprintf(err, cap, "size=%s is not a byte range like 0-4096, 64K- or -1M", v);

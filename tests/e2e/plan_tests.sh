@@ -479,3 +479,18 @@ print(json.load(sys.stdin)["plans"][0]["accelerators"][0]["queue_ns"])'; }
   expect_eq "whatif: engine time" $((n * 1000)) "$(python3 -c 'import json
 print(json.load(open("w.json"))["plans"][0]["accelerators"][0]["busy_ns"])')"
 }
+
+t316_size_past_64_bits_is_refused_not_wrapped() {
+  "$STANDIN" record -o rec -- "$PB" basic 4 >rec.out
+  # 99999999999G wrapped modulo 2^64 to a size some calls had
+  printf 'accel a constant\noffload size=99999999999G- to a\n' >p.txt
+  set +e
+  "$STANDIN" whatif rec --plan p.txt >out 2>err
+  rc=$?
+  set -e
+  expect_eq "status" 2 "$rc"
+  grep -q "p.txt:2: size=99999999999G-: an end is past 16 EiB" err || fail "$(cat err)"
+  printf 'accel a constant\noffload size=-16777215T to a\n' >q.txt
+  "$STANDIN" whatif rec --plan q.txt >/dev/null 2>err2 && fail "a T suffix was taken"
+  grep -q "q.txt:2: size=-16777215T is not a byte range" err2 || fail "$(cat err2)"
+}
