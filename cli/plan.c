@@ -466,6 +466,10 @@ void plan_warn_unused(const plan *p, const uint64_t *calls) {
   }
 }
 
+/* Editors on Windows start a UTF-8 file with a byte order mark; as part of
+ * the first word it was an unknown line that printed as "accel". */
+#define UTF8_BOM "\xef\xbb\xbf"
+
 int plan_load(plan *p, const char *path) {
   FILE *f = fopen(path, "r");
   struct stat st;
@@ -488,7 +492,8 @@ int plan_load(plan *p, const char *path) {
     if (!strchr(line, '\n') && !feof(f)) {
       cli_err("%s:%d: line longer than %zu characters", path, lineno, sizeof line - 1);
       rc = -1;
-    } else if (parse_line(p, line, lineno, err, sizeof err) != 0) {
+    } else if (parse_line(p, line + (lineno == 1 && !strncmp(line, UTF8_BOM, 3) ? 3 : 0), lineno,
+                          err, sizeof err) != 0) {
       cli_err("%s:%d: %s", path, lineno, err);
       rc = -1;
     }

@@ -480,6 +480,18 @@ print(json.load(sys.stdin)["plans"][0]["accelerators"][0]["queue_ns"])'; }
 print(json.load(open("w.json"))["plans"][0]["accelerators"][0]["busy_ns"])')"
 }
 
+t315_plan_with_byte_order_mark_or_crlf_reads_as_without() {
+  "$STANDIN" record -o rec -- "$PB" basic 12 >rec.out
+  printf 'accel a constant:ns=100\noffload api=pb.pack to a\n' >plain.txt
+  # a Windows editor's UTF-8 file: a byte order mark, CRLF line ends
+  printf '\xef\xbb\xbfaccel a constant:ns=100\r\noffload api=pb.pack to a\r\n' >win.txt
+  off() { "$STANDIN" whatif rec --plan "$1" --format json | python3 -c 'import json,sys
+p = json.load(sys.stdin)["plans"][0]; print(p["offloaded"], p["estimate_ns"])'; }
+  want=$(off plain.txt)
+  expect_eq "BOM and CRLF" "$want" "$(off win.txt)"
+  [ "${want%% *}" -gt 0 ] || fail "nothing offloaded: $want"
+}
+
 t316_size_past_64_bits_is_refused_not_wrapped() {
   "$STANDIN" record -o rec -- "$PB" basic 4 >rec.out
   # 99999999999G wrapped modulo 2^64 to a size some calls had
