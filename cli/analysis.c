@@ -333,8 +333,11 @@ static const uint64_t *rule_masks(ctx *x, scan_file *f, const st_call *c) {
     x->capmasks = cap;
   }
   uint64_t *m = &x->masks[x->nmasks * x->np];
-  for (int k = 0; k < x->np; k++)
-    m[k] = plan_match_mask(x->o->plans[k], c->api, scan_type_name(f, c->type), site_of(f, c->site));
+  for (int k = 0; k < x->np; k++) {
+    const char *type = scan_type_name(f, c->type);
+    m[k] = plan_match_mask(x->o->plans[k], c->api, type, site_of(f, c->site));
+    plan_selectors_met(x->o->plans[k], c->api, type, site_of(f, c->site), x->r->plans[k].met);
+  }
   if (idmap_put(&x->rcache, key, (uint32_t)x->nmasks) != 0)
     return NULL;
   x->nmasks++;
@@ -741,7 +744,8 @@ static int setup(ctx *x, an_result *r, const an_opts *o) {
   for (int k = 0; k < o->nplans; k++) {
     r->plans[k].p = o->plans[k];
     r->plans[k].rule_calls = calloc((size_t)o->plans[k]->nrules + 1, sizeof(uint64_t));
-    if (!r->plans[k].rule_calls)
+    r->plans[k].met = calloc((size_t)o->plans[k]->nrules + 1, 1);
+    if (!r->plans[k].rule_calls || !r->plans[k].met)
       return -1;
     for (int a = 0; a < o->plans[k]->naccel; a++) {
       uint32_t n = o->plans[k]->accel[a].engines;
@@ -907,7 +911,7 @@ static int run(an_result *r, const char *dir, const an_opts *o) {
     for (int j = 0; j < k && !again; j++)
       again = !strcmp(o->plans[j]->source, o->plans[k]->source);
     if (!again)
-      plan_warn_unused(o->plans[k], r->plans[k].rule_calls);
+      plan_warn_unused(o->plans[k], r->plans[k].rule_calls, r->plans[k].met);
   }
   for (size_t i = 0; files && i < n; i++)
     free(files[i].path);
@@ -929,6 +933,7 @@ void an_free(an_result *r) {
   for (int k = 0; k < r->nplans; k++) {
     free(r->plans[k].why);
     free(r->plans[k].rule_calls);
+    free(r->plans[k].met);
   }
   free(r->plans);
   memset(r, 0, sizeof *r);

@@ -84,6 +84,7 @@ typedef struct {
   int64_t saving_crit;                   /* the per-thread critical path's saving */
   an_bin bins[ST_API_MAX][AN_SIZE_BINS]; /* offloaded calls by API and request size */
   uint64_t *rule_calls;                  /* [p->nrules]: calls each rule decided */
+  uint8_t *met;                          /* [p->nrules]: selectors some call met (plan.h) */
 } an_plan;
 
 typedef struct {

@@ -452,14 +452,48 @@ static void warn_shadowed(const plan *p, const char *path) {
   }
 }
 
-void plan_warn_unused(const plan *p, const uint64_t *calls) {
+/* Why no call came to rule r, given the selectors some call met: the
+ * first selector none met, with where to find the recording's own names;
+ * else the selectors together, or earlier rules. */
+static void warn_unused_rule(const plan *p, const plan_rule *r, unsigned met) {
+  static const char what[] = "no call of this recording comes to this rule";
+  if (!(met & PLAN_SEL_API))
+    cli_warn("%s:%d: %s: the recording has no call of any of its APIs; 'standin report --by "
+             "api' lists the APIs it has",
+             p->source, r->line, what);
+  else if (!(met & PLAN_SEL_TYPE))
+    cli_warn("%s:%d: %s: no recorded call's type matches type=%s; 'standin report --by type' "
+             "lists the recorded types",
+             p->source, r->line, what, r->type_glob);
+  else if (!(met & PLAN_SEL_SITE))
+    cli_warn("%s:%d: %s: no recorded call site matches site=%s; 'standin report --by site' "
+             "lists the call sites",
+             p->source, r->line, what, r->site_glob);
+  else if (!(met & PLAN_SEL_MODULE))
+    cli_warn("%s:%d: %s: no recorded call site is in an object matching module=%s; 'standin "
+             "dump --format json' shows each call's frames and their objects",
+             p->source, r->line, what, r->module_glob);
+  else
+    cli_warn("%s:%d: %s: no call matches all of its selectors at once%s, or rules above it "
+             "take them",
+             p->source, r->line, what,
+             r->size_min || r->size_max != UINT64_MAX
+                 ? " (size= included: 'standin export' gives each call's request_size)"
+                 : "");
+}
+
+void plan_warn_unused(const plan *p, const uint64_t *calls, const uint8_t *met) {
   if (!strcmp(p->source, "--iface"))
     return;
   for (int j = 0; j < p->nrules; j++) {
     int shadowed = 0;
     for (int i = 0; i < j && !shadowed; i++)
       shadowed = rule_covers(&p->rules[i], &p->rules[j]);
-    if (!calls[j] && !shadowed)
+    if (calls[j] || shadowed)
+      continue;
+    if (met)
+      warn_unused_rule(p, &p->rules[j], met[j]);
+    else
       cli_warn("%s:%d: no call of this recording comes to this rule: none matches its "
                "selectors (a misspelt type or site?), or rules above it take them",
                p->source, p->rules[j].line);
@@ -646,6 +680,21 @@ uint64_t plan_match_mask(const plan *p, int api, const char *type, const st_site
     if (rule_matches_unsized(&p->rules[i], api, type, site))
       mask |= 1ull << i;
   return mask;
+}
+
+void plan_selectors_met(const plan *p, int api, const char *type, const st_site *site,
+                        uint8_t *met) {
+  for (int i = 0; i < p->nrules; i++) {
+    const plan_rule *r = &p->rules[i];
+    if (!r->api_mask || (r->api_mask & (1ull << (api & 63))))
+      met[i] |= PLAN_SEL_API;
+    if (!r->type_glob || fnmatch(r->type_glob, type ? type : "", 0) == 0)
+      met[i] |= PLAN_SEL_TYPE;
+    if (!r->site_glob || site_matches(r->site_glob, site, 0))
+      met[i] |= PLAN_SEL_SITE;
+    if (!r->module_glob || site_matches(r->module_glob, site, 1))
+      met[i] |= PLAN_SEL_MODULE;
+  }
 }
 
 int plan_first_sized(const plan *p, uint64_t mask, uint64_t size) {

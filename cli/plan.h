@@ -60,11 +60,23 @@ int plan_add_iface(plan *p, const char *spec);
 
 void plan_free(plan *p);
 
+/* Selectors of a rule, as bits of plan_selectors_met's `met`. */
+enum { PLAN_SEL_API = 1, PLAN_SEL_TYPE = 2, PLAN_SEL_SITE = 4, PLAN_SEL_MODULE = 8 };
+
+/* OR into met[i], for every rule i, the bit of each of its selectors but
+ * size= that a call of this API, type and site meets on its own (a rule
+ * without that selector: met). Cheap enough per distinct API, type and
+ * site; not per call. */
+void plan_selectors_met(const plan *p, int api, const char *type, const st_site *site,
+                        uint8_t *met);
+
 /* After a pass over a recording in which calls[i] calls came to rule i: a
  * warning for each rule of a plan file that no call came to (a typo in a
  * type or site matches nothing, without a word), unless loading the plan
- * already said that an earlier rule takes its calls. */
-void plan_warn_unused(const plan *p, const uint64_t *calls);
+ * already said that an earlier rule takes its calls. With met (from
+ * plan_selectors_met; NULL: not known) it names the selector that no
+ * recorded call meets, and where to find the names that are there. */
+void plan_warn_unused(const plan *p, const uint64_t *calls, const uint8_t *met);
 
 /* The rule deciding a call: its index, or -1 when none matches (software).
  * `site` may be NULL when the call has no recorded site. */

@@ -506,3 +506,24 @@ t316_size_past_64_bits_is_refused_not_wrapped() {
   "$STANDIN" whatif rec --plan q.txt >/dev/null 2>err2 && fail "a T suffix was taken"
   grep -q "q.txt:2: size=-16777215T is not a byte range" err2 || fail "$(cat err2)"
 }
+
+t317_rule_no_call_comes_to_names_the_selector_at_fault() {
+  "$STANDIN" record -o rec -- "$PB" basic 4 >rec.out
+  cat >p.txt <<'EOF2'
+accel a constant
+offload api=jpeg to a
+offload type=standin.test.Nosuch to a
+offload site=no_such_function to a
+offload module=*libnosuch* to a
+offload api=pb.unpack size=1G- to a
+offload api=pb.pack to a
+EOF2
+  "$STANDIN" whatif rec --plan p.txt >out 2>err
+  # a protobuf recording given a JPEG rule: no API of it was recorded
+  grep -q "p.txt:2: .*the recording has no call of any of its APIs; 'standin report --by api'" err || fail "api: $(cat err)"
+  grep -q "p.txt:3: .*no recorded call's type matches type=standin.test.Nosuch; 'standin report --by type'" err || fail "type: $(cat err)"
+  grep -q "p.txt:4: .*no recorded call site matches site=no_such_function; 'standin report --by site'" err || fail "site: $(cat err)"
+  grep -q "p.txt:5: .*no recorded call site is in an object matching module=\*libnosuch\*" err || fail "module: $(cat err)"
+  grep -q "p.txt:6: .*no call matches all of its selectors at once (size= included" err || fail "size: $(cat err)"
+  if grep -q "p.txt:7:" err; then fail "a rule calls come to was warned: $(cat err)"; fi
+}
