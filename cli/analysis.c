@@ -883,6 +883,7 @@ static int run(an_result *r, const char *dir, const an_opts *o) {
   x.launcher_pid = lp ? (uint32_t)strtoul(lp, NULL, 10) : 0;
   x.launcher_pidns = cli_launcher_pidns(dir);
   r->root_traced = x.launcher_pid ? 0 : -1;
+  r->busy = cli_recording_busy(dir);
   tfile *files = rc == 0 ? list_files(dir, &n, &total) : NULL;
   if (rc != 0)
     cli_err("out of memory");

@@ -96,6 +96,7 @@ typedef struct {
   uint64_t run_ns;         /* sum of the processes' run times */
   uint64_t rec_overhead_ns; /* standin's own time on the program's threads, summed */
   int run_approx;          /* a process's end is its last call's (writer killed) */
+  int busy;                /* a `standin record` was still writing into the recording */
   int cut;                 /* a trace ends inside a chunk (killed, a full disk): not damage */
   uint64_t span_ns;        /* earliest process start to latest end */
   uint64_t wall_ns;        /* run.info wall_ns of `standin record`, else span_ns */

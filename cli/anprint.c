@@ -154,7 +154,13 @@ void anp_notes_text(FILE *f, const an_result *r) {
   if (r->overlap && engines)
     fprintf(f, "note: processes ran at the same time; offline, each has the accelerators to "
                "itself (replay shares them), so queueing may be underestimated\n");
-  if (r->run_approx)
+  /* a recording read while `standin record` still writes into it: its
+   * processes are open and its wall time not measured yet (not "killed?") */
+  if (r->busy)
+    fprintf(f, "note: the recording is still being written (a 'standin record' is running): "
+               "these figures cover the calls flushed so far, over the trace's span so far; "
+               "run this again when the recording has ended\n");
+  else if (r->run_approx)
     fprintf(f, "note: a process was not closed (killed?): its run ends at its last call\n");
   if ((r->damaged || r->cut) && r->nplans) /* said on stderr as it was read; the estimate too */
     fprintf(f, "note: a trace ends early (damaged or cut off, as warned): the estimates hold "
@@ -222,7 +228,7 @@ void anp_recording_json(FILE *f, const an_result *r, const char *dir) {
           "\"late_calls\": %llu, \"processes_overlap\": %s, \"damaged\": %s, \"cut_off\": %s, "
           "\"cpus\": %u, "
           "\"span_ns\": %llu, \"thread_span_ns\": %llu, \"record_overhead_ns\": %llu, "
-          "\"first_process_made_calls\": %s",
+          "\"still_recording\": %s, \"first_process_made_calls\": %s",
           U(r->processes), U(r->chains), U(r->calls), U(r->call_ns), U(r->run_ns),
           r->run_approx ? "true" : "false", U(r->wall_ns),
           r->wall_recorded == 2 ? "native-wall"
@@ -230,7 +236,7 @@ void anp_recording_json(FILE *f, const an_result *r, const char *dir) {
                                 : "trace",
           U(r->late), r->overlap ? "true" : "false", r->damaged ? "true" : "false",
           r->cut ? "true" : "false", r->cpus, U(r->span_ns), U(r->thread_span_ns),
-          U(r->rec_overhead_ns),
+          U(r->rec_overhead_ns), r->busy ? "true" : "false",
           r->root_traced < 0 ? "null"
           : r->root_traced   ? "true"
                              : "false");

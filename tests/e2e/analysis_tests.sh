@@ -1141,3 +1141,22 @@ test" basic 5 >/dev/null
   expect_eq "site rows" 4 "$(grep -c '^pb\\ntest+0x' r.txt)"
   ! grep -q '^test+0x' r.txt || fail "$(cat r.txt)"
 }
+
+t450_analysis_of_a_recording_still_being_written_says_so() {
+  mkfifo go
+  # pbtest ends (its trace is closed) while the recording goes on
+  "$STANDIN" record -o rec -- sh -c '"$1" basic 4 >rec.out && : >pb.done && read x <go' sh "$PB" &
+  rec=$!
+  while [ ! -e pb.done ]; do sleep 0.1; done
+  "$STANDIN" whatif rec --iface protoacc >w1.out 2>w1.err
+  grep -q "note: the recording is still being written" w1.out || fail "running: $(cat w1.out)"
+  "$STANDIN" whatif rec --iface protoacc --format json >w1.json
+  expect_eq "still_recording" True "$(python3 -c 'import json
+print(json.load(open("w1.json"))["still_recording"])')"
+  echo >go
+  wait $rec
+  "$STANDIN" whatif rec --iface protoacc >w2.out
+  if grep -q "still being written" w2.out; then fail "ended: $(cat w2.out)"; fi
+  "$STANDIN" report rec --iface protoacc >r2.out
+  if grep -q "still being written" r2.out; then fail "report: $(cat r2.out)"; fi
+}
