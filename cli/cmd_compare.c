@@ -22,7 +22,7 @@ static const char usage_text[] =
     "their differences in % of the measured time (positive: the estimate is longer),\n"
     "the calls replayed beside the calls the plan offloads offline, and per\n"
     "accelerator the measured and estimated requests and queueing. The last row is the\n"
-    "median over the summaries.\n"
+    "median over the summaries, less those of another recording, plan or model.\n"
     "\n"
     "  -t, --trace DIR   the recording, as for replay (or DIR)\n"
     "  -p, --plan FILE   the plan the replays used\n"
@@ -44,6 +44,7 @@ typedef struct {
 typedef struct {
   uint64_t wall, replayed, approx, fallback;
   json *doc;
+  const char *apart; /* why it is left out of the median (warned), or NULL */
 } summary;
 
 static int parse(int argc, char **argv, cmp_opts *o) {
@@ -130,17 +131,19 @@ static int load(const cmp_opts *o, summary *s) {
     const json *rec = json_get(s[i].doc, "recording");
     char want[PATH_MAX], got[PATH_MAX];
     if (rec && rec->kind == JSON_STR && realpath(o->dir, want) &&
-        strcmp(realpath(rec->str, got) ? got : rec->str, want) != 0)
+        strcmp(realpath(rec->str, got) ? got : rec->str, want) != 0) {
       cli_warn("%s is a replay of %s, not of %s: its wall time is not this recording's to "
-               "compare with",
+               "compare with; it is left out of the median",
                o->files[i], rec->str, want);
+      s[i].apart = "another recording";
+    }
   }
   return 0;
 }
 
 /* A summary whose replay had none of the plan's accelerators ran another
  * plan: its times are not this plan's. */
-static void check_accelerators(const cmp_opts *o, const summary *s, const plan *p) {
+static void check_accelerators(const cmp_opts *o, summary *s, const plan *p) {
   for (int i = 0; i < o->nfiles; i++) {
     const json *arr = json_get(s[i].doc, "accelerators");
     if (!arr || arr->kind != JSON_ARR)
@@ -155,14 +158,19 @@ static void check_accelerators(const cmp_opts *o, const summary *s, const plan *
         /* the same accelerator with other parameters is another model */
         const json *m = json_get(&arr->items[j], "model");
         const char *want = if_model_describe(p->accel[k].model);
-        if (m && m->kind == JSON_STR && !if_spec_same(m->str, want))
-          cli_warn("%s replayed %s as %s, not %s: its times are another model's", o->files[i],
-                   p->accel[k].name, m->str, want);
+        if (m && m->kind == JSON_STR && !if_spec_same(m->str, want)) {
+          cli_warn("%s replayed %s as %s, not %s: its times are another model's; it is left "
+                   "out of the median",
+                   o->files[i], p->accel[k].name, m->str, want);
+          s[i].apart = s[i].apart ? s[i].apart : "another model";
+        }
       }
-    if (!shared && p->naccel)
+    if (!shared && p->naccel) {
       cli_warn("%s was replayed with none of the plan's accelerators (%s%s): give compare the "
-               "plan or --iface the replay ran with",
+               "plan or --iface the replay ran with; it is left out of the median",
                o->files[i], p->accel[0].name, p->naccel > 1 ? ", ..." : "");
+      s[i].apart = s[i].apart ? s[i].apart : "another plan";
+    }
   }
 }
 
@@ -181,12 +189,23 @@ static int u64_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Summaries the median is taken over: those of this recording and plan,
+ * or every one when none is (the rows say which). */
+static int in_median(const summary *s, int n, int i) {
+  for (int j = 0; j < n; j++)
+    if (!s[j].apart)
+      return !s[i].apart;
+  return 1;
+}
+
 static uint64_t median_wall(const summary *s, int n) {
   uint64_t v[MAX_SUMMARIES];
+  int m = 0;
   for (int i = 0; i < n; i++)
-    v[i] = s[i].wall;
-  qsort(v, (size_t)n, sizeof *v, u64_cmp);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    if (in_median(s, n, i))
+      v[m++] = s[i].wall;
+  qsort(v, (size_t)m, sizeof *v, u64_cmp);
+  return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
 }
 
 /* Accelerator `name` of a summary, or NULL. */
@@ -226,12 +245,18 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
            cli_fmt_count(rp, sizeof rp, s[i].replayed));
     if (near)
       printf(" %12s", cli_fmt_count(ap, sizeof ap, s[i].approx));
+    if (s[i].apart)
+      printf("  (%s%s)", s[i].apart, in_median(s, o->nfiles, i) ? "" : ": not in the median");
     putchar('\n');
   }
   uint64_t med = median_wall(s, o->nfiles);
-  char m[32], e[32], n[32], nd[16];
+  char m[32], e[32], n[32], nd[16], label[32];
+  int nmed = 0;
+  for (int i = 0; i < o->nfiles; i++)
+    nmed += in_median(s, o->nfiles, i);
+  snprintf(label, sizeof label, nmed < o->nfiles ? "median of %d" : "median", nmed);
   snprintf(nd, sizeof nd, nm ? "%+.1f%%" : "-", diff(naive, med));
-  printf("%-32s %11s %11s %+8.1f%% %11s %9s\n", "median", cli_fmt_ns(m, sizeof m, (double)med),
+  printf("%-32s %11s %11s %+8.1f%% %11s %9s\n", label, cli_fmt_ns(m, sizeof m, (double)med),
          cli_fmt_ns(e, sizeof e, (double)est), diff(est, med), an_fmt_naive(n, sizeof n, r, 0), nd);
   const an_plan *pr = &r->plans[0];
   printf("\n%-14s %-32s %10s %11s\n", "ACCELERATOR", "FROM", "REQUESTS", "QUEUE");
@@ -272,6 +297,11 @@ static void print_json(const an_result *r, const cmp_opts *o, const summary *s) 
            (unsigned long long)s[i].wall, (unsigned long long)s[i].replayed,
            (unsigned long long)s[i].approx, diff(est, s[i].wall) / 100,
            diff(naive, s[i].wall) / 100);
+    printf(", \"in_median\": %s, \"apart\": ", in_median(s, o->nfiles, i) ? "true" : "false");
+    if (s[i].apart)
+      json_write_str(stdout, s[i].apart);
+    else
+      printf("null");
     /* what the text's ACCELERATOR table shows: the plan's accelerators as
      * measured by this replay (null: it had no such accelerator) */
     const plan *p = r->plans[0].p;

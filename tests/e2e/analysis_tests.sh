@@ -1160,3 +1160,27 @@ print(json.load(open("w1.json"))["still_recording"])')"
   "$STANDIN" report rec --iface protoacc >r2.out
   if grep -q "still being written" r2.out; then fail "report: $(cat r2.out)"; fi
 }
+
+t451_compare_leaves_another_recordings_summary_out_of_the_median() {
+  "$STANDIN" record -o rec -- "$PB" basic 12 >rec.out
+  "$STANDIN" record -o other -- "$PB" basic 3 >other.out
+  for i in 1 2; do
+    "$STANDIN" replay -t rec --iface constant:ns=100 --summary s$i.json -- "$PB" basic 12 >/dev/null
+  done
+  "$STANDIN" replay -t other --iface constant:ns=100 --summary o.json -- "$PB" basic 3 >/dev/null
+  "$STANDIN" replay -t rec --iface software --summary sw.json -- "$PB" basic 12 >/dev/null
+  "$STANDIN" compare rec --iface constant:ns=100 s1.json o.json s2.json sw.json --format json \
+    >c.json 2>c.err
+  grep -q "o.json is a replay of .*other.*left out of the median" c.err || fail "$(cat c.err)"
+  python3 - <<'PY' || fail "$(cat c.json)"
+import json
+d = json.load(open("c.json"))
+w = {s["file"]: s["wall_ns"] for s in d["summaries"]}
+inm = {s["file"]: s["in_median"] for s in d["summaries"]}
+assert inm == {"s1.json": True, "o.json": False, "s2.json": True, "sw.json": False}, inm
+assert d["median_wall_ns"] == (w["s1.json"] + w["s2.json"]) // 2, (d["median_wall_ns"], w)
+PY
+  "$STANDIN" compare rec --iface constant:ns=100 s1.json o.json s2.json >c.txt 2>/dev/null
+  grep -q "^o.json .*(another recording: not in the median)" c.txt || fail "$(cat c.txt)"
+  grep -q "^median of 2 " c.txt || fail "$(cat c.txt)"
+}
