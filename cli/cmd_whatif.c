@@ -1,5 +1,6 @@
 /* cmd_whatif.c — `standin whatif`: offline end-to-end estimate per plan. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "anopt.h"
 #include "anprint.h"
 #include "cli.h"
+#include "json.h"
 
 static const char usage_text[] =
     "usage: standin whatif [DIR] (--plan FILE | --iface SPEC)... [--format text|json]\n"
@@ -65,6 +67,58 @@ static const char *plan_label(const char *name) {
   return slash && name[0] != '-' ? slash + 1 : name;
 }
 
+/* The plan with the shortest estimate (the first of equals). */
+static int best_plan(const an_result *r) {
+  int b = 0;
+  for (int k = 1; k < r->nplans; k++)
+    if (an_estimate(r, k) < an_estimate(r, b))
+      b = k;
+  return b;
+}
+
+/* Plans whose estimates differ by less than this share of the recorded
+ * time are not told apart: estimates have landed within a few percent of
+ * measured runs (docs/VALIDATION.md), up to -13..+7% in earlier series. */
+#define WI_CLOSE 0.05
+
+/* The answer to "which plan, and what does it buy": the best plan against
+ * the run the estimates start from and against the next best, and whether
+ * either gap is smaller than what estimates are known to be off by. */
+static void print_verdict(const an_result *r, const wi_opts *o) {
+  char a[32], b[32], c[32];
+  int best = best_plan(r), next = -1;
+  uint64_t est = an_estimate(r, best);
+  double wall = (double)r->wall_ns, gain = wall - (double)est, gap = 0;
+  const char *base = r->wall_recorded == 2 ? "the native run" : "the recorded run";
+  for (int k = 0; k < r->nplans; k++)
+    if (k != best && (next < 0 || an_estimate(r, k) < an_estimate(r, next)))
+      next = k;
+  printf("\n%s%s: %s, ", r->nplans > 1 ? "best: " : "", plan_label(o->a.ps.name[best]),
+         cli_fmt_ns(a, sizeof a, (double)est));
+  if (gain > 0)
+    printf("%s (%.1f%%) less than %s\n", cli_fmt_ns(b, sizeof b, gain),
+           wall ? 100.0 * gain / wall : 0.0, base);
+  else if (gain == 0)
+    printf("the same as %s\n", base);
+  else
+    printf("%s (%.1f%%) more than %s: %s\n", cli_fmt_ns(b, sizeof b, -gain),
+           wall ? -100.0 * gain / wall : 0.0, base,
+           r->nplans > 1 ? "no plan shortens the run" : "the plan does not shorten the run");
+  if (next >= 0) {
+    gap = (double)an_estimate(r, next) - (double)est;
+    if (gap > 0)
+      printf("  %s (%.1f%%) ahead of the next, %s\n", cli_fmt_ns(c, sizeof c, gap),
+             wall ? 100.0 * gap / wall : 0.0, plan_label(o->a.ps.name[next]));
+    else
+      printf("  the same as %s\n", plan_label(o->a.ps.name[next]));
+  }
+  if (wall && ((gain && fabs(gain) < WI_CLOSE * wall) || (gap > 0 && gap < WI_CLOSE * wall)))
+    printf("  a difference under %.0f%% of the run is within what estimates can be off by "
+           "(docs/VALIDATION.md): measure with 'standin replay --plan FILE --summary S.json' "
+           "and 'standin compare'%s\n",
+           100 * WI_CLOSE, next >= 0 ? ", or 'standin sweep --replay'" : "");
+}
+
 static void print_text(const an_result *r, const wi_opts *o) {
   char a[32], b[32], c[32];
   printf("recording %s: %s%s, %llu process%s, %llu thread%s with calls, %s call%s, %s in calls\n",
@@ -105,6 +159,7 @@ static void print_text(const an_result *r, const wi_opts *o) {
     if (strlen(plan_label(o->a.ps.name[k])) > 28)
       printf("  (%s)\n", o->a.ps.name[k]);
   }
+  print_verdict(r, o);
   /* what each plan leaves in software, and why (as report prints it) */
   for (int k = 0; k < r->nplans; k++) {
     const an_plan *pr = &r->plans[k];
@@ -127,7 +182,9 @@ static void print_json(const an_result *r, const wi_opts *o) {
     printf("%s\n   ", k ? "," : "");
     anp_plan_json(stdout, r, k, o->a.ps.name[k]);
   }
-  printf("\n  ]\n}\n");
+  printf("\n  ],\n  \"best\": ");
+  json_write_str(stdout, o->a.ps.name[best_plan(r)]);
+  printf("\n}\n");
 }
 
 int cmd_whatif(int argc, char **argv) {

@@ -1184,3 +1184,22 @@ PY
   grep -q "^o.json .*(another recording: not in the median)" c.txt || fail "$(cat c.txt)"
   grep -q "^median of 2 " c.txt || fail "$(cat c.txt)"
 }
+
+t452_whatif_names_the_best_plan_and_its_margin() {
+  "$STANDIN" record -o rec -- "$PB" basic 12 >rec.out
+  printf 'accel a constant:ns=0\noffload api=protobuf to a\n' >free.txt
+  printf 'accel a constant:ns=0\noffload api=pb.size to a\n' >some.txt
+  printf 'accel a constant:ns=100000\noffload api=protobuf to a\n' >slow.txt
+  "$STANDIN" whatif rec --plan slow.txt --plan free.txt --plan some.txt --native-wall 10s >w.out
+  grep -q "^best: free.txt: .* less than the native run" w.out || fail "$(cat w.out)"
+  grep -q "^  .* ahead of the next, some.txt" w.out || fail "$(cat w.out)"
+  "$STANDIN" whatif rec --plan slow.txt --plan free.txt --format json >w.json
+  expect_eq "json best" free.txt "$(python3 -c 'import json
+print(json.load(open("w.json"))["best"])')"
+  # a slower device for every call: no plan helps, and the text says so
+  "$STANDIN" whatif rec --plan slow.txt >s.out
+  grep -q "^slow.txt: .* more than the recorded run: the plan does not shorten the run" s.out ||
+    fail "$(cat s.out)"
+  # two plans within a few percent of a 10 s run: not told apart
+  grep -q "within what estimates can be off by" w.out || fail "$(cat w.out)"
+}
