@@ -284,15 +284,23 @@ static void latency_data(FILE *f, const plot_ctx *pc) {
   }
 }
 
+/* Times as "100ns", "20us", "4ms": the data is in ns, the axis in s, so
+ * that gnuplot's SI prefixes give the unit (1e+06 ns was read as a count). */
+#define PLOT_TIME_FORMAT "'%%.0s%%cs'"
+
+/* gnuplot's default colours repeat after 8 and its key sat inside, over
+ * the slowest groups' curves: the 9th group onwards is dashed, and the key
+ * goes below the plot. */
 static void latency_script(FILE *gp, void *arg) {
   const plot_ctx *pc = arg;
-  fprintf(gp, "set key inside right bottom\nset logscale x\nset xlabel 'latency (ns, log scale)'\n"
+  fprintf(gp, "set key below height 1\nset logscale x\nset format x " PLOT_TIME_FORMAT "\n"
+              "set xlabel 'latency (log scale)'\n"
               "set ylabel 'fraction of calls at or below'\nset yrange [0:1.02]\nplot ");
   for (size_t i = 0; i < pc->n; i++) {
     char l[1024];
     anp_group_label(&pc->r->groups[pc->ix[i]], pc->by, l, sizeof l);
-    fprintf(gp, "%s'latency.dat' index %zu using 1:2 with steps lw 2 title ", i ? ", \\\n  " : "",
-            i);
+    fprintf(gp, "%s'latency.dat' index %zu using ($1*1e-9):2 with steps lw 2 dt %zu title ",
+            i ? ", \\\n  " : "", i, i / 8 + 1);
     plot_str(gp, l);
   }
   fprintf(gp, "\n");
@@ -331,21 +339,33 @@ static void size_data(FILE *f, plot_ctx *pc) {
   }
 }
 
+/* Size tics at powers of 4 in binary units ("64 B", "16 KiB"); gnuplot's
+ * own SI prefixes wrote 65536 as "66kB". */
+static void size_tics(FILE *gp) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  fprintf(gp, "set xtics (");
+  for (unsigned k = 0; k < 42; k += 2)
+    fprintf(gp, "%s\"%llu %s\" %llu", k ? ", " : "", 1ull << (k % 10), unit[k / 10], 1ull << k);
+  fprintf(gp, ")\n");
+}
+
 static void size_script(FILE *gp, void *arg) {
   const plot_ctx *pc = arg;
-  fprintf(gp, "set key below\nset logscale xy 2\nset format x '%%.0s%%cB'\n"
-              "set xtics rotate by -30\nset xlabel 'request size (bin lower bound)'\n"
-              "set ylabel 'mean time per call (ns)'\nset datafile missing '?'\nplot ");
+  fprintf(gp, "set key below height 1\nset logscale x 2\nset logscale y 10\n"
+              "set format y " PLOT_TIME_FORMAT "\n");
+  size_tics(gp);
+  fprintf(gp, "set xlabel 'request size (bin lower bound, log scale)'\n"
+              "set ylabel 'mean time per call (log scale)'\nset datafile missing '?'\nplot ");
   for (int i = 0; i < pc->napis; i++) {
     const char *api = st_api_name(pc->apis[i]);
     fprintf(gp,
-            "%s'size.dat' index %d using ($1 > 0 ? $1 : 0.5):2 with linespoints lw 2 "
+            "%s'size.dat' index %d using ($1 > 0 ? $1 : 0.5):($2*1e-9) with linespoints lw 2 "
             "title '%s software (recorded)'",
             i ? ", \\\n  " : "", i, api);
     if (pc->predicted[i])
       fprintf(gp,
-              ", \\\n  'size.dat' index %d using ($1 > 0 ? $1 : 0.5):3 with linespoints "
-              "lw 2 dt 2 title '%s predicted (offloaded calls)'",
+              ", \\\n  'size.dat' index %d using ($1 > 0 ? $1 : 0.5):($3*1e-9) with "
+              "linespoints lw 2 dt 2 title '%s predicted (offloaded calls)'",
               i, api);
   }
   fprintf(gp, "\n");

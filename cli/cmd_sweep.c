@@ -436,6 +436,7 @@ static void print_json(const an_result *r, const sw_opts *o, const measured *m,
 typedef struct {
   const sw_opts *o;
   int measured;
+  const an_result *r; /* its wall_ns: the run the estimates start from */
 } sweep_plot;
 
 static void sweep_script(FILE *gp, void *arg) {
@@ -444,12 +445,20 @@ static void sweep_script(FILE *gp, void *arg) {
   snprintf(x, sizeof x, "%s.%s", sp->o->accel, sp->o->key);
   fprintf(gp, "set xlabel ");
   plot_str(gp, x);
-  fprintf(gp, "\nset datafile missing '?'\nset key inside left top\nset ylabel 'end-to-end "
-              "time (ms)'\nset yrange [0:*]\nset "
-              "offsets 0.3, 0.3, 0, 0\n"
-              "plot 'sweep.dat' using 0:($2/1e6):xtic(1) with linespoints lw 2 pt 7 title "
-              "'offline estimate', \\\n"
-              "  'sweep.dat' using 0:($3/1e6) with linespoints lw 1 dt 2 title 'naive sum'");
+  /* the key sat inside, over the first values' points; the run the
+   * estimates start from is drawn, as the text's CHANGE column is of it */
+  fprintf(gp,
+          "\nset datafile missing '?'\nset key below height 1\nset ylabel 'end-to-end "
+          "time (ms)'\nset yrange [0:*]\nset "
+          "offsets 0.3, 0.3, 0, 0\n"
+          "plot 'sweep.dat' using 0:($2/1e6):xtic(1) with linespoints lw 2 pt 7 title "
+          "'offline estimate', \\\n"
+          "  'sweep.dat' using 0:($3/1e6) with linespoints lw 1 dt 2 title 'naive sum', "
+          "\\\n  'sweep.dat' using 0:(%.6f) with lines lw 1 dt 3 lc 'black' title '%s'",
+          (double)sp->r->wall_ns / 1e6,
+          sp->r->wall_recorded == 2 ? "native run (--native-wall)"
+          : sp->r->wall_recorded    ? "recorded run (baseline of the estimates)"
+                                    : "trace span (baseline of the estimates)");
   if (sp->measured)
     fprintf(gp, ", \\\n  'sweep.dat' using 0:($4/1e6):($5/1e6):($6/1e6) with yerrorlines lw 2 "
                 "title 'replay, median (min..max)'");
@@ -475,7 +484,7 @@ static int write_plot(const an_result *r, const sw_opts *o, const measured *m) {
   }
   char title[512];
   snprintf(title, sizeof title, "%s: end-to-end time vs %s.%s", o->dir, o->accel, o->key);
-  sweep_plot sp = {o, m != NULL};
+  sweep_plot sp = {o, m != NULL, r};
   int rc = plot_close(&p, title, sweep_script, &sp);
   if (rc >= 0)
     fprintf(stderr, "standin: sweep: plot in %s/sweep (.dat, .gp%s)\n", o->plot,

@@ -1203,3 +1203,27 @@ print(json.load(open("w.json"))["best"])')"
   # two plans within a few percent of a 10 s run: not told apart
   grep -q "within what estimates can be off by" w.out || fail "$(cat w.out)"
 }
+
+t453_plots_keep_the_key_off_the_data_and_label_units() {
+  # protogen's many message types: more groups than gnuplot has colours
+  "$STANDIN" record -o rec -- "$B/progs/protogen" -n 3 >rec.out
+  "$STANDIN" report rec --iface protobuf=constant:ns=100 --plot plots >/dev/null 2>err
+  gp=plots/latency.gp
+  grep -q "^set key below" $gp || fail "latency key: $(cat $gp)"
+  grep -q "^set format x '%.0s%cs'" $gp || fail "latency unit: $(cat $gp)"
+  # the 9th group onwards is dashed: gnuplot's colours repeat after 8
+  grep -q "index 8 using (\$1\*1e-9):2 with steps lw 2 dt 2 " $gp || fail "9th group: $(cat $gp)"
+  grep -q "index 0 using (\$1\*1e-9):2 with steps lw 2 dt 1 " $gp || fail "1st group: $(cat $gp)"
+  gp=plots/size.gp
+  grep -q '"64 KiB" 65536' $gp || fail "size tics: $(cat $gp)"
+  grep -q "^set format y '%.0s%cs'" $gp || fail "size unit: $(cat $gp)"
+  "$STANDIN" sweep rec --iface protobuf=constant:ns=100 --vary ns=100,1000 --plot splot >/dev/null 2>err
+  grep -q "^set key below" splot/sweep.gp || fail "sweep key: $(cat splot/sweep.gp)"
+  wall=$("$STANDIN" whatif rec --iface protobuf=constant:ns=100 --format json | python3 -c 'import json,sys
+print("%.6f" % (json.load(sys.stdin)["wall_ns"] / 1e6))')
+  grep -q "using 0:($wall) with lines .* title 'recorded run (baseline of the estimates)'" \
+    splot/sweep.gp || fail "sweep baseline $wall: $(cat splot/sweep.gp)"
+  if command -v gnuplot >/dev/null; then
+    for f in plots/latency plots/size splot/sweep; do [ -s $f.svg ] || fail "no $f.svg: $(cat err)"; done
+  fi
+}
