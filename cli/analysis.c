@@ -363,6 +363,33 @@ static int sw_reason(int outcome) {
                                        : AN_SW_NOT_SELECTED;
 }
 
+int an_decide(const plan *p, scan_file *f, const st_call *c, const char *type, int rule,
+              plan_decision *d) {
+  *d = (plan_decision){.outcome = PLAN_NOT_SELECTED, .rule = rule, .accel = -1};
+  if (c->flags & ST_CALL_NOT_OFFLOADABLE)
+    return AN_SW_NOT_OFFLOADABLE;
+  if ((c->flags & ST_CALL_NO_RESPONSE) && !(c->flags & ST_CALL_FAILED))
+    return AN_SW_NO_RESPONSE;
+  standin_request r;
+  plan_request(&r, c, type);
+  /* JPEG models may read the image itself (jpeg-lpn counts coefficients);
+   * decodes are few and large, so fetching their request is cheap */
+  const void *blob;
+  uint64_t blen;
+  if (st_api_family(c->api) == ST_FAMILY_JPEG && c->req_blob &&
+      st_reader_blob(f->r, c->req_blob, &blob, &blen) == ST_OK) {
+    r.req = blob;
+    r.req_len = blen;
+  }
+  plan_decide(p, rule, &r, c->resp_len, d);
+  return d->outcome == PLAN_OFFLOAD ? -1 : sw_reason(d->outcome);
+}
+
+int an_rule(const plan *p, const scan_file *f, const st_call *c) {
+  return plan_match(p, c->api, scan_type_name(f, c->type), site_of(f, c->site),
+                    plan_request_size(c));
+}
+
 /* Plan k's decision for a call, counted in the plan and the group. */
 static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t *masks,
                    an_group *g, ev_plan *out) {
@@ -377,39 +404,21 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
                                       : plan_match(p, c->api, type, site_of(f, c->site), size);
   if (rule >= 0) /* whether any call comes to each rule (plan_warn_unused) */
     pr->rule_calls[rule]++;
-  if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
-    reason = AN_SW_NOT_OFFLOADABLE;
-  } else if ((c->flags & ST_CALL_NO_RESPONSE) && !(c->flags & ST_CALL_FAILED)) {
-    reason = AN_SW_NO_RESPONSE;
-  } else {
-    standin_request r;
-    plan_decision d;
-    plan_request(&r, c, type);
-    /* JPEG models may read the image itself (jpeg-lpn counts coefficients);
-     * decodes are few and large, so fetching their request is cheap */
-    const void *blob;
-    uint64_t blen;
-    if (st_api_family(c->api) == ST_FAMILY_JPEG && c->req_blob &&
-        st_reader_blob(f->r, c->req_blob, &blob, &blen) == ST_OK) {
-      r.req = blob;
-      r.req_len = blen;
-    }
-    plan_decide(p, rule, &r, c->resp_len, &d);
-    if (d.outcome == PLAN_OFFLOAD) {
-      pr->offloaded++;
-      pr->offloaded_rec_ns += c->latency_ns;
-      gp->offloaded++;
-      gp->offloaded_rec_ns += c->latency_ns;
-      gp->service_ns += d.service_ns;
-      gp->link_ns += d.link_in_ns + d.link_out_ns;
-      *out = (ev_plan){d.service_ns, d.link_in_ns, d.link_out_ns, d.accel,
-                       d.busy_ns < d.service_ns ? (uint32_t)d.busy_ns : EV_BUSY_WHOLE};
-      return;
-    }
-    if (d.outcome == PLAN_UNSUPPORTED)
-      count_why(pr, d.accel, d.why);
-    reason = sw_reason(d.outcome);
+  plan_decision d;
+  reason = an_decide(p, f, c, type, rule, &d);
+  if (reason < 0) {
+    pr->offloaded++;
+    pr->offloaded_rec_ns += c->latency_ns;
+    gp->offloaded++;
+    gp->offloaded_rec_ns += c->latency_ns;
+    gp->service_ns += d.service_ns;
+    gp->link_ns += d.link_in_ns + d.link_out_ns;
+    *out = (ev_plan){d.service_ns, d.link_in_ns, d.link_out_ns, d.accel,
+                     d.busy_ns < d.service_ns ? (uint32_t)d.busy_ns : EV_BUSY_WHOLE};
+    return;
   }
+  if (reason == AN_SW_UNSUPPORTED)
+    count_why(pr, d.accel, d.why);
   pr->sw[reason]++;
   gp->sw[reason]++;
 }

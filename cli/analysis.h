@@ -144,6 +144,19 @@ int an_estimable(const an_result *r, const char *dir, const char *what);
 int an_estimable_quick(const char *dir, const char *what);
 void an_free(an_result *r);
 
+typedef struct scan_file scan_file;
+
+/* The rule of plan p that decides recorded call c of f (plan_match), -1
+ * when none. */
+int an_rule(const plan *p, const scan_file *f, const st_call *c);
+
+/* Plan p's decision for recorded call c of f (type: its type name) with
+ * its deciding rule, as whatif and replay take it: -1 when offloaded (*d
+ * holds the prediction), else why it stays in software (AN_SW_*; *d's why
+ * names the model's reason for AN_SW_UNSUPPORTED). */
+int an_decide(const plan *p, scan_file *f, const st_call *c, const char *type, int rule,
+              plan_decision *d);
+
 /* End-to-end estimates of plan k (ns), on the recorded wall time:
  *  - critical path: wall minus the saving of the per-thread critical path
  *    (one thread: minus every offloaded call's saving, Amdahl);

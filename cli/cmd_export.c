@@ -6,13 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "json.h"
 #include "plan.h"
+#include "planset.h"
 #include "scan.h"
 
 static const char usage_text[] =
-    "usage: standin export [DIR] --format csv|json|chrome [-o FILE]\n"
+    "usage: standin export [DIR] --format csv|json|chrome [-o FILE] [--plan FILE | --iface "
+    "SPEC...]\n"
     "\n"
     "Writes every recorded call of DIR (default standin.data), streaming, to FILE\n"
     "(default standard output). Times are in ns since the first process of the\n"
@@ -34,9 +37,19 @@ static const char usage_text[] =
     "          dur in us, args with sizes, site and features — and metadata events\n"
     "          (ph \"M\") naming processes and threads. Open it in ui.perfetto.dev.\n"
     "\n"
+    "With a plan (--plan FILE, or --iface SPEC repeated as for replay), each call also\n"
+    "gets the plan's decision, as whatif and replay take it: CSV columns decision,\n"
+    "accel, predicted_ns, service_ns, link_ns, why after the features (JSON and Chrome:\n"
+    "an object \"plan\" with those fields). decision is offload, not_selected, kept,\n"
+    "unsupported, no_response or not_offloadable; predicted_ns = service_ns + link_ns,\n"
+    "for offloaded calls only: queueing for an engine depends on the other calls\n"
+    "(standin whatif adds it).\n"
+    "\n"
     "  -t, --trace DIR  the recording, as for replay (or DIR)\n"
     "  -F, --format F   csv, json or chrome (required)\n"
-    "  -o, --output F   write to F instead of standard output (- is standard output)\n";
+    "  -o, --output F   write to F instead of standard output (- is standard output)\n"
+    "  -p, --plan FILE  add each call's decision under this plan\n"
+    "  -i, --iface SPEC the same for a one-accelerator plan ([API=]MODEL[:k=v,...])\n";
 
 enum { FMT_CSV, FMT_JSON, FMT_CHROME };
 
@@ -59,7 +72,52 @@ typedef struct {
    * not share a track with the others. */
   uint64_t cpid, launcher_ns;
   cli_procs procs;
+  planset ps;      /* --plan or --iface: at most one plan */
+  const plan *pl;  /* ps.p[0], or NULL */
+  plan_decision d; /* of the call being written, under pl */
+  int reason;      /* -1: offloaded; else AN_SW_* */
 } ex_ctx;
+
+/* The decision of plan x->pl for call c (x->d, x->reason). */
+static void decide(ex_ctx *x, scan_file *f, const st_call *c) {
+  x->reason = an_decide(x->pl, f, c, scan_type_name(f, c->type), an_rule(x->pl, f, c), &x->d);
+}
+
+static const char *decision_name(const ex_ctx *x) {
+  return x->reason < 0 ? "offload" : an_sw_names[x->reason];
+}
+
+/* The deciding or refusing accelerator's name, or "". */
+static const char *decision_accel(const ex_ctx *x) {
+  int a = x->d.accel;
+  return a >= 0 && a < x->pl->naccel ? x->pl->accel[a].name : "";
+}
+
+/* The decision's three times, in the format fmt takes them (predicted,
+ * service, link), or `none` when the call is not offloaded; then its why. */
+static void decision_times(const ex_ctx *x, FILE *o, const char *fmt, const char *none) {
+  if (x->reason < 0)
+    fprintf(o, fmt, (unsigned long long)(x->d.service_ns + x->d.link_in_ns + x->d.link_out_ns),
+            (unsigned long long)x->d.service_ns,
+            (unsigned long long)(x->d.link_in_ns + x->d.link_out_ns));
+  else
+    fputs(none, o);
+}
+
+static const char *decision_why(const ex_ctx *x) {
+  return x->reason == AN_SW_UNSUPPORTED && x->d.why ? x->d.why : "";
+}
+
+/* The decision as a JSON object (the CSV's columns). */
+static void json_decision(const ex_ctx *x, FILE *o) {
+  fprintf(o, "{\"decision\": \"%s\", \"accel\": ", decision_name(x));
+  json_write_str(o, decision_accel(x));
+  decision_times(x, o, ", \"predicted_ns\": %llu, \"service_ns\": %llu, \"link_ns\": %llu",
+                 ", \"predicted_ns\": null, \"service_ns\": null, \"link_ns\": null");
+  fputs(", \"why\": ", o);
+  json_write_str(o, decision_why(x));
+  fputc('}', o);
+}
 
 /* Feature names of every API, each once, in API order. */
 static void feature_columns(ex_ctx *x) {
@@ -107,6 +165,8 @@ static void csv_header(ex_ctx *x) {
         x->out);
   for (int i = 0; i < x->nfeat; i++)
     fprintf(x->out, ",%s", x->feat[i]);
+  if (x->pl)
+    fputs(",decision,accel,predicted_ns,service_ns,link_ns,why", x->out);
   fputc('\n', x->out);
 }
 
@@ -143,6 +203,12 @@ static void csv_call(ex_ctx *x, scan_file *f, const st_call *c) {
       fprintf(o, ",%llu", (unsigned long long)c->feat[s]);
     else
       fputc(',', o);
+  }
+  if (x->pl) {
+    fprintf(o, ",%s,", decision_name(x));
+    csv_field(o, decision_accel(x));
+    decision_times(x, o, ",%llu,%llu,%llu,", ",,,,");
+    csv_field(o, decision_why(x));
   }
   fputc('\n', o);
 }
@@ -181,6 +247,10 @@ static void json_call(ex_ctx *x, scan_file *f, const st_call *c) {
           c->flags & ST_CALL_NOT_OFFLOADABLE ? "true" : "false",
           c->flags & ST_CALL_NO_RESPONSE ? "true" : "false", c->reason, fp);
   json_features(o, c);
+  if (x->pl) {
+    fputs(", \"plan\": ", o);
+    json_decision(x, o);
+  }
   fputc('}', o);
 }
 
@@ -277,6 +347,10 @@ static void chrome_call(ex_ctx *x, scan_file *f, const st_call *c) {
   json_write_str(o, scan_site_label(f, c->site));
   fprintf(o, ", \"features\": ");
   json_features(o, c);
+  if (x->pl) {
+    fputs(", \"plan\": ", o);
+    json_decision(x, o);
+  }
   fputs("}}", o);
   x->calls++;
 }
@@ -288,6 +362,8 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   if (x->fmt == FMT_CHROME && x->file_calls == 0)
     chrome_process(x, f);
   x->file_calls++;
+  if (x->pl)
+    decide(x, f, c);
   switch (x->fmt) {
   case FMT_CSV: csv_call(x, f, c); break;
   case FMT_JSON: json_call(x, f, c); break;
@@ -305,7 +381,12 @@ static void begin_doc(ex_ctx *x) {
   case FMT_JSON:
     fprintf(x->out, "{\"format\": \"standin-export\", \"version\": 1, \"recording\": ");
     json_write_str(x->out, x->dir);
-    fprintf(x->out, ", \"time_base\": \"ns since the first process started\",\n\"calls\": [");
+    fprintf(x->out, ", \"time_base\": \"ns since the first process started\"");
+    if (x->pl) {
+      fputs(", \"plan\": ", x->out);
+      json_write_str(x->out, x->ps.name[0]);
+    }
+    fprintf(x->out, ",\n\"calls\": [");
     break;
   case FMT_CHROME:
     fprintf(x->out, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"recording\": ");
@@ -384,13 +465,15 @@ static int parse(int argc, char **argv, ex_ctx *x) {
   static const struct option lo[] = {{"format", required_argument, 0, 'F'},
                                      {"output", required_argument, 0, 'o'},
                                      {"trace", required_argument, 0, 't'},
+                                     {"plan", required_argument, 0, 'p'},
+                                     {"iface", required_argument, 0, 'i'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
   const char *trace = NULL;
   int c;
   x->fmt = -1;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "F:o:t:h", lo, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "F:o:t:p:i:h", lo, NULL)) != -1) {
     switch (c) {
     case 'F':
       x->fmt = !strcmp(optarg, "csv")      ? FMT_CSV
@@ -403,6 +486,14 @@ static int parse(int argc, char **argv, ex_ctx *x) {
       }
       break;
     case 'o': x->out_path = optarg; break;
+    case 'p':
+      if (planset_add_file(&x->ps, optarg) != 0)
+        return -1;
+      break;
+    case 'i':
+      if (planset_add_iface(&x->ps, optarg) != 0)
+        return -1;
+      break;
     case 't': trace = optarg; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     default: fputs(usage_text, stderr); return -1;
@@ -414,16 +505,30 @@ static int parse(int argc, char **argv, ex_ctx *x) {
     cli_err("export: choose --format csv, json or chrome");
     return -1;
   }
+  if (x->ps.n > 1) {
+    cli_err("export: one plan at a time (%s and %s given): each call gets one decision; compare "
+            "plans with 'standin whatif'",
+            x->ps.name[0], x->ps.name[1]);
+    return -1;
+  }
+  x->pl = x->ps.n ? x->ps.p[0] : NULL;
+  if (x->pl)
+    plan_reset(x->pl); /* models that count a request's occurrences: from the first */
   return 0;
 }
 
 int cmd_export(int argc, char **argv) {
   ex_ctx x = {0};
-  if (parse(argc, argv, &x) != 0)
+  planset_init(&x.ps);
+  if (parse(argc, argv, &x) != 0) {
+    planset_free(&x.ps);
     return EXIT_USAGE;
+  }
   cli_tracedir td;
-  if (cli_tracedir_open(&td, x.dir) != 0)
+  if (cli_tracedir_open(&td, x.dir) != 0) {
+    planset_free(&x.ps);
     return 1;
+  }
   if (td.n == 0)
     cli_warn_no_trace(x.dir, "export");
   else
@@ -431,6 +536,7 @@ int cmd_export(int argc, char **argv) {
   cli_out out; /* standard output without -o or with "-" */
   if (cli_out_open(&out, x.out_path, x.dir) != 0) {
     cli_tracedir_free(&td);
+    planset_free(&x.ps);
     return 1;
   }
   x.out = out.f;
@@ -445,5 +551,6 @@ int cmd_export(int argc, char **argv) {
   free(x.thread_named);
   cli_procs_free(&x.procs);
   cli_tracedir_free(&td);
+  planset_free(&x.ps);
   return bad;
 }

@@ -1227,3 +1227,48 @@ print("%.6f" % (json.load(sys.stdin)["wall_ns"] / 1e6))')
     for f in plots/latency plots/size splot/sweep; do [ -s $f.svg ] || fail "no $f.svg: $(cat err)"; done
   fi
 }
+
+# export --plan / --iface: each call carries the decision whatif takes, and
+# the offloaded calls' predictions add up to whatif's predicted_ns.
+t460_export_with_a_plan_gives_each_calls_decision() {
+  "$STANDIN" record -o rec -- "$PB" basic 20 >/dev/null
+  cat >p.plan <<'EOF'
+accel pa protoacc
+offload api=pb.pack to pa
+offload api=pb.size to pa
+keep api=pb.unpack
+EOF
+  "$STANDIN" export rec --format csv --plan p.plan -o calls.csv
+  "$STANDIN" export rec --format json --plan p.plan -o calls.json
+  "$STANDIN" export rec --format chrome --plan p.plan -o calls.chrome.json
+  "$STANDIN" whatif rec --plan p.plan --format json >w.json
+  python3 - <<'EOF'
+import csv, json
+rows = list(csv.DictReader(open("calls.csv")))
+by = {}
+for r in rows:
+    by.setdefault((r["api"], r["decision"]), []).append(r)
+assert {k: len(v) for k, v in by.items()} == {("pb.pack", "offload"): 20, ("pb.size", "unsupported"): 20,
+    ("pb.unpack", "kept"): 20, ("pb.pack_to_buffer", "not_selected"): 20}, {k: len(v) for k, v in by.items()}
+for r in by[("pb.pack", "offload")]:
+    assert r["accel"] == "pa" and int(r["predicted_ns"]) == int(r["service_ns"]) + int(r["link_ns"]) > 0, r
+for r in by[("pb.size", "unsupported")]:
+    assert r["accel"] == "pa" and r["predicted_ns"] == "" and "get_packed_size" in r["why"], r
+w = json.load(open("w.json"))["plans"][0]
+assert sum(int(r["predicted_ns"]) for r in by[("pb.pack", "offload")]) == w["predicted_ns"], w
+assert w["offloaded"] == 20, w
+d = json.load(open("calls.json"))
+assert d["plan"].endswith("p.plan"), d["plan"]
+assert [c["plan"]["decision"] for c in d["calls"]] == [r["decision"] for r in rows]
+assert [c["plan"]["predicted_ns"] for c in d["calls"]] == [int(r["predicted_ns"]) if r["predicted_ns"] else None for r in rows]
+ev = [e for e in json.load(open("calls.chrome.json"))["traceEvents"] if e["ph"] == "X"]
+assert [e["args"]["plan"]["decision"] for e in ev] == [r["decision"] for r in rows]
+EOF
+  # --iface alone is a plan too; two plans are refused
+  "$STANDIN" export rec --format csv --iface protobuf=constant:ns=7 | awk -F, 'NR > 1 && $(NF-3) != 7 { exit 1 }' ||
+    fail "constant:ns=7 not on every call"
+  ! "$STANDIN" export rec --format csv --plan p.plan --iface software >/dev/null 2>err || fail "two plans taken"
+  grep -q "one plan at a time" err || fail "$(cat err)"
+  ! "$STANDIN" export rec --format csv --iface nosuchmodel >/dev/null 2>err || fail "bad --iface taken"
+  grep -q "nosuchmodel" err || fail "$(cat err)"
+}
