@@ -155,6 +155,23 @@ static void on_crash(int sig) {
   raise(sig);
 }
 
+/* A plugin that calls exit() ended standin without a word, with the
+ * plugin's status: a replay that never ran its program, or a report with
+ * half its JSON, exited 0. Not for the plugin's forked children. */
+static pid_t watch_pid;
+
+static void on_exit_in_plugin(void) {
+  if (!plugin_fn || getpid() != watch_pid)
+    return;
+  put_err("standin: the model plugin ");
+  put_err(plugin_name ? plugin_name : "?");
+  put_err(" called exit() in its ");
+  put_err(plugin_fn);
+  put_err("; standin stops (a plugin must return instead: create NULL with a message, predict "
+          "a nonzero code)\n");
+  _exit(1);
+}
+
 static void watch_crashes(void) {
   static int on;
   if (on++)
@@ -162,6 +179,8 @@ static void watch_crashes(void) {
   struct sigaction sa = {.sa_handler = on_crash, .sa_flags = SA_NODEFER | SA_RESETHAND};
   for (size_t i = 0; i < NCRASH; i++)
     sigaction(crash_sigs[i], &sa, &crash_old[i]);
+  watch_pid = getpid();
+  atexit(on_exit_in_plugin);
 }
 
 /* Around a plugin's own code (built-in models need neither): its name and
@@ -184,9 +203,30 @@ static void plugin_out(const if_model *m, int quiet) {
     if_quiet_stdout(0);
 }
 
+/* dlopen and dlclose run the plugin's constructors and destructors: its
+ * code too, watched and quiet as create is. */
+static void *plugin_open(const char *path) {
+  if_quiet_stdout(1);
+  plugin_name = path;
+  plugin_fn = "constructor";
+  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  plugin_fn = NULL;
+  if_quiet_stdout(0);
+  return dl;
+}
+
+static void plugin_close(void *dl, const char *name) {
+  if_quiet_stdout(1);
+  plugin_name = name;
+  plugin_fn = "destructor";
+  dlclose(dl);
+  plugin_fn = NULL;
+  if_quiet_stdout(0);
+}
+
 static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) {
   watch_crashes();
-  m->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  m->dl = plugin_open(path);
   if (!m->dl) {
     snprintf(err, errcap, "cannot load plugin %s: %s", path, dlerror());
     return IF_E_PLUGIN;
@@ -438,7 +478,7 @@ int if_model_parse(if_model **out, const char *spec, char *err, size_t errcap) {
   free(params);
   if (rc != IF_OK) {
     if (m->dl)
-      dlclose(m->dl);
+      plugin_close(m->dl, spec);
     free(m->desc);
     free(m);
     return rc;
@@ -614,7 +654,7 @@ void if_model_free(if_model *m) {
     plugin_out(m, 1);
   }
   if (m->dl)
-    dlclose(m->dl);
+    plugin_close(m->dl, m->desc);
   free(m->why_raw);
   free(m->whys);
   free(m->desc);

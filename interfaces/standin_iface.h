@@ -25,7 +25,8 @@
  *     name the plugin twice, with other parameters): keep every parameter
  *     and all state in the instance create returns, none in globals.
  *   - standard output is the report's or the program's: anything a plugin
- *     prints there goes to standard error; print diagnostics to stderr.
+ *     prints there (constructors and destructors included) goes to standard
+ *     error; print diagnostics to stderr.
  *   - predict returns STANDIN_SUPPORTED with *service_ns in nanoseconds
  *     (0 if not set), or anything else for "unsupported" (the call stays in
  *     software). A time over an hour is taken as unsupported, with a word:
@@ -60,8 +61,10 @@
  *   - create refuses an unknown or bad key itself (standin does not check
  *     keys against `params`), with a message in err; a typo a plugin
  *     ignores is invisible.
- *   - a crash inside the plugin ends standin, which names the plugin and
- *     the function first.
+ *   - a crash inside the plugin (its constructors and destructors too)
+ *     ends standin, which names the plugin and the function first; so does
+ *     exit() there, with status 1, whatever status it was given: to refuse,
+ *     return NULL from create or a nonzero code from predict.
  *
  * Versioning: STANDIN_IFACE_ABI changes only when this structure or the
  * request changes incompatibly; standin refuses a plugin whose `abi` it

@@ -1271,4 +1271,64 @@ EOF
   grep -q "one plan at a time" err || fail "$(cat err)"
   ! "$STANDIN" export rec --format csv --iface nosuchmodel >/dev/null 2>err || fail "bad --iface taken"
   grep -q "nosuchmodel" err || fail "$(cat err)"
+# A plugin's constructor and destructor are its code too: one that printed
+# went into whatif's JSON (create's and predict's output goes to stderr),
+# one that crashed killed standin without a word, and exit() anywhere in a
+# plugin ended standin with the plugin's status, 0 included: a replay that
+# never ran its program, a whatif with no output, both "successful".
+t440_plugin_constructor_output_crash_and_exit_are_named() {
+  golden_single
+  cat >p.c <<'EOF2'
+#include <stdio.h>
+#include <stdlib.h>
+#include "standin_iface.h"
+__attribute__((constructor)) static void hello(void) {
+  printf("ctor\n");
+  if (MODE == 1)
+    *(volatile int *)0 = 1;
+  if (MODE == 2)
+    exit(0);
+}
+__attribute__((destructor)) static void bye(void) { printf("dtor\n"); }
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  if (MODE == 3)
+    exit(0);
+  return malloc(1);
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  if (MODE == 4)
+    exit(0);
+  *ns = 1000;
+  return STANDIN_SUPPORTED;
+}
+static const standin_iface me = {STANDIN_IFACE_ABI, "p", "", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF2
+  inc=$(cd "$B/.." && pwd)/interfaces
+  for m in 0 1 2 3 4; do gcc -shared -fPIC -DMODE=$m -I"$inc" -o p$m.so p.c; done
+  "$STANDIN" whatif single --iface ./p0.so --format json >w.json 2>err
+  expect_eq "offloaded" 6 "$(pyj w.json 'd["plans"][0]["offloaded"]')"
+  expect_eq "on stderr" "ctor dtor" "$(echo $(cat err))"
+  "$STANDIN" models ./p0.so >m.txt 2>/dev/null
+  ! grep -q tor m.txt || fail "models: $(cat m.txt)"
+  set +e
+  "$STANDIN" whatif single --iface ./p1.so >out1 2>err1
+  rc1=$?
+  "$STANDIN" whatif single --iface ./p2.so >out2 2>err2
+  rc2=$?
+  "$STANDIN" whatif single --iface ./p3.so:x=1 >out3 2>err3
+  rc3=$?
+  "$STANDIN" replay -t single --iface ./p4.so -- echo ran >out4 2>err4
+  rc4=$?
+  set -e
+  expect_eq "crash in the constructor: exit" 139 $rc1
+  grep -q "the model plugin ./p1.so crashed in its constructor (signal 11)" err1 || fail "$(cat err1)"
+  expect_eq "exit() in the constructor: exit" 1 $rc2
+  grep -q "the model plugin ./p2.so called exit() in its constructor; standin stops" err2 ||
+    fail "$(cat err2)"
+  expect_eq "exit() in create: exit" 1 $rc3
+  grep -q "the model plugin ./p3.so:x=1 called exit() in its create" err3 || fail "$(cat err3)"
+  expect_eq "exit() in predict: exit" 1 $rc4
+  grep -q "the model plugin ./p4.so called exit() in its predict" err4 || fail "$(cat err4)"
+  [ ! -s out4 ] || fail "the program ran: $(cat out4)"
 }
