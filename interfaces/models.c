@@ -2,12 +2,15 @@
  * parameter helpers shared by the built-in models. Built-ins implement the
  * same standin_iface structure as plugins, so both are used the same way. */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "builtin.h"
@@ -224,11 +227,77 @@ static void plugin_close(void *dl, const char *name) {
   if_quiet_stdout(0);
 }
 
+#if defined(__x86_64__)
+#define OWN_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define OWN_MACHINE EM_AARCH64
+#else
+#define OWN_MACHINE EM_NONE /* not checked */
+#endif
+
+/* What is wrong with the file at path that dlopen refused, or NULL when
+ * nothing is seen (dlerror says it then). dlopen said "No such file" of a
+ * plugin built for another machine, and "file too short" of a text file. */
+static const char *plugin_file_problem(const char *path, char *buf, size_t cap) {
+  struct stat st;
+  unsigned char h[EI_NIDENT + 4];
+  if (stat(path, &st) != 0) {
+    char cwd[PATH_MAX];
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd))
+      return strerror(errno);
+    snprintf(buf, cap, "%s (a relative path is taken from the directory standin runs in, %s)",
+             strerror(errno), cwd);
+    return buf;
+  }
+  if (S_ISDIR(st.st_mode))
+    return "it is a directory";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return strerror(errno);
+  ssize_t n = read(fd, h, sizeof h);
+  close(fd);
+  if (n < (ssize_t)sizeof h || memcmp(h, ELFMAG, SELFMAG))
+    return "it is not a shared object (no ELF header): build one with cc -shared -fPIC, as "
+           "standin_iface.h shows";
+  uint16_t type, machine;
+  memcpy(&type, h + EI_NIDENT, 2);
+  memcpy(&machine, h + EI_NIDENT + 2, 2);
+  if (h[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) || h[EI_DATA] != ELFDATA2LSB ||
+      (OWN_MACHINE != EM_NONE && machine != OWN_MACHINE)) {
+    snprintf(buf, cap,
+             "it is built for another machine (%d-bit, ELF machine %u); build it for "
+             "this one, with the compiler standin was built with",
+             h[EI_CLASS] == ELFCLASS32 ? 32 : 64, machine);
+    return buf;
+  }
+  if (type != ET_DYN)
+    return "it is a program, not a shared object: build it with cc -shared -fPIC";
+  return NULL;
+}
+
+/* dlopen refused path: why, in err, with what to do. */
+static void plugin_load_error(const char *path, char *err, size_t errcap) {
+  const char *dle = dlerror(), *own;
+  char buf[PATH_MAX + 128];
+  size_t pl = strlen(path);
+  if (!dle)
+    dle = "dlopen failed";
+  if (!strncmp(dle, path, pl) && !strncmp(dle + pl, ": ", 2)) /* it names the file again */
+    dle += pl + 2;
+  if ((own = plugin_file_problem(path, buf, sizeof buf)))
+    snprintf(err, errcap, "cannot load plugin %s: %s", path, own);
+  else
+    snprintf(err, errcap, "cannot load plugin %s: %s%s", path, dle,
+             strstr(dle, "undefined symbol") ? " (link the libraries it uses into it: "
+                                               "cc -shared ... -lm)"
+                                             : "");
+}
+
 static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) {
   watch_crashes();
   m->dl = plugin_open(path);
   if (!m->dl) {
-    snprintf(err, errcap, "cannot load plugin %s: %s", path, dlerror());
+    plugin_load_error(path, err, errcap);
     return IF_E_PLUGIN;
   }
   standin_iface_entry_fn entry = (standin_iface_entry_fn)dlsym(m->dl, "standin_iface_entry");

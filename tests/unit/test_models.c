@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "iface.h"
@@ -31,6 +32,44 @@ static standin_request pb_req(uint32_t api, uint64_t *feat) {
   standin_request r = {.api = api, .nfeat = 7, .feat = feat, .type = "t.M", .fp = zero_fp};
   return r;
 }
+
+/* A file dlopen refuses is described by what it is: dlopen said "No such
+ * file or directory" of a plugin built for another machine and "file too
+ * short" of a text file. */
+START_TEST(test_plugin_file_that_cannot_load_is_described) {
+  char dir[] = "/tmp/test_models.XXXXXX", path[128], err[1024], cwd[4096];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+  ck_assert_int_eq(chdir(dir), 0);
+  if_model *m = NULL;
+  FILE *f = fopen("text.so", "w");
+  fputs("not a plugin, but long enough to hold an ELF header's worth of bytes\n", f);
+  fclose(f);
+  ck_assert_int_eq(if_model_parse(&m, "text.so", err, sizeof err), IF_E_PLUGIN);
+  ck_assert_msg(strstr(err, "./text.so: it is not a shared object (no ELF header)"), "%s", err);
+  /* a 64-bit ELF header of an s390 object */
+  unsigned char h[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  h[16] = 3;  /* ET_DYN */
+  h[18] = 22; /* EM_S390 */
+  f = fopen("s390.so", "wb");
+  fwrite(h, 1, sizeof h, f);
+  fclose(f);
+  ck_assert_int_eq(if_model_parse(&m, "./s390.so", err, sizeof err), IF_E_PLUGIN);
+  ck_assert_msg(strstr(err, "it is built for another machine (64-bit, ELF machine 22)"), "%s", err);
+  ck_assert_int_eq(mkdir("dir.so", 0700), 0);
+  ck_assert_int_eq(if_model_parse(&m, "dir.so", err, sizeof err), IF_E_PLUGIN);
+  ck_assert_msg(strstr(err, "./dir.so: it is a directory"), "%s", err);
+  ck_assert_int_eq(if_model_parse(&m, "gone.so", err, sizeof err), IF_E_PLUGIN);
+  snprintf(path, sizeof path, "taken from the directory standin runs in, %s)", dir);
+  ck_assert_msg(strstr(err, path), "%s", err);
+  ck_assert_ptr_null(m);
+  unlink("text.so");
+  unlink("s390.so");
+  rmdir("dir.so");
+  ck_assert_int_eq(chdir(cwd), 0);
+  rmdir(dir);
+}
+END_TEST
 
 /* compare told a replay of "protoacc:clock_mhz=2000" its times were another
  * model's than "protoacc": the same model, defaults and order aside */
@@ -334,6 +373,7 @@ int main(void) {
   tcase_add_test(tc, test_link_costs);
   tcase_add_test(tc, test_model_table_takes_occurrences_then_median);
   tcase_add_test(tc, test_spec_same);
+  tcase_add_test(tc, test_plugin_file_that_cannot_load_is_described);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
