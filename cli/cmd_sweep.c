@@ -64,7 +64,7 @@ typedef struct {
 
 typedef struct {
   uint64_t *wall; /* [runs] measured, 0 = failed */
-  int ok;
+  int ok, said;   /* said: why a replay of it failed */
   uint64_t median, min, max;
   uint64_t replayed, fallback; /* calls, over the runs that finished */
 } measured;
@@ -206,9 +206,32 @@ static int parse(int argc, char **argv, sw_opts *o) {
 
 /* ---- replays ------------------------------------------------------------------ */
 
+/* A replay that wrote no summary stopped before its program ran, or
+ * could not count: what it said (its first line from standin, in errpath),
+ * once per value. Only "failed" was shown (a plugin path with a blank once
+ * made every replay of a sweep fail so). */
+static void say_why_failed(const sw_opts *o, int v, measured *m, const char *errpath, int st) {
+  char line[1024] = "";
+  FILE *f = fopen(errpath, "r");
+  while (f && fgets(line, sizeof line, f) && strncmp(line, "standin: ", 9))
+    line[0] = 0;
+  if (f)
+    fclose(f);
+  line[strcspn(line, "\n")] = 0;
+  if (m->said++)
+    return;
+  if (line[0])
+    cli_warn("the replay of %s=%s failed: %s", o->key, o->values[v], line + 9);
+  else
+    cli_warn("the replay of %s=%s failed (%s %d) without a word; run it alone with 'standin "
+             "replay' to see why",
+             o->key, o->values[v], WIFSIGNALED(st) ? "signal" : "exit status",
+             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
 /* standin replay of one plan file, quietly; the wall time from its summary,
  * 0 when the run failed; its calls replayed and fallen back added to m. */
-static uint64_t replay_once(const sw_opts *o, const char *plan_path, const char *summary,
+static uint64_t replay_once(const sw_opts *o, int v, const char *plan_path, const char *summary,
                             measured *m) {
   char *args[256];
   int n = 0;
@@ -219,15 +242,18 @@ static uint64_t replay_once(const sw_opts *o, const char *plan_path, const char 
   for (char **p = o->prog; *p && n < 255; p++)
     args[n++] = *p;
   args[n] = NULL;
+  char errpath[PATH_MAX + 8];
+  snprintf(errpath, sizeof errpath, "%s.err", summary);
   fflush(NULL);
   unlink(summary);
   pid_t pid = fork();
   if (pid == 0) {
     int null = open("/dev/null", O_RDWR);
+    int err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (null >= 0) {
       dup2(null, 0);
       dup2(null, 1);
-      dup2(null, 2);
+      dup2(err >= 0 ? err : null, 2);
     }
     cli_signals_as_given(); /* the replay passes them on to the program as given */
     execv("/proc/self/exe", args);
@@ -237,8 +263,12 @@ static uint64_t replay_once(const sw_opts *o, const char *plan_path, const char 
   if (pid < 0 || waitpid(pid, &st, 0) < 0)
     return 0;
   json *j = NULL;
-  if (access(summary, R_OK) != 0 || json_load(&j, summary) != 0)
+  if (access(summary, R_OK) != 0 || json_load(&j, summary) != 0) {
+    say_why_failed(o, v, m, errpath, st);
+    unlink(errpath);
     return 0;
+  }
+  unlink(errpath);
   uint64_t wall = (uint64_t)json_num(json_get(j, "wall_ns"), 0);
   int status = (int)json_num(json_get(j, "exit_status"), -1);
   if (status == 0) {
@@ -313,7 +343,7 @@ static int replay_all(const sw_opts *o, measured *m, measured *nat) {
                 o->runs * o->nvalues, o->a.ps.name[v + 1]);
       snprintf(path, sizeof path, "%s/%d.plan", tmp, v);
       snprintf(sum, sizeof sum, "%s/%d.%d.json", tmp, v, r);
-      m[v].wall[r] = replay_once(o, path, sum, &m[v]);
+      m[v].wall[r] = replay_once(o, v, path, sum, &m[v]);
       unlink(sum);
     }
   }

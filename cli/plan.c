@@ -940,8 +940,10 @@ int plan_save(const plan *p, const char *path) {
       errno = ENOMEM;
       return -1;
     }
-    fprintf(f, "accel %s %s engines=%u link=%s", a->name, ms, a->engines,
-            if_link_name(&a->link));
+    /* a plugin path may hold blanks: quoted, it stays one word */
+    int q = ms[strcspn(ms, " \t\n\v\f\r")] != 0;
+    fprintf(f, "accel %s %s%s%s engines=%u link=%s", a->name, q ? "\"" : "", ms, q ? "\"" : "",
+            a->engines, if_link_name(&a->link));
     free(ms);
     static const char *const deliver[] = {NULL, "cache", "memory", "recorded"};
     if (a->deliver > PLAN_DELIVER_DEFAULT && a->deliver <= PLAN_DELIVER_RECORDED)

@@ -1332,3 +1332,47 @@ EOF2
   grep -q "the model plugin ./p4.so called exit() in its predict" err4 || fail "$(cat err4)"
   [ ! -s out4 ] || fail "the program ran: $(cat out4)"
 }
+
+# sweep --replay writes each value's plan to a file: a plugin path with a
+# blank split there, and every replay "failed" with no word of why. A
+# replay that fails now says what it said (here a plugin that refuses to
+# be made in 'standin replay', the sweep's child).
+t441_sweep_replays_a_plugin_path_with_a_blank_and_says_why_one_failed() {
+  cat >p.c <<'EOF2'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "standin_iface.h"
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  char cmd[256] = "";
+  FILE *f = fopen("/proc/self/cmdline", "r");
+  size_t len = f ? fread(cmd, 1, sizeof cmd - 1, f) : 0;
+  if (f)
+    fclose(f);
+  if (NO_REPLAY && len > 8 && !strcmp(cmd + strlen(cmd) + 1, "replay")) {
+    snprintf(e, c, "this plugin is not made in replay");
+    return NULL;
+  }
+  unsigned long long *ns = malloc(sizeof *ns);
+  *ns = n ? strtoull(v[0], NULL, 10) : 0;
+  return ns;
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  *ns = *(unsigned long long *)i;
+  return STANDIN_SUPPORTED;
+}
+static const standin_iface me = {STANDIN_IFACE_ABI, "p", "ns=0", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF2
+  inc=$(cd "$B/.." && pwd)/interfaces
+  mkdir "my models"
+  gcc -shared -fPIC -DNO_REPLAY=0 -I"$inc" -o "my models/p.so" p.c
+  gcc -shared -fPIC -DNO_REPLAY=1 -I"$inc" -o nor.so p.c
+  "$STANDIN" record -o rec -- "$PB" basic 5 >/dev/null
+  "$STANDIN" sweep rec --iface "./my models/p.so" --vary ns=0,1000 --runs 1 --format json \
+    --replay -- "$PB" basic 5 >s.json 2>err
+  expect_eq "replays measured" "1 1" "$(pyj s.json '" ".join(str(v["replay"]["ok"]) for v in d["values"])')"
+  "$STANDIN" sweep rec --iface ./nor.so --vary ns=0,1000 --runs 2 --replay -- "$PB" basic 5 >t.txt 2>err2
+  grep -q "the replay of ns=0 failed: .*this plugin is not made in replay" err2 || fail "$(cat err2)"
+  expect_eq "said once a value" 2 "$(grep -c 'failed:' err2)"
+}
