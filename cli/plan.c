@@ -545,6 +545,17 @@ int plan_load(plan *p, const char *path) {
   return rc;
 }
 
+/* A plugin's name as an accelerator's: one word that reports, --vary
+ * and a saved plan can hold. An empty name left a blank column and
+ * '--vary .ns', a newline split report rows, a blank split sweep's plan. */
+static void one_word(char *name) {
+  for (char *c = name; *c; c++)
+    if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '"' || (c == name && *c == '#'))
+      *c = '_';
+  if (!name[0])
+    strcpy(name, "plugin");
+}
+
 int plan_add_iface(plan *p, const char *spec) {
   char err[512], name[32];
   const char *colon = strchr(spec, ':'), *eq = strchr(spec, '=');
@@ -581,6 +592,7 @@ int plan_add_iface(plan *p, const char *spec) {
     }
   /* name the accelerator after its model; the same model twice is numbered */
   snprintf(name, sizeof name, "%s", if_model_name(a->model));
+  one_word(name);
   if (find_accel(p, name) >= 0) {
     char numbered[48];
     snprintf(numbered, sizeof numbered, "%.24s#%d", name, p->naccel % 100);

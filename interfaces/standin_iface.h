@@ -143,7 +143,9 @@ enum { STANDIN_SUPPORTED = 0, STANDIN_UNSUPPORTED = 1 };
 
 typedef struct {
   uint32_t abi;        /* STANDIN_IFACE_ABI */
-  const char *name;    /* short name, shown in reports */
+  const char *name;    /* short name, one word: it names the accelerator of an
+                          --iface in reports and --vary NAME.PARAM (blanks and
+                          control characters become '_', "" "plugin") */
   const char *params;  /* documentation: "key=default,..." */
   const char *summary; /* one line: what it models, and its source */
   /* Make an instance from the user's key=value parameters. On error return

@@ -1376,3 +1376,35 @@ EOF2
   grep -q "the replay of ns=0 failed: .*this plugin is not made in replay" err2 || fail "$(cat err2)"
   expect_eq "said once a value" 2 "$(grep -c 'failed:' err2)"
 }
+
+# An --iface accelerator is named after its model: a plugin named "" left
+# a blank column and '--vary .ns', one with a newline split report's rows,
+# one with a blank split sweep's saved plan. One word now.
+t442_plugin_names_become_one_word_accelerator_names() {
+  golden_single
+  inc=$(cd "$B/.." && pwd)/interfaces
+  for n in '' 'my model' 'two\nlines'; do
+    cat >p.c <<EOF2
+#include <stdlib.h>
+#include "standin_iface.h"
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  return malloc(1);
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  *ns = 1000;
+  return STANDIN_SUPPORTED;
+}
+static const standin_iface me = {STANDIN_IFACE_ABI, "$n", "", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF2
+    gcc -shared -fPIC -I"$inc" -o "p${#n}.so" p.c
+  done
+  "$STANDIN" report single --iface ./p0.so >r.txt
+  grep -q "^plugin  *./p0.so " r.txt || fail "$(cat r.txt)"
+  "$STANDIN" whatif single --iface ./p8.so --format json >w.json
+  expect_eq "a blank" my_model "$(pyj w.json 'd["plans"][0]["accelerators"][0]["name"]')"
+  "$STANDIN" report single --iface ./p10.so >r2.txt
+  grep -q "^two_lines  *./p10.so " r2.txt || fail "$(cat r2.txt)"
+  "$STANDIN" sweep single --iface ./p8.so --vary my_model.engines=1,2 --format json >s.json
+  expect_eq "sweep" "6 6" "$(pyj s.json '" ".join(str(v["estimate"]["offloaded"]) for v in d["values"])')"
+}
