@@ -4,22 +4,24 @@
 
 #include "cli.h"
 #include "iface.h"
+#include "plan.h"
 
 /* `standin models ./plugin.so[:key=value,...]`: what the plugin says of
- * itself, after loading it and making an instance as replay would. */
+ * itself, after loading it and making an instance as replay would (with
+ * the accelerator settings --iface takes: engines= was "no parameter"). */
 static int show_plugins(int n, char **specs) {
   for (int i = 0; i < n; i++) {
-    if_model *m;
-    char err[512];
-    if (if_model_parse(&m, specs[i], err, sizeof err) != IF_OK) {
-      cli_err("%s: %s", specs[i], err);
+    plan p;
+    memset(&p, 0, sizeof p);
+    if (plan_add_iface(&p, specs[i]) != 0) {
+      plan_free(&p);
       return EXIT_USAGE;
     }
-    const standin_iface *f = if_model_iface(m);
+    const standin_iface *f = if_model_iface(p.accel[0].model);
     printf("%-14s %s\n%-14s parameters: %s\n%-14s loaded from %s, interface ABI %u\n", f->name,
            f->summary ? f->summary : "(no summary)", "",
            f->params && f->params[0] ? f->params : "none", "", specs[i], f->abi);
-    if_model_free(m);
+    plan_free(&p);
   }
   return 0;
 }

@@ -317,8 +317,10 @@ static int load_plugin(if_model *m, const char *path, char *err, size_t errcap) 
     return IF_E_PLUGIN;
   }
   if (m->iface->abi != STANDIN_IFACE_ABI) {
-    snprintf(err, errcap, "plugin %s is built for interface ABI %u; this standin uses ABI %d", path,
-             m->iface->abi, STANDIN_IFACE_ABI);
+    snprintf(err, errcap,
+             "plugin %s is built for interface ABI %u; this standin uses ABI %d: build it again "
+             "against this standin's standin_iface.h (pkg-config --cflags standin)",
+             path, m->iface->abi, STANDIN_IFACE_ABI);
     return IF_E_PLUGIN;
   }
   if (!m->iface->create || !m->iface->predict || !m->iface->name) {

@@ -1408,3 +1408,41 @@ EOF2
   "$STANDIN" sweep single --iface ./p8.so --vary my_model.engines=1,2 --format json >s.json
   expect_eq "sweep" "6 6" "$(pyj s.json '" ".join(str(v["estimate"]["offloaded"]) for v in d["values"])')"
 }
+
+# 'standin models ./p.so:engines=2' said "p has no parameter 'engines'",
+# a spec --iface takes; a plugin of another ABI is told how to fix it.
+t443_models_takes_a_plugin_spec_as_iface_does() {
+  inc=$(cd "$B/.." && pwd)/interfaces
+  cat >p.c <<'EOF2'
+#include <stdio.h>
+#include <stdlib.h>
+#include "standin_iface.h"
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  if (n) {
+    snprintf(e, c, "p has no parameter '%s'", k[0]);
+    return NULL;
+  }
+  return malloc(1);
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  return STANDIN_UNSUPPORTED;
+}
+static const standin_iface me = {ABI, "p", "", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF2
+  gcc -shared -fPIC -DABI=STANDIN_IFACE_ABI -I"$inc" -o p.so p.c
+  gcc -shared -fPIC -DABI=7 -I"$inc" -o old.so p.c
+  "$STANDIN" models ./p.so:engines=2,link=pcie >m.txt
+  grep -q "^p  *test" m.txt || fail "$(cat m.txt)"
+  set +e
+  "$STANDIN" models ./p.so:x=1 2>e1
+  rc1=$?
+  "$STANDIN" models ./old.so 2>e2
+  rc2=$?
+  set -e
+  expect_eq "a parameter the plugin refuses" 2 $rc1
+  grep -q "p has no parameter 'x'" e1 || fail "$(cat e1)"
+  expect_eq "another ABI" 2 $rc2
+  grep -q "built for interface ABI 7; this standin uses ABI 1: build it again against" e2 ||
+    fail "$(cat e2)"
+}
