@@ -522,6 +522,33 @@ static int write_plot(const an_result *r, const sw_opts *o, const measured *m) {
   return rc < 0 ? -1 : 0;
 }
 
+/* A plugin that keeps its parameters in globals, not in its instance,
+ * gives every value the last one's answers (a sweep makes every instance
+ * before it reads the trace): a flat sweep, and nothing said. Said now when
+ * every value of a plugin's own parameter gave the same predictions. */
+static void warn_flat_plugin(const an_result *r, const sw_opts *o) {
+  const plan *p = o->a.ps.p[0];
+  int ai = 0;
+  while (ai < p->naccel && strcmp(p->accel[ai].name, o->accel))
+    ai++;
+  if (ai == p->naccel || o->nvalues < 2 || plan_is_setting(o->key))
+    return;
+  const char *spec = p->accel[ai].spec;
+  size_t nl = strcspn(spec, ":");
+  if (!memchr(spec, '/', nl) && !(nl > 3 && !strncmp(spec + nl - 3, ".so", 3)))
+    return;
+  for (int v = 2; v <= o->nvalues; v++) {
+    const an_plan *a = &r->plans[1], *b = &r->plans[v];
+    if (a->offloaded != b->offloaded || a->predicted_ns != b->predicted_ns ||
+        memcmp(a->sw, b->sw, sizeof a->sw) || a->accel[ai].busy_ns != b->accel[ai].busy_ns)
+      return;
+  }
+  cli_warn("every value of %s.%s gave the same predictions: the parameter changes nothing for "
+           "this recording's calls, or the plugin keeps it in a global, which all its instances "
+           "share (keep it in the instance create returns: standin_iface.h)",
+           o->accel, o->key);
+}
+
 int cmd_sweep(int argc, char **argv) {
   cli_calm_signals(); /* the commands that run programs (util.c) */
   static sw_opts o = {.runs = 3}; /* these ~15 KiB: off the stack (a small ulimit -s) */
@@ -563,6 +590,7 @@ int cmd_sweep(int argc, char **argv) {
   if (rc == 0) {
     const measured *mp = o.prog ? m : NULL, *np = time_native ? &nat : NULL;
     (o.a.json ? print_json : print_text)(&r, &o, mp, np);
+    warn_flat_plugin(&r, &o);
     if (o.plot && write_plot(&r, &o, mp) != 0)
       rc = 1;
   }

@@ -793,6 +793,10 @@ static int is_accel_key(const char *key) {
   return !strcmp(key, "engines") || !strcmp(key, "deliver") || !strncmp(key, "link", 4);
 }
 
+int plan_is_setting(const char *key) {
+  return is_accel_key(key);
+}
+
 /* The model part of an accelerator's spec ("MODEL:k=v,..." without the
  * accelerator keys), with key=value set when key is not NULL; allocated,
  * NULL when out of memory. */

@@ -70,6 +70,10 @@ enum { PLAN_SEL_API = 1, PLAN_SEL_TYPE = 2, PLAN_SEL_SITE = 4, PLAN_SEL_MODULE =
 void plan_selectors_met(const plan *p, int api, const char *type, const st_site *site,
                         uint8_t *met);
 
+/* Whether key is an accelerator setting (engines=, deliver=, link=,
+ * link_*), not a parameter of its model. */
+int plan_is_setting(const char *key);
+
 /* After a pass over a recording in which calls[i] calls came to rule i: a
  * warning for each rule of a plan file that no call came to (a typo in a
  * type or site matches nothing, without a word), unless loading the plan

@@ -23,7 +23,8 @@
  *   - predict is called from one thread at a time, but several instances
  *     of one plugin live at once (a sweep makes one per value, a plan may
  *     name the plugin twice, with other parameters): keep every parameter
- *     and all state in the instance create returns, none in globals.
+ *     and all state in the instance create returns, none in globals (a
+ *     sweep whose values all predict the same warns of it).
  *   - standard output is the report's or the program's: anything a plugin
  *     prints there (constructors and destructors included) goes to standard
  *     error; print diagnostics to stderr.

@@ -1446,3 +1446,38 @@ EOF2
   grep -q "built for interface ABI 7; this standin uses ABI 1: build it again against" e2 ||
     fail "$(cat e2)"
 }
+
+# A plugin that keeps its parameter in a global: a sweep makes every
+# value's instance before it reads the trace, so each value got the last
+# one's answers, a flat line and no word. Said now; a plugin that keeps it
+# in its instance sweeps without a warning.
+t444_sweep_says_when_a_plugins_parameter_changes_nothing() {
+  golden_single
+  inc=$(cd "$B/.." && pwd)/interfaces
+  cat >p.c <<'EOF2'
+#include <stdlib.h>
+#include "standin_iface.h"
+static unsigned long long global_ns;
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  unsigned long long *ns = malloc(sizeof *ns);
+  *ns = n ? strtoull(v[0], NULL, 10) : 0;
+  global_ns = *ns;
+  return ns;
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  *ns = GLOBAL ? global_ns : *(unsigned long long *)i;
+  return STANDIN_SUPPORTED;
+}
+static const standin_iface me = {STANDIN_IFACE_ABI, "p", "ns=0", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF2
+  gcc -shared -fPIC -DGLOBAL=1 -I"$inc" -o global.so p.c
+  gcc -shared -fPIC -DGLOBAL=0 -I"$inc" -o inst.so p.c
+  "$STANDIN" sweep single --iface ./global.so --vary ns=0,1000 >s.txt 2>err
+  grep -q "every value of p.ns gave the same predictions" err || fail "$(cat err)"
+  "$STANDIN" sweep single --iface ./inst.so --vary ns=0,1000 >s2.txt 2>err2
+  [ ! -s err2 ] || fail "$(cat err2)"
+  # an accelerator setting that changes nothing is not the plugin's doing
+  "$STANDIN" sweep single --iface ./inst.so --vary engines=0,8 >s3.txt 2>err3
+  [ ! -s err3 ] || fail "$(cat err3)"
+}
