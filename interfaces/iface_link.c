@@ -66,8 +66,8 @@ int if_link_set(if_link *l, const char *key, const char *v, char *err, size_t ca
     l->set |= IF_LINK_SET_ONCHIP;
     return time_ns(key, v, &l->onchip_ns, err, cap);
   }
-  if (!strncmp(key, "link_", 5))
-    l->set |= IF_LINK_SET_PCIE;
+  if (!strcmp(key, "link_rtt_ns") || !strcmp(key, "link_poll_ns") || !strcmp(key, "link_gbps"))
+    l->set |= IF_LINK_SET_PCIE; /* another link_ key is the model's own */
   if (!strcmp(key, "link_rtt_ns"))
     return time_ns(key, v, &l->rtt_ns, err, cap);
   if (!strcmp(key, "link_poll_ns"))

@@ -61,7 +61,10 @@
  *     request never makes another wait.
  *   - create refuses an unknown or bad key itself (standin does not check
  *     keys against `params`), with a message in err; a typo a plugin
- *     ignores is invisible.
+ *     ignores is invisible. create never sees the accelerator settings
+ *     standin takes for itself: engines, deliver, link, link_onchip_ns,
+ *     link_rtt_ns, link_gbps and link_poll_ns; any other key is the
+ *     plugin's.
  *   - a crash inside the plugin (its constructors and destructors too)
  *     ends standin, which names the plugin and the function first; so does
  *     exit() there, with status 1, whatever status it was given: to refuse,

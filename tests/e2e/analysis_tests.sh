@@ -1481,3 +1481,43 @@ EOF2
   "$STANDIN" sweep single --iface ./inst.so --vary engines=0,8 >s3.txt 2>err3
   [ ! -s err3 ] || fail "$(cat err3)"
 }
+
+# Any key starting "link" was taken for a link setting where sweep and its
+# saved plans rebuild a model's spec: a plugin's own links=4 was dropped
+# from every value's model (numbers of another model, silently), and
+# --vary p.links=1,2 printed an uninitialised error.
+t445_plugin_parameter_named_like_a_setting_is_the_plugins() {
+  golden_single
+  inc=$(cd "$B/.." && pwd)/interfaces
+  cat >p.c <<'EOF2'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "standin_iface.h"
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  unsigned long long *x = malloc(2 * sizeof *x);
+  x[0] = 1, x[1] = 1000;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(k[i], "links") || !strcmp(k[i], "ns"))
+      x[k[i][0] == 'n'] = strtoull(v[i], NULL, 10);
+    else {
+      snprintf(e, c, "p has no parameter '%s'", k[i]);
+      free(x);
+      return NULL;
+    }
+  return x;
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  unsigned long long *x = i;
+  *ns = x[1] / x[0];
+  return STANDIN_SUPPORTED;
+}
+static const standin_iface me = {STANDIN_IFACE_ABI, "p", "links=1,ns=1000", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF2
+  gcc -shared -fPIC -I"$inc" -o p.so p.c
+  "$STANDIN" sweep single --iface ./p.so:links=4 --vary ns=1000,2000 --format json >s.json
+  expect_eq "predicted" "1500 3000" "$(pyj s.json '" ".join(str(v["estimate"]["predicted_ns"]) for v in d["values"])')"
+  "$STANDIN" sweep single --iface ./p.so --vary links=1,2 --format json >s2.json
+  expect_eq "varied" "6000 3000" "$(pyj s2.json '" ".join(str(v["estimate"]["predicted_ns"]) for v in d["values"])')"
+}
