@@ -7,8 +7,9 @@
  *
  *     const standin_iface *standin_iface_entry(void);
  *
- * and is used with `standin replay --iface ./model.so:key=value,...` (or in
- * a plan file). Build one with
+ * and is used with `--iface ./model.so:key=value,...` (report, whatif,
+ * sweep, compare, replay) or in a plan file; `standin models ./model.so`
+ * shows what it says of itself. Build one with
  *
  *     cc -shared -fPIC -o model.so model.c $(pkg-config --cflags standin)
  *
