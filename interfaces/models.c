@@ -38,7 +38,9 @@ struct if_model {
   char *why_raw;                /* and as the plugin gave it */
   const char **whys;            /* the texts it gave, interned: WHY_PER_MODEL */
   int nwhy;
-  char *desc; /* the spec */
+  char *desc;    /* the spec */
+  uint8_t *copy; /* a plugin's copy of the request (plugin_view) */
+  size_t copy_cap;
 };
 
 static __thread const char *why_unsupported;
@@ -576,16 +578,54 @@ void if_quiet_stdout(int on) {
   }
 }
 
+/* What a plugin is given of r: copies of its features, fingerprint, type
+ * and bytes in m->copy (r itself when there is no memory). A plugin that
+ * wrote into its request (a const cast away) changed what standin went on
+ * using: replay then ran every decode for real, blaming the recording. */
+static standin_request plugin_view(if_model *m, const standin_request *r) {
+  size_t nf = r->nfeat * sizeof *r->feat, nt = r->type ? strlen(r->type) + 1 : 0;
+  size_t nq = r->req ? r->req_len : 0, ns = r->resp ? r->resp_len : 0;
+  size_t need = nf + 16 + nt + nq + ns;
+  if (need > m->copy_cap) {
+    uint8_t *c = realloc(m->copy, need);
+    if (!c)
+      return *r;
+    m->copy = c;
+    m->copy_cap = need;
+  }
+  standin_request v = *r;
+  uint8_t *o = m->copy;
+  v.feat = memcpy(o, r->feat, nf), o += nf;
+  v.fp = r->fp ? memcpy(o, r->fp, 16) : NULL, o += 16;
+  v.type = r->type ? memcpy(o, r->type, nt) : NULL, o += nt;
+  v.req = r->req ? memcpy(o, r->req, nq) : NULL, o += nq;
+  v.resp = r->resp ? memcpy(o, r->resp, ns) : NULL;
+  return v;
+}
+
+/* Whether the plugin wrote into its view v of r. */
+static int plugin_wrote(const standin_request *v, const standin_request *r) {
+  return v->feat != r->feat &&
+         (memcmp(v->feat, r->feat, r->nfeat * sizeof *r->feat) ||
+          (r->fp && memcmp(v->fp, r->fp, 16)) || (r->type && strcmp(v->type, r->type)) ||
+          (r->req && memcmp(v->req, r->req, r->req_len)) ||
+          (r->resp && memcmp(v->resp, r->resp, r->resp_len)));
+}
+
+static const char why_wrote[] = "the plugin wrote into the request it was given (standin_request "
+                                "is read-only): not taken";
+
 int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) {
   why_unsupported = NULL;
   busy_last = UINT64_MAX;
   *ns = 0; /* a model that says yes without a time: 0 ns */
+  standin_request view = m->dl ? plugin_view((if_model *)m, r) : *r;
   plugin_in(m, "predict", m->desc, 0); /* quiet for the whole run: an_run, rdb_build */
-  int rc = m->iface->predict(m->inst, r, ns);
+  int rc = m->iface->predict(m->inst, &view, ns);
   plugin_out(m, 0);
   if (rc != STANDIN_SUPPORTED) { /* anything but 0 */
     if (m->dl)
-      why_unsupported = plugin_why((if_model *)m, rc);
+      why_unsupported = plugin_wrote(&view, r) ? why_wrote : plugin_why((if_model *)m, rc);
     return IF_UNSUPPORTED;
   }
   /* (taken, it made replay spin for days and whatif add up past 2^64) */
@@ -597,8 +637,14 @@ int if_model_predict(const if_model *m, const standin_request *r, uint64_t *ns) 
   }
   if (m->interval) {
     plugin_in(m, "standin_iface_interval", m->desc, 0);
-    busy_last = m->interval(m->inst, r, *ns);
+    busy_last = m->interval(m->inst, &view, *ns);
     plugin_out(m, 0);
+  }
+  if (m->dl && plugin_wrote(&view, r)) {
+    why_unsupported = why_wrote;
+    *ns = 0;
+    busy_last = UINT64_MAX;
+    return IF_UNSUPPORTED;
   }
   if (busy_last > *ns)
     busy_last = *ns;
@@ -728,6 +774,7 @@ void if_model_free(if_model *m) {
     plugin_close(m->dl, m->desc);
   free(m->why_raw);
   free(m->whys);
+  free(m->copy);
   free(m->desc);
   free(m);
 }

@@ -124,7 +124,9 @@ enum {
                                 the caches (measured for each decode when recorded) */
 };
 
-/* One request. Pointers are valid during the predict call only. */
+/* One request. Pointers are valid during the predict call only, and point to
+ * read-only data: a plugin is given copies, and a request it wrote into is
+ * not taken (it stays in software, with that reason). */
 typedef struct {
   uint32_t api;          /* STANDIN_API_* */
   uint32_t nfeat;        /* valid slots in feat */

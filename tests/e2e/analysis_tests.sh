@@ -1521,3 +1521,42 @@ EOF2
   "$STANDIN" sweep single --iface ./p.so --vary links=1,2 --format json >s2.json
   expect_eq "varied" "6000 3000" "$(pyj s2.json '" ".join(str(v["estimate"]["predicted_ns"]) for v in d["values"])')"
 }
+
+# A plugin that writes into its request (a const cast away) changed what
+# standin went on using: replay then ran every decode for real, warning of
+# a doctored recording. A plugin now sees copies, and a request it wrote
+# into is not taken, with that reason.
+t446_plugin_that_writes_into_its_request_damages_nothing() {
+  golden_single
+  inc=$(cd "$B/.." && pwd)/interfaces
+  cat >p.c <<'EOF2'
+#include <stdlib.h>
+#include <string.h>
+#include "standin_iface.h"
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  return malloc(1);
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  if (r->req)
+    memset((void *)r->req, 0x55, r->req_len);
+  memset((void *)r->feat, 0x11, r->nfeat * sizeof *r->feat);
+  *ns = 1000;
+  return STANDIN_SUPPORTED;
+}
+static const standin_iface me = {STANDIN_IFACE_ABI, "w", "", "test", create, predict, free};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF2
+  gcc -shared -fPIC -I"$inc" -o w.so p.c
+  why="the plugin wrote into the request it was given (standin_request is read-only): not taken"
+  "$STANDIN" whatif single --iface ./w.so --format json >w.json
+  expect_eq "offloaded" 0 "$(pyj w.json 'd["plans"][0]["offloaded"]')"
+  expect_eq "why" 6 "$(pyj w.json 'd["plans"][0]["accelerators"][0]["unsupported"]["'"$why"'"]')"
+  command -v cjpeg >/dev/null && command -v djpeg >/dev/null || { echo "no cjpeg: JPEG part skipped"; return 0; }
+  { printf 'P5 64 64 255\n'; head -c 4096 /dev/zero | tr '\0' '\200'; } >grey.pgm
+  cjpeg -grayscale grey.pgm >grey.jpg
+  "$STANDIN" record -o rec -- djpeg -pnm -outfile out.pgm grey.jpg
+  "$STANDIN" replay -t rec --iface ./w.so --summary s.json -- djpeg -pnm -outfile out2.pgm grey.jpg 2>err
+  cmp out.pgm out2.pgm
+  expect_eq "fallback" 0 "$(json s.json calls_fallback)"
+  grep -q "1 stays in software on w: $why" err || fail "$(cat err)"
+}
