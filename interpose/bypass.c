@@ -75,6 +75,8 @@ static int write_slot(uintptr_t slot, uintptr_t target, int relro) {
   return 0;
 }
 
+static int defined_at(uintptr_t addr, const char *name);
+
 static void patch_relocs(job *j, Elf64_Addr base, const Elf64_Rela *r, size_t n,
                          const Elf64_Sym *sym, const char *str, uintptr_t ro_lo, uintptr_t ro_hi) {
   for (size_t i = 0; i < n; i++) {
@@ -96,10 +98,8 @@ static void patch_relocs(job *j, Elf64_Addr base, const Elf64_Rela *r, size_t n,
       /* a pointer in data: the object's constructors (run inside dlopen)
        * may have set it since; changed only while it still points at a
        * function of this name */
-      Dl_info at;
       uintptr_t now = *(const uintptr_t *)slot - (uintptr_t)r[i].r_addend;
-      if (!dladdr((void *)now, &at) || !at.dli_sname || at.dli_saddr != (void *)now ||
-          strcmp(at.dli_sname, str + s->st_name) != 0)
+      if (!defined_at(now, str + s->st_name))
         continue;
       target += (uintptr_t)r[i].r_addend;
     }
@@ -203,6 +203,49 @@ static size_t count_symbols(const dyn_tables *t) {
   while (!(chain[last - symoffset] & 1))
     last++;
   return (size_t)last + 1;
+}
+
+/* Whether the object holding addr defines a symbol called name there: what
+ * dladdr tells, without dladdr. This runs inside dl_iterate_phdr, which
+ * holds the loader's list lock; dladdr takes the loader's main lock, which
+ * a dlopen on another thread holds while it waits for the list lock to add
+ * its object: each thread then waited for the other for good (glibc 2.36,
+ * seen with a dladdr in a dl_iterate_phdr callback against dlopen in a
+ * loop). A nested dl_iterate_phdr takes only the list lock, again, which
+ * this thread holds. */
+typedef struct {
+  uintptr_t addr;
+  const char *name;
+  int found;
+} def_query;
+
+static int find_definition(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  def_query *q = arg;
+  int inside = 0;
+  for (Elf64_Half i = 0; i < info->dlpi_phnum && !inside; i++) {
+    const Elf64_Phdr *p = &info->dlpi_phdr[i];
+    inside = p->p_type == PT_LOAD && q->addr - (info->dlpi_addr + p->p_vaddr) < p->p_memsz;
+  }
+  dyn_tables t;
+  uintptr_t ro_lo, ro_hi;
+  if (!inside)
+    return 0;
+  if (read_dynamic(info, &t, &ro_lo, &ro_hi) != 0)
+    return 1;
+  size_t n = count_symbols(&t);
+  for (size_t i = 1; i < n && !q->found; i++) {
+    const Elf64_Sym *s = &t.sym[i];
+    q->found = s->st_shndx != SHN_UNDEF && info->dlpi_addr + s->st_value == q->addr &&
+               strcmp(t.str + s->st_name, q->name) == 0;
+  }
+  return 1;
+}
+
+static int defined_at(uintptr_t addr, const char *name) {
+  def_query q = {addr, name, 0};
+  dl_iterate_phdr(find_definition, &q);
+  return q.found;
 }
 
 /* The functions the shim exports (its hooks), found once in its own
