@@ -1189,7 +1189,8 @@ t452_whatif_names_the_best_plan_and_its_margin() {
   "$STANDIN" record -o rec -- "$PB" basic 12 >rec.out
   printf 'accel a constant:ns=0\noffload api=protobuf to a\n' >free.txt
   printf 'accel a constant:ns=0\noffload api=pb.size to a\n' >some.txt
-  printf 'accel a constant:ns=100000\noffload api=protobuf to a\n' >slow.txt
+  # (100 ms a call: slower than any recorded call, on a loaded machine too)
+  printf 'accel a constant:ns=100000000\noffload api=protobuf to a\n' >slow.txt
   "$STANDIN" whatif rec --plan slow.txt --plan free.txt --plan some.txt --native-wall 10s >w.out
   grep -q "^best: free.txt: .* less than the native run" w.out || fail "$(cat w.out)"
   grep -q "^  .* ahead of the next, some.txt" w.out || fail "$(cat w.out)"
@@ -1271,6 +1272,8 @@ EOF
   grep -q "one plan at a time" err || fail "$(cat err)"
   ! "$STANDIN" export rec --format csv --iface nosuchmodel >/dev/null 2>err || fail "bad --iface taken"
   grep -q "nosuchmodel" err || fail "$(cat err)"
+}
+
 # A plugin's constructor and destructor are its code too: one that printed
 # went into whatif's JSON (create's and predict's output goes to stderr),
 # one that crashed killed standin without a word, and exit() anywhere in a
