@@ -216,6 +216,12 @@ static int explain_empty(const char *dir) {
   const char *dyn = cli_runinfo_get(dir, "dynamic");
   const char *lib, *fn;
   printf("%s: 0 processes, 0 calls.\n", dir);
+  if (cli_recording_busy(dir)) { /* not a program that made no call: not yet */
+    printf("  still being recorded into: a 'standin record' is running, and no process\n"
+           "  of %s has made an intercepted call yet.\n",
+           p);
+    return 0;
+  }
   if (killed)
     /* killed before its writer thread had created the trace file (t605) */
     printf("  %s was killed by signal %d (%s) before any trace file was\n"

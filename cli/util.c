@@ -313,6 +313,10 @@ static void no_trace(const char *dir, const char *what, void (*say)(const char *
         !newer   ? "record the program again"
         : n == 1 ? "a newer standin wrote it: upgrade standin to read it"
                  : "a newer standin wrote them: upgrade standin to read them");
+  else if (n == 0 && cli_recording_busy(dir))
+    say("%s: %s %s yet: a 'standin record' is still running there, and no process of it has "
+        "made an intercepted call so far",
+        dir, lead, what);
   else if (cli_unrecorded(dir, upid, sizeof upid, why, sizeof why))
     say("%s: %s %s: the program's calls were not recorded: pid %s could not create its trace "
         "(%s); record it again ('standin info %s' says more)",

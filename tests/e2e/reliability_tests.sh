@@ -391,10 +391,19 @@ PY
 # a running record's. The directory is locked for a record's run; info and
 # replay say when a record is still writing it.
 t648_one_record_at_a_time_into_a_directory() {
-  mkfifo go
-  "$STANDIN" record -o rec -- sh -c "$PB basic 3 >/dev/null; read x <go" 2>first.err &
+  mkfifo go go0
+  "$STANDIN" record -o rec -- sh -c "read x <go0; $PB basic 3 >/dev/null; read x <go" 2>first.err &
   local first=$!
   for _ in $(seq 100); do [ -e rec/run.info ] && break; sleep 0.05; done
+  # before the program's first call: being recorded into, not a program
+  # that made no call (a loaded machine had info say that)
+  "$STANDIN" info rec >info.out
+  grep -q "still being recorded into: a 'standin record' is running, and no process" info.out ||
+    fail "info before the first call: $(cat info.out)"
+  ! "$STANDIN" report rec >/dev/null 2>err || fail "report of nothing yet succeeded"
+  grep -q "rec: nothing to report yet: a 'standin record' is still running there" err || fail "report: $(cat err)"
+  echo >go0
+  for _ in $(seq 200); do ls rec/*.trace >/dev/null 2>&1 && break; sleep 0.05; done
   local rc
   for f in "" -f; do
     set +e
@@ -405,11 +414,15 @@ t648_one_record_at_a_time_into_a_directory() {
     grep -q "rec is being recorded into by another 'standin record' that is still running" err ||
       fail "$f: $(cat err)"
   done
-  "$STANDIN" info rec | grep -q "still being recorded into" || fail "info: $("$STANDIN" info rec)"
+  # (into a file: grep -q leaving early would end info with SIGPIPE, a
+  # failed pipeline under pipefail)
+  "$STANDIN" info rec >info.out
+  grep -q "still being recorded into" info.out || fail "info: $(cat info.out)"
   echo >go
   wait "$first"
   expect_eq "the first record's calls" 12 "$(calls rec)"
-  ! "$STANDIN" info rec | grep -q "still being recorded" || fail "still busy after the end"
+  "$STANDIN" info rec >info.out
+  ! grep -q "still being recorded" info.out || fail "still busy after the end"
   # its standin killed, the program records on (the lock went with
   # standin): -f deleted the trace it was still writing
   "$STANDIN" record -f -o rec2 -- sh -c "$PB basic 3 >/dev/null; read x <go" 2>/dev/null &
