@@ -14,6 +14,10 @@ typedef struct {
   double def;
 } ifb_param;
 
+/* Bounds every numeric parameter is held to (besides >= 0; clock_mhz > 0). */
+#define IFB_CLOCK_MAX_MHZ 1e6
+#define IFB_PARAM_MAX 1e12
+
 /* Parse numeric key=value pairs against defs (NULL-key terminated) into
  * out[] (defaults first). Returns 0, or -1 with a message in err. */
 int ifb_parse(const char *model, const ifb_param *defs, double *out, int n,

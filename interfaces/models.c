@@ -98,6 +98,21 @@ int ifb_parse(const char *model, const ifb_param *defs, double *out, int n,
       snprintf(err, errcap, "model %s: clock_mhz must be above 0", model);
       return -1;
     }
+    /* nor a clock so fast that every prediction rounds to 0 ns (1e300 was
+     * taken), nor any other number past what a latency in ns can hold
+     * with room (1e12 ns is over 16 minutes a call) */
+    if (v > IFB_CLOCK_MAX_MHZ && !strcmp(keys[i], "clock_mhz")) {
+      snprintf(err, errcap,
+               "model %s: clock_mhz=%s is above %.0f (1 THz): the clock is in MHz (2 GHz is "
+               "clock_mhz=2000)",
+               model, values[i], IFB_CLOCK_MAX_MHZ);
+      return -1;
+    }
+    if (v > IFB_PARAM_MAX) {
+      snprintf(err, errcap, "model %s: %s=%s is above %g, more than any parameter of it can mean",
+               model, keys[i], values[i], IFB_PARAM_MAX);
+      return -1;
+    }
     out[k] = v;
   }
   return 0;
@@ -595,7 +610,10 @@ static standin_request plugin_view(if_model *m, const standin_request *r) {
   }
   standin_request v = *r;
   uint8_t *o = m->copy;
-  v.feat = memcpy(o, r->feat, nf), o += nf;
+  if (o == NULL) /* nothing to copy (need 16 at least: never) */
+    return *r;
+  /* (memcpy from NULL is undefined even for 0 bytes: no features) */
+  v.feat = nf ? memcpy(o, r->feat, nf) : (const uint64_t *)o, o += nf;
   v.fp = r->fp ? memcpy(o, r->fp, 16) : NULL, o += 16;
   v.type = r->type ? memcpy(o, r->type, nt) : NULL, o += nt;
   v.req = r->req ? memcpy(o, r->req, nq) : NULL, o += nq;
@@ -606,7 +624,7 @@ static standin_request plugin_view(if_model *m, const standin_request *r) {
 /* Whether the plugin wrote into its view v of r. */
 static int plugin_wrote(const standin_request *v, const standin_request *r) {
   return v->feat != r->feat &&
-         (memcmp(v->feat, r->feat, r->nfeat * sizeof *r->feat) ||
+         ((r->nfeat && memcmp(v->feat, r->feat, r->nfeat * sizeof *r->feat)) ||
           (r->fp && memcmp(v->fp, r->fp, 16)) || (r->type && strcmp(v->type, r->type)) ||
           (r->req && memcmp(v->req, r->req, r->req_len)) ||
           (r->resp && memcmp(v->resp, r->resp, r->resp_len)));

@@ -256,7 +256,18 @@ START_TEST(test_model_spec_errors_name_the_bad_part) {
     snprintf(spec, sizeof spec, "%s:clock_mhz=0", clocked[i]);
     ck_assert_int_eq(if_model_parse(&m, spec, err, sizeof err), IF_E_SPEC);
     ck_assert_msg(strstr(err, "clock_mhz must be above 0"), "%s: %s", spec, err);
+    /* nor one so fast every prediction is 0 ns */
+    snprintf(spec, sizeof spec, "%s:clock_mhz=1e300", clocked[i]);
+    ck_assert_int_eq(if_model_parse(&m, spec, err, sizeof err), IF_E_SPEC);
+    ck_assert_msg(strstr(err, "clock_mhz=1e300 is above 1000000 (1 THz)"), "%s: %s", spec, err);
+    snprintf(spec, sizeof spec, "%s:clock_mhz=1000000", clocked[i]);
+    ck_assert_int_eq(if_model_parse(&m, spec, err, sizeof err), IF_OK);
+    if_model_free(m);
+    m = NULL;
   }
+  ck_assert_int_eq(if_model_parse(&m, "constant:ns=1e300", err, sizeof err), IF_E_SPEC);
+  ck_assert_ptr_nonnull(strstr(err, "ns=1e300 is above 1e+12"));
+  ck_assert_int_eq(if_model_parse(&m, "scale:factor=2e12", err, sizeof err), IF_E_SPEC);
   ck_assert_int_eq(if_model_parse(&m, "./no-such-model.so", err, sizeof err), IF_E_PLUGIN);
   ck_assert_ptr_nonnull(strstr(err, "cannot load plugin ./no-such-model.so"));
   ck_assert_int_eq(if_model_parse(&m, "table", err, sizeof err), IF_E_SPEC);
