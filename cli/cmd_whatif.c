@@ -61,10 +61,19 @@ static int parse(int argc, char **argv, wi_opts *o) {
   return 0;
 }
 
-/* A plan file by its base name (an --iface plan by its options). */
-static const char *plan_label(const char *name) {
+/* A plan file by its base name (an --iface plan by its options), or by
+ * its path when another plan's file has the same base name. */
+static const char *base_label(const char *name) {
   const char *slash = strrchr(name, '/');
   return slash && name[0] != '-' ? slash + 1 : name;
+}
+
+static const char *plan_label(const planset *ps, int k) {
+  const char *b = base_label(ps->name[k]);
+  for (int j = 0; j < ps->n; j++)
+    if (j != k && strcmp(ps->name[j], ps->name[k]) != 0 && !strcmp(base_label(ps->name[j]), b))
+      return ps->name[k];
+  return b;
 }
 
 /* The plan with the shortest estimate (the first of equals). */
@@ -93,7 +102,7 @@ static void print_verdict(const an_result *r, const wi_opts *o) {
   for (int k = 0; k < r->nplans; k++)
     if (k != best && (next < 0 || an_estimate(r, k) < an_estimate(r, next)))
       next = k;
-  printf("\n%s%s: %s, ", r->nplans > 1 ? "best: " : "", plan_label(o->a.ps.name[best]),
+  printf("\n%s%s: %s, ", r->nplans > 1 ? "best: " : "", plan_label(&o->a.ps, best),
          cli_fmt_ns(a, sizeof a, (double)est));
   if (gain > 0)
     printf("%s (%.1f%%) less than %s\n", cli_fmt_ns(b, sizeof b, gain),
@@ -108,9 +117,9 @@ static void print_verdict(const an_result *r, const wi_opts *o) {
     gap = (double)an_estimate(r, next) - (double)est;
     if (gap > 0)
       printf("  %s (%.1f%%) ahead of the next, %s\n", cli_fmt_ns(c, sizeof c, gap),
-             wall ? 100.0 * gap / wall : 0.0, plan_label(o->a.ps.name[next]));
+             wall ? 100.0 * gap / wall : 0.0, plan_label(&o->a.ps, next));
     else
-      printf("  the same as %s\n", plan_label(o->a.ps.name[next]));
+      printf("  the same as %s\n", plan_label(&o->a.ps, next));
   }
   if (wall && ((gain && fabs(gain) < WI_CLOSE * wall) || (gap > 0 && gap < WI_CLOSE * wall)))
     printf("  a difference under %.0f%% of the run is within what estimates can be off by "
@@ -141,7 +150,7 @@ static void print_text(const an_result *r, const wi_opts *o) {
     char n[32], rec[32], pred[32], qs[32], e[32], nv[32];
     /* cut at the front, where two plans' names are most alike
      * (exp_variant_A.plan, exp_variant_B.plan); the full name follows */
-    const char *nm = plan_label(o->a.ps.name[k]);
+    const char *nm = plan_label(&o->a.ps, k);
     char cut[32];
     if (strlen(nm) > 28) {
       snprintf(cut, sizeof cut, "...%s", nm + strlen(nm) - 25);
@@ -156,7 +165,7 @@ static void print_text(const an_result *r, const wi_opts *o) {
            an_fmt_naive(nv, sizeof nv, r, k), an_method(r, k));
   }
   for (int k = 0; k < r->nplans; k++) {
-    if (strlen(plan_label(o->a.ps.name[k])) > 28)
+    if (strlen(plan_label(&o->a.ps, k)) > 28)
       printf("  (%s)\n", o->a.ps.name[k]);
   }
   print_verdict(r, o);
@@ -168,7 +177,7 @@ static void print_text(const an_result *r, const wi_opts *o) {
       sw += pr->sw[i];
     if (sw == 0)
       continue;
-    printf("\nin software under %s:\n", plan_label(o->a.ps.name[k]));
+    printf("\nin software under %s:\n", plan_label(&o->a.ps, k));
     anp_software_text(stdout, r, k);
   }
   anp_notes_text(stdout, r);

@@ -527,3 +527,19 @@ EOF2
   grep -q "p.txt:6: .*no call matches all of its selectors at once (size= included" err || fail "size: $(cat err)"
   if grep -q "p.txt:7:" err; then fail "a rule calls come to was warned: $(cat err)"; fi
 }
+
+# Two plan files of one base name in two directories are told apart by
+# their paths in whatif's table and lines (by base name they read alike).
+t330_plans_of_one_base_name_are_named_by_path() {
+  "$STANDIN" record -o rec -- "$PB" basic 4 >rec.out
+  mkdir -p a b
+  printf 'accel p protoacc\noffload api=protobuf to p\n' >a/plan.txt
+  printf 'accel p constant:ns=1\noffload api=pb.pack to p\n' >b/plan.txt
+  "$STANDIN" whatif rec --plan a/plan.txt --plan b/plan.txt >out 2>err
+  grep -q "^a/plan.txt " out || fail "$(cat out)"
+  grep -q "^b/plan.txt " out || fail "$(cat out)"
+  grep -q "in software under b/plan.txt:" out || fail "$(cat out)"
+  # one plan: its base name
+  "$STANDIN" whatif rec --plan a/plan.txt --iface protoacc >out 2>err
+  grep -q "^plan.txt " out || fail "$(cat out)"
+}
