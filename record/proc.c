@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "record_internal.h"
@@ -52,6 +53,15 @@ SHIM_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *
   if (rc != 0)
     shim_free(t);
   return rc;
+}
+
+/* The main thread leaving while other threads go on (rt_leader_exits). */
+SHIM_EXPORT void pthread_exit(void *ret) {
+  SHIM_REAL(real, pthread_exit);
+  if (syscall(SYS_gettid) == getpid())
+    rt_leader_exits();
+  real(ret);
+  __builtin_unreachable();
 }
 
 /* Threads not created through pthread_create take the next index. */

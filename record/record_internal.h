@@ -165,6 +165,10 @@ void rt_before_exec(void);
 /* _exit and _Exit call this: flush and close, since no exit handler runs. */
 void rt_before_exit(void);
 
+/* pthread_exit calls this on the main thread: the process goes on until
+ * its last thread leaves, which the writer must not outlive (rt.c). */
+void rt_leader_exits(void);
+
 /* dlclose calls this before the library goes away (see rt.c). */
 void rt_before_unload(void);
 

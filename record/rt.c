@@ -720,6 +720,66 @@ static void close_for_signal(int sig) {
   atomic_store(&closed_for_signal, 1);
 }
 
+/* The main thread may leave with pthread_exit while others go on: the
+ * process then ends with its last thread, where glibc calls exit(0). The
+ * writer is a thread of the process too, one that blocks every signal: the
+ * program's last thread left it running, so the process never ended, and
+ * only SIGKILL did. Once the main thread has left, the writer looks at
+ * each nap whether any thread but that dead one and itself is left (the
+ * count in /proc/self/stat), and if none is, ends the process as its last
+ * thread would have. */
+static _Atomic int leader_left;
+static int stat_fd = -1; /* the writer's, near the top of the table */
+static uint64_t alone_checked_ns;
+
+void rt_leader_exits(void) {
+  if ((uint32_t)getpid() != rt_cfg.pid)
+    return; /* a vfork child */
+  atomic_store(&leader_left, 1);
+  wake_writer();
+}
+
+/* /proc/self/stat says the main thread is dead (state Z: the process's
+ * state is its leader's) and the process holds two threads (it, and the
+ * writer). 0 when it cannot be read: the writer then waits, as before. */
+static int writer_alone(void) {
+  char buf[1024];
+  if (stat_fd < 0) {
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return 0;
+    stat_fd = st_fd_to_high(fd);
+  }
+  ssize_t n = pread(stat_fd, buf, sizeof buf - 1, 0);
+  if (n <= 0)
+    return 0;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')'); /* the command name may hold ')' */
+  if (!p || strtoul(buf, NULL, 10) != rt_cfg.pid || p[1] != ' ' || p[2] != 'Z')
+    return 0;
+  p += 2; /* field 3; the thread count is field 20 */
+  for (int f = 3; f < 20 && p; f++)
+    p = strchr(p + 1, ' ');
+  return p && strtol(p + 1, NULL, 10) <= 2;
+}
+
+static int orphaned(uint64_t now) {
+  if (!atomic_load(&leader_left) || now - alone_checked_ns < WRITER_DEEP_NAP_NS)
+    return 0;
+  alone_checked_ns = now;
+  return writer_alone();
+}
+
+/* On the writer, its file closed: the exit the program's last thread
+ * would have made (exit handlers, stdio, status 0). */
+static void exit_as_last_thread(void) {
+  pthread_mutex_lock(&start_lock);
+  atomic_store(&run_state, RUN_OFF);
+  writer_running = 0; /* nothing to join: this is the writer */
+  pthread_mutex_unlock(&start_lock);
+  exit(0);
+}
+
 static void *writer_main(void *arg) {
   (void)arg;
   in_writer = 1;
@@ -746,7 +806,7 @@ static void *writer_main(void *arg) {
   /* a new file (after a failed exec) starts compressing, as st_writer_open */
   pace_waits_seen = waits_seen;
   pace_storing = pace_stopping = 0;
-  int stop_stalled = 0;
+  int stop_stalled = 0, alone = 0;
   for (;;) {
     pthread_mutex_lock(&writer_work);
     int sig = atomic_load(&close_signal);
@@ -797,6 +857,10 @@ static void *writer_main(void *arg) {
     }
     if (stopping && n == 0)
       break;
+    if (n == 0 && !stopping && orphaned(now)) {
+      alone = 1;
+      break;
+    }
     pthread_mutex_unlock(&writer_work);
     if (n)
       last_busy = now;
@@ -807,6 +871,8 @@ static void *writer_main(void *arg) {
   wr_close();
   atomic_store(&writer_exited, 1);
   pthread_mutex_unlock(&writer_work);
+  if (alone)
+    exit_as_last_thread();
   return NULL;
 }
 
@@ -1512,6 +1578,11 @@ static void atfork_child(void) {
     self->os_tid = (uint32_t)syscall(SYS_gettid);
   }
   atomic_store(&threads, self);
+  /* this thread is the child's main thread; the parent's /proc entry is not its */
+  atomic_store(&leader_left, 0);
+  if (stat_fd >= 0)
+    close(stat_fd);
+  stat_fd = -1;
   writer_running = 0;
   atomic_store(&writer_tid, 0); /* the parent's writer, not ours */
   atomic_store(&writer_idle, 0);

@@ -1509,3 +1509,26 @@ EOF2
   cmp native.out rec.out
   expect_eq "sizes recorded" 300 "$(calls rec pb.size)"
 }
+
+# The main thread leaves with pthread_exit and another thread goes on: the
+# process ends when that one returns, glibc calling exit(0). The writer is
+# a thread of the process too: recorded, the process outlived the
+# program's last thread and never ended (nor could any signal but SIGKILL
+# end it: the writer blocks them all). It ends now as natively, exit
+# handlers run, with every call in a closed trace.
+t680_main_thread_leaving_first_does_not_keep_the_process() {
+  "$FAULTS" leader-exit 20 >native.out
+  expect_eq "native" "exit handlers ran" "$(tail -1 native.out)"
+  local rc=0
+  timeout 30 "$STANDIN" record -o rec -- "$FAULTS" leader-exit 20 >rec.out 2>rec.err || rc=$?
+  expect_eq "record's status (124: still running after 30 s)" 0 "$rc"
+  cmp native.out rec.out || fail "recorded output differs: $(cat rec.err)"
+  trace_ok rec
+  expect_eq "calls" 120 "$(calls rec)"
+  grep -q "status: complete" rec.info || fail "$(grep status rec.info)"
+  rc=0
+  timeout 30 "$STANDIN" replay -t rec --summary s.json -- "$FAULTS" leader-exit 20 >rep.out 2>rep.err || rc=$?
+  expect_eq "replay's status" 0 "$rc"
+  cmp native.out rep.out || fail "replayed output differs: $(cat rep.err)"
+  expect_eq "replayed" 120 "$(json s.json calls_replayed)"
+}

@@ -52,6 +52,10 @@
  *                           (others: HOW=kill kills it with SIGSYS, errno
  *                           fails them with EPERM), then N more messages,
  *                           and _exit
+ *   faults leader-exit N    N messages, then the main thread leaves with
+ *                           pthread_exit while a thread it started makes N
+ *                           more 100 ms later and returns: the process ends
+ *                           with it (exit handlers run, status 0)
  *   faults daemon HOW N     N messages, then as a daemon: close every
  *                           descriptor above 2 (HOW: loop, closefrom, range;
  *                           dup2: dup a file of its own onto a trace file's
@@ -255,6 +259,28 @@ static void wait_calls(long n) {
 }
 
 /* ---- modes -------------------------------------------------------------- */
+
+static int leader_n;
+
+static void *outlive_main(void *p) {
+  (void)p;
+  sleep_ms(100); /* the main thread is gone by then */
+  messages(leader_n, leader_n);
+  return NULL; /* the last thread: glibc calls exit(0) */
+}
+
+static void say_exit(void) {
+  printf("exit handlers ran\n");
+}
+
+static int run_leader_exit(int n) {
+  pthread_t t;
+  leader_n = n;
+  atexit(say_exit);
+  messages(0, n);
+  pthread_create(&t, NULL, outlive_main, NULL);
+  pthread_exit(NULL);
+}
 
 static void on_segv(int sig) {
   static const char msg[] = "own handler ran\n";
@@ -648,6 +674,8 @@ int main(int argc, char **argv) {
     return run_loop(a);
   if (!strcmp(mode, "detach"))
     return run_detach(a);
+  if (!strcmp(mode, "leader-exit"))
+    return run_leader_exit(a);
   if (!strcmp(mode, "daemon") && argc > 3)
     return run_daemon(argv[2], b);
   if (!strcmp(mode, "errno") && argc > 2) {
