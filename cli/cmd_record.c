@@ -620,6 +620,10 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
   }
 }
 
+/* The longest STANDIN_DIR the record shim takes, plus one (config_dir in
+ * record/rt.c: PATH_MAX less room for a file's name). */
+#define SHIM_DIR_MAX (PATH_MAX - 48)
+
 int cmd_record(int argc, char **argv) {
   cli_calm_signals(); /* the commands that run programs (util.c) */
   static rec_opts o;  /* ~20 KiB: off the stack (a small ulimit -s) */
@@ -639,6 +643,16 @@ int cmd_record(int argc, char **argv) {
   char absdir[PATH_MAX];
   if (!realpath(o.dir, absdir)) {
     cli_err("cannot resolve %s: %s", o.dir, strerror(errno));
+    return 1;
+  }
+  /* the shim takes a shorter path than PATH_MAX, room for its files'
+   * names (record/rt.c); --retime's runs record into DIR/.timing/N */
+  size_t longest = strlen(absdir) + (o.retime ? sizeof "/.timing/15" - 1 : 0);
+  if (longest >= SHIM_DIR_MAX) {
+    cli_err("cannot record into %s: its path is %zu bytes long%s, and the recorder takes "
+            "fewer than %d; choose a shorter one with -o",
+            o.dir, strlen(absdir), o.retime ? " (and --retime's runs record under it)" : "",
+            SHIM_DIR_MAX);
     return 1;
   }
   const char *old = getenv("LD_PRELOAD");

@@ -185,7 +185,8 @@ static uint64_t env_number(const char *name, uint64_t min, uint64_t max, uint64_
  * off. */
 static int config_dir(void) {
   const char *dir = getenv("STANDIN_DIR");
-  /* room for "/<pid>-<start>.<exec>.timing" after the directory (rt_names) */
+  /* room for "/<pid>-<start>.<exec>.timing" after the directory (rt_names);
+   * standin record refuses a longer one (SHIM_DIR_MAX, cli/cmd_record.c) */
   size_t room = sizeof rt_cfg.dir - 48;
   if (dir && *dir) {
     if (dir[0] != '/') {

@@ -1532,3 +1532,32 @@ t680_main_thread_leaving_first_does_not_keep_the_process() {
   cmp native.out rep.out || fail "replayed output differs: $(cat rep.err)"
   expect_eq "replayed" 120 "$(json s.json calls_replayed)"
 }
+
+# A recording directory whose path the record shim cannot take (it keeps
+# room for its files' names below PATH_MAX): each process said so and ran
+# unrecorded, and standin record then said that no intercepted call was
+# made, advising on workers that give up root. It is refused before the
+# program runs, naming the limit.
+t681_recording_directory_path_too_long_is_refused() {
+  local p=$PWD seg
+  seg=$(printf '%0200d' 0)
+  while [ ${#p} -lt 3860 ]; do p=$p/$seg; done
+  p=$p/$(printf '%0*d' $((4060 - ${#p} - 1)) 0) # a name of 1 to 200 bytes
+  mkdir -p "$(dirname "$p")"
+  local rc=0
+  "$STANDIN" record -o "$p" -- sh -c "touch ran; $PB basic 3" >out 2>err || rc=$?
+  expect_eq "exit status" 1 "$rc"
+  grep -q "^standin: cannot record into .*: its path is 4060 bytes long, and the recorder takes fewer than 4048; choose a shorter one with -o$" err ||
+    fail "record said: $(cat err)"
+  [ ! -e ran ] || fail "the program ran"
+  # a path --retime's runs would take past it
+  p=${p:0:4040}
+  mkdir -p "$p"
+  rc=0
+  "$STANDIN" record -o "$p" --retime -- sh -c "touch ran; $PB basic 3" >out 2>err || rc=$?
+  expect_eq "--retime: exit status" 1 "$rc"
+  grep -q "its path is 4040 bytes long (and --retime's runs record under it)" err || fail "record said: $(cat err)"
+  [ ! -e ran ] || fail "the program ran"
+  "$STANDIN" record -o "$p" -f -- "$PB" basic 3 >out 2>err || fail "without --retime: $(cat err)"
+  expect_eq "calls" 12 "$(calls "$p")"
+}
