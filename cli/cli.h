@@ -68,6 +68,11 @@ void cli_tracedir_free(cli_tracedir *td);
  * their traces (the PID.unrecorded notes record/sink.c leaves): how many;
  * the first one's file name stem (its pid) in pid and reason in why. */
 size_t cli_unrecorded(const char *dir, char *pid, size_t pcap, char *why, size_t wcap);
+/* The notes of extension ext (".unrecorded", ".unfollowed": a process
+ * that started a program in an environment without the record shim,
+ * record/proc.c), as cli_unrecorded: how many, the first one's pid and
+ * what it says. */
+size_t cli_notes(const char *dir, const char *ext, char *pid, size_t pcap, char *why, size_t wcap);
 
 /* A warning, once a process, that dir lacks the calls of such processes
  * (for the commands that read a recording with traces in it). */

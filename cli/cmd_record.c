@@ -186,6 +186,7 @@ static int clear_dir(const char *dir, int force) {
     size_t n = strlen(e->d_name);
     if (e->d_name[0] >= '0' && e->d_name[0] <= '9' &&
         ((n > 11 && !strcmp(e->d_name + n - 11, ".unrecorded")) ||
+         (n > 11 && !strcmp(e->d_name + n - 11, ".unfollowed")) ||
          (n > 13 && !strcmp(e->d_name + n - 13, ".trace.retime")))) {
       snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
       unlink(p);
@@ -378,6 +379,27 @@ static char *env_pair(const char *k, const char *v) {
 /* The recording directory as the program started (device, inode). */
 static struct stat dir_at_start;
 
+/* Processes that started a program in an environment without the record
+ * shim (record/proc.c): said after the recording, or as why it holds no
+ * trace. */
+static size_t say_unfollowed(const char *dir, int none) {
+  char pid[64], prog[PATH_MAX];
+  size_t n = cli_notes(dir, ".unfollowed", pid, sizeof pid, prog, sizeof prog);
+  if (n == 0)
+    return 0;
+  char more[64] = "";
+  if (n > 1)
+    snprintf(more, sizeof more, " (and %zu more processes did so)", n - 1);
+  fprintf(stderr,
+          "standin: %s%spid %s started %s with an environment that drops standin (no record "
+          "shim in LD_PRELOAD, or no STANDIN_DIR: env -i, or a program that clears or sets "
+          "LD_PRELOAD)%s: it ran unrecorded, and so did the programs it started; to record "
+          "it, run it under 'standin record' itself\n",
+          none ? dir : "", none ? " holds no trace: " : "", pid, prog[0] ? prog : "a program",
+          more);
+  return n;
+}
+
 static void summary(const char *dir, const char *absdir, const char *prog, int builtin, int rc,
                     int no_follow) {
   struct stat dst;
@@ -415,6 +437,7 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
     fprintf(stderr, "standin: recorded %zu process%s into %s (%s); see 'standin info %s'\n", td.n,
             td.n == 1 ? "" : "es", dir, cli_fmt_bytes(b, sizeof b, (double)bytes), dir);
     say_unrecorded(dir);
+    say_unfollowed(dir, 0);
     /* a daemon, a background job or a server's helper outlived the program */
     if (live == 1)
       fprintf(stderr,
@@ -446,6 +469,8 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
               dir);
     else if (say_unrecorded(dir))
       ; /* not a program that made no call */
+    else if (say_unfollowed(dir, 1))
+      ; /* the program that would have made them ran unrecorded */
     else {
       char st[64] = "";
       int sig = rc > 128 ? rc - 128 : 0; /* as the status standin exits with says it */

@@ -186,8 +186,11 @@ void cli_tracedir_free(cli_tracedir *td) {
 }
 
 size_t cli_unrecorded(const char *dir, char *pid, size_t pcap, char *why, size_t wcap) {
-  static const char ext[] = ".unrecorded";
-  size_t n = 0, el = sizeof ext - 1;
+  return cli_notes(dir, ".unrecorded", pid, pcap, why, wcap);
+}
+
+size_t cli_notes(const char *dir, const char *ext, char *pid, size_t pcap, char *why, size_t wcap) {
+  size_t n = 0, el = strlen(ext);
   DIR *d = opendir(dir);
   struct dirent *e;
   if (pcap)

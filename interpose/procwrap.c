@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -31,6 +32,20 @@
 
 #include "fatal.h"
 #include "shim.h"
+
+extern char **environ;
+
+int shim_env_follows(char *const envp[], const char *lib, const char *var) {
+  int pre = 0, set = 0;
+  size_t vl = strlen(var);
+  for (size_t i = 0; envp && envp[i]; i++) {
+    if (!strncmp(envp[i], "LD_PRELOAD=", 11) && strstr(envp[i] + 11, lib))
+      pre = 1;
+    else if (!strncmp(envp[i], var, vl) && envp[i][vl] == '=')
+      set = 1;
+  }
+  return pre && set;
+}
 
 /* prctl and syscall are called from other libraries' constructors (libcap's
  * calls prctl), which may run before the shim's and, in a sanitizer build,
@@ -80,6 +95,7 @@ SHIM_EXPORT int chroot(const char *path) {
 
 SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
   SHIM_REAL(real, execve);
+  shim_on_exec_env(path, envp);
   shim_on_exec();
   int rc = real(path, argv, envp);
   shim_on_exec_failed();
@@ -88,6 +104,7 @@ SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 
 SHIM_EXPORT int execv(const char *path, char *const argv[]) {
   SHIM_REAL(real, execv);
+  shim_on_exec_env(path, environ);
   shim_on_exec();
   int rc = real(path, argv);
   shim_on_exec_failed();
@@ -96,6 +113,7 @@ SHIM_EXPORT int execv(const char *path, char *const argv[]) {
 
 SHIM_EXPORT int execvp(const char *file, char *const argv[]) {
   SHIM_REAL(real, execvp);
+  shim_on_exec_env(file, environ);
   shim_on_exec();
   int rc = real(file, argv);
   shim_on_exec_failed();
@@ -104,6 +122,7 @@ SHIM_EXPORT int execvp(const char *file, char *const argv[]) {
 
 SHIM_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
   SHIM_REAL(real, execvpe);
+  shim_on_exec_env(file, envp);
   shim_on_exec();
   int rc = real(file, argv, envp);
   shim_on_exec_failed();
@@ -112,6 +131,7 @@ SHIM_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]
 
 SHIM_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
   SHIM_REAL(real, fexecve);
+  shim_on_exec_env(argv[0], envp);
   shim_on_exec();
   int rc = real(fd, argv, envp);
   shim_on_exec_failed();
@@ -125,6 +145,7 @@ SHIM_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
 SHIM_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                             const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
   SHIM_REAL(real, posix_spawn);
+  shim_on_exec_env(path, envp);
   shim_on_spawn(1);
   int rc = real(pid, path, fa, attr, argv, envp);
   shim_on_spawn(0);
@@ -135,6 +156,7 @@ SHIM_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_fil
                              const posix_spawnattr_t *attr, char *const argv[],
                              char *const envp[]) {
   SHIM_REAL(real, posix_spawnp);
+  shim_on_exec_env(file, envp);
   shim_on_spawn(1);
   int rc = real(pid, file, fa, attr, argv, envp);
   shim_on_spawn(0);

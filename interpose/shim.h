@@ -61,6 +61,14 @@ void shim_on_exec_failed(void);
 /* Around a posix_spawn: starting = 1 before it, 0 after. */
 void shim_on_spawn(int starting);
 void shim_on_exit(void);
+/* Defined by each runtime; called by procwrap.c's exec and posix_spawn
+ * wrappers before shim_on_exec or shim_on_spawn, with the program and the
+ * environment it is given: one without the runtime's variables starts a
+ * program that the runtime does not follow (env -i, a program that clears
+ * LD_PRELOAD or sets its own). */
+void shim_on_exec_env(const char *prog, char *const envp[]);
+/* 1 when envp preloads a library whose name holds `lib` and sets `var`. */
+int shim_env_follows(char *const envp[], const char *lib, const char *var);
 /* Defined by each runtime; called by procwrap.c's chroot wrapper before
  * the process's root changes: the last moment it can reach files by the
  * paths it was given (its directory, /proc, the libraries it loads late). */

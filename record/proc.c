@@ -9,8 +9,10 @@
  * drains the rings before a library can take them away. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -76,8 +78,48 @@ void shim_on_exec(void) {
     rt_before_exec();
 }
 
+/* A program started with an environment that lacks the record shim in
+ * LD_PRELOAD, or STANDIN_DIR (env -i, a program that clears LD_PRELOAD or
+ * sets its own), runs unrecorded, and so do the programs it starts: the
+ * process leaves a note for standin record, as one that could not create
+ * its trace does (sink.c), a symbolic link PID.unfollowed to the program.
+ * Its first such program only. A vfork child, in its parent's memory,
+ * makes only system calls and writes only `noted`, which is then not the
+ * parent's pid. */
+static _Atomic pid_t noted; /* the process whose exec made the note */
+
+static void note_path(char *p, size_t cap, pid_t pid) {
+  snprintf(p, cap, "%s/%d.unfollowed", rt_cfg.dir, (int)pid);
+}
+
+void shim_on_exec_env(const char *prog, char *const envp[]) {
+  if (rt_sealed || rt_cfg.apis == 0 || rt_cfg.timing || rt_cfg.no_follow || !prog ||
+      shim_env_follows(envp, "libstandin-record.so", "STANDIN_DIR"))
+    return;
+  int saved = errno;
+  char p[PATH_MAX + 32];
+  const char *rel;
+  pid_t pid = getpid();
+  note_path(p, sizeof p, pid);
+  int at = rt_dir_at(p, &rel);
+  if (symlinkat(prog, at, rel) == 0)
+    atomic_store(&noted, pid);
+  errno = saved;
+}
+
 void shim_on_exec_failed(void) {
-  /* a later call opens the next file (rt_before_exec left recording idle) */
+  /* a later call opens the next file (rt_before_exec left recording idle);
+   * the program whose environment was noted did not start */
+  pid_t pid = getpid(), me = pid;
+  if (atomic_compare_exchange_strong(&noted, &me, 0)) {
+    int saved = errno;
+    char p[PATH_MAX + 32];
+    const char *rel;
+    note_path(p, sizeof p, pid);
+    int at = rt_dir_at(p, &rel);
+    unlinkat(at, rel, 0);
+    errno = saved;
+  }
 }
 
 void shim_on_spawn(int starting) {

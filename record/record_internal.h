@@ -23,6 +23,7 @@ typedef struct {
   int pack_fp_walk; /* STANDIN_PACK_FP=walk: pack hooks never leave the
                        fingerprint to the writer (for comparison) */
   int timing;       /* STANDIN_TIMING=1: the timing-only pass (timing.c) */
+  int no_follow;    /* STANDIN_NO_FOLLOW=1: the programs it starts are not recorded */
   int jpeg_pixels;  /* STANDIN_JPEG_PIXELS=keep (record --keep-pixels): a libjpeg
                        decode's rows are saved, never a digest of them */
   uint64_t writer_stall_ns; /* STANDIN_WRITER_STALL_US: for tests, a writer that

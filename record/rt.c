@@ -239,7 +239,8 @@ static void load_config(void) {
   while (rt_cfg.ring_bytes < cap)
     rt_cfg.ring_bytes <<= 1;
   const char *nf = getenv("STANDIN_NO_FOLLOW");
-  if (nf && *nf == '1')
+  rt_cfg.no_follow = nf && *nf == '1';
+  if (rt_cfg.no_follow)
     drop_self_from_preload();
   /* Where pack fingerprints are computed: from the saved bytes on the
    * writer thread (default), or by walking the tree on the calling thread

@@ -3,6 +3,7 @@
 #include "rp.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
@@ -584,6 +585,24 @@ static int map_rw(const char *path) {
 /* The environment as it was at start: a program may change its own before
  * its first call (rp_setup then runs late). */
 static char db_path[PATH_MAX], rw_path[PATH_MAX];
+
+/* A program started with an environment that lacks the replay shim in
+ * LD_PRELOAD, or STANDIN_REPLAY_DB (env -i, a program that clears
+ * LD_PRELOAD or sets its own), runs its calls for real, and so do the
+ * programs it starts, none of them counted: said once per process. */
+void shim_on_exec_env(const char *prog, char *const envp[]) {
+  static _Atomic int said;
+  if (!db_path[0] || !prog || shim_env_follows(envp, "libstandin-replay.so", "STANDIN_REPLAY_DB") ||
+      atomic_exchange(&said, 1))
+    return;
+  int saved = errno;
+  shim_say("pid %d starts %s with an environment without the replay shim in LD_PRELOAD or "
+           "without STANDIN_REPLAY_DB (env -i, or a program that clears or sets LD_PRELOAD): "
+           "it and the programs it starts are not replayed, and their calls are not in the "
+           "counts",
+           (int)getpid(), prog);
+  errno = saved;
+}
 
 /* Whether a library whose calls the shim hooks is loaded (by file name:
  * libprotobuf-c.so.1, libjpeg.so.62, libturbojpeg.so.0 and their kin). */

@@ -1561,3 +1561,31 @@ t681_recording_directory_path_too_long_is_refused() {
   "$STANDIN" record -o "$p" -f -- "$PB" basic 3 >out 2>err || fail "without --retime: $(cat err)"
   expect_eq "calls" 12 "$(calls "$p")"
 }
+
+# A program started with an environment that drops standin (env -i, a
+# program that clears LD_PRELOAD or sets its own) runs unrecorded, and so
+# do the programs it starts. record said nothing of it: that its traces
+# were all there, or that no intercepted call was made (advising on
+# workers that give up root); replay counted without it. Both say so now,
+# naming the program; an exec that fails leaves nothing to say.
+t682_programs_started_without_standins_environment_are_named() {
+  "$STANDIN" record -o rec -- sh -c "$PB basic 2; env -i $PB basic 3; env -i /nonexistent 2>/dev/null; true" >rec.out 2>rec.err ||
+    fail "record: $(cat rec.err)"
+  grep -q "^standin: pid [0-9]* started $PB with an environment that drops standin (no record shim in LD_PRELOAD, or no STANDIN_DIR: env -i, or a program that clears or sets LD_PRELOAD): it ran unrecorded, and so did the programs it started; to record it, run it under 'standin record' itself$" rec.err ||
+    fail "record said: $(cat rec.err)"
+  expect_eq "calls" 8 "$(calls rec)"
+  "$STANDIN" replay -t rec -- sh -c "$PB basic 2; env -i $PB basic 3" >rep.out 2>rep.err
+  cmp rec.out rep.out || fail "replayed output differs"
+  grep -q "^standin: pid [0-9]* starts $PB with an environment without the replay shim in LD_PRELOAD or without STANDIN_REPLAY_DB .*: it and the programs it starts are not replayed, and their calls are not in the counts$" rep.err ||
+    fail "replay said: $(cat rep.err)"
+  # nothing recorded at all: that is why, not "no intercepted call"
+  "$STANDIN" record -o rec2 -- env LD_PRELOAD=libc.so.6 "$PB" basic 3 >/dev/null 2>rec2.err
+  grep -q "^standin: rec2 holds no trace: pid [0-9]* started $PB with an environment that drops standin" rec2.err ||
+    fail "record said: $(cat rec2.err)"
+  ! grep -q "no intercepted call\|give up root" rec2.err || fail "record said: $(cat rec2.err)"
+  # an exec that fails, and --no-follow, which drops standin on purpose
+  "$STANDIN" record -o rec3 -- sh -c "env -i /nonexistent 2>/dev/null; $PB basic 1" >/dev/null 2>rec3.err
+  ! grep -q "drops standin" rec3.err || fail "failed exec: $(cat rec3.err)"
+  "$STANDIN" record -o rec4 --no-follow -- "$FAULTS" vfork "$PB" 2 >/dev/null 2>rec4.err
+  ! grep -q "drops standin" rec4.err || fail "--no-follow: $(cat rec4.err)"
+}
