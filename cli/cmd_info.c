@@ -226,7 +226,7 @@ static int explain_empty(const char *dir) {
     /* killed before its writer thread had created the trace file (t605) */
     printf("  %s was killed by signal %d (%s) before any trace file was\n"
            "  written: calls made before a signal nothing can catch (SIGKILL, a stack\n"
-           "  overflow) are lost.\n",
+           "  overflow, a fault while the program blocks its signal) are lost.\n",
            p, code - 128, strsignal(code - 128));
   else if (dyn && !strcmp(dyn, "0"))
     printf("  %s is statically linked: the shim cannot be preloaded into it.\n", p);

@@ -480,10 +480,20 @@ static void summary(const char *dir, const char *absdir, const char *prog, int b
       /* a server is stopped by one of these; other signals are its own end */
       int stopped =
           sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT || sig == SIGKILL;
-      fprintf(stderr,
-              "standin: no intercepted call was made%s, so %s holds no trace; "
-              "'standin info %s' says more\n",
-              st, dir, dir);
+      if (sig && (sig == SIGKILL || !stopped))
+        /* the writer creates the file after the first call: one that
+         * nothing can catch (SIGKILL, a stack overflow, a fault while the
+         * program blocks the signal) may come first */
+        fprintf(stderr,
+                "standin: %s holds no trace: %s was killed by signal %d before any trace file "
+                "was written, and the calls it made, if any, were lost with it ('standin info "
+                "%s' says more)\n",
+                dir, prog, sig, dir);
+      else
+        fprintf(stderr,
+                "standin: no intercepted call was made%s, so %s holds no trace; "
+                "'standin info %s' says more\n",
+                st, dir, dir);
       if (no_follow) /* sh -c 'djpeg ...' under --no-follow: the shell itself decodes nothing */
         fprintf(stderr,
                 "standin: with --no-follow only %s itself was recorded, not the "

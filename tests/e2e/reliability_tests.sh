@@ -1589,3 +1589,21 @@ t682_programs_started_without_standins_environment_are_named() {
   "$STANDIN" record -o rec4 --no-follow -- "$FAULTS" vfork "$PB" 2 >/dev/null 2>rec4.err
   ! grep -q "drops standin" rec4.err || fail "--no-follow: $(cat rec4.err)"
 }
+
+# A program killed by a signal nothing catches (SIGKILL, a fault while it
+# blocks the signal) before its writer created the trace file: record
+# said that no intercepted call was made, where info says the calls, if
+# any, were lost. record says so too now.
+t683_record_says_a_program_was_killed_before_its_trace_existed() {
+  local rc=0
+  "$STANDIN" record -o rec -- sh -c 'kill -9 $$' >/dev/null 2>err || rc=$?
+  expect_eq "exit status" 137 "$rc"
+  grep -q "^standin: rec holds no trace: sh was killed by signal 9 before any trace file was written, and the calls it made, if any, were lost with it ('standin info rec' says more)$" err ||
+    fail "record said: $(cat err)"
+  ! grep -q "no intercepted call" err || fail "record said: $(cat err)"
+  # a server stopped by SIGTERM is its usual end: nothing lost, no call made
+  rc=0
+  "$STANDIN" record -o rec2 -- sh -c 'kill -TERM $$' >/dev/null 2>err2 || rc=$?
+  expect_eq "SIGTERM: exit status" 143 "$rc"
+  grep -q "^standin: no intercepted call was made, so rec2 holds no trace" err2 || fail "record said: $(cat err2)"
+}
