@@ -64,6 +64,12 @@ int cli_demangle(const char *sym, char *out, size_t cap);
 size_t cli_procs_with_env(const char *entry, long *first);
 void cli_tracedir_free(cli_tracedir *td);
 
+/* This program's path into exe: /proc/self/exe, or where /proc is not
+ * mounted (a container, a mount namespace) the path it was started by,
+ * which a shell that searched PATH gives whole. -1 (said why) when
+ * neither. */
+int cli_self_exe(char *exe, size_t cap);
+
 /* Processes of the recording in dir that made calls but could not create
  * their traces (the PID.unrecorded notes record/sink.c leaves): how many;
  * the first one's file name stem (its pid) in pid and reason in why. */

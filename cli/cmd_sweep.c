@@ -242,7 +242,9 @@ static uint64_t replay_once(const sw_opts *o, int v, const char *plan_path, cons
   for (char **p = o->prog; *p && n < 255; p++)
     args[n++] = *p;
   args[n] = NULL;
-  char errpath[PATH_MAX + 8];
+  char errpath[PATH_MAX + 8], self[PATH_MAX];
+  if (cli_self_exe(self, sizeof self) != 0)
+    return 0;
   snprintf(errpath, sizeof errpath, "%s.err", summary);
   fflush(NULL);
   unlink(summary);
@@ -256,7 +258,7 @@ static uint64_t replay_once(const sw_opts *o, int v, const char *plan_path, cons
       dup2(err >= 0 ? err : null, 2);
     }
     cli_signals_as_given(); /* the replay passes them on to the program as given */
-    execv("/proc/self/exe", args);
+    execv(self, args);
     _exit(127);
   }
   int st = 0;

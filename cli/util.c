@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -45,15 +46,30 @@ void cli_warn(const char *fmt, ...) {
   va_end(ap);
 }
 
+int cli_self_exe(char *exe, size_t cap) {
+  ssize_t n = readlink("/proc/self/exe", exe, cap - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    return 0;
+  }
+  int e = errno;
+  const char *fn = (const char *)getauxval(AT_EXECFN);
+  char real[PATH_MAX];
+  if (fn && strchr(fn, '/') && realpath(fn, real) && strlen(real) < cap) {
+    strcpy(exe, real);
+    return 0;
+  }
+  cli_err("cannot find my own path: /proc/self/exe: %s, and I was started as %s; mount /proc, "
+          "or run standin by its path",
+          strerror(e), fn ? fn : "(unknown)");
+  return -1;
+}
+
 const char *cli_runtime_lib(const char *name) {
   static char path[PATH_MAX + 64];
   char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) {
-    cli_err("cannot find my own path (/proc/self/exe): %s", strerror(errno));
+  if (cli_self_exe(exe, sizeof exe) != 0)
     return NULL;
-  }
-  exe[n] = 0;
   char *slash = strrchr(exe, '/');
   *slash = 0;
   const char *rel[] = {"lib/standin", "../lib/standin"};

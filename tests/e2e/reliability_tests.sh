@@ -1607,3 +1607,24 @@ t683_record_says_a_program_was_killed_before_its_trace_existed() {
   expect_eq "SIGTERM: exit status" 143 "$rc"
   grep -q "^standin: no intercepted call was made, so rec2 holds no trace" err2 || fail "record said: $(cat err2)"
 }
+
+# Without /proc (a container or mount namespace that does not mount it),
+# standin could not find its own libraries (/proc/self/exe) and refused
+# to record or replay, saying only that. It takes the path it was
+# started by instead, as a shell gives it from PATH.
+t684_record_and_replay_without_proc() {
+  local as=()
+  [ "$(id -u)" = 0 ] || as=(-r)
+  unshare "${as[@]}" -m sh -c 'mount -t tmpfs none /proc' 2>/dev/null ||
+    { echo "skipped: cannot mount over /proc in a mount namespace here"; return 0; }
+  "$PB" basic 20 >native.out
+  unshare "${as[@]}" -m sh -c "mount -t tmpfs none /proc &&
+    [ ! -e /proc/self/exe ] &&
+    '$STANDIN' record -o rec -- '$PB' basic 20 >rec.out 2>rec.err &&
+    PATH='$B':\$PATH standin replay -t rec --summary s.json -- '$PB' basic 20 >rep.out 2>rep.err" ||
+    fail "without /proc: $(cat rec.err rep.err 2>/dev/null)"
+  cmp native.out rec.out
+  cmp native.out rep.out
+  expect_eq "calls" 80 "$(calls rec)"
+  expect_eq "replayed" 80 "$(json s.json calls_replayed)"
+}
