@@ -756,8 +756,11 @@ static int writer_alone(void) {
   if (n <= 0)
     return 0;
   buf[n] = 0;
-  char *p = strrchr(buf, ')'); /* the command name may hold ')' */
-  if (!p || strtoul(buf, NULL, 10) != rt_cfg.pid || p[1] != ' ' || p[2] != 'Z')
+  /* "PID (NAME) STATE ...": the pid as the /proc mounted sees it, which
+   * in a PID namespace of the process's own is not getpid()'s; the name
+   * may hold ')' */
+  char *e, *p = strrchr(buf, ')');
+  if (!p || strtoul(buf, &e, 10) == 0 || strncmp(e, " (", 2) != 0 || p[1] != ' ' || p[2] != 'Z')
     return 0;
   p += 2; /* field 3; the thread count is field 20 */
   for (int f = 3; f < 20 && p; f++)
