@@ -880,6 +880,12 @@ int plan_copy(plan *dst, const plan *src) {
     d->type_glob = s->type_glob ? strdup(s->type_glob) : NULL;
     d->site_glob = s->site_glob ? strdup(s->site_glob) : NULL;
     d->module_glob = s->module_glob ? strdup(s->module_glob) : NULL;
+    /* a glob lost to a failed copy would make the rule match every call */
+    if ((s->type_glob && !d->type_glob) || (s->site_glob && !d->site_glob) ||
+        (s->module_glob && !d->module_glob)) {
+      cli_err("out of memory");
+      rc = -1;
+    }
   }
   if (rc != 0)
     plan_free(dst);

@@ -175,9 +175,13 @@ static int open_file(char *path, size_t cap, unsigned *seq_out, uint64_t pidns, 
   return -1;
 }
 
+/* Held while a process writes its timings: a child forked meanwhile by
+ * another thread gets it locked, and rt_timing_forget unlocks it there
+ * (its own exit would wait for it for good). */
+static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+
 /* Write this process's timings; once per process image. */
 void rt_timing_write(void) {
-  static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
   static uint32_t written_pid;
   pthread_mutex_lock(&once);
   if (written_pid == (uint32_t)getpid() || atomic_load(&tm_threads) == NULL) {
@@ -243,6 +247,7 @@ void rt_timing_write(void) {
 /* A forked child times its own calls only: the parent's belong to the
  * parent's file. Its own thread goes on with no entries. */
 void rt_timing_forget(void) {
+  pthread_mutex_init(&once, NULL); /* the only thread: no one else holds it */
   tm_thread *t = atomic_load(&tm_threads);
   while (t) {
     tm_thread *next = t->next;
