@@ -73,8 +73,9 @@ typedef struct {
   uint32_t engines;
   uint32_t pad;
   /* virtual timeline (replay clock ns): the latest reservations of each
-   * engine, so a request that reaches the timeline late (its thread was
-   * preempted after it arrived) still finds the gap it arrived in */
+   * engine, touching ones merged (a queue is one), so a request that
+   * reaches the timeline late (its thread was preempted after it arrived)
+   * still finds the gap it arrived in */
   _Atomic uint32_t lock;
   uint32_t pad2;
   uint64_t res_start[RDB_MAX_ENGINES][RDB_RES_SLOTS];

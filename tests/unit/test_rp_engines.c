@@ -90,6 +90,37 @@ START_TEST(test_lagging_threads_need_no_ninth_engine) {
 }
 END_TEST
 
+/* 64 threads, one engine, every request at once: they queue back to back,
+ * 64 of them, though an engine keeps 8 reservations. Unmerged, the ninth
+ * took the first's slot and the tenth started at 0 on top of it. */
+START_TEST(test_a_queue_deeper_than_the_slots) {
+  rdb_accel *a = accel(1);
+  for (uint64_t i = 0; i < 64; i++)
+    ck_assert_uint_eq(rp_engines_book(a, 0, 10), i * 10);
+  ck_assert_uint_eq(rp_engines_book(a, 300, 10), 640);
+  free(a);
+  /* two engines, the requests of a pipeline (engine time 5) in pairs */
+  a = accel(2);
+  for (uint64_t i = 0; i < 40; i++)
+    ck_assert_uint_eq(rp_engines_book(a, 100, 5), 100 + i / 2 * 5);
+  free(a);
+}
+END_TEST
+
+/* Filling the gap between two reservations makes them one: the slot freed
+ * keeps a reservation that would have been forgotten. */
+START_TEST(test_a_gap_filled_joins_its_neighbours) {
+  rdb_accel *a = accel(1);
+  ck_assert_uint_eq(rp_engines_book(a, 0, 10), 0);
+  ck_assert_uint_eq(rp_engines_book(a, 20, 10), 20);
+  ck_assert_uint_eq(rp_engines_book(a, 10, 10), 10); /* 0..30 now */
+  for (uint64_t t = 100; t < 800; t += 100)          /* seven more */
+    ck_assert_uint_eq(rp_engines_book(a, t, 10), t);
+  ck_assert_uint_eq(rp_engines_book(a, 5, 10), 30);
+  free(a);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("rp_engines");
   TCase *t = tcase_create("book");
@@ -97,6 +128,8 @@ int main(void) {
   tcase_add_test(t, test_late_booking_finds_its_gap);
   tcase_add_test(t, test_lagging_threads_need_no_ninth_engine);
   tcase_add_test(t, test_zero_service_keeps_the_bookings);
+  tcase_add_test(t, test_a_queue_deeper_than_the_slots);
+  tcase_add_test(t, test_a_gap_filled_joins_its_neighbours);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
