@@ -981,16 +981,16 @@ static void unlock_accel(rdb_accel *a) {
 }
 
 /* Book the accelerator's engine that can start the request first
- * (rp_engines.h); returns the start. */
-/* Engine time is counted only where engines are few: unlimited ones
- * have no capacity for it to be a share of (write_accels). */
+ * (rp_engines.h); returns the start. Engine time is counted with
+ * unlimited engines too, as whatif counts it (busy_ns); their utilisation
+ * is the service time's share instead (write_accels). */
 static uint64_t reserve(rdb_accel *a, uint32_t k, uint64_t arrive, const rdb_sample *s) {
-  if (a->engines == 0)
-    return arrive;
-  uint64_t busy = rdb_busy(s);
-  lock_accel(a);
-  uint64_t start = rp_engines_book(a, arrive, busy);
-  unlock_accel(a);
+  uint64_t busy = rdb_busy(s), start = arrive;
+  if (a->engines) {
+    lock_accel(a);
+    start = rp_engines_book(a, arrive, busy);
+    unlock_accel(a);
+  }
   local *l = local_self();
   if (SHIM_LIKELY(l != NULL))
     l->a[k][RDB_A_BUSY_NS] += busy;
@@ -1001,8 +1001,13 @@ static uint64_t reserve(rdb_accel *a, uint32_t k, uint64_t arrive, const rdb_sam
 
 static void account_accel(uint32_t k, const rdb_sample *s, uint64_t queue) {
   local *l = local_self();
-  if (SHIM_UNLIKELY(!l)) {
-    atomic_fetch_add_explicit(&accels[k].st.c[RDB_A_REQUESTS], 1, memory_order_relaxed);
+  if (SHIM_UNLIKELY(!l)) { /* no memory for the thread's counters */
+    _Atomic uint64_t *c = accels[k].st.c;
+    atomic_fetch_add_explicit(&c[RDB_A_REQUESTS], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c[RDB_A_SERVICE_NS], s->service_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c[RDB_A_LINK_NS], (uint64_t)s->link_in_ns + s->link_out_ns,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&c[RDB_A_QUEUE_NS], queue, memory_order_relaxed);
     return;
   }
   l->a[k][RDB_A_REQUESTS]++;

@@ -543,3 +543,25 @@ t330_plans_of_one_base_name_are_named_by_path() {
   "$STANDIN" whatif rec --plan a/plan.txt --iface protoacc >out 2>err
   grep -q "^plan.txt " out || fail "$(cat out)"
 }
+
+# What replay counts per accelerator is what whatif counts for the same
+# calls, whatever the engines: requests, service, link and engine time
+# (protoacc's packs hold an engine for their initiation interval only).
+# With unlimited engines replay counted no engine time (0 ns).
+t335_replay_counts_what_whatif_counts_per_accelerator() {
+  "$STANDIN" record -o rec -- "$PB" threads 3 5 >rec.out
+  for e in 0 1 2; do
+    printf 'accel pa protoacc engines=%s link=pcie\noffload api=pb.pack,pb.unpack to pa\n' $e >p$e.txt
+    "$STANDIN" whatif rec --plan p$e.txt --format json >w$e.json
+    "$STANDIN" replay -t rec --plan p$e.txt --summary s$e.json -- "$PB" threads 3 5 >rep$e.out
+    cmp rec.out rep$e.out
+    for k in requests service_ns link_ns busy_ns; do
+      want=$(python3 -c 'import json,sys
+print(json.load(open(sys.argv[1]))["plans"][0]["accelerators"][0][sys.argv[2]])' w$e.json $k)
+      expect_eq "engines=$e: $k" "$want" "$(accel s$e.json pa $k)"
+    done
+  done
+  expect_eq "requests" 30 "$(accel s0.json pa requests)"
+  b=$(accel s0.json pa busy_ns)
+  [ "$b" -gt 0 ] && [ "$b" -lt "$(accel s0.json pa service_ns)" ] || fail "engine time $b"
+}
