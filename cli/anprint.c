@@ -152,8 +152,9 @@ void anp_notes_text(FILE *f, const an_result *r) {
             cli_fmt_count((char[32]){0}, 32, r->late), r->late == 1 ? " was" : "s were",
             r->late == 1 ? "its" : "their");
   if (r->overlap && engines)
-    fprintf(f, "note: processes ran at the same time; offline, each has the accelerators to "
-               "itself (replay shares them), so queueing may be underestimated\n");
+    fprintf(f, "note: processes ran at the same time and share the accelerators; a child "
+               "does not follow what its parent saved or lost before the fork, so their "
+               "queueing is approximate\n");
   /* a recording read while `standin record` still writes into it: its
    * processes are open and its wall time not measured yet (not "killed?") */
   if (r->busy)

@@ -1563,3 +1563,43 @@ EOF2
   expect_eq "fallback" 0 "$(json s.json calls_fallback)"
   grep -q "1 stays in software on w: $why" err || fail "$(cat err)"
 }
+
+# Processes share the accelerators offline, as replay shares them: child
+# 102's request (5..15 us) queues behind 101's (2..12 us) for 7 us; 103,
+# after both ended, inherits those 7 us and meets no one. Each process had
+# the engine to itself: no queueing, and pbtest's four children, at once
+# on one engine, had 136% of it busy.
+t480_processes_at_once_queue_for_one_engine() {
+  cat >p.spec <<'EOF2'
+process 100 start=1000000000 end=1000200000
+thread 0
+process 101 ppid=100 start=1000001000 end=1000050000
+thread 0
+type 1 app.Req
+call thread=0 api=pb.unpack type=1 start=1000002000 lat=10000 req=10
+process 102 ppid=100 start=1000001500 end=1000050000
+thread 0
+type 1 app.Req
+call thread=0 api=pb.unpack type=1 start=1000005000 lat=10000 req=10
+process 103 ppid=100 start=1000060000 end=1000100000
+thread 0
+type 1 app.Req
+call thread=0 api=pb.unpack type=1 start=1000061000 lat=10000 req=10
+EOF2
+  "$GEN" -o procs --spec p.spec
+  "$STANDIN" whatif procs --iface constant:ns=10000,engines=1 --format json >w.json
+  expect_eq "queue" 7000 "$(pyj w.json 'd["plans"][0]["accelerators"][0]["queue_ns"]')"
+  expect_eq "estimate" 207000 "$(pyj w.json 'd["plans"][0]["estimate_ns"]')"
+  "$STANDIN" whatif procs --iface constant:ns=10000,engines=2 --format json >w2.json
+  expect_eq "two engines: queue" 0 "$(pyj w2.json 'd["plans"][0]["accelerators"][0]["queue_ns"]')"
+  expect_eq "two engines: estimate" 200000 "$(pyj w2.json 'd["plans"][0]["estimate_ns"]')"
+  "$STANDIN" whatif procs --iface constant:ns=10000,engines=1 >w.txt
+  grep -q "processes ran at the same time and share the accelerators" w.txt || fail "$(cat w.txt)"
+  # however the children met when recorded, one engine is never more than
+  # busy
+  "$STANDIN" record -o rec -- "$PB" forkpar 4 10 >/dev/null
+  "$STANDIN" whatif rec --iface constant:ns=200000,engines=1 --format json >f.json
+  expect_eq "requests" 160 "$(pyj f.json 'd["plans"][0]["accelerators"][0]["requests"]')"
+  expect_eq "at most all of one engine" True \
+    "$(pyj f.json 'd["plans"][0]["accelerators"][0]["busy_ns"] <= d["plans"][0]["estimate_ns"]')"
+}

@@ -684,6 +684,35 @@ START_TEST(test_whatif_processes_in_sequence_add_up) {
 }
 END_TEST
 
+/* Processes share the accelerators, as in replay: the second, running at
+ * the same time, queues behind the first's request (1..6 us) from 2 us to
+ * 6; the third, after both ended, inherits that 4 us and queues for
+ * nothing. Each process had the engine to itself: no queueing at all. */
+START_TEST(test_whatif_processes_share_the_engines) {
+  plan p, *pp = &p;
+  an_result r;
+  tw t;
+  tw_open(&t, 700, T0);
+  tw_call(&t, 0, ST_API_PB_PACK, 1, 1000, 5000, 10);
+  tw_close(&t, 20000);
+  tw_open(&t, 701, T0 + 500);
+  tw_call(&t, 0, ST_API_PB_PACK, 1, 2000, 5000, 10);
+  tw_close(&t, 20000);
+  tw_open(&t, 702, T0 + 30000);
+  tw_call(&t, 0, ST_API_PB_PACK, 1, 31000, 5000, 10);
+  tw_close(&t, 40000);
+  load_plan(&p, "accel a constant:ns=5000 engines=1\noffload to a\n");
+  run(&r, AN_BY_API, &pp, 1, 4);
+  ck_assert_int_eq(r.overlap, 1);
+  ck_assert_uint_eq(r.plans[0].accel[0].requests, 3);
+  ck_assert_uint_eq(r.plans[0].accel[0].queue_ns, 4000);
+  /* the third's call ends at 31 + 4 + 5 = 40 us, recorded 36 */
+  ck_assert_uint_eq(an_estimate(&r, 0), 40000 + 4000);
+  an_free(&r);
+  plan_free(&p);
+}
+END_TEST
+
 START_TEST(test_report_groups_by_thread_and_site) {
   an_result r;
   write_threads();
@@ -905,6 +934,7 @@ static Suite *suite(void) {
   tcase_add_test(t, test_whatif_queueing_on_shared_engines);
   tcase_add_test(t, test_whatif_pipelined_engine_queues_its_interval);
   tcase_add_test(t, test_whatif_processes_in_sequence_add_up);
+  tcase_add_test(t, test_whatif_processes_share_the_engines);
   tcase_add_test(t, test_report_groups_by_thread_and_site);
   tcase_add_test(t, test_json_reads_summaries_and_rejects_bad_input);
   tcase_add_test(t, test_tsc_calibration_is_cached_per_boot);
