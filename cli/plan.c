@@ -749,7 +749,12 @@ void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t res
     d->service_ns = 0;
     return;
   }
+  /* kept in 32 bits (rdb_sample, whatif's ev_plan), where UINT32_MAX says
+   * "all of the service time": a longer interval than 4.29 s counts as
+   * 4.29 s (cut to its low 32 bits, one of 5 s held the engine 0.7 s) */
   d->busy_ns = if_model_busy();
+  if (d->busy_ns < d->service_ns && d->busy_ns >= UINT32_MAX)
+    d->busy_ns = UINT32_MAX - 1;
   if (if_link_cost(&a->link, r->req_len, resp_bytes, &d->link_in_ns, &d->link_out_ns) != 0) {
     d->outcome = PLAN_UNSUPPORTED;
     d->why = "its link would take more than 4.29 s each way (is link_gbps in GB/s?): not taken";

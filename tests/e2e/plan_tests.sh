@@ -565,3 +565,34 @@ print(json.load(open(sys.argv[1]))["plans"][0]["accelerators"][0][sys.argv[2]])'
   b=$(accel s0.json pa busy_ns)
   [ "$b" -gt 0 ] && [ "$b" -lt "$(accel s0.json pa service_ns)" ] || fail "engine time $b"
 }
+
+# An initiation interval is kept in 32 bits: one of 5 s (of a 10 s
+# request) was cut to its low bits, 705 ms, and the engine was free again
+# long before. It counts as 4.29 s now, the most 32 bits hold.
+t336_initiation_interval_past_32_bits_is_not_cut() {
+  inc=$(cd "$B/.." && pwd)/interfaces
+  cat >long.c <<'EOF2'
+#include "standin_iface.h"
+static void *create(int n, const char *const *k, const char *const *v, char *e, size_t c) {
+  return (void *)1;
+}
+static int predict(void *i, const standin_request *r, uint64_t *ns) {
+  *ns = 10000000000ull;
+  return 0;
+}
+uint64_t standin_iface_interval(void *i, const standin_request *r, uint64_t service_ns) {
+  return 5000000000ull;
+}
+static void drop(void *i) {}
+static const standin_iface me = {STANDIN_IFACE_ABI, "long", "", "test", create, predict, drop};
+const standin_iface *standin_iface_entry(void) { return &me; }
+EOF2
+  gcc -shared -fPIC -I"$inc" -o long.so long.c
+  "$STANDIN" record -o rec -- "$PB" basic 2 >/dev/null
+  "$STANDIN" whatif rec --iface pb.unpack=./long.so:engines=1 --format json >w.json
+  python3 -c 'import json
+a = json.load(open("w.json"))["plans"][0]["accelerators"][0]
+assert a["requests"] == 2, a
+assert a["busy_ns"] == 2 * 4294967294, a
+assert a["service_ns"] == 2 * 10000000000, a' || fail "$(cat w.json)"
+}
