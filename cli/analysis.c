@@ -113,6 +113,7 @@ typedef struct {
   int64_t shift;      /* how much earlier the thread runs under the plan */
   int64_t prev_shift; /* before its latest call */
   uint64_t last_end;  /* recorded end of its latest call */
+  uint64_t max_end;   /* the latest recorded end of its calls so far */
   int started;
 } chain;
 
@@ -469,18 +470,37 @@ static void place(ctx *x, int k, uint64_t start, const ev_call *e, const ev_plan
     b->rec_ns += e->lat;
     b->pred_ns += pred;
   }
+  uint64_t end = start + e->lat;
   ch->prev_shift = ch->shift;
-  ch->last_end = start + e->lat;
+  ch->last_end = end;
+  if (end > ch->max_end)
+    ch->max_end = end;
   ch->shift += (int64_t)e->lat - (int64_t)pred;
   pr->saving_sum += (int64_t)e->lat - (int64_t)pred;
   pr->saving_cpu += (int64_t)e->lat - (int64_t)(pred - queue); /* queued: the engine is busy */
-  uint64_t end = start + e->lat;
-  int64_t end_plan = (int64_t)end - ch->shift;
   if (end > ps->M)
     ps->M = end;
-  if (!ps->any || end_plan > ps->Lp)
-    ps->Lp = end_plan;
   ps->any = 1;
+}
+
+/* The latest end under plan k of the threads of the process being read:
+ * each thread's latest recorded end, earlier by all of its calls' savings.
+ * Taken once the process is read, not call by call: a thread's calls can
+ * come out of start order (a JPEG decode is written when its object is
+ * finished or destroyed, which a program may do long after, and on another
+ * thread), and a saving that comes after the thread's latest call still
+ * moves it. For calls in start order it is the end of the last one. */
+static int64_t chains_latest_end(ctx *x, int k) {
+  int64_t lp = 0;
+  int any = 0;
+  for (uint32_t t = 0; t < x->nthreads; t++) {
+    const chain *ch = chain_of(x, t, k);
+    int64_t end = (int64_t)ch->max_end - ch->shift;
+    if (ch->started && (!any || end > lp))
+      lp = end;
+    any |= ch->started;
+  }
+  return lp;
 }
 
 static void on_emit(uint64_t start, void *item, void *arg) {
@@ -658,6 +678,7 @@ static void end_process(ctx *x, uint64_t end) {
     plan_state *ps = &x->ps[k];
     if (!ps->any)
       continue;
+    ps->Lp = chains_latest_end(x, k);
     d->any = 1;
     d->M = ps->M;
     lp[k] = ps->Lp;
