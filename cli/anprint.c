@@ -131,8 +131,13 @@ static double pct(uint64_t now, uint64_t before) {
 void anp_estimate_text(FILE *f, const an_result *r, int k) {
   char a[32], b[32], c[32];
   uint64_t est = an_estimate(r, k), naive = an_estimate_naive(r, k);
-  fprintf(f, "end to end: recorded %s%s; estimate %s (%+.1f%%) by %s",
-          cli_fmt_ns(a, sizeof a, (double)r->wall_ns), r->wall_recorded == 2 ? " (--native-wall)" : r->wall_recorded ? "" : " (trace span)",
+  /* the baseline is the program's native time when --native-wall gave it */
+  fprintf(f, "end to end: %s %s%s; estimate %s (%+.1f%%) by %s",
+          r->wall_recorded == 2 ? "native" : "recorded",
+          cli_fmt_ns(a, sizeof a, (double)r->wall_ns),
+          r->wall_recorded == 2 ? " (--native-wall)"
+          : r->wall_recorded    ? ""
+                                : " (trace span)",
           cli_fmt_ns(b, sizeof b, (double)est), pct(est, r->wall_ns), an_method(r, k));
   if (naive != est && an_naive_means(r, k))
     fprintf(f, "; subtracting every call's saving would give %s (%+.1f%%)",

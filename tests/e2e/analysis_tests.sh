@@ -1626,3 +1626,13 @@ EOF2
   expect_eq "critical-path saving" 40000 "$(pyj w.json 'd["plans"][0]["saving_critical_path_ns"]')"
   expect_eq "estimate" 60000 "$(pyj w.json 'd["plans"][0]["estimate_ns"]')"
 }
+
+# report with a plan and --native-wall: the baseline is named native, not
+# recorded, as whatif names it
+t491_report_names_a_native_wall_baseline_native() {
+  golden_threads
+  "$STANDIN" report threads --iface constant:ns=0 --native-wall 200us >r.txt
+  grep -q "^end to end: native 200.00 us (--native-wall); estimate " r.txt || fail "$(cat r.txt)"
+  "$STANDIN" report threads --iface constant:ns=0 >r.txt
+  grep -q "^end to end: recorded 100.00 us (trace span); estimate " r.txt || fail "$(cat r.txt)"
+}
