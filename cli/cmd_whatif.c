@@ -12,6 +12,7 @@
 
 static const char usage_text[] =
     "usage: standin whatif [DIR] (--plan FILE | --iface SPEC)... [--format text|json]\n"
+    "                      [--native-wall T] [--cpus N]\n"
     "\n"
     "Estimates, without running the program, the end-to-end time of the recording\n"
     "(default standin.data) under each plan: every call a plan offloads takes its\n"
