@@ -108,8 +108,9 @@ static void print_verdict(const an_result *r, const wi_opts *o) {
   if (gain > 0)
     printf("%s (%.1f%%) less than %s\n", cli_fmt_ns(b, sizeof b, gain),
            wall ? 100.0 * gain / wall : 0.0, base);
-  else if (gain == 0)
-    printf("the same as %s\n", base);
+  else if (gain == 0) /* nothing offloaded, or savings that cancel out */
+    printf("the same as %s: %s\n", base,
+           r->nplans > 1 ? "no plan shortens the run" : "the plan does not shorten the run");
   else
     printf("%s (%.1f%%) more than %s: %s\n", cli_fmt_ns(b, sizeof b, -gain),
            wall ? -100.0 * gain / wall : 0.0, base,

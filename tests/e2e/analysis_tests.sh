@@ -1636,3 +1636,18 @@ t491_report_names_a_native_wall_baseline_native() {
   "$STANDIN" report threads --iface constant:ns=0 >r.txt
   grep -q "^end to end: recorded 100.00 us (trace span); estimate " r.txt || fail "$(cat r.txt)"
 }
+
+# plans that offload nothing (core_jpeg refuses every decode of a
+# recording: scaled or progressive) leave the run as it was, and the
+# verdict says that none shortens it rather than only naming a best
+t492_whatif_says_when_no_plan_shortens_the_run() {
+  golden_threads
+  printf 'accel a constant:ns=0\noffload api=pb.pack to a\n' >none1.txt
+  printf 'accel b constant:ns=0\noffload api=pb.size to b\n' >none2.txt
+  "$STANDIN" whatif threads --plan none1.txt --plan none2.txt --cpus 2 >w.txt 2>&1
+  grep -q "^best: none1.txt: .*, the same as the recorded run: no plan shortens the run" w.txt ||
+    fail "$(cat w.txt)"
+  "$STANDIN" whatif threads --plan none1.txt --cpus 2 >w.txt 2>&1
+  grep -q "^none1.txt: .*, the same as the recorded run: the plan does not shorten the run" w.txt ||
+    fail "$(cat w.txt)"
+}
