@@ -1651,3 +1651,17 @@ t492_whatif_says_when_no_plan_shortens_the_run() {
   grep -q "^none1.txt: .*, the same as the recorded run: the plan does not shorten the run" w.txt ||
     fail "$(cat w.txt)"
 }
+
+# whatif takes each thread's calls alone; where the naive sum is well below
+# its estimate it says how early a run whose threads wait on each other
+# could end, and how to measure it (golden_threads: 50 against 40 us). A
+# single thread's estimate has no such range.
+t493_whatif_gives_the_range_threads_that_wait_on_each_other_open() {
+  golden_threads
+  "$STANDIN" whatif threads --iface constant:ns=0 >w.out 2>/dev/null
+  grep -q "^  its calls are on 3 threads, .* the run can end as early as 40.00 us (every call's saving subtracted); measure with 'standin replay" w.out ||
+    fail "$(cat w.out)"
+  golden_single
+  "$STANDIN" whatif single --iface constant:ns=0 >s.out 2>/dev/null
+  ! grep -q "its calls are on" s.out || fail "one thread: $(cat s.out)"
+}
