@@ -986,6 +986,8 @@ static void unlock_accel(rdb_accel *a) {
  * is the service time's share instead (write_accels). */
 static uint64_t reserve(rdb_accel *a, uint32_t k, uint64_t arrive, const rdb_sample *s) {
   uint64_t busy = rdb_busy(s), start = arrive;
+  if (busy == 0) /* a 0 ns request neither waits nor holds an engine: nothing to count */
+    return arrive;
   if (a->engines) {
     lock_accel(a);
     start = rp_engines_book(a, arrive, busy);
