@@ -574,6 +574,7 @@ int jpg_decode_begin(jpg_obj *o) {
   o->passthrough = 0;
   o->reason = JPG_NO_NONE;
   o->t_first = o->busy_ns = 0;
+  o->nwork = 0;
   o->cap.len = 0;
   o->cap.failed = 0;
   o->nmsgs = o->msg_next = 0;
@@ -698,7 +699,7 @@ void jpg_enter(jpg_obj *o, void *frame) {
 void jpg_leave(jpg_obj *o) {
   if (o) {
     o->t_out = now();
-    o->busy_ns += o->t_out - o->t_in;
+    jpg_busy(o, o->t_out - o->t_in);
     if (o->phase != JPG_IDLE) {
       jpg_sync(o);
       if (o->overlay)
@@ -708,6 +709,30 @@ void jpg_leave(jpg_obj *o) {
   }
   shim_depth--;
   tls_frame = NULL;
+}
+
+void jpg_busy(jpg_obj *o, uint64_t ns) {
+  o->busy_ns += ns;
+  if (!cbs.thread)
+    return;
+  uint32_t me = cbs.thread();
+  int i = 0;
+  while (i < o->nwork && o->work[i].thread != me)
+    i++;
+  if (i == o->nwork) {
+    if (i == JPG_WORK_THREADS)
+      return;
+    o->work[o->nwork++] = (jpg_work){me, o->t_in, 0};
+  }
+  o->work[i].ns += ns;
+}
+
+const jpg_work *jpg_main_work(const jpg_obj *o) {
+  const jpg_work *best = NULL;
+  for (int i = 0; i < o->nwork; i++)
+    if (!best || o->work[i].ns > best->ns)
+      best = &o->work[i];
+  return best;
 }
 
 /* ---- replay: drain ---------------------------------------------------------- */

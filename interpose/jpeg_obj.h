@@ -80,6 +80,14 @@ enum {
   JPG_STARTED = 3, /* jpeg_start_decompress called */
 };
 
+/* A thread's part of a decode's library time (jpg_callbacks.thread). */
+typedef struct {
+  uint32_t thread;   /* as jpg_callbacks.thread names it */
+  uint64_t first_ns; /* when its first call of the decode began */
+  uint64_t ns;       /* its time inside the decode's calls */
+} jpg_work;
+#define JPG_WORK_THREADS 4 /* threads followed per decode; later ones are not */
+
 typedef struct jpg_obj jpg_obj;
 struct jpg_obj {
   j_decompress_ptr cinfo;
@@ -140,6 +148,11 @@ struct jpg_obj {
 
   /* time inside the library for this decode (trace clock) */
   uint64_t t_first, t_in, t_out, busy_ns; /* t_out: when the last call left */
+  /* busy_ns by thread, when the shim names threads: a program may read a
+   * decode's rows on one thread and finish or destroy the object on
+   * another (libvips), and the decode's work is where its time went */
+  jpg_work work[JPG_WORK_THREADS];
+  int nwork;
 
   void *ext; /* the shim's own per-decode data */
 };
@@ -154,6 +167,8 @@ typedef struct {
   void (*on_error)(jpg_obj *o, int stale);
   void (*free_ext)(jpg_obj *o); /* free o->ext (decode end, object forgotten) */
   uint64_t (*now)(void);        /* the shim's clock (default shim_now_ns) */
+  uint32_t (*thread)(void);     /* the calling thread's index (record); NULL:
+                                   o->work is not kept */
 } jpg_callbacks;
 void jpg_set_callbacks(const jpg_callbacks *cb);
 
@@ -193,6 +208,15 @@ int jpg_outermost(void *frame);
  * source synchronisation (and the replay overlay). */
 void jpg_enter(jpg_obj *o, void *frame);
 void jpg_leave(jpg_obj *o);
+
+/* A call on o that began at o->t_in took ns: count it towards the
+ * decode's time, and the calling thread's. */
+void jpg_busy(jpg_obj *o, uint64_t ns);
+
+/* The thread that spent the most of the decode's library time (the first
+ * of them on a tie), or NULL when threads are not named or no call was
+ * made. */
+const jpg_work *jpg_main_work(const jpg_obj *o);
 
 /* Keep the consumed bytes of the current call now (used before the shim
  * looks at o->cap inside a call). */

@@ -134,6 +134,14 @@ static void submit(jpg_obj *o, int failed) {
   c.api = ST_API_JPEG_DECODE;
   c.start_ns = o->t_first;
   c.latency_ns = o->busy_ns;
+  /* The decode belongs to the thread that spent the most of its time, from
+   * that thread's first call: libvips reads the rows on its pool's threads
+   * and finishes or destroys the objects from the main thread, later. */
+  const jpg_work *w = jpg_main_work(o);
+  if (w && w->thread != rt_thread_index()) {
+    c.work_thread = w->thread + 1;
+    c.start_ns = w->first_ns;
+  }
   c.end_ns = shim_now_ns() - x->own_ns; /* so that the runtime counts all our own time */
   c.result = ci->output_scanline;
   jpg_probe pr;
@@ -194,7 +202,7 @@ static void on_error(jpg_obj *o, int stale) {
   if (!x || !x->par.api || !rt_active(ST_FAMILY_JPEG))
     return;
   if (!stale && o->in_call)
-    o->busy_ns += shim_now_ns() - o->t_in;
+    jpg_busy(o, shim_now_ns() - o->t_in);
   if (o->src_error) /* replay tells this apart: its drain meets the same error */
     x->par.options |= JPG_OPT_SOURCE_ERROR;
   /* Failing before any image data was read (jpeg_start_decompress refusing
@@ -208,7 +216,7 @@ static void on_error(jpg_obj *o, int stale) {
 }
 
 __attribute__((constructor)) static void rec_jpeg_init(void) {
-  jpg_callbacks cb = {on_error, free_dec, NULL};
+  jpg_callbacks cb = {on_error, free_dec, NULL, rt_thread_index};
   jpg_set_callbacks(&cb);
 }
 

@@ -74,6 +74,7 @@ typedef struct {
   uint32_t nested;
   uint8_t derive_fp;  /* rt_call.derive_fp: the writer fills fp and features */
   uint8_t pairs_size; /* rt_call.pairs_size */
+  uint32_t work_thread; /* rt_call.work_thread */
   uint64_t start_ns, latency_ns, result;
   uint8_t fp[16];
   const void *type_key;

@@ -343,9 +343,7 @@ static rt_thread *thread_new(void) {
   }
   t->r.buf = buf;
   t->r.cap = rt_cfg.ring_bytes;
-  if (rt_my_index == UINT32_MAX)
-    rt_my_index = rt_next_thread_index();
-  t->index = rt_my_index;
+  t->index = rt_thread_index();
   t->parent = rt_my_parent;
   t->os_tid = (uint32_t)syscall(SYS_gettid);
   prctl(PR_GET_NAME, t->name, 0, 0, 0);
@@ -1326,6 +1324,12 @@ int rt_defer_fp(const void *key) {
 
 static SHIM_TLS uint64_t submitted;
 
+uint32_t rt_thread_index(void) {
+  if (rt_my_index == UINT32_MAX)
+    rt_my_index = rt_next_thread_index();
+  return rt_my_index;
+}
+
 uint64_t rt_submitted(void) {
   return submitted;
 }
@@ -1409,6 +1413,7 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
   rc->nested = c->nested;
   rc->derive_fp = c->derive_fp;
   rc->pairs_size = c->pairs_size;
+  rc->work_thread = c->work_thread;
   rc->req_kind = (uint8_t)c->req.kind;
   rc->resp_kind = (uint8_t)c->resp.kind;
   rc->start_ns = c->start_ns;

@@ -53,6 +53,10 @@ typedef struct {
    * thread submitted just before (RT_DERIVE_FROM_NEXT): the writer gives
    * that call this one's fingerprint and features */
   uint8_t pairs_size;
+  /* the index + 1 of the thread whose work the call was, when that is not
+   * the calling thread (a libjpeg decode finished or destroyed by another
+   * thread than the one that read its rows); 0: the calling thread's */
+  uint32_t work_thread;
   /* last: rt_call_init leaves it as it is, only feat[0..nfeat) is read */
   uint64_t feat[ST_MAX_FEAT];
 } rt_call;
@@ -102,6 +106,9 @@ int rt_schema_known(const void *type_key);
  * to the pack that follows it (rt_defer_fp, and no size of the type has
  * failed to pair: rt_size_walk). */
 int rt_size_may_pair(const void *type_key);
+
+/* The calling thread's index in the trace (given now if it had none). */
+uint32_t rt_thread_index(void);
 
 /* Records this thread has queued so far (calls and notes): two calls are
  * adjacent in the trace when nothing was queued between them. */

@@ -768,7 +768,7 @@ static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair) 
   c.api = rc->api;
   c.flags = rc->flags;
   c.reason = rc->reason;
-  c.thread = t->index;
+  c.thread = rc->work_thread ? rc->work_thread - 1 : t->index;
   c.start_ns = rc->start_ns;
   c.latency_ns = corrected(rc);
   c.result = rc->result;

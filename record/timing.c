@@ -71,9 +71,7 @@ static tm_thread *tm_thread_self(void) {
   tm_thread *t = shim_zalloc(sizeof *t);
   if (!t)
     return NULL;
-  if (rt_my_index == UINT32_MAX)
-    rt_my_index = rt_next_thread_index();
-  t->index = rt_my_index;
+  t->index = rt_thread_index();
   tm_thread *head = atomic_load(&tm_threads);
   do
     t->next = head;

@@ -166,7 +166,7 @@ static void on_error(jpg_obj *o, int stale) {
 }
 
 __attribute__((constructor)) static void rep_jpeg_init(void) {
-  jpg_callbacks cb = {on_error, free_dec, rp_now};
+  jpg_callbacks cb = {on_error, free_dec, rp_now, NULL};
   jpg_set_callbacks(&cb);
 }
 
