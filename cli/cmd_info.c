@@ -1,6 +1,7 @@
 /* cmd_info.c — `standin info DIR`: what a recording holds. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,20 @@ static size_t unrecorded_note(const char *dir, const char *indent) {
   return n;
 }
 
+/* Programs started with an environment that dropped standin (the
+ * PID.unfollowed notes, record/proc.c): said, as record says them; 0 when
+ * there are none. */
+static size_t unfollowed_note(const char *dir, const char *indent) {
+  char pid[64], prog[PATH_MAX];
+  size_t n = cli_notes(dir, ".unfollowed", pid, sizeof pid, prog, sizeof prog);
+  if (n)
+    printf("%spid %s started %s with an environment that drops standin%s:\n"
+           "%sit ran unrecorded, and so did the programs it started.\n",
+           indent, pid, prog[0] ? prog : "a program", n > 1 ? " (and more processes did so)" : "",
+           indent);
+  return n;
+}
+
 /* Returns 1 when dir is not a recording at all (said on stderr). */
 static int explain_empty(const char *dir) {
   if (!cli_runinfo_get(dir, "command")) {
@@ -236,7 +251,7 @@ static int explain_empty(const char *dir) {
            "  library, where standin intercepts them. Link it against %s.so\n"
            "  to record it.\n",
            p, lib, fn, lib);
-  else if (unrecorded_note(dir, "  "))
+  else if (unrecorded_note(dir, "  ") + unfollowed_note(dir, "  "))
     ;
   else
     printf("  %s made no protobuf-c or libjpeg/TurboJPEG call that standin intercepts:\n"
@@ -494,6 +509,7 @@ int cmd_info(int argc, char **argv) {
          cli_fmt_ns(b, sizeof b, (double)total_ns),
          cli_fmt_bytes(c, sizeof c, (double)total_bytes));
   unrecorded_note(dir, "  ");
+  unfollowed_note(dir, "  ");
   print_rows(&agg, total_ns);
   print_defs(&defs);
   for (size_t k = 0; k < agg.n; k++)

@@ -1574,6 +1574,9 @@ t682_programs_started_without_standins_environment_are_named() {
   grep -q "^standin: pid [0-9]* started $PB with an environment that drops standin (no record shim in LD_PRELOAD, or no STANDIN_DIR: env -i, or a program that clears or sets LD_PRELOAD): it ran unrecorded, and so did the programs it started; to record it, run it under 'standin record' itself$" rec.err ||
     fail "record said: $(cat rec.err)"
   expect_eq "calls" 8 "$(calls rec)"
+  "$STANDIN" info rec >info.out
+  grep -q "^  pid [0-9]* started $PB with an environment that drops standin:" info.out ||
+    fail "info said: $(cat info.out)"
   "$STANDIN" replay -t rec -- sh -c "$PB basic 2; env -i $PB basic 3" >rep.out 2>rep.err
   cmp rec.out rep.out || fail "replayed output differs"
   grep -q "^standin: pid [0-9]* starts $PB with an environment without the replay shim in LD_PRELOAD or without STANDIN_REPLAY_DB .*: it and the programs it starts are not replayed, and their calls are not in the counts$" rep.err ||
@@ -1583,6 +1586,10 @@ t682_programs_started_without_standins_environment_are_named() {
   grep -q "^standin: rec2 holds no trace: pid [0-9]* started $PB with an environment that drops standin" rec2.err ||
     fail "record said: $(cat rec2.err)"
   ! grep -q "no intercepted call\|give up root" rec2.err || fail "record said: $(cat rec2.err)"
+  "$STANDIN" info rec2 >info.out || true
+  grep -q "^  pid [0-9]* started $PB with an environment that drops standin:" info.out ||
+    fail "info of rec2 said: $(cat info.out)"
+  ! grep -q "made no protobuf-c" info.out || fail "info of rec2 said: $(cat info.out)"
   # an exec that fails, and --no-follow, which drops standin on purpose
   "$STANDIN" record -o rec3 -- sh -c "env -i /nonexistent 2>/dev/null; $PB basic 1" >/dev/null 2>rec3.err
   ! grep -q "drops standin" rec3.err || fail "failed exec: $(cat rec3.err)"
