@@ -138,25 +138,33 @@ static void drop_self_from_preload(void) {
   const char *pre = getenv("LD_PRELOAD");
   if (!pre)
     return;
-  char keep[4096] = "";
-  char *copy = strdup(pre);
-  if (!copy)
+  /* what is kept is never longer than what was there: a fixed 4 KiB buffer
+   * dropped the program's own preloads past it */
+  size_t n = strlen(pre);
+  char *copy = strdup(pre), *keep = calloc(1, n + 1);
+  if (!copy || !keep) {
+    free(copy);
+    free(keep);
     return;
+  }
+  size_t used = 0;
   char *save = NULL;
   for (char *tok = strtok_r(copy, ": ", &save); tok; tok = strtok_r(NULL, ": ", &save)) {
     if (strstr(tok, "libstandin-record.so"))
       continue;
-    if (strlen(keep) + strlen(tok) + 2 >= sizeof keep)
-      break;
-    if (keep[0])
-      strcat(keep, ":");
-    strcat(keep, tok);
+    size_t tl = strlen(tok);
+    if (used)
+      keep[used++] = ':';
+    memcpy(keep + used, tok, tl);
+    used += tl;
   }
+  keep[used] = 0;
   free(copy);
-  if (keep[0])
+  if (used)
     setenv("LD_PRELOAD", keep, 1);
   else
     unsetenv("LD_PRELOAD");
+  free(keep);
 }
 
 /* A number from the environment within [min, max]; anything else is

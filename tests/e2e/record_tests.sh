@@ -746,7 +746,7 @@ for l in sys.stdin:
     print(c["thread"], " ".join(str(f["offset"]) for f in c["frames"]))'
 }
 
-t023_record_stack_memo_gives_the_unwound_stacks() {
+t031_record_stack_memo_gives_the_unwound_stacks() {
   frames() { call_frames "$@"; }
   for depth in 1 3 6 12; do
     "$STANDIN" record -o memo$depth --stack-depth $depth -- "$B/progs/pbtest" stacks 600 >memo$depth.out
@@ -1189,4 +1189,17 @@ t044_a_process_that_could_not_create_its_trace_is_named() {
   "$STANDIN" record -o rec -- "$PB" basic 5 >/dev/null 2>err
   ! grep -q "not in rec" err || fail "$(cat err)"
   expect_eq "left in rec" "" "$(ls rec | grep -v -e '\.trace$' -e '^run\.info$' || true)"
+}
+
+# --no-follow takes the record shim out of LD_PRELOAD for the programs the
+# recorded one starts, and keeps the program's own preloads: past 4 KiB of
+# them, those beyond were dropped as well.
+t045_no_follow_keeps_a_long_preload_list() {
+  local z p=""
+  z=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
+  [ -n "$z" ] || { echo "no libz.so.1: skipped"; return 0; }
+  for _ in $(seq 200); do p="$p$z:"; done
+  LD_PRELOAD=$p "$STANDIN" record -o rec --no-follow -- sh -c 'printf %s "$LD_PRELOAD" | tr ":" "\n"' >pre.out 2>/dev/null
+  expect_eq "preloads kept" 200 "$(grep -c libz pre.out)"
+  ! grep -q libstandin-record pre.out || fail "the record shim was kept"
 }
