@@ -80,6 +80,13 @@ size_t cli_unrecorded(const char *dir, char *pid, size_t pcap, char *why, size_t
  * what it says. */
 size_t cli_notes(const char *dir, const char *ext, char *pid, size_t pcap, char *why, size_t wcap);
 
+/* Whether a directory entry is such a note, PID.EXT (ext with its dot). */
+int cli_is_note(const char *name, const char *ext);
+
+/* Whether a note's reason is a descriptor limit (EMFILE, ENFILE), for
+ * which raising `ulimit -n` is the remedy. */
+int cli_note_fd_limit(const char *why);
+
 /* A warning, once a process, that dir lacks the calls of such processes
  * (for the commands that read a recording with traces in it). */
 void cli_warn_unrecorded(const char *dir);

@@ -1,5 +1,4 @@
 /* cmd_info.c — `standin info DIR`: what a recording holds. */
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -195,7 +194,7 @@ static size_t unrecorded_note(const char *dir, const char *indent) {
            "%s%s trace could not be created (%s).\n%s",
            indent, n, n == 1 ? "" : "es", pid, n == 1 ? "" : ", ...", indent,
            n == 1 ? "its" : "the first one's", why,
-           !strcmp(why, strerror(EMFILE)) || !strcmp(why, strerror(ENFILE))
+           cli_note_fd_limit(why)
                ? "  The recorder needs a file descriptor of its own in each process:\n"
                  "  raise the limit (ulimit -n) and record again.\n"
                : "");

@@ -183,11 +183,8 @@ static int clear_dir(const char *dir, int force) {
   DIR *d = opendir(dir);
   struct dirent *e;
   while (d && (e = readdir(d)) != NULL) {
-    size_t n = strlen(e->d_name);
-    if (e->d_name[0] >= '0' && e->d_name[0] <= '9' &&
-        ((n > 11 && !strcmp(e->d_name + n - 11, ".unrecorded")) ||
-         (n > 11 && !strcmp(e->d_name + n - 11, ".unfollowed")) ||
-         (n > 13 && !strcmp(e->d_name + n - 13, ".trace.retime")))) {
+    if (cli_is_note(e->d_name, ".unrecorded") || cli_is_note(e->d_name, ".unfollowed") ||
+        cli_is_note(e->d_name, ".trace.retime")) {
       snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
       unlink(p);
     }
@@ -205,7 +202,7 @@ static size_t say_unrecorded(const char *dir) {
   size_t n = cli_unrecorded(dir, pid, sizeof pid, why, sizeof why);
   if (n == 0)
     return 0;
-  int fds = !strcmp(why, strerror(EMFILE)) || !strcmp(why, strerror(ENFILE));
+  int fds = cli_note_fd_limit(why);
   fprintf(stderr,
           "standin: %zu process%s (pid %s%s) made intercepted calls that are not in %s: %s "
           "trace could not be created (%s)%s\n",

@@ -205,6 +205,15 @@ size_t cli_unrecorded(const char *dir, char *pid, size_t pcap, char *why, size_t
   return cli_notes(dir, ".unrecorded", pid, pcap, why, wcap);
 }
 
+int cli_is_note(const char *name, const char *ext) {
+  size_t len = strlen(name), el = strlen(ext);
+  return len > el && !strcmp(name + len - el, ext) && name[0] >= '0' && name[0] <= '9';
+}
+
+int cli_note_fd_limit(const char *why) {
+  return !strcmp(why, strerror(EMFILE)) || !strcmp(why, strerror(ENFILE));
+}
+
 size_t cli_notes(const char *dir, const char *ext, char *pid, size_t pcap, char *why, size_t wcap) {
   size_t n = 0, el = strlen(ext);
   DIR *d = opendir(dir);
@@ -214,10 +223,9 @@ size_t cli_notes(const char *dir, const char *ext, char *pid, size_t pcap, char 
   if (wcap)
     why[0] = 0;
   while (d && (e = readdir(d)) != NULL) {
-    size_t len = strlen(e->d_name);
-    if (len <= el || strcmp(e->d_name + len - el, ext) != 0 || e->d_name[0] < '0' ||
-        e->d_name[0] > '9')
+    if (!cli_is_note(e->d_name, ext))
       continue;
+    size_t len = strlen(e->d_name);
     if (n++ == 0) {
       char p[PATH_MAX];
       snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
