@@ -428,8 +428,10 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
   fprintf(f, ",\n  \"calls_without_nearest\": %llu", C(s, RDB_C_NO_NEAREST));
   fprintf(f, ",\n  \"calls_approximated_type_changed\": %llu", C(s, RDB_C_NEAR_CHANGED));
   /* found by following the recorded order, without a fingerprint (rp.c) */
-  fprintf(f, ",\n  \"lookups_predicted\": %llu,\n  \"lookups_mispredicted\": %llu",
-          C(s, RDB_C_PREDICTED), C(s, RDB_C_MISPREDICTED));
+  fprintf(f,
+          ",\n  \"lookups_predicted\": %llu,\n  \"lookups_mispredicted\": %llu,\n  "
+          "\"lookups_unchanged\": %llu",
+          C(s, RDB_C_PREDICTED), C(s, RDB_C_MISPREDICTED), C(s, RDB_C_UNCHANGED));
   fprintf(f, ",\n  \"reused_samples\": %llu,\n  \"overruns\": %llu,\n  \"overrun_ns\": %llu,\n",
           C(s, RDB_C_REUSED), T(s, RDB_API_OVERRUNS), T(s, RDB_API_OVERRUN_NS));
   fprintf(f, "  \"repaid_ns\": %llu,\n  \"debt_ns\": %llu,\n  \"setup_ns\": %llu,\n",

@@ -489,6 +489,23 @@ WALK_INLINE int walk_rep(walk_ctx *c, const wop *o, const char *base, size_t n, 
   }
 }
 
+/* Whether pack leaves out the singular field of op o in the message at
+ * base (not for WP_REPEATED). */
+WALK_INLINE int wop_absent(const wop *o, const char *base) {
+  const char *mem = base + o->off;
+  switch (o->pres) {
+  case WP_ALWAYS: return 0;
+  case WP_HAS: return pbw__ld32(base + o->qoff) == 0;
+  case WP_PTR: {
+    const void *v = pbw__ldptr(mem);
+    return v == NULL || v == o->f->default_value;
+  }
+  case WP_ONEOF: return pbw__ld32(base + o->qoff) != o->id;
+  case WP_ONEOF_PTR: return pbw__ld32(base + o->qoff) != o->id || !pbw__ptr_written(o->f, mem);
+  default: return pbw__zeroish(o->f, mem); /* WP_ZERO */
+  }
+}
+
 /* walk_fields with the decisions taken from the plan. */
 WALK_INLINE int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned depth,
                          const int stats) {
@@ -496,6 +513,8 @@ WALK_INLINE int walk_ops(walk_ctx *c, const wplan *p, const char *base, unsigned
   for (; o < end; o++) {
     const char *mem = base + o->off;
     int rc;
+    /* wop_absent's tests, kept in one switch here: 54 instructions fewer
+     * a 1 KB tree (its 23 fields) than a test for WP_REPEATED first */
     switch (o->pres) {
     case WP_ALWAYS: break;
     case WP_HAS:
@@ -681,6 +700,144 @@ int pbw_tree_stream(const ProtobufCMessage *m, const void *ref, size_t ref_len, 
   *out = c.out;
   *len = c.pos;
   return PBW_OK;
+}
+
+/* ---- Snapshots (pbw_snap) -----------------------------------------------
+ *
+ * A record per block of the tree's memory the walk reads: its address, its
+ * length and how to check it, then a copy of its bytes (8-aligned). The
+ * records are in the walk's order, a message's struct before anything its
+ * pointers lead to, so each record's address is a pointer held by a record
+ * before it: once those hold, it is the pointer the walk would follow. */
+typedef struct {
+  const void *addr;
+  uint32_t len;
+  uint32_t kind;
+} snap_rec;
+
+enum {
+  SR_RAW, /* len bytes */
+  SR_MSG, /* a message's struct: its descriptor pointer first */
+  SR_STR  /* a string and its NUL: its length first */
+};
+
+static int snap_put(pbw_snap *s, const void *addr, size_t len, unsigned kind) {
+  size_t room = sizeof s->rec - s->n;
+  if (room < sizeof(snap_rec) || len > room - sizeof(snap_rec) ||
+      ((len + 7) & ~(size_t)7) > room - sizeof(snap_rec))
+    return PBW_E_NOMEM;
+  snap_rec r = {addr, (uint32_t)len, kind};
+  memcpy(s->rec + s->n, &r, sizeof r);
+  memcpy(s->rec + s->n + sizeof r, addr, len);
+  s->n += sizeof r + ((len + 7) & ~(size_t)7);
+  return PBW_OK;
+}
+
+static int snap_str(pbw_snap *s, const char *p) {
+  return p ? snap_put(s, p, strlen(p) + 1, SR_STR) : PBW_OK;
+}
+
+static int snap_bytes(pbw_snap *s, const ProtobufCBinaryData *b) {
+  return b->data && b->len ? snap_put(s, b->data, b->len, SR_RAW) : PBW_OK;
+}
+
+static int snap_msg(pbw_snap *s, const ProtobufCMessage *m, unsigned depth);
+
+/* The n elements at arr of repeated op o, and what they point to. */
+static int snap_rep(pbw_snap *s, const wop *o, const char *arr, size_t n, unsigned depth) {
+  size_t esz = pbw__elt_size(o->f->type);
+  if (n > sizeof s->rec / esz)
+    return PBW_E_NOMEM;
+  int rc = snap_put(s, arr, n * esz, SR_RAW);
+  for (size_t i = 0; i < n && rc == PBW_OK; i++) {
+    const char *el = arr + i * esz;
+    if (o->kind == WK_STR) {
+      rc = snap_str(s, pbw__ldptr(el));
+    } else if (o->kind == WK_BYTES) {
+      rc = snap_bytes(s, (const ProtobufCBinaryData *)el);
+    } else if (o->kind == WK_MSG) {
+      const ProtobufCMessage *sub = pbw__ldptr(el);
+      if (sub)
+        rc = snap_msg(s, sub, depth + 1);
+    }
+  }
+  return rc;
+}
+
+static int snap_msg(pbw_snap *s, const ProtobufCMessage *m, unsigned depth) {
+  const ProtobufCMessageDescriptor *d = m->descriptor;
+  if (depth > PBW_MAX_DEPTH)
+    return PBW_E_DEPTH;
+  const wplan *p = d ? plan_of(d) : NULL;
+  if (p == NULL || d->sizeof_message < sizeof(ProtobufCMessage))
+    return PBW_E_UNSUPPORTED;
+  int rc = snap_put(s, m, d->sizeof_message, SR_MSG);
+  const char *base = (const char *)m;
+  for (const wop *o = p->ops, *end = o + p->n_ops; o < end && rc == PBW_OK; o++) {
+    const char *mem = base + o->off;
+    if (o->pres == WP_REPEATED) {
+      size_t n = pbw__ldsize(base + o->qoff);
+      const char *arr = pbw__ldptr(mem);
+      if (n && arr)
+        rc = snap_rep(s, o, arr, n, depth);
+      continue;
+    }
+    /* a proto3 string's presence is its first character: kept either way */
+    if (o->kind == WK_STR && (o->pres == WP_ZERO || !wop_absent(o, base)))
+      rc = snap_str(s, pbw__ldptr(mem));
+    else if (o->kind == WK_BYTES && !wop_absent(o, base))
+      rc = snap_bytes(s, (const ProtobufCBinaryData *)mem);
+    else if (o->kind == WK_MSG && !wop_absent(o, base) && pbw__ldptr(mem))
+      rc = snap_msg(s, pbw__ldptr(mem), depth + 1);
+  }
+  unsigned nu = m->n_unknown_fields;
+  if (rc == PBW_OK && nu && m->unknown_fields) {
+    rc = snap_put(s, m->unknown_fields, (size_t)nu * sizeof *m->unknown_fields, SR_RAW);
+    for (unsigned i = 0; i < nu && rc == PBW_OK; i++) {
+      const ProtobufCMessageUnknownField *u = &m->unknown_fields[i];
+      if (u->data && u->len)
+        rc = snap_put(s, u->data, u->len, SR_RAW);
+    }
+  }
+  return rc;
+}
+
+int pbw_snap_take(const ProtobufCMessage *m, pbw_snap *s) {
+  s->m = NULL;
+  s->n = 0;
+  if (m == NULL || m->descriptor == NULL)
+    return PBW_E_UNSUPPORTED;
+  int rc = snap_msg(s, m, 1);
+  if (rc == PBW_OK)
+    s->m = m;
+  return rc;
+}
+
+int pbw_snap_holds(const pbw_snap *s, const ProtobufCMessage *m) {
+  if (m == NULL || s->m != m)
+    return 0;
+  const unsigned char *r = s->rec, *end = s->rec + s->n;
+  while (r < end) {
+    snap_rec h;
+    memcpy(&h, r, sizeof h);
+    r += sizeof h;
+    const char *a = h.addr;
+    switch (h.kind) {
+    case SR_MSG:
+      if (pbw__ldptr(a) != pbw__ldptr(r) || memcmp(a, r, h.len) != 0)
+        return 0;
+      break;
+    case SR_STR:
+      if (strlen(a) != h.len - 1 || memcmp(a, r, h.len - 1) != 0)
+        return 0;
+      break;
+    default:
+      if (memcmp(a, r, h.len) != 0)
+        return 0;
+    }
+    r += (h.len + 7) & ~(size_t)7;
+  }
+  return 1;
 }
 
 int pbw_tree_stats(const ProtobufCMessage *m, pbw_stats *st) {

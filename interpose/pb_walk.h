@@ -89,6 +89,31 @@ int pbw_tree_stream(const ProtobufCMessage *m, const void *ref, size_t ref_len, 
 int pbw_tree_matches(const ProtobufCMessage *m, const void *stream, size_t len, const void *ref,
                      size_t ref_len);
 
+/* A copy of every byte of a tree that its fingerprint walk reads: the
+ * messages' structs, strings, bytes, arrays and unknown fields, each with
+ * the address it was read at, in the order the walk reached them. A tree
+ * whose bytes are all still the same (pbw_snap_holds) walks to the same
+ * stream, so a thread that packs or sizes one tree again confirms it with
+ * a few memcmps instead of a walk. */
+#define PBW_SNAP_BYTES 4096
+typedef struct {
+  const ProtobufCMessage *m; /* NULL: empty */
+  size_t n;                  /* bytes of rec used */
+  _Alignas(8) unsigned char rec[PBW_SNAP_BYTES];
+} pbw_snap;
+
+/* Fills s with m's bytes (s->m = m); on failure s->m is NULL and the
+ * result PBW_E_NOMEM (the tree's bytes do not fit in rec), PBW_E_DEPTH or
+ * PBW_E_UNSUPPORTED (a type without a walk plan). Does not allocate. */
+int pbw_snap_take(const ProtobufCMessage *m, pbw_snap *s);
+
+/* Whether m is s's tree with every byte its walk reads unchanged: then it
+ * has the fingerprint it had when s was taken. Each byte is read through a
+ * pointer the bytes before it showed unchanged (a message's type before
+ * the rest of its struct, a string's length before its content), so it
+ * reads only what a walk of m as it is now would read. */
+int pbw_snap_holds(const pbw_snap *s, const ProtobufCMessage *m);
+
 /* The same fingerprint and statistics from the bytes pack wrote for the
  * tree (data, len: an encoded message of the schema's root type; schema:
  * see pbw_schema_build) instead of the tree itself: for any tree that

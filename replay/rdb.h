@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 16
+#define RDB_VERSION 17
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -137,6 +137,8 @@ enum {
   RDB_C_GIVEN_UP_WHOLE,  /* occurrences recorded given up (RDB_SW_ABANDONED), run
                             for real, whose program read every row: the program
                             decoded the image in another order than recorded */
+  RDB_C_UNCHANGED,       /* lookups answered by a tree unchanged since the thread's
+                            last lookup of it (pbw_snap), without a walk */
   RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */
   RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N

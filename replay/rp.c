@@ -824,6 +824,10 @@ void rp_predicted_was(const rdb_entry *e, int right) {
   ADD(RDB_C_PREDICTED, 1);
 }
 
+void rp_tree_unchanged(void) {
+  ADD(RDB_C_UNCHANGED, 1);
+}
+
 static inline const rdb_entry *found(const rdb_entry *ents, uint64_t i) {
   next_hint = i + 1;
   if (i + 1 < hdr->nentries)

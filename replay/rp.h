@@ -43,6 +43,9 @@ void rp_prefetch(int api);
  * be mapped. */
 const rdb_entry *rp_predicted(int api, int served);
 void rp_predicted_was(const rdb_entry *e, int right);
+/* Counts a lookup answered by a tree found unchanged since the thread's
+ * last lookup of it (rep_protobuf.c unchanged_tree). */
+void rp_tree_unchanged(void);
 
 /* Whether the run has served an occurrence of e (its bytes are then likely
  * in the caches). */

@@ -1287,3 +1287,25 @@ t141_threads_on_the_smallest_stacks_replay() {
   cmp native.out rep.out
   expect_eq "replayed" 800 "$(json s.json calls_replayed)"
 }
+
+# A tree packed again unchanged is confirmed against the thread's snapshot
+# of it instead of a walk (rep_protobuf.c unchanged_tree); an edit in place
+# anywhere in it (a deep bytes field, a string cut short, a deep scalar, a
+# leaf swapped for an equal copy) must be noticed. Replayed as recorded,
+# every call is answered and some by a snapshot; recorded before any edit,
+# the edited trees are misses that run the real pack, never the snapshot's
+# answer: the output is the native one either way.
+t142_replay_notices_a_tree_edited_in_place() {
+  replay_same "$PB" edits 60
+  [ "$(json sum.json lookups_unchanged)" -gt 0 ] || fail "no lookup answered by a snapshot"
+  rm -rf rec
+  "$STANDIN" record -o rec -- "$PB" edits 3 >/dev/null
+  "$PB" edits 30 >native.out
+  "$STANDIN" replay -t rec --summary sum.json -- "$PB" edits 30 >rep.out 2>err.txt
+  cmp native.out rep.out || fail "an edited tree was answered as recorded: $(diff native.out rep.out | head -4)"
+  [ "$(json sum.json lookups_unchanged)" -gt 0 ] || fail "no lookup answered by a snapshot"
+  # i % 10 of 3, 4, 5 and 7: four trees of every ten differ from the
+  # recorded one (6 and 8 undo the edits; 8's leaf is an equal copy), three
+  # calls each
+  expect_eq "fallback" 36 "$(json sum.json calls_fallback)"
+}

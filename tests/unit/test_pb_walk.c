@@ -1650,6 +1650,71 @@ START_TEST(test_fp_any_single_change_changes_fingerprint) {
 }
 END_TEST
 
+/* A snapshot holds while the tree is unchanged, and stops holding after
+ * any change that changes the fingerprint (every change mutate makes),
+ * holding again once the change is undone. */
+START_TEST(test_snap_holds_until_any_change) {
+  static pbw_snap snap;
+  owned o = unpacked_tree(STANDIN__TEST__TREE__PAYLOAD_LEAF, 300);
+  Standin__Test__Tree *t = (Standin__Test__Tree *)o.tree;
+  ck_assert_int_eq(pbw_snap_take(o.tree, &snap), PBW_OK);
+  ck_assert_ptr_eq(snap.m, o.tree);
+  ck_assert(pbw_snap_holds(&snap, o.tree));
+  for (int k = 0; k < 24; k++) {
+    ck_assert(mutate(t, k, 0));
+    ck_assert_msg(!pbw_snap_holds(&snap, o.tree), "change %d kept the snapshot", k);
+    mutate(t, k, 1);
+    ck_assert_msg(pbw_snap_holds(&snap, o.tree), "undoing change %d did not restore it", k);
+  }
+  /* another tree, even an equal one, is not the snapshot's */
+  tree_store b;
+  make_tree(&b, STANDIN__TEST__TREE__PAYLOAD_LEAF, 300);
+  ck_assert(!pbw_snap_holds(&snap, &b.tree.base));
+  ck_assert(!pbw_snap_holds(&snap, NULL));
+  /* a string shortened in place is read to its new end only */
+  char title[] = "forest";
+  b.tree.title = title;
+  ck_assert_int_eq(pbw_snap_take(&b.tree.base, &snap), PBW_OK);
+  title[3] = '\0';
+  ck_assert(!pbw_snap_holds(&snap, &b.tree.base));
+  title[3] = 'e';
+  ck_assert(pbw_snap_holds(&snap, &b.tree.base));
+  /* a sub-message replaced by one of another type at the same address */
+  Standin__Test__Leaf *best = b.tree.trunk->best;
+  ck_assert_ptr_nonnull(best);
+  best->base.descriptor = &standin__test__branch__descriptor;
+  ck_assert(!pbw_snap_holds(&snap, &b.tree.base));
+  best->base.descriptor = &standin__test__leaf__descriptor;
+  ck_assert(pbw_snap_holds(&snap, &b.tree.base));
+  /* a tree whose bytes do not fit is not kept */
+  free(b.big);
+  make_tree(&b, STANDIN__TEST__TREE__PAYLOAD_LEAF, PBW_SNAP_BYTES);
+  ck_assert_int_eq(pbw_snap_take(&b.tree.base, &snap), PBW_E_NOMEM);
+  ck_assert_ptr_null(snap.m);
+  ck_assert(!pbw_snap_holds(&snap, &b.tree.base));
+  free(b.big);
+  free_owned(&o);
+}
+END_TEST
+
+/* proto3: an empty string is left out by pack, but filling it in place
+ * changes what pack writes, so the snapshot keeps its first byte. */
+START_TEST(test_snap_keeps_proto3_strings_pack_leaves_out) {
+  static pbw_snap snap;
+  Standin__Test3__Item x = STANDIN__TEST3__ITEM__INIT;
+  char key[4] = "";
+  x.key = key;
+  ck_assert_int_eq(pbw_snap_take(&x.base, &snap), PBW_OK);
+  ck_assert(pbw_snap_holds(&snap, &x.base));
+  key[0] = 'k';
+  ck_assert(!pbw_snap_holds(&snap, &x.base));
+  key[0] = '\0';
+  ck_assert(pbw_snap_holds(&snap, &x.base));
+  x.value = (ProtobufCBinaryData){2, (uint8_t *)"ab"};
+  ck_assert(!pbw_snap_holds(&snap, &x.base));
+}
+END_TEST
+
 /* Bytes with a length and no data: get_packed_size counts the length (pack
  * would crash). Hashed as empty bytes, a size call was answered with the
  * size of a tree without them. */
@@ -3087,6 +3152,8 @@ int main(void) {
   tcase_add_test(fp, test_fp_bytes_without_data_are_not_empty_bytes);
   tcase_add_test(fp, test_fp_memo_is_the_fingerprint_of_the_tree_now);
   tcase_add_test(fp, test_fp_any_single_change_changes_fingerprint);
+  tcase_add_test(fp, test_snap_holds_until_any_change);
+  tcase_add_test(fp, test_snap_keeps_proto3_strings_pack_leaves_out);
   tcase_add_test(fp, test_fp_long_streams_depend_on_every_chunk);
   tcase_add_test(fp, test_fp_follows_what_pack_writes);
   tcase_add_test(fp, test_fp_depth_limit);

@@ -568,6 +568,36 @@ static int run_same(int n) {
   return 0;
 }
 
+/* One tree packed three ways again and again, edited in place now and
+ * then where a snapshot of it must notice (replay keeps one of a tree
+ * looked up again: rep_protobuf.c unchanged_tree): a byte of a deep bytes
+ * field, its title cut short, a deep scalar, a leaf swapped for an equal
+ * copy; each edit is undone later, so every tree recurs. */
+static int run_edits(int n) {
+  msg_store *st = calloc(1, sizeof *st);
+  build(st, 7);
+  Leaf *l0 = st->branches[0].leaves[0], copy = *l0;
+  l0->blob.len = 40;
+  copy.blob.len = 40;
+  for (int i = 0; i < n; i++) {
+    switch (i % 10) {
+    case 3: st->blob[1] ^= 1; break;
+    case 4: st->title[4] = '\0'; break;
+    case 5: st->title[4] = '-'; break;
+    case 6: st->blob[1] ^= 1; break;
+    case 7: st->branches[0].id++; break;
+    case 8:
+      st->branches[0].id--;
+      st->branches[0].leaves[0] = &copy;
+      break;
+    case 9: st->branches[0].leaves[0] = l0; break;
+    }
+    pack_three_ways("edits", i, &st->tree.base);
+  }
+  free(st);
+  return 0;
+}
+
 /* Sizes from one call site that a pack of the same message mostly
  * follows (record then leaves their fingerprints to the pack), and
  * sometimes does not. */
@@ -689,7 +719,7 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: pbtest "
             "basic|reverse|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|"
-            "lonesize|sizeedit|stacks|linger|surgery|maps|userstack "
+            "lonesize|sizeedit|edits|stacks|linger|surgery|maps|userstack "
             "[args]\n");
     return 2;
   }
@@ -736,6 +766,8 @@ int main(int argc, char **argv) {
     rc = run_same(a);
   else if (!strcmp(mode, "lonesize"))
     rc = run_lonesize(a);
+  else if (!strcmp(mode, "edits"))
+    rc = run_edits(a);
   else if (!strcmp(mode, "sizeedit"))
     rc = run_sizeedit(a);
   else if (!strcmp(mode, "surgery"))
