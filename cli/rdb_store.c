@@ -136,12 +136,18 @@ uint64_t rdb_span_to(const rdb_span *t, size_t n, uint64_t off1, uint64_t len) {
 
 /* Writes of this size, at offsets that are multiples of it, let a file
  * system with large folios (ext4 and xfs on recent kernels) cache the
- * database in 1 MiB folios, each mapped in a process with one fault and
- * unmapped in one step. 2 MiB folios map with a single page-table entry,
- * but in a virtual machine that hands free memory back to its host they
- * cost ~2 ms each to allocate after an idle second (a 70 MB database took
- * 150-190 ms to write instead of 18). */
-#define PUBLISH_CHUNK (1u << 20)
+ * database in 2 MiB folios, which a process maps with one page-table entry
+ * each (the shim maps the file 2 MiB-aligned: rp.c map_aligned). A call
+ * that reads an entry nothing has touched then misses no TLB (with the
+ * next call's lines prefetched, rp.c prefetch_next: a new 1 KB pack each
+ * call 678 -> 548 ns of harness on an EPYC VM, medians of 12 rounds, when
+ * the kernel finds 2 MiB of free memory for a folio; when not, it falls
+ * back to smaller ones). Allocating 2 MiB folios costs the
+ * build: 65 MB took 730-880 ms against 640-790 there (4 alternating runs),
+ * and on a VM that hands free memory back to its host ~2 ms a folio after
+ * an idle second (a 70 MB database 150-190 ms instead of 18, 2026-11-28),
+ * before the program starts. */
+#define PUBLISH_CHUNK (2u << 20)
 
 /* m[0, len) at offset at of fd */
 static int write_at(int fd, const uint8_t *m, uint64_t len, uint64_t at) {
