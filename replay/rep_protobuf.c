@@ -246,44 +246,37 @@ static pbw_fp_memo *sized_memo(void) {
                                     : shim_thread_block(&sized_key, &sized, sizeof(pbw_fp_memo));
 }
 
-/* A thread's snapshot of a tree it looked up (pbw_snap), and the entry the
- * tree matched: a tree packed or sized again unchanged (the same message
- * sent again; a size, then a pack of it) is confirmed by comparing its
- * bytes with their copy, a few memcmps, where a compare with the entry's
- * stream walks every field (a repeated 1 KB pack: 1,336 instructions of
- * its 2,043). The entry for another API is the one named next if its
- * stream is the same tree's, or found by the tree's fingerprint when the
- * walk that matched it hashed one. A snapshot is taken when the thread
- * looks up the tree it looked up last, and it pays only when it serves two
- * calls or more: taking one costs about a walk (pbtest's trees, ~25 blocks
- * each: 3,400 instructions against a walk's 4,200, a compare with the
- * snapshot 1,200). One that served fewer makes the thread wait 1, 2, 4 ...
- * 1024 lookups before it takes the next, so a program that edits its tree
- * between packs (a new 1 KB pack each call), or sizes, packs and packs to
- * a buffer each tree once (pbtest), pays a few instructions a call. */
+/* A thread's snapshot of a tree it looked up (pbw_snap), and the entries
+ * the tree matched: a tree packed or sized again unchanged (the same
+ * message sent again) is confirmed by comparing its bytes with their copy,
+ * a few memcmps, where a compare with the entry's stream walks every field
+ * (a repeated 1 KB pack: 1,336 instructions of its 2,043). Each API's entry
+ * is learned by the walk of its first call on the snapshot's tree. A
+ * snapshot is taken when the thread looks up the tree it looked up last,
+ * and it pays only when it serves two calls or more: taking one costs
+ * about a walk (pbtest's trees, ~25 blocks each: 3,400 instructions against
+ * a walk's 4,200, a compare with the snapshot 1,200). One that served
+ * fewer makes the thread wait 1, 2, 4 ... 1024 lookups before it takes the
+ * next, so a program that edits its tree between packs (a new 1 KB pack
+ * each call), or sizes, packs and packs to a buffer each tree once
+ * (pbtest), pays a few instructions a call. Answering another API's call
+ * from the entry its stream or fingerprint named cost pbtest basic 20000
+ * 8% of its replay's wall (the size's snapshot then served the pack and
+ * pack_to_buffer, each a lookup in memory nothing had touched). */
+enum { SNAP_APIS = 3 };
 typedef struct {
   pbw_snap snap;
-  const rdb_entry *e; /* the entry the tree matched */
-  uint64_t unloads;   /* tv_unloads() when taken */
-  uint8_t fp[16];     /* the tree's fingerprint (not bound to an API) */
-  uint32_t has_fp, served, fails, wait;
+  const rdb_entry *e[SNAP_APIS]; /* by snap_api: the entry the tree matched */
+  uint64_t unloads;              /* tv_unloads() when taken */
+  uint32_t served, fails, wait;
 } tree_snap;
 
 static __thread __attribute__((tls_model("initial-exec"))) void *snaps;
 static __thread __attribute__((tls_model("initial-exec"))) const ProtobufCMessage *last_tree;
 static shim_thread_key snaps_key;
 
-/* Two entries whose trees are the same tree: the same plain stream, with
- * its references into the same bytes (a size entry's are into the packed
- * bytes of the pack it was verified against). */
-static int same_tree(const rdb_entry *a, const rdb_entry *b) {
-  if (a->stream_len == 0 || a->stream_len != b->stream_len || a->ref_off != b->ref_off ||
-      a->ref_len != b->ref_len)
-    return 0;
-  if (a->stream_off == b->stream_off)
-    return 1;
-  const void *x = rp_ptr(a->stream_off, a->stream_len), *y = rp_ptr(b->stream_off, b->stream_len);
-  return x && y && memcmp(x, y, a->stream_len) == 0;
+static inline unsigned snap_api(int api) {
+  return api == ST_API_PB_PACK ? 0 : api == ST_API_PB_SIZE ? 1 : 2;
 }
 
 /* The snapshot is dropped; one that served under two calls lengthens the
@@ -299,7 +292,7 @@ static void snap_drop(tree_snap *ts) {
 }
 
 /* The entry for api of m when m is the thread's snapshot unchanged (*held
- * then 1); NULL when it is not, or when the entry for api is not known. */
+ * then 1); NULL when it is not, or when no call of api has matched it. */
 static const rdb_entry *unchanged_tree(const ProtobufCMessage *m, int api, int *held) {
   tree_snap *ts = snaps;
   if (SHIM_LIKELY(!ts || ts->snap.m != m))
@@ -309,41 +302,22 @@ static const rdb_entry *unchanged_tree(const ProtobufCMessage *m, int api, int *
     return NULL;
   }
   *held = 1;
-  const rdb_entry *e = ts->e;
-  if (e->api != api) {
-    const rdb_entry *p = rp_predicted(api, 0);
-    if (p && same_tree(p, e)) {
-      e = p;
-    } else if (ts->has_fp) {
-      uint8_t fp[16];
-      memcpy(fp, ts->fp, 16);
-      shim_fp_bind(fp, api);
-      if (!(e = rp_lookup(fp)))
-        return NULL;
-    } else {
-      return NULL;
-    }
-    ts->e = e;
+  const rdb_entry *e = ts->e[snap_api(api)];
+  if (e) {
+    ts->served++;
+    rp_tree_unchanged();
   }
-  ts->served++;
-  rp_tree_unchanged();
   return e;
 }
 
-/* After m was found to be e's tree by a walk (fp: its fingerprint if the
- * walk hashed one): the snapshot's entry if the snapshot held, else maybe
- * a new snapshot. */
-static void keep_tree(const ProtobufCMessage *m, int api, const rdb_entry *e, int held,
-                      const uint8_t *fp) {
+/* After m was found to be e's tree by a walk: the snapshot's entry for api
+ * if the snapshot held, else maybe a new snapshot. */
+static void keep_tree(const ProtobufCMessage *m, int api, const rdb_entry *e, int held) {
   tree_snap *ts = snaps;
   int again = m == last_tree;
   last_tree = m;
   if (held) {
-    ts->e = e;
-    if (fp && !ts->has_fp) {
-      memcpy(ts->fp, fp, 16);
-      ts->has_fp = 1;
-    }
+    ts->e[snap_api(api)] = e;
     return;
   }
   if (!again)
@@ -357,12 +331,10 @@ static void keep_tree(const ProtobufCMessage *m, int api, const rdb_entry *e, in
   snap_drop(ts);
   if (ts->wait)
     return;
-  ts->e = e;
+  memset(ts->e, 0, sizeof ts->e);
+  ts->e[snap_api(api)] = e;
   ts->unloads = tv_unloads();
   ts->served = 0;
-  ts->has_fp = fp != NULL;
-  if (fp)
-    memcpy(ts->fp, fp, 16);
   pbw_snap_take(m, &ts->snap); /* snap.m is NULL if it cannot be taken */
 }
 
@@ -380,23 +352,20 @@ static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *rea
     goto found;
   }
   e = predicted_tree(m, api);
-  uint8_t fp[16], tree_fp[16];
-  int hashed = 0;
   if (!e) {
+    uint8_t fp[16];
     pbw_fp_memo *memo = sized_memo();
     if ((memo ? pbw_fingerprint_tree_memo(m, fp, memo, api == ST_API_PB_SIZE)
               : pbw_fingerprint_tree(m, fp, NULL)) != PBW_OK) {
       *reason = RDB_FB_NOT_IN_TRACE;
       return NULL;
     }
-    memcpy(tree_fp, fp, 16);
-    hashed = 1;
     shim_fp_bind(fp, api);
     e = rp_lookup(fp);
   }
   *reason = RDB_FB_NOT_IN_TRACE;
   if (e)
-    keep_tree(m, api, e, held, hashed ? tree_fp : NULL);
+    keep_tree(m, api, e, held);
 found:
   if (e && SHIM_UNLIKELY((e->flags & (RDB_ENTRY_NO_RESPONSE | RDB_ENTRY_MIXED)) || tv_row(tv))) {
     if (e->flags & RDB_ENTRY_NO_RESPONSE) {
