@@ -101,10 +101,13 @@ def main():
         if not os.path.isdir(d):
             print("trial %d %s killed at %.3f s: no recording yet" % (i, mode[0], delay))
             continue
+        runinfo = os.path.join(d, "run.info")
         if not any(n.endswith(".trace") for n in os.listdir(d)) and \
-                not os.path.exists(os.path.join(d, "run.info")):
-            # killed before the program's first call or the run's end: no
-            # trace to read back; info says the directory holds none (exit 1)
+                (not os.path.exists(runinfo) or os.path.getsize(runinfo) == 0):
+            # killed before the program's first call or the run's end, or
+            # while record wrote run.info as the program started (an empty
+            # run.info, seen once at 12 ms): no trace to read back; info
+            # says the directory holds none (exit 1)
             info = run([standin, "info", d])
             if info.returncode != 1 or "holds no trace" not in info.stderr:
                 failures += 1
