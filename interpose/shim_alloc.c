@@ -150,10 +150,8 @@ static void *carve(unsigned k) {
   return p;
 }
 
-void *shim_alloc(size_t n) {
-  unsigned k;
-  if (class_of(n, &k) != 0)
-    return NULL;
+/* A free block of class k, or NULL. */
+static hdr *take_kept(unsigned k) {
   lock(&cls[k].lock);
   block *b = cls[k].free;
   if (b) {
@@ -163,7 +161,14 @@ void *shim_alloc(size_t n) {
       atomic_fetch_sub_explicit(&kept_large, class_bytes(k), memory_order_relaxed);
   }
   unlock(&cls[k].lock);
-  hdr *h = (hdr *)b;
+  return (hdr *)b;
+}
+
+void *shim_alloc(size_t n) {
+  unsigned k;
+  if (class_of(n, &k) != 0)
+    return NULL;
+  hdr *h = take_kept(k);
   if (!h)
     h = k <= SLAB_CLASS_MAX ? carve(k) : map(class_bytes(k));
   if (!h)
@@ -232,6 +237,21 @@ void *shim_realloc(void *p, size_t n) {
    * whose faults take ~2 us, a 380 KB JPEG's two such buffers took 1.3 ms
    * to fill when grown by copying. */
   if (h->cls > SLAB_CLASS_MAX) {
+    /* A kept block of the new size first: its pages are in already, so a
+     * buffer that grows the same way for each decode makes no system call
+     * once warm. Moving pages costs a TLB shootdown across the process's
+     * threads, and the moved block leaves its old class with none kept, so
+     * the next decode's first buffer is mapped anew: each decode of a 90 KB
+     * JPEG mapped, faulted, moved and unmapped its buffers (INTERNALS.md,
+     * "The shims' own memory"). */
+    hdr *q = take_kept(k);
+    if (q) {
+      q->magic = MAGIC;
+      q->cls = k;
+      memcpy(q + 1, p, room);
+      shim_free(p);
+      return q + 1;
+    }
     void *m = mremap(h, class_bytes(h->cls), class_bytes(k), MREMAP_MAYMOVE);
     if (m != MAP_FAILED) {
       h = m;

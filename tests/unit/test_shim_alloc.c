@@ -104,6 +104,40 @@ START_TEST(test_realloc_of_a_large_block_keeps_its_class) {
 }
 END_TEST
 
+/* A large block grown to a class with a kept block takes that block, whose
+ * pages are in already, instead of moving its own (a decode's buffers grew
+ * so every time: mapped, faulted, moved, unmapped); its bytes stay. */
+START_TEST(test_realloc_takes_a_kept_block_of_the_new_class) {
+  uint8_t *kept = shim_alloc(200u << 10); /* a 256 KiB block, then kept */
+  ck_assert_ptr_nonnull(kept);
+  shim_free(kept);
+  size_t n = 100u << 10; /* a 128 KiB block, mapped alone */
+  uint8_t *p = shim_alloc(n);
+  ck_assert_ptr_nonnull(p);
+  for (size_t k = 0; k < n; k++)
+    p[k] = (uint8_t)(k * 13);
+  uint8_t *q = shim_realloc(p, 200u << 10);
+  ck_assert_ptr_nonnull(q);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  ck_assert_ptr_eq(q, kept);
+#endif
+  for (size_t k = 0; k < n; k++)
+    ck_assert_msg(q[k] == (uint8_t)(k * 13), "byte %zu", k);
+  memset(q + n, 0x5A, (200u << 10) - n);
+  /* the block left behind is kept, and handed out whole */
+  uint8_t *r = shim_alloc(n);
+  ck_assert_ptr_nonnull(r);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  ck_assert_ptr_eq(r, p);
+#endif
+  memset(r, 3, n);
+  for (size_t k = 0; k < n; k++)
+    ck_assert_msg(q[k] == (uint8_t)(k * 13), "byte %zu after the old block was reused", k);
+  shim_free(r);
+  shim_free(q);
+}
+END_TEST
+
 /* Freed large blocks are kept for reuse, within bounds: 64 MiB of blocks
  * of each large class from 128 KiB to 64 MiB (mapped, barely touched),
  * 640 MiB in all, freed at once, leave at most 256 MiB kept plus one
@@ -227,6 +261,7 @@ int main(void) {
   tcase_add_test(tc, test_zalloc_zeroes_reused_blocks);
   tcase_add_test(tc, test_realloc_keeps_the_prefix);
   tcase_add_test(tc, test_realloc_of_a_large_block_keeps_its_class);
+  tcase_add_test(tc, test_realloc_takes_a_kept_block_of_the_new_class);
   tcase_add_test(tc, test_large_blocks_kept_within_bounds);
   tcase_add_test(tc, test_threads_allocate_and_another_frees);
   tcase_add_test(tc, test_child_of_fork_allocates);
