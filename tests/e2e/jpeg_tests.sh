@@ -1087,8 +1087,14 @@ t231_jpeg_decode_ended_by_another_thread_is_the_workers() {
     jpeg_same run.sh
     every_decode_replayed
     "$STANDIN" dump rec --format json >d.json
-    expect_eq "threads ($args)" "1 1 2 2" \
-      "$(python3 -c 'import json; print(*sorted(json.loads(l)["thread"] for l in open("d.json")))')"
+    # A decode is its thread's that spent the most time in its calls: the
+    # ASan pass of one clean-clone make check gave one to main (0 1 2 2),
+    # not reproduced in 10 runs beside two busy loops. The calls are shown
+    # if it happens again.
+    local got
+    got=$(python3 -c 'import json; print(*sorted(json.loads(l)["thread"] for l in open("d.json")))')
+    [ "$got" = "1 1 2 2" ] ||
+      fail "threads ($args): expected '1 1 2 2', got '$got'; the calls: $("$STANDIN" dump rec | cut -c1-150)"
   done
   # -header: main read both headers before the workers began; each
   # worker's second decode starts after the rows of its first, not at its
