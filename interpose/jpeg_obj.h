@@ -85,6 +85,8 @@ typedef struct {
   uint32_t thread;   /* as jpg_callbacks.thread names it */
   uint64_t first_ns; /* when its first call of the decode began */
   uint64_t ns;       /* its time inside the decode's calls */
+  uint64_t image_ns; /* of which in calls that make the image (from
+                        jpeg_start_decompress on, not the finish) */
 } jpg_work;
 #define JPG_WORK_THREADS 4 /* threads followed per decode; later ones are not */
 

@@ -3,6 +3,7 @@
  * header probe, request headers and response extensions. Streams are built
  * by hand, marker by marker, so every rule is checked on its own. */
 #include "api.h"
+#include "jpeg_obj.h"
 #include "jpeg_regen.h"
 #include "jpeg_req.h"
 #include "jpeg_scan.h"
@@ -781,6 +782,54 @@ START_TEST(test_digest_rebuilds_the_rows_and_checks_them) {
 }
 END_TEST
 
+/* A decode belongs to the thread that made its image, even when another
+ * thread spent longer in its header and finish calls (preempted there
+ * under load: t231). */
+static uint32_t work_me;
+static uint32_t work_thread(void) {
+  return work_me;
+}
+
+static void work_call(jpg_obj *o, uint32_t thread, int phase, int log_phase, uint64_t ns) {
+  work_me = thread;
+  o->phase = phase;
+  o->log_phase = log_phase;
+  o->t_in += 1000;
+  jpg_busy(o, ns);
+}
+
+START_TEST(test_decode_is_the_thread_that_made_the_image) {
+  jpg_set_callbacks(&(jpg_callbacks){.thread = work_thread});
+  jpg_obj *o = calloc(1, sizeof *o);
+  ck_assert_ptr_nonnull(o);
+  work_call(o, 0, JPG_HEADER, 0, 9000000);                 /* main: a long header */
+  work_call(o, 1, JPG_STARTED, JPG_PHASE_START, 100000);   /* worker: start */
+  work_call(o, 1, JPG_STARTED, JPG_PHASE_ROWS, 4000000);   /* worker: the rows */
+  work_call(o, 0, JPG_STARTED, JPG_PHASE_FINISH, 5000000); /* main: a long finish */
+  ck_assert_uint_eq(o->busy_ns, 18100000);
+  const jpg_work *w = jpg_main_work(o);
+  ck_assert_ptr_nonnull(w);
+  ck_assert_uint_eq(w->thread, 1);
+  ck_assert_uint_eq(w->ns, 4100000);
+  ck_assert_uint_eq(w->first_ns, 2000);
+
+  /* rows on two threads: the one with more time in them */
+  memset(o, 0, sizeof *o);
+  work_call(o, 0, JPG_STARTED, JPG_PHASE_START, 3000000);
+  work_call(o, 2, JPG_STARTED, JPG_PHASE_ROWS, 2000000);
+  work_call(o, 2, JPG_STARTED, JPG_PHASE_FINISH, 9000000);
+  ck_assert_uint_eq(jpg_main_work(o)->thread, 0);
+
+  /* no image made (the header failed): all calls count */
+  memset(o, 0, sizeof *o);
+  work_call(o, 0, JPG_HEADER, 0, 1000);
+  work_call(o, 3, JPG_HEADER, 0, 5000);
+  ck_assert_uint_eq(jpg_main_work(o)->thread, 3);
+  free(o);
+  jpg_set_callbacks(&(jpg_callbacks){0});
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("jpeg");
   TCase *scan = tcase_create("scan"), *req = tcase_create("request");
@@ -804,6 +853,7 @@ int main(void) {
   tcase_add_test(req, test_probe_counts_lines);
   tcase_add_test(req, test_sample_does_not_line_up_with_rows);
   tcase_add_test(req, test_digest_rebuilds_the_rows_and_checks_them);
+  tcase_add_test(req, test_decode_is_the_thread_that_made_the_image);
   suite_add_tcase(s, scan);
   suite_add_tcase(s, req);
   SRunner *r = srunner_create(s);
