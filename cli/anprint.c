@@ -311,3 +311,11 @@ void anp_plan_json(FILE *f, const an_result *r, int k, const char *name) {
   accels_json(f, r, k);
   fprintf(f, "}");
 }
+
+uint64_t anp_replay_unhidden(const json *summary) {
+  uint64_t wall = 0, adjusted = 0;
+  if (json_count(json_get(summary, "wall_ns"), &wall) != 0 ||
+      json_count(json_get(summary, "wall_adjusted_ns"), &adjusted) != 0 || adjusted > wall)
+    return 0;
+  return wall - adjusted;
+}

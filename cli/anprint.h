@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "json.h"
 
 /* --by names: api, type, site, thread. -1 for an unknown name. */
 int anp_parse_by(const char *s, an_by *by);
@@ -32,5 +33,13 @@ void anp_notes_text(FILE *f, const an_result *r);
  * object with its accelerators and estimates. */
 void anp_recording_json(FILE *f, const an_result *r, const char *dir);
 void anp_plan_json(FILE *f, const an_result *r, int k, const char *name);
+
+/* Of a `standin replay --summary` document: the time its harness could not
+ * hide (wall_ns - wall_adjusted_ns: overruns no later call's slack paid
+ * back, and setup), 0 when the summary does not say (older ones). */
+uint64_t anp_replay_unhidden(const json *summary);
+/* Replay's unhidden time counts when it is this share of a measured wall
+ * time or more: below it the run-to-run noise is larger. */
+#define ANP_UNHIDDEN_SHARE 0.01
 
 #endif

@@ -22,7 +22,9 @@ static const char usage_text[] =
     "their differences in % of the measured time (positive: the estimate is longer),\n"
     "the calls replayed beside the calls the plan offloads offline, and per\n"
     "accelerator the measured and estimated requests and queueing. The last row is the\n"
-    "median over the summaries, less those of another recording, plan or model.\n"
+    "median over the summaries, less those of another recording, plan or model. Where\n"
+    "the replays could not hide their own time (wall_ns - wall_adjusted_ns: setup and\n"
+    "overruns no later slack paid back), a note gives it and the median less it.\n"
     "\n"
     "  -t, --trace DIR   the recording, as for replay (or DIR)\n"
     "  -p, --plan FILE   the plan the replays used\n"
@@ -43,6 +45,7 @@ typedef struct {
 
 typedef struct {
   uint64_t wall, replayed, approx, fallback;
+  uint64_t unhidden; /* of wall: the harness's own time (anp_replay_unhidden) */
   json *doc;
   const char *apart; /* why it is left out of the median (warned), or NULL */
 } summary;
@@ -96,6 +99,7 @@ static int load(const cmp_opts *o, summary *s) {
               o->files[i], w->num);
       return -1;
     }
+    s[i].unhidden = anp_replay_unhidden(s[i].doc);
     static const char *const counts[] = {"calls_replayed", "calls_approximated", "calls_fallback"};
     uint64_t *dst[] = {&s[i].replayed, &s[i].approx, &s[i].fallback};
     for (int k = 0; k < 3; k++) {
@@ -198,12 +202,14 @@ static int in_median(const summary *s, int n, int i) {
   return 1;
 }
 
-static uint64_t median_wall(const summary *s, int n) {
+/* The median of the measured wall times, or with less_unhidden of those
+ * less the harness's unhidden time. */
+static uint64_t median_wall(const summary *s, int n, int less_unhidden) {
   uint64_t v[MAX_SUMMARIES];
   int m = 0;
   for (int i = 0; i < n; i++)
     if (in_median(s, n, i))
-      v[m++] = s[i].wall;
+      v[m++] = s[i].wall - (less_unhidden ? s[i].unhidden : 0);
   qsort(v, (size_t)m, sizeof *v, u64_cmp);
   return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
 }
@@ -217,6 +223,27 @@ static const json *summary_accel(const summary *s, const char *name) {
       return &arr->items[i];
   }
   return NULL;
+}
+
+/* Where the harness took longer than the model's calls and later slack
+ * could not pay it back (or its setup was long), the replay measured its
+ * own cost beside the plan's: said, with the median less it. */
+static void note_unhidden(const summary *s, int n, uint64_t est, uint64_t med) {
+  uint64_t adj = median_wall(s, n, 1), most = 0;
+  for (int i = 0; i < n; i++)
+    if (in_median(s, n, i) && s[i].unhidden > most)
+      most = s[i].unhidden;
+  if (med == 0 || (double)(med - adj) < ANP_UNHIDDEN_SHARE * (double)med)
+    return;
+  char u[32], x[32], a[32];
+  printf("\nnote: the replays could not hide %s of their own time (median; up to %s): their "
+         "setup, and overruns (calls whose harness took longer than the model's latency) that "
+         "no later call's slack paid back (wall_ns - wall_adjusted_ns of the summaries). "
+         "MEASURED includes it where the plan's run would not; less it, the median is %s and "
+         "the estimate differs by %+.1f%%. 'standin replay' prints its harness's time a call "
+         "by API.\n",
+         cli_fmt_ns(u, sizeof u, (double)(med - adj)), cli_fmt_ns(x, sizeof x, (double)most),
+         cli_fmt_ns(a, sizeof a, (double)adj), diff(est, adj));
 }
 
 static void print_text(const an_result *r, const cmp_opts *o, const summary *s) {
@@ -249,7 +276,7 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
       printf("  (%s%s)", s[i].apart, in_median(s, o->nfiles, i) ? "" : ": not in the median");
     putchar('\n');
   }
-  uint64_t med = median_wall(s, o->nfiles);
+  uint64_t med = median_wall(s, o->nfiles, 0);
   char m[32], e[32], n[32], nd[16], label[32];
   int nmed = 0;
   for (int i = 0; i < o->nfiles; i++)
@@ -258,6 +285,7 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
   snprintf(nd, sizeof nd, nm ? "%+.1f%%" : "-", diff(naive, med));
   printf("%-32s %11s %11s %+8.1f%% %11s %9s\n", label, cli_fmt_ns(m, sizeof m, (double)med),
          cli_fmt_ns(e, sizeof e, (double)est), diff(est, med), an_fmt_naive(n, sizeof n, r, 0), nd);
+  note_unhidden(s, o->nfiles, est, med);
   const an_plan *pr = &r->plans[0];
   printf("\n%-14s %-32s %10s %11s\n", "ACCELERATOR", "FROM", "REQUESTS", "QUEUE");
   for (int k = 0; k < pr->p->naccel; k++) {
@@ -283,7 +311,7 @@ static void print_text(const an_result *r, const cmp_opts *o, const summary *s) 
 
 static void print_json(const an_result *r, const cmp_opts *o, const summary *s) {
   uint64_t est = an_estimate(r, 0), naive = an_estimate_naive(r, 0);
-  uint64_t med = median_wall(s, o->nfiles);
+  uint64_t med = median_wall(s, o->nfiles, 0), adj = median_wall(s, o->nfiles, 1);
   printf("{");
   anp_recording_json(stdout, r, o->dir);
   printf(",\n  \"plan\": ");
@@ -297,6 +325,7 @@ static void print_json(const an_result *r, const cmp_opts *o, const summary *s) 
            (unsigned long long)s[i].wall, (unsigned long long)s[i].replayed,
            (unsigned long long)s[i].approx, diff(est, s[i].wall) / 100,
            diff(naive, s[i].wall) / 100);
+    printf(", \"unhidden_ns\": %llu", (unsigned long long)s[i].unhidden);
     printf(", \"in_median\": %s, \"apart\": ", in_median(s, o->nfiles, i) ? "true" : "false");
     if (s[i].apart)
       json_write_str(stdout, s[i].apart);
@@ -320,9 +349,12 @@ static void print_json(const an_result *r, const cmp_opts *o, const summary *s) 
     printf("}}");
   }
   printf("\n  ],\n  \"median_wall_ns\": %llu, \"estimate_ns\": %llu, \"naive_ns\": %llu, "
-         "\"estimate_difference\": %.4f, \"naive_difference\": %.4f\n}\n",
+         "\"estimate_difference\": %.4f, \"naive_difference\": %.4f,\n"
+         "  \"median_wall_less_unhidden_ns\": %llu, \"estimate_difference_less_unhidden\": "
+         "%.4f\n}\n",
          (unsigned long long)med, (unsigned long long)est, (unsigned long long)naive,
-         diff(est, med) / 100, diff(naive, med) / 100);
+         diff(est, med) / 100, diff(naive, med) / 100, (unsigned long long)adj,
+         diff(est, adj) / 100);
 }
 
 int cmd_compare(int argc, char **argv) {

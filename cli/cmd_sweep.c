@@ -35,7 +35,9 @@ static const char usage_text[] =
     "with the spread (min..max) beside the estimate. The program's output is\n"
     "discarded. Unless --native-wall is given, PROGRAM also runs without standin\n"
     "as often, in the same rounds, and the estimates start from its median wall\n"
-    "time (a recorded run's wall includes what recording cost).\n"
+    "time (a recorded run's wall includes what recording cost). Where the replays\n"
+    "could not hide their own time (wall_ns - wall_adjusted_ns: setup and overruns\n"
+    "no later slack paid back), a note gives it and the median less it.\n"
     "\n"
     "  -t, --trace DIR        the recording, as for replay (or DIR)\n"
     "  -p, --plan FILE        the plan to vary\n"
@@ -63,9 +65,12 @@ typedef struct {
 } sw_opts;
 
 typedef struct {
-  uint64_t *wall; /* [runs] measured, 0 = failed */
-  int ok, said;   /* said: why a replay of it failed */
+  uint64_t *wall;     /* [runs] measured, 0 = failed */
+  uint64_t *unhidden; /* [runs] of wall, the harness's own time (anp_replay_unhidden);
+                         NULL for native runs */
+  int ok, said;       /* said: why a replay of it failed */
   uint64_t median, min, max;
+  uint64_t median_less_unhidden; /* median of wall - unhidden */
   uint64_t replayed, fallback; /* calls, over the runs that finished */
 } measured;
 
@@ -230,9 +235,11 @@ static void say_why_failed(const sw_opts *o, int v, measured *m, const char *err
 }
 
 /* standin replay of one plan file, quietly; the wall time from its summary,
- * 0 when the run failed; its calls replayed and fallen back added to m. */
+ * 0 when the run failed, and in *unhidden the harness's time it could not
+ * hide; its calls replayed and fallen back added to m. */
 static uint64_t replay_once(const sw_opts *o, int v, const char *plan_path, const char *summary,
-                            measured *m) {
+                            measured *m, uint64_t *unhidden) {
+  *unhidden = 0;
   char *args[256];
   int n = 0;
   const char *fixed[] = {"standin", "replay",    "-t",    o->dir, "--plan",
@@ -272,6 +279,7 @@ static uint64_t replay_once(const sw_opts *o, int v, const char *plan_path, cons
   }
   unlink(errpath);
   uint64_t wall = (uint64_t)json_num(json_get(j, "wall_ns"), 0);
+  *unhidden = anp_replay_unhidden(j);
   int status = (int)json_num(json_get(j, "exit_status"), -1);
   if (status == 0) {
     m->replayed += (uint64_t)json_num(json_get(j, "calls_replayed"), 0);
@@ -289,19 +297,26 @@ static int u64_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+static uint64_t median_of(uint64_t *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, u64_cmp);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void summarise(measured *m, int runs) {
-  uint64_t v[1000];
+  uint64_t v[1000], a[1000];
   int n = 0;
   for (int r = 0; r < runs; r++)
-    if (m->wall[r])
+    if (m->wall[r]) {
+      a[n] = m->wall[r] - (m->unhidden && m->unhidden[r] < m->wall[r] ? m->unhidden[r] : 0);
       v[n++] = m->wall[r];
+    }
   m->ok = n;
   if (!n)
     return;
-  qsort(v, (size_t)n, sizeof *v, u64_cmp);
+  m->median = median_of(v, n);
   m->min = v[0];
   m->max = v[n - 1];
-  m->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  m->median_less_unhidden = median_of(a, n);
 }
 
 /* PROGRAM without standin, quietly: its wall time, 0 when it failed. */
@@ -345,7 +360,7 @@ static int replay_all(const sw_opts *o, measured *m, measured *nat) {
                 o->runs * o->nvalues, o->a.ps.name[v + 1]);
       snprintf(path, sizeof path, "%s/%d.plan", tmp, v);
       snprintf(sum, sizeof sum, "%s/%d.%d.json", tmp, v, r);
-      m[v].wall[r] = replay_once(o, v, path, sum, &m[v]);
+      m[v].wall[r] = replay_once(o, v, path, sum, &m[v], &m[v].unhidden[r]);
       unlink(sum);
     }
   }
@@ -380,6 +395,30 @@ static int replay_all(const sw_opts *o, measured *m, measured *nat) {
 
 static double change(uint64_t now, uint64_t before) {
   return before ? 100.0 * ((double)now - (double)before) / (double)before : 0.0;
+}
+
+/* Values whose replays measured their own cost beside the plan's (the
+ * harness took longer than the model's calls and later slack could not pay
+ * it back, or a long setup): said, with their medians less it. A model
+ * faster than the harness flattens MEASURED there, not the program. */
+static void note_unhidden(const an_result *r, const sw_opts *o, const measured *m) {
+  int any = 0;
+  for (int v = 0; v < o->nvalues; v++) {
+    const measured *x = &m[v];
+    if (!x->ok ||
+        (double)(x->median - x->median_less_unhidden) < ANP_UNHIDDEN_SHARE * (double)x->median)
+      continue;
+    char u[32], a[32];
+    if (!any++)
+      printf("\nnote: where the replays could not hide their own time (their setup, and "
+             "overruns, calls whose harness took longer than the model's latency, that no "
+             "later call's slack paid back: wall_ns - wall_adjusted_ns of their summaries), "
+             "MEASURED includes it where the plan's run would not. Less it:\n");
+    printf("  %s=%s: %s of its own, median %s, EST-MEAS %+.1f%%\n", o->key, o->values[v],
+           cli_fmt_ns(u, sizeof u, (double)(x->median - x->median_less_unhidden)),
+           cli_fmt_ns(a, sizeof a, (double)x->median_less_unhidden),
+           change(an_estimate(r, v + 1), x->median_less_unhidden));
+  }
 }
 
 static void print_text(const an_result *r, const sw_opts *o, const measured *m,
@@ -419,6 +458,8 @@ static void print_text(const an_result *r, const sw_opts *o, const measured *m,
     }
     printf("  %s\n", an_method(r, v + 1));
   }
+  if (m)
+    note_unhidden(r, o, m);
   anp_notes_text(stdout, r);
 }
 
@@ -430,9 +471,14 @@ static void measured_json(const measured *m, int runs, int replays) {
     printf("%s%llu", k ? ", " : "", (unsigned long long)m->wall[k]);
   printf("], \"median_ns\": %llu, \"min_ns\": %llu, \"max_ns\": %llu",
          (unsigned long long)m->median, (unsigned long long)m->min, (unsigned long long)m->max);
-  if (replays)
+  if (replays) {
     printf(", \"calls_replayed\": %llu, \"calls_fallback\": %llu", (unsigned long long)m->replayed,
            (unsigned long long)m->fallback);
+    printf(", \"unhidden_ns\": [");
+    for (int k = 0; k < runs; k++)
+      printf("%s%llu", k ? ", " : "", (unsigned long long)(m->unhidden ? m->unhidden[k] : 0));
+    printf("], \"median_less_unhidden_ns\": %llu", (unsigned long long)m->median_less_unhidden);
+  }
   printf("}");
 }
 
@@ -565,7 +611,8 @@ int cmd_sweep(int argc, char **argv) {
   if (rc == 0 && an_estimable_quick(o.dir, "sweep") != 0)
     rc = 1;
   for (int v = 0; rc == 0 && o.prog && v < o.nvalues; v++)
-    if (!(m[v].wall = calloc((size_t)o.runs, sizeof *m[v].wall)))
+    if (!(m[v].wall = calloc((size_t)o.runs, sizeof *m[v].wall)) ||
+        !(m[v].unhidden = calloc((size_t)o.runs, sizeof *m[v].unhidden)))
       rc = 1;
   if (rc == 0 && time_native && !(nat.wall = calloc((size_t)o.runs, sizeof *nat.wall)))
     rc = 1;
@@ -598,8 +645,10 @@ int cmd_sweep(int argc, char **argv) {
   }
   if (rc == 0 && r.damaged)
     rc = 1; /* estimates of the calls before the damage: said, and the status says it */
-  for (int v = 0; v < MAX_VALUES; v++)
+  for (int v = 0; v < MAX_VALUES; v++) {
     free(m[v].wall);
+    free(m[v].unhidden);
+  }
   free(nat.wall);
   for (int v = 0; v < o.nvalues; v++)
     free(o.values[v]);

@@ -1231,6 +1231,53 @@ print("%.6f" % (json.load(sys.stdin)["wall_ns"] / 1e6))')
 
 # export --plan / --iface: each call carries the decision whatif takes, and
 # the offloaded calls' predictions add up to whatif's predicted_ns.
+t454_compare_and_sweep_say_what_replay_could_not_hide() {
+  "$STANDIN" record -o rec -- "$PB" basic 10 >/dev/null
+  "$STANDIN" replay -t rec --iface pb.pack=constant:ns=20000 --summary s.json -- "$PB" basic 10 >/dev/null
+  # the replay's own time it could not hide is wall_ns - wall_adjusted_ns:
+  # a tenth of the wall in a, a twentieth in b, none said in c (a summary
+  # from before wall_adjusted_ns), none in d
+  python3 - <<'EOF'
+import json
+s = json.load(open("s.json"))
+w = s["wall_ns"]
+for name, adj in (("a", w - w // 10), ("b", w - w // 20), ("c", None), ("d", w)):
+    t = dict(s)
+    if adj is None:
+        del t["wall_adjusted_ns"]
+    else:
+        t["wall_adjusted_ns"] = adj
+    json.dump(t, open(name + ".json", "w"))
+EOF
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 a.json b.json c.json --format json >cmp.json
+  python3 - <<'EOF'
+import json
+c = json.load(open("cmp.json"))
+w = json.load(open("s.json"))["wall_ns"]
+assert [x["unhidden_ns"] for x in c["summaries"]] == [w // 10, w // 20, 0], c["summaries"]
+less = sorted([w - w // 10, w - w // 20, w])[1]
+assert c["median_wall_ns"] == w and c["median_wall_less_unhidden_ns"] == less, c
+e = c["estimate_ns"]
+assert abs(c["estimate_difference_less_unhidden"] - (e - less) / less) < 1e-3, c
+EOF
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 a.json b.json c.json >c.txt
+  grep -q "^note: the replays could not hide .* of their own time" c.txt || fail "no note: $(cat c.txt)"
+  # under a hundredth of the wall is noise: not said
+  "$STANDIN" compare rec --iface pb.pack=constant:ns=20000 c.json d.json >d.txt
+  ! grep -q "could not hide" d.txt || fail "said for none: $(cat d.txt)"
+  # sweep: each replay's unhidden time, and the median less it
+  "$STANDIN" sweep rec --iface constant:ns=0 --vary constant.ns=0,20000 --runs 1 --native-wall 5ms \
+    --format json --replay -- "$PB" basic 10 >sw.json
+  python3 - <<'EOF'
+import json
+for v in json.load(open("sw.json"))["values"]:
+    r = v["replay"]
+    assert r["ok"] == 1 and len(r["unhidden_ns"]) == 1, r
+    assert r["median_less_unhidden_ns"] == r["wall_ns"][0] - r["unhidden_ns"][0], r
+    assert 0 <= r["unhidden_ns"][0] < r["wall_ns"][0], r
+EOF
+}
+
 t460_export_with_a_plan_gives_each_calls_decision() {
   "$STANDIN" record -o rec -- "$PB" basic 20 >/dev/null
   cat >p.plan <<'EOF'
