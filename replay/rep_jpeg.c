@@ -35,6 +35,8 @@
  *
  * TurboJPEG: a call is answered from the recording by copying the saved
  * rows or planes into the caller's buffers (honouring pitch and strides). */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +87,12 @@ typedef struct {
   uint32_t out_cold; /* per mille of the rows to deliver to memory */
   uint32_t cold_acc; /* error diffusion over the rows */
   int late;          /* the call's overrun is counted (rp_finish, rp_late) */
+  uint64_t held;     /* of the modelled time, kept back for serving the rows
+                        (rp_ticket.hold): spent by the later calls, the rest
+                        spun after the last row and as the decode ends */
+  pthread_t held_by; /* the thread whose spin kept it back */
+  uint64_t late_ns;  /* the calls after the spin took, so far (rows_learn) */
+  int learned;       /* the last row was served: rows_learn ran */
   jpg_ext ext;
   uint32_t next_msg;
   /* real */
@@ -193,6 +201,13 @@ static void end_decode(jpg_obj *o) {
    * up more often than it did. Said, not hidden (cmd_replay.c). */
   if (x && x->state == R_SERVE && o->cinfo->output_scanline < o->cinfo->output_height)
     rp_served_given_up();
+  /* the modelled time the rows and the end did not use, spun by the thread
+   * that served them: another one (libvips's main thread destroys what its
+   * pool decoded) would wait where the program did not */
+  if (x && x->held && pthread_equal(x->held_by, pthread_self()))
+    rp_spin_held(&x->held, 0);
+  if (x)
+    x->held = 0;
   /* Recorded given up at this point of the sequence, run for real, and
    * read whole: the program decodes the image in another order than it
    * did (two objects' decodes that start in one order and read their
@@ -440,6 +455,45 @@ static void input_complete(jpg_obj *o, rep_dec *x) {
   }
 }
 
+/* What serving the rows in later calls will take, kept back from the spin
+ * (rp_ticket.hold) so that a decode's calls take its modelled time in all.
+ * The rows are copied after the spin, one call or more each: djpeg of a
+ * 1920x1080 image spent ~2.2 ms so (1,080 calls, 6.2 MB; 0.35 ns a byte
+ * and ~100 ns a call on the 2-core AMD VM, 2026-11-30), past a 8.6 ms
+ * deadline where no later slack could pay it back, so a `software` replay
+ * ran 2 ms long. Generous: what the rows do not use is spun as the decode
+ * ends (end_decode); too little, and the rest is an overrun, as before.
+ * 200 ns a row and 0.5 ns a byte at first; then 1.25 times what the
+ * process's served decodes took a byte, when more (a slower machine, or a
+ * sanitizer's build: ~4x under ASan). */
+/* Of that, what the last row's call leaves for the calls that end the
+ * decode (a served jpeg_finish_decompress takes a few us). */
+#define END_KEEP_NS 20000
+
+static _Atomic uint64_t rows_ps_per_byte; /* learned, picoseconds; 0: none yet */
+
+static uint64_t rows_estimate(const jpg_obj *o, const rep_dec *x) {
+  j_decompress_ptr ci = o->cinfo;
+  uint64_t rows =
+      ci->output_height > ci->output_scanline ? ci->output_height - ci->output_scanline : 0;
+  uint64_t bytes = rows * (uint64_t)x->row_bytes;
+  uint64_t guess = rows * 200 + bytes / 2;
+  uint64_t ps = atomic_load_explicit(&rows_ps_per_byte, memory_order_relaxed);
+  uint64_t learned = ps && bytes < UINT64_MAX / ps ? bytes * ps / 1000 * 5 / 4 : 0;
+  return learned > guess ? learned : guess;
+}
+
+/* The last row is served: what the rows took a byte, for the next
+ * decodes' estimates (half the last one and half this). */
+static void rows_learn(const jpg_obj *o, const rep_dec *x) {
+  uint64_t bytes = (uint64_t)o->cinfo->output_height * x->row_bytes;
+  if (!bytes || x->late_ns > UINT64_MAX / 1000)
+    return;
+  uint64_t ps = x->late_ns * 1000 / bytes;
+  uint64_t old = atomic_load_explicit(&rows_ps_per_byte, memory_order_relaxed);
+  atomic_store_explicit(&rows_ps_per_byte, old ? (old + ps) / 2 : ps, memory_order_relaxed);
+}
+
 static int identify(jpg_obj *o, rep_dec *x, void *caller) {
   if (!x->scan_on) {
     jpg_request_scan(o, &x->par, &x->scan);
@@ -578,7 +632,10 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     if (o->cinfo->progress && o->cinfo->progress->total_passes > 0)
       o->cinfo->progress->completed_passes = o->cinfo->progress->total_passes - 1;
   }
+  tk.hold = rows_estimate(o, x);
   x->late = rp_finish(&tk); /* an overrun already counted for this call */
+  x->held = tk.hold;
+  x->held_by = pthread_self();
   if (x->multi_scan)        /* the real start reads a multi-scan image whole */
     input_complete(o, x);
   emit_due(o, x, JPG_PHASE_START, 0);
@@ -622,13 +679,16 @@ static JDIMENSION serve_rows(jpg_obj *o, rep_dec *x, JSAMPARRAY rows, JDIMENSION
 }
 
 /* The real library's calls after the one that spun are part of the recorded
- * latency, which replay spent at once: the whole of such a call (from the
- * hook's entry, `since`, to here), not only its row copies, is harness time
- * past the deadline, owed and paid back from later slack (rp_late). At one
- * call per row the hook's own work is ~45 ns, 1% of thumbnailer's run. */
+ * latency: the whole of such a call (from the hook's entry, `since`, to
+ * here), not only its row copies, is harness time. The time the spin kept
+ * back for them (rows_estimate) covers it; past that it is an overrun,
+ * owed and paid back from later slack (rp_late). At one call per row the
+ * hook's own work is ~45 ns, 1% of thumbnailer's run. */
 static void served_late(rep_dec *x, uint64_t since) {
-  rp_late(rp_now() - since, !x->late, ST_API_JPEG_DECODE);
-  x->late = 1;
+  uint64_t ns = rp_now() - since;
+  x->late_ns += ns;
+  if (rp_late_held(ns, &x->held, !x->late, ST_API_JPEG_DECODE))
+    x->late = 1;
 }
 
 /* ---- hooks: the decode sequence ----------------------------------------------------- */
@@ -774,8 +834,14 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
   }
 out:
   jpg_leave(o);
-  if (served)
+  if (served) {
     served_late(x, t_in);
+    if (cinfo->output_scanline >= cinfo->output_height && !x->learned) {
+      rows_learn(o, x);
+      x->learned = 1;
+      rp_spin_held(&x->held, END_KEEP_NS); /* on the thread that read the rows */
+    }
+  }
   return n;
 }
 

@@ -1115,6 +1115,7 @@ static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, u
   t->s = s;
   t->t0 = t0;
   t->approx = 0;
+  t->hold = 0;
   if (in_software(s)) {
     ADD(RDB_C_SOFTWARE, 1);
     ADD(RDB_C_SW0 + (s->sw_reason < RDB_SW_NREASONS ? s->sw_reason : 0), 1);
@@ -1170,14 +1171,24 @@ int rp_finish(rp_ticket *t) {
     ADD(RDB_API(api, RDB_API_OVERRUNS), 1);
     ADD(RDB_API(api, RDB_API_OVERRUN_NS), over);
   }
-  if (now >= t->deadline)
+  if (now >= t->deadline) {
+    t->hold = 0;
     return over != 0;
-  uint64_t end = spin_until(t->deadline);
+  }
+  uint64_t deadline = t->deadline;
+  if (SHIM_UNLIKELY(t->hold)) { /* kept back for the later parts: spun less now */
+    uint64_t room = deadline - now;
+    t->hold = t->hold < room ? t->hold : room;
+    deadline -= t->hold;
+    if (deadline <= now)
+      return 0;
+  }
+  uint64_t end = spin_until(deadline);
   /* past the deadline: three stores, counted by the thread's next call */
   if (l) {
     l->spin_from = now;
     l->spin_end = end;
-    l->spin_deadline = t->deadline;
+    l->spin_deadline = deadline;
     l->spun = 1;
   } else {
     ADD(RDB_C_SPIN_NS, end - now);
@@ -1203,6 +1214,40 @@ void rp_late(uint64_t ns, int first, int api) {
   local *l = me;
   if (l)
     l->debt += ns;
+}
+
+int rp_late_held(uint64_t ns, uint64_t *held, int first, int api) {
+  uint64_t covered = ns < *held ? ns : *held;
+  *held -= covered;
+  if (ns == covered) {
+    ADD(RDB_API(api, RDB_API_HARNESS_NS), ns);
+    return 0;
+  }
+  ADD(RDB_API(api, RDB_API_HARNESS_NS), covered);
+  rp_late(ns - covered, first, api);
+  return 1;
+}
+
+void rp_spin_held(uint64_t *held, uint64_t keep) {
+  if (*held <= keep)
+    return;
+  uint64_t left = *held - keep;
+  *held = keep;
+  local *l = me;
+  if (l && hdr && hdr->catch_up && l->debt) { /* slack pays what the thread owes first */
+    uint64_t pay = l->debt < left ? l->debt : left;
+    l->debt -= pay;
+    left -= pay;
+    uint64_t copy = pay < l->inherited ? pay : l->inherited;
+    l->inherited -= copy;
+    if (pay > copy)
+      ADD(RDB_C_REPAID_NS, pay - copy);
+  }
+  if (!left)
+    return;
+  uint64_t now = rp_now();
+  uint64_t end = spin_until(now + left);
+  ADD(RDB_C_SPIN_NS, end - now);
 }
 
 void rp_to_memory(uint64_t bytes) {

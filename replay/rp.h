@@ -21,6 +21,11 @@ typedef struct {
   uint64_t debt;  /* what the thread owed at entry (catch-up, rp.c) */
   uint64_t shift; /* how much earlier than t0 the request was issued */
   int approx;     /* a miss timed from its nearest recorded calls (rp_near_done) */
+  /* Set by the hook between rp_begin (which clears it) and rp_finish: the
+   * time to keep back from the spin for the response's later parts (a
+   * decode's rows, served in later calls); rp_finish leaves in it the time
+   * it kept back, which rp_late_held spends and rp_spin_held spins. */
+  uint64_t hold;
 } rp_ticket;
 
 /* The replay clock in ns (CLOCK_MONOTONIC scale): the calibrated TSC when
@@ -84,6 +89,17 @@ void rp_unhidden(uint64_t ns, int api);
  * hid, counted in the overrun (as one overrun of the call when first) and
  * owed like one, so that later calls' slack pays it back. */
 void rp_late(uint64_t ns, int first, int api);
+
+/* As rp_late, but *held (rp_ticket.hold after rp_finish) covers ns first:
+ * only what it does not cover is an overrun. Returns 1 when one was
+ * counted. */
+int rp_late_held(uint64_t ns, uint64_t *held, int first, int api);
+
+/* The response's last part is served: what is left of *held beyond keep
+ * (for the calls that end it) pays the thread's debt (catch-up) and is
+ * spun, so that the call takes its modelled time in all. *held is at most
+ * keep after. */
+void rp_spin_held(uint64_t *held, uint64_t keep);
 
 /* bytes of a response were delivered to memory (placement.h). */
 void rp_to_memory(uint64_t bytes);

@@ -686,14 +686,14 @@ PY
     expect_eq "$how: replayed" 3 "$(json s-$how.json calls_replayed)"
   done
   expect_eq "bytes to memory, deliver=memory" "$total" "$(json s-memory.json bytes_to_memory)"
-  # rows copied in later calls, past the decode's deadline, are harness
-  # time owed like an overrun: one per decode, paid back by later decodes
+  # rows copied in later calls are harness time, covered by what the
+  # decode's spin kept back for them (t232); past that, owed like an
+  # overrun and paid back by later decodes
   python3 - s-memory.json <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert s["overruns"] >= 3 and s["overrun_ns"] > 0, s
 assert s["repaid_ns"] + s["debt_ns"] == s["overrun_ns"], s
-assert s["repaid_ns"] > 0, s
+assert s["harness_ns"] > 0 and s["spin_ns"] > 0, s
 PY
   expect_eq "bytes to memory, deliver=cache" 0 "$(json s-cache.json bytes_to_memory)"
   [ "$(json s-recorded.json bytes_to_memory)" -le "$total" ] || fail "more than the rows"
@@ -997,6 +997,33 @@ t228_jpeg_served_decodes_given_up_are_counted() {
 # Which occurrences of an image the recording holds given up, in the
 # recorded order (the k-th decode of a request takes the k-th recorded
 # occurrence): given up then whole, whole then given up, on one object, on
+# A served libjpeg decode spins once, then hands out its rows in later
+# calls: that time is kept back from the spin, so it is no overrun of its
+# own (every such decode overran by it before, and a program's last decode
+# had no later slack to pay it back: djpeg of a 1920x1080 image replayed 2
+# ms long). What the rows did not use is spun after the last one, and what
+# the end did not as the decode ends, whether the program finishes or
+# aborts.
+t232_jpeg_rows_served_after_the_spin_are_no_overrun() {
+  corpus
+  local a="$CORPUS/s_base_420_r0.jpg" args
+  for args in "-lines 1" "-lines 1 -nofinish" "-src mem"; do
+    rm -rf rec
+    echo "$JD -repeat 8 $args $a" >run.sh
+    jpeg_same run.sh --iface constant:ns=5000000
+    expect_eq "$args: served" 8 "$(json sum.json calls_replayed)"
+    # the first decode's estimate is a guess (its response's pages fault
+    # in, and a sanitizer's build copies slower), the later ones use what
+    # it took; a preemption while rows are served can still overrun one
+    expect_eq "$args: most decodes without an overrun" True \
+      "$(pyj sum.json 'd["by_api"]["jpeg.decode"]["overruns"] <= 3')"
+    # the modelled time is spent: each decode's spin and harness add up
+    # to its 5 ms, less what it owed
+    expect_eq "$args: spun" True \
+      "$(pyj sum.json 'd["spin_ns"] + d["harness_ns"] + d["overrun_ns"] >= 8 * 5000000 - d["repaid_ns"] - 8 * 1000')"
+  done
+}
+
 # two objects whose decodes interleave (-pair 1: the first reads a row, the
 # second runs whole, the first reads on), and across two images. Each
 # given-up one runs for real, each whole one is served; none is served and
