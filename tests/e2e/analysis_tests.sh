@@ -1267,7 +1267,9 @@ EOF
   ! grep -q "could not hide" d.txt || fail "said for none: $(cat d.txt)"
   # sweep: each replay's unhidden time, and the median less it
   "$STANDIN" sweep rec --iface constant:ns=0 --vary constant.ns=0,20000 --runs 1 --native-wall 5ms \
-    --format json --replay -- "$PB" basic 10 >sw.json
+    --format json --plot plots --replay -- "$PB" basic 10 >sw.json 2>/dev/null
+  # and the plot's data, a column more
+  expect_eq "plot columns" "7 7" "$(grep -v '^#' plots/sweep.dat | awk '{print NF}' | tr '\n' ' ' | sed 's/ $//')"
   python3 - <<'EOF'
 import json
 for v in json.load(open("sw.json"))["values"]:
