@@ -107,6 +107,10 @@ void cli_warn_no_trace(const char *dir, const char *what);
 /* Open one trace with a clear message on failure (names the file). */
 int cli_reader_open(st_reader **r, const char *path);
 
+/* The median of n > 0 values, sorted in place (the mean of the middle two
+ * for an even n). */
+uint64_t cli_median_u64(uint64_t *v, size_t n);
+
 /* Human formats: "1.23 ms", "4.5 KiB", "1,234,567". Return buf. */
 char *cli_fmt_ns(char *buf, size_t cap, double ns);
 char *cli_fmt_bytes(char *buf, size_t cap, double bytes);

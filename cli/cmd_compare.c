@@ -188,11 +188,6 @@ static double diff(uint64_t est, uint64_t meas) {
   return meas ? 100.0 * ((double)est - (double)meas) / (double)meas : 0.0;
 }
 
-static int u64_cmp(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Summaries the median is taken over: those of this recording and plan,
  * or every one when none is (the rows say which). */
 static int in_median(const summary *s, int n, int i) {
@@ -210,8 +205,7 @@ static uint64_t median_wall(const summary *s, int n, int less_unhidden) {
   for (int i = 0; i < n; i++)
     if (in_median(s, n, i))
       v[m++] = s[i].wall - (less_unhidden ? s[i].unhidden : 0);
-  qsort(v, (size_t)m, sizeof *v, u64_cmp);
-  return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+  return cli_median_u64(v, (size_t)m);
 }
 
 /* Accelerator `name` of a summary, or NULL. */

@@ -292,31 +292,21 @@ static uint64_t replay_once(const sw_opts *o, int v, const char *plan_path, cons
   return status == 0 ? wall : 0;
 }
 
-static int u64_cmp(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static uint64_t median_of(uint64_t *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, u64_cmp);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void summarise(measured *m, int runs) {
   uint64_t v[1000], a[1000];
   int n = 0;
   for (int r = 0; r < runs; r++)
     if (m->wall[r]) {
-      a[n] = m->wall[r] - (m->unhidden && m->unhidden[r] < m->wall[r] ? m->unhidden[r] : 0);
+      a[n] = m->wall[r] - (m->unhidden ? m->unhidden[r] : 0); /* at most wall_ns */
       v[n++] = m->wall[r];
     }
   m->ok = n;
   if (!n)
     return;
-  m->median = median_of(v, n);
+  m->median = cli_median_u64(v, (size_t)n); /* sorts v */
   m->min = v[0];
   m->max = v[n - 1];
-  m->median_less_unhidden = median_of(a, n);
+  m->median_less_unhidden = cli_median_u64(a, (size_t)n);
 }
 
 /* PROGRAM without standin, quietly: its wall time, 0 when it failed. */

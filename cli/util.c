@@ -496,6 +496,16 @@ const char *cli_pidns_note(uint64_t launcher, uint64_t pidns, char *buf, size_t 
 
 /* ---- formatting ---------------------------------------------------------- */
 
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+uint64_t cli_median_u64(uint64_t *v, size_t n) {
+  qsort(v, n, sizeof *v, u64_cmp);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 char *cli_fmt_ns(char *buf, size_t cap, double ns) {
   if (ns < 1e3)
     snprintf(buf, cap, "%.0f ns", ns);

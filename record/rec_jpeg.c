@@ -135,8 +135,9 @@ static void submit(jpg_obj *o, int failed) {
   c.start_ns = o->t_first;
   c.latency_ns = o->busy_ns;
   /* The decode belongs to the thread that spent the most time making its
-   * image (jpg_main_work), from that thread's first call: libvips reads the rows on its pool's
-   * threads and finishes or destroys the objects from the main thread, later. */
+   * image (jpg_main_work), from that thread's first call: libvips reads
+   * the rows on its pool's threads and finishes or destroys the objects
+   * from the main thread, later. */
   const jpg_work *w = jpg_main_work(o);
   if (w && w->thread != rt_thread_index()) {
     c.work_thread = w->thread + 1;

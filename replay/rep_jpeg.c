@@ -466,10 +466,6 @@ static void input_complete(jpg_obj *o, rep_dec *x) {
  * 200 ns a row and 0.5 ns a byte at first; then 1.25 times what the
  * process's served decodes took a byte, when more (a slower machine, or a
  * sanitizer's build: ~4x under ASan). */
-/* Of that, what the last row's call leaves for the calls that end the
- * decode (a served jpeg_finish_decompress takes a few us). */
-#define END_KEEP_NS 20000
-
 static _Atomic uint64_t rows_ps_per_byte; /* learned, picoseconds; 0: none yet */
 
 static uint64_t rows_estimate(const jpg_obj *o, const rep_dec *x) {
@@ -482,6 +478,10 @@ static uint64_t rows_estimate(const jpg_obj *o, const rep_dec *x) {
   uint64_t learned = ps && bytes < UINT64_MAX / ps ? bytes * ps / 1000 * 5 / 4 : 0;
   return learned > guess ? learned : guess;
 }
+
+/* Of the time kept back, what the last row's call leaves for the calls that
+ * end the decode (a served jpeg_finish_decompress takes a few us). */
+#define END_KEEP_NS 20000
 
 /* The last row is served: what the rows took a byte, for the next
  * decodes' estimates (half the last one and half this). */

@@ -1140,6 +1140,15 @@ static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, u
   return 1;
 }
 
+/* paid of the thread's debt was paid back: counted, less the part it
+ * inherited from its creator or parent, which they count. */
+static inline void repaid(local *l, uint64_t paid) {
+  uint64_t copy = paid < l->inherited ? paid : l->inherited;
+  l->inherited -= copy;
+  if (paid > copy)
+    ADD(RDB_C_REPAID_NS, paid - copy);
+}
+
 int rp_finish(rp_ticket *t) {
   /* everything but the spin happens before the clock read: inside the
    * window, as harness time (the thread's previous spin is counted here) */
@@ -1161,11 +1170,7 @@ int rp_finish(rp_ticket *t) {
   uint64_t owed = hdr->catch_up ? (now > t->deadline ? now - t->deadline : 0) : t->debt + over;
   if (l) {
     l->debt = owed;
-    uint64_t paid = t->debt + over > owed ? t->debt + over - owed : 0;
-    uint64_t copy = paid < l->inherited ? paid : l->inherited;
-    l->inherited -= copy;
-    if (paid > copy)
-      ADD(RDB_C_REPAID_NS, paid - copy);
+    repaid(l, t->debt + over > owed ? t->debt + over - owed : 0);
   }
   if (over) {
     ADD(RDB_API(api, RDB_API_OVERRUNS), 1);
@@ -1219,11 +1224,9 @@ void rp_late(uint64_t ns, int first, int api) {
 int rp_late_held(uint64_t ns, uint64_t *held, int first, int api) {
   uint64_t covered = ns < *held ? ns : *held;
   *held -= covered;
-  if (ns == covered) {
-    ADD(RDB_API(api, RDB_API_HARNESS_NS), ns);
-    return 0;
-  }
   ADD(RDB_API(api, RDB_API_HARNESS_NS), covered);
+  if (ns == covered)
+    return 0;
   rp_late(ns - covered, first, api);
   return 1;
 }
@@ -1238,10 +1241,7 @@ void rp_spin_held(uint64_t *held, uint64_t keep) {
     uint64_t pay = l->debt < left ? l->debt : left;
     l->debt -= pay;
     left -= pay;
-    uint64_t copy = pay < l->inherited ? pay : l->inherited;
-    l->inherited -= copy;
-    if (pay > copy)
-      ADD(RDB_C_REPAID_NS, pay - copy);
+    repaid(l, pay);
   }
   if (!left)
     return;
