@@ -188,6 +188,8 @@ typedef struct {
   b_names names;
   rdb_stuck *stuck; /* abandoned decodes (rdb.h) */
   size_t nstuck, capstuck;
+  rdb_drop *drops; /* bytes programs dropped (rdb.h) */
+  size_t ndrops, capdrops;
   /* after given_up_attach dropped entries: the ids there were (b_entry.id
    * < nids), and for each the id + 1 of the entry its occurrences joined,
    * 0: none or not dropped; NULL: none dropped */
@@ -648,6 +650,24 @@ static void keep_stuck(builder *b, scan_file *f, const st_call *c) {
   b->stuck[b->nstuck++] = (rdb_stuck){len - 2, XXH3_64bits(req, len - 2)};
 }
 
+/* A decode whose program dropped the bytes the library left unread
+ * (rdb_drop). */
+static void keep_drop(builder *b, const st_call *c) {
+  if (c->api != ST_API_JPEG_DECODE || c->nfeat <= ST_JPF_DROP_HASH || !c->feat[ST_JPF_DROP_LEN] ||
+      c->feat[ST_JPF_DROP_LEN] > UINT64_MAX - c->feat[ST_JPF_DROP_AT])
+    return;
+  if (b->ndrops == b->capdrops) {
+    size_t cap = b->capdrops ? b->capdrops * 2 : 8;
+    rdb_drop *n = realloc(b->drops, cap * sizeof *n);
+    if (!n) /* such a decode then reads on from the end of the buffer, as before: not fatal */
+      return;
+    b->drops = n;
+    b->capdrops = cap;
+  }
+  b->drops[b->ndrops++] = (rdb_drop){c->feat[ST_JPF_DROP_AT] + c->feat[ST_JPF_DROP_LEN],
+                                     c->feat[ST_JPF_DROP_LEN], c->feat[ST_JPF_DROP_HASH]};
+}
+
 /* Whether c, a later occurrence of e, got e's answer. A request whose
  * occurrences were answered differently answers none (RDB_ENTRY_MIXED):
  * a type the program redefined in place, a sub-message of another
@@ -761,6 +781,7 @@ static int given_up(builder *b, scan_file *f, const st_call *c) {
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   builder *b = arg;
   keep_stuck(b, f, c);
+  keep_drop(b, c);
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
     b->unusable++;
     b->out->unusable_by[cli_no_slot(c)]++;
@@ -997,6 +1018,11 @@ static int stuck_cmp(const void *x, const void *y) {
   return a->len < b->len ? -1 : a->len > b->len;
 }
 
+static int drop_cmp(const void *x, const void *y) {
+  const rdb_drop *a = x, *b = y;
+  return a->end < b->end ? -1 : a->end > b->end;
+}
+
 static void builder_free(builder *b) {
   for (size_t i = 0; i < b->n; i++)
     free(b->e[i].s);
@@ -1006,6 +1032,7 @@ static void builder_free(builder *b) {
   names_free(&b->names);
   free(b->last);
   free(b->stuck);
+  free(b->drops);
   free(b->redirect);
   free(b->schemas);
   free(b->slots);
@@ -1299,6 +1326,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   off = rdb_al8(off + nnear * sizeof(rdb_near));
   uint64_t stuck_off = off;
   off = rdb_al8(off + b->nstuck * sizeof(rdb_stuck));
+  uint64_t drops_off = off;
+  off = rdb_al8(off + b->ndrops * sizeof(rdb_drop));
   uint64_t nschemas = unique_schemas(b), schemas_off = off;
   off = rdb_al8(off + nschemas * sizeof(rdb_schema));
   uint64_t names_off = off;
@@ -1342,7 +1371,9 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
                     .nstuck = b->nstuck,
                     .stuck_off = stuck_off,
                     .nschemas = nschemas,
-                    .schemas_off = schemas_off};
+                    .schemas_off = schemas_off,
+                    .ndrops = b->ndrops,
+                    .drops_off = drops_off};
   calibrate_tsc(h);
   rdb_accel *acc = (rdb_accel *)(m + accel_off);
   for (int i = 0; i < p->naccel; i++) {
@@ -1417,6 +1448,10 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   if (b->nstuck) {
     qsort(b->stuck, b->nstuck, sizeof *b->stuck, stuck_cmp);
     memcpy(m + stuck_off, b->stuck, b->nstuck * sizeof *b->stuck);
+  }
+  if (b->ndrops) {
+    qsort(b->drops, b->ndrops, sizeof *b->drops, drop_cmp);
+    memcpy(m + drops_off, b->drops, b->ndrops * sizeof *b->drops);
   }
   parts.front = m;
   parts.front_len = front;

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 static jpg_callbacks cbs;
 static SHIM_TLS void *tls_frame; /* frame of the outermost JPEG hook running */
 
@@ -397,6 +400,39 @@ void jpg_header_done(jpg_obj *o) {
   o->frame_h = o->cinfo->image_height;
 }
 
+/* Record: what the program offers first after its source suspended
+ * (o->last..buf_end, once there is something): the bytes the library
+ * left unread again, as the suspension protocol asks, or others in their
+ * place (jpg_drop; the first is kept). */
+static void unread_check(jpg_obj *o) {
+  if (!o->unread_len || !o->last || (uintptr_t)o->buf_end <= (uintptr_t)o->last)
+    return;
+  size_t n = (size_t)(o->buf_end - o->last);
+  if (n > o->unread_len)
+    n = o->unread_len;
+  if (!o->drop.len && o->cap.len == o->unread_at && memcmp(o->last, o->unread, n) != 0)
+    o->drop = (jpg_drop){o->unread_at, o->unread_len, XXH3_64bits(o->unread, o->unread_len)};
+  o->unread_len = 0;
+}
+
+/* Record: the source suspended with the library standing at `at` of the
+ * buffer the program offered last: keep what it left unread. */
+static void unread_keep(jpg_obj *o, const JOCTET *at) {
+  o->unread_len = 0;
+  if (o->drop.len || o->phase < JPG_STARTED || !in_buffer(o, at))
+    return;
+  size_t n = (size_t)(o->buf_end - at);
+  if (!n || n > JPG_UNREAD_MAX)
+    return;
+  uint8_t *p = shim_realloc(o->unread, n);
+  if (!p)
+    return;
+  memcpy(p, at, n);
+  o->unread = p;
+  o->unread_len = n;
+  o->unread_at = o->cap.len;
+}
+
 void jpg_sync(jpg_obj *o) {
   if (o && o->capture && !o->overlay && o->cinfo->src)
     keep_consumed(o);
@@ -463,11 +499,14 @@ static boolean w_fill(j_decompress_ptr cinfo) {
       if (in_buffer(o, at)) {
         jpg_buf_put(&o->cap, o->last, (size_t)(at - o->last));
         o->last = at;
+        unread_keep(o, at);
       }
     }
     return r;
   }
   mark_buffer(o);
+  if (o->capture)
+    unread_check(o);
   return r;
 }
 
@@ -635,6 +674,10 @@ void jpg_decode_end(jpg_obj *o) {
   o->ext = NULL;
   jpg_buf_free(&o->cap);
   jpg_buf_free(&o->drained);
+  shim_free(o->unread);
+  o->unread = NULL;
+  o->unread_len = 0;
+  o->drop = (jpg_drop){0, 0, 0};
   shim_free(o->msgs);
   o->msgs = NULL;
   o->nmsgs = o->msg_cap = o->msg_next = 0;
@@ -703,8 +746,10 @@ void jpg_enter(jpg_obj *o, void *frame) {
   jpg_rewrap(o);
   if (o->feeding && !o->feed_done)
     overlay_on(o);
-  if (o->capture && o->src_wrapped && !o->overlay)
+  if (o->capture && o->src_wrapped && !o->overlay) {
     mark_buffer(o);
+    unread_check(o);
+  }
 }
 
 void jpg_leave(jpg_obj *o) {
@@ -771,6 +816,7 @@ int jpg_drain(jpg_obj *o, jpg_scan *sc) {
     return JPG_DRAIN_ERROR;
   }
   volatile unsigned empty = 0;
+  o->drain_seg = 0;
   for (;;) {
     if (s->bytes_in_buffer == 0) {
       boolean r;
@@ -778,8 +824,10 @@ int jpg_drain(jpg_obj *o, jpg_scan *sc) {
       if (!r || ++empty > (1u << 20)) { /* suspended (or a source that never gives) */
         o->draining = 0;
         o->drain_jb = NULL;
+        o->drain_end = r ? NULL : s->next_input_byte;
         return JPG_DRAIN_SUSPENDED;
       }
+      o->drain_seg = 0;
       continue;
     }
     empty = 0;
@@ -787,12 +835,28 @@ int jpg_drain(jpg_obj *o, jpg_scan *sc) {
     jpg_buf_put(&o->drained, s->next_input_byte, n);
     s->next_input_byte += n;
     s->bytes_in_buffer -= n;
+    o->drain_seg += n;
     if (jpg_scan_done(sc))
       break;
   }
   o->draining = 0;
   o->drain_jb = NULL;
   return JPG_DRAIN_DONE;
+}
+
+int jpg_unread(jpg_obj *o, size_t n) {
+  struct jpeg_source_mgr *s = o->cinfo->src;
+  /* the suspending fill left the source where the drain did, at the end
+   * of a buffer the drained bytes came from */
+  if (n > o->drain_seg || n > o->drained.len || o->drained.failed || !o->drain_end ||
+      s->next_input_byte != o->drain_end || s->bytes_in_buffer != 0)
+    return -1;
+  s->next_input_byte -= n;
+  s->bytes_in_buffer = n;
+  o->drained.len -= n;
+  o->drain_seg -= n;
+  o->drain_end = NULL;
+  return 0;
 }
 
 /* ---- replay: feed ----------------------------------------------------------- */

@@ -72,6 +72,19 @@ int jpg_buf_put(jpg_buf *b, const void *p, size_t n);
 int jpg_buf_zero(jpg_buf *b, size_t n);
 void jpg_buf_free(jpg_buf *b);
 
+/* A program that did not offer again the bytes the library left unread
+ * when its source suspended, but others in their place: gdk-pixbuf's
+ * loader, closed on a truncated image, offers a fake EOI instead. The
+ * library decodes on from where it stood, so what it used depends on
+ * where the suspension found it, which replay, draining whole buffers,
+ * cannot know; the recording tells it (rep_jpeg.c). len 0: none. */
+typedef struct {
+  uint64_t at;   /* datastream bytes the library had used (from SOI) */
+  uint64_t len;  /* bytes it left unread, which the program dropped */
+  uint64_t hash; /* their XXH3-64 */
+} jpg_drop;
+#define JPG_UNREAD_MAX 65536 /* unread bytes looked after; more: not followed */
+
 /* Where a followed decode is. */
 enum {
   JPG_IDLE = 0,    /* no decode */
@@ -124,6 +137,13 @@ struct jpg_obj {
   /* the image's own header defines quantisation (q) and, unless it is
    * arithmetic-coded, Huffman (h) tables: read at jpg_header_done */
   uint8_t own_q, own_h;
+  /* record: the bytes the library left unread at the source's last
+   * suspension (a copy), pending a look at what the program offers next,
+   * and where; then the first place it offered others (jpg_drop) */
+  uint8_t *unread;
+  size_t unread_len;
+  uint64_t unread_at;
+  jpg_drop drop;
 
   /* error manager */
   struct jpeg_error_mgr *err;
@@ -138,6 +158,9 @@ struct jpg_obj {
   int draining;
   jmp_buf *drain_jb;
   jpg_buf drained; /* bytes taken from the source after the header */
+  size_t drain_seg;        /* of them, taken from the program's buffer since it was
+                              last filled (or the drain began): jpg_unread */
+  const JOCTET *drain_end; /* where a drain that suspended left the source */
   int starve;      /* the library gets no data (fill_input_buffer says FALSE) */
   const JOCTET *starve_nib;
   size_t starve_bib;
@@ -288,6 +311,12 @@ enum { JPG_DRAIN_DONE = 0, JPG_DRAIN_SUSPENDED = 1, JPG_DRAIN_ERROR = 2 };
  * run; it will run when the real library reaches that point). Messages
  * emitted meanwhile are held back in o->msgs with their input offset. */
 int jpg_drain(jpg_obj *o, jpg_scan *sc);
+
+/* Give the last n drained bytes back to the program's source, as the
+ * library leaves unread what it could not use when its source suspends.
+ * Returns 0, or -1 when they are not all in the buffer the program
+ * offered last (o->drain_seg). */
+int jpg_unread(jpg_obj *o, size_t n);
 
 /* From now on the real library reads o->drained first, then the program's
  * source; held-back messages are emitted when the library reaches their

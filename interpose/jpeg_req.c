@@ -169,7 +169,7 @@ int jpg_features(uint64_t *f, const jpg_probe *pr, uint64_t input_bytes, uint32_
   f[ST_JPF_OUT_BYTES] = out_bytes;
   f[ST_JPF_SCALE_NUM] = scale_num;
   f[ST_JPF_SCALE_DENOM] = scale_denom;
-  return ST_JPF_NFEAT;
+  return ST_JPF_DROP_AT; /* the drop slots are stored only when set (rec_jpeg.c) */
 }
 
 /* ---- response extension ---------------------------------------------- */

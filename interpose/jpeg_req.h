@@ -114,7 +114,8 @@ int jpg_subsamp(int ncomp, const int *h, const int *v);
  * key: the same class always gives the same pointer. */
 const char *jpg_class_name(int sof, int subsamp);
 
-/* Fill the ST_JPF_* features; returns how many slots were set. */
+/* Fill the ST_JPF_* features; returns how many slots to store: all but
+ * the drop slots, which a decode that had one sets (rec_jpeg.c). */
 int jpg_features(uint64_t *feat, const jpg_probe *pr, uint64_t input_bytes, uint32_t out_w,
                  uint32_t out_h, uint64_t out_bytes, uint32_t scale_num, uint32_t scale_denom);
 

@@ -157,6 +157,12 @@ static void submit(jpg_obj *o, int failed) {
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, in_bytes, x->out_w, x->out_h, x->pix_len,
                                   x->par.scale_num, x->par.scale_denom);
   c.feat[ST_JPF_OUT_COLD] = place_permille(x->placement.cold, x->placement.probed);
+  if (o->drop.len) {
+    c.feat[ST_JPF_DROP_AT] = o->drop.at;
+    c.feat[ST_JPF_DROP_LEN] = o->drop.len;
+    c.feat[ST_JPF_DROP_HASH] = o->drop.hash;
+    c.nfeat = ST_JPF_NFEAT;
+  }
   c.type_key = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   if (failed) {
     c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;

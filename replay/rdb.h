@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 17
+#define RDB_VERSION 18
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -272,6 +272,8 @@ typedef struct {
   uint64_t nstuck, stuck_off;
   /* rdb_schema[]: the recorded protobuf message types' schemas */
   uint64_t nschemas, schemas_off;
+  /* rdb_drop[], by where they end: the bytes recorded programs dropped */
+  uint64_t ndrops, drops_off;
 } rdb_header;
 
 /* A recorded protobuf message type's schema, by its identity
@@ -307,6 +309,17 @@ typedef struct {
   uint64_t len;
   uint64_t hash;
 } rdb_stuck;
+
+/* Where a recorded JPEG decode's program dropped the bytes the library
+ * left unread when its source suspended (ST_JPF_DROP_*): they end at
+ * datastream byte `end` (from SOI), and are `len` bytes of XXH3-64 `hash`.
+ * A replayed decode whose drain suspends there, having taken the same
+ * bytes last, gives them back to the program's source (rep_jpeg.c). */
+typedef struct {
+  uint64_t end;
+  uint64_t len;
+  uint64_t hash;
+} rdb_drop;
 
 /* A message type some of whose APIs stay whole in software: every
  * recorded call of that API and type stays in software for one and the

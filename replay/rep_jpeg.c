@@ -384,6 +384,44 @@ static size_t stuck_here(jpg_obj *o, rep_dec *x) {
   return found;
 }
 
+/* Where the recorded program dropped the bytes the library left unread at
+ * a suspension (rdb_drop): the drain, suspended, ends there, and the
+ * bytes it took last are those. The real library would have left them in
+ * the program's source, not having used them; the drain gives them back,
+ * so the program drops them again (gdk-pixbuf's loader closed on a
+ * truncated image offers a fake EOI in their place), and the request is
+ * the recorded one. Without it the request held them, was not found, and
+ * the real library, reading them, made other rows. */
+static void dropped_here(jpg_obj *o, rep_dec *x) {
+  size_t n;
+  const rdb_drop *dr = rp_drops(&n);
+  uint64_t end = (uint64_t)o->cap.len + o->drained.len;
+  if (!dr || o->cap.failed || o->drained.failed)
+    return;
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (dr[mid].end < end)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (; lo < n && dr[lo].end == end; lo++) {
+    uint64_t len = dr[lo].len;
+    if (len > o->drain_seg ||
+        XXH3_64bits(o->drained.p + o->drained.len - len, (size_t)len) != dr[lo].hash)
+      continue;
+    if (jpg_unread(o, (size_t)len) != 0)
+      return;
+    /* the scanner read them too: it reads the rest again */
+    jpg_scan_free(&x->scan);
+    jpg_request_scan(o, &x->par, &x->scan);
+    jpg_scan_feed(&x->scan, o->cap.p, o->cap.len);
+    jpg_scan_feed(&x->scan, o->drained.p, o->drained.len);
+    return;
+  }
+}
+
 /* The recorded decode that ran out of data where this one stands (its
  * first len request bytes, stuck_here), if it failed there rather than
  * being given up: its request is those bytes and the EOI the
@@ -501,6 +539,8 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     x->scan_on = 1;
   }
   int d = jpg_drain(o, &x->scan);
+  if (d == JPG_DRAIN_SUSPENDED)
+    dropped_here(o, x);
   size_t stuck = d == JPG_DRAIN_SUSPENDED ? stuck_here(o, x) : 0;
   const rdb_entry *failed = stuck ? stuck_failed(x, stuck) : NULL;
   if (failed) {

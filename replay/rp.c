@@ -446,6 +446,10 @@ static int validate(void) {
       !rp_ptr(hdr->stuck_off, hdr->nstuck * sizeof(rdb_stuck)) ||
       (hdr->nstuck && (hdr->stuck_off < hdr->ro_off || (hdr->stuck_off & 7))))
     return -1;
+  if (hdr->ndrops > db_size / sizeof(rdb_drop) ||
+      !rp_ptr(hdr->drops_off, hdr->ndrops * sizeof(rdb_drop)) ||
+      (hdr->ndrops && (hdr->drops_off < hdr->ro_off || (hdr->drops_off & 7))))
+    return -1;
   if (hdr->nschemas > db_size / sizeof(rdb_schema) ||
       !rp_ptr(hdr->schemas_off, hdr->nschemas * sizeof(rdb_schema)) ||
       (hdr->nschemas && hdr->schemas_off < hdr->ro_off))
@@ -924,6 +928,11 @@ int rp_next_in_software(const rdb_entry *e) {
 const rdb_stuck *rp_stuck(size_t *n) {
   *n = db ? hdr->nstuck : 0;
   return *n ? (const rdb_stuck *)(db + hdr->stuck_off) : NULL;
+}
+
+const rdb_drop *rp_drops(size_t *n) {
+  *n = db ? hdr->ndrops : 0;
+  return *n ? (const rdb_drop *)(db + hdr->drops_off) : NULL;
 }
 
 const rdb_entry *rp_lookup(const uint8_t fp[16]) {

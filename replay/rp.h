@@ -64,6 +64,10 @@ int rp_next_in_software(const rdb_entry *e);
  * of them; NULL when there are none. */
 const rdb_stuck *rp_stuck(size_t *n);
 
+/* Where recorded programs dropped the bytes the library left unread
+ * (rdb_drop, by end), *n of them; NULL when there are none. */
+const rdb_drop *rp_drops(size_t *n);
+
 /* Entry for a fingerprint (already bound to the API), or NULL. */
 const rdb_entry *rp_lookup(const uint8_t fp[16]);
 

@@ -41,15 +41,15 @@ enum {
 
 /* Feature slots of JPEG decodes. */
 enum {
-  ST_JPF_INPUT_BYTES = 0,  /* compressed size */
-  ST_JPF_WIDTH = 1,        /* image width */
+  ST_JPF_INPUT_BYTES = 0, /* compressed size */
+  ST_JPF_WIDTH = 1,       /* image width */
   ST_JPF_HEIGHT = 2,
   ST_JPF_COMPONENTS = 3,
-  ST_JPF_SUBSAMPLING = 4,  /* st_jpeg_subsamp */
-  ST_JPF_PROGRESSIVE = 5,  /* 1 if progressive (or any non-baseline) */
-  ST_JPF_RESTART = 6,      /* restart interval in MCUs, 0 = none */
-  ST_JPF_OUT_PIXELS = 7,   /* output width * height */
-  ST_JPF_OUT_BYTES = 8,    /* decoded bytes returned to the program */
+  ST_JPF_SUBSAMPLING = 4, /* st_jpeg_subsamp */
+  ST_JPF_PROGRESSIVE = 5, /* 1 if progressive (or any non-baseline) */
+  ST_JPF_RESTART = 6,     /* restart interval in MCUs, 0 = none */
+  ST_JPF_OUT_PIXELS = 7,  /* output width * height */
+  ST_JPF_OUT_BYTES = 8,   /* decoded bytes returned to the program */
   ST_JPF_SCALE_NUM = 9,
   ST_JPF_SCALE_DENOM = 10,
   /* of the output's cache lines, per mille, how many the decoder left in
@@ -57,7 +57,17 @@ enum {
    * measured at record time, delivered that way by replay. Not a property
    * of the request, but of the implementation that served it. */
   ST_JPF_OUT_COLD = 11,
-  ST_JPF_NFEAT = 12
+  /* Where the program dropped the bytes the library left unread when its
+   * source suspended, and offered others in their place (gdk-pixbuf's
+   * loader closed on a truncated image offers a fake EOI): the datastream
+   * bytes the library had used by then (from SOI), how many it left
+   * unread, and their XXH3-64. 0, 0, 0: it did not. Not a property of the
+   * image, but of how the program delivered it; replay gives those bytes
+   * back at that place (jpeg_obj.h, jpg_drop). */
+  ST_JPF_DROP_AT = 12,
+  ST_JPF_DROP_LEN = 13,
+  ST_JPF_DROP_HASH = 14,
+  ST_JPF_NFEAT = 15
 };
 
 typedef enum {

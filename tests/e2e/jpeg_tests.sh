@@ -1098,6 +1098,44 @@ EOF2
 # ran its constructors a second time on the writer thread (glibc 2.36, a
 # preloaded object): the configuration was read twice (a bad setting said
 # twice) and its fork handlers registered twice. Once now, in both shims.
+# A program whose suspending source, when the data has run out, drops the
+# bytes the library left unread and offers a fake EOI in their place
+# (gdk-pixbuf's loader closed on a truncated image): the library decodes on
+# from where the suspension found it, so the rows depend on where that was.
+# Replay's drain had taken every byte offered; its request held the dropped
+# bytes, was not in the recording, and the real library, reading them, made
+# other rows (the thumbnail of a truncated JPEG differed). The recording
+# keeps where the program dropped which bytes, and replay gives them back
+# to the program's source there, as the library would have left them.
+t233_jpeg_bytes_a_program_drops_after_a_suspension() {
+  corpus
+  head -c 50000 "$CORPUS/l_base_420.jpg" >trunc.jpg
+  head -c 60000 "$CORPUS/l_prog_422.jpg" >tprog.jpg
+  {
+    echo "$JD -src drop -scale 1/8 trunc.jpg"
+    echo "$JD -src drop -chunk 4000 trunc.jpg tprog.jpg"
+    echo "$JD -src drop $CORPUS/s_base_420_r0.jpg"
+  } >run.sh
+  jpeg_same run.sh --on-miss abort
+  expect_eq "decodes that dropped bytes, recorded" 3 \
+    "$("$STANDIN" dump rec --format json | grep -c '"dropped_bytes":[1-9]')"
+  expect_eq "replayed" "$(json sum.json calls_intercepted) 0" \
+    "$(json sum.json calls_replayed) $(json sum.json calls_fallback)"
+  # another chunk size drops the same bytes at the same place
+  echo "$JD -src drop -chunk 1000 trunc.jpg" >run2.sh
+  sh run2.sh >nat2.out
+  "$STANDIN" replay -t rec --on-miss abort --summary sum2.json -- sh run2.sh >rep2.out 2>rep2.err
+  cmp nat2.out rep2.out || fail "another chunk size: $(cat rep2.err)"
+  expect_eq "another chunk size, replayed" 1 "$(json sum2.json calls_replayed)"
+  # sources that offer the unread bytes again drop none
+  mkdir again && cd again
+  for src in suspend forget; do
+    echo "$JD -src $src -chunk 300 ../trunc.jpg ../tprog.jpg"
+  done >run.sh
+  jpeg_same run.sh
+  expect_eq "none dropped" 0 "$("$STANDIN" dump rec --format json | grep -c '"dropped_bytes"' || true)"
+}
+
 t230_shims_start_once_in_a_program_without_protobuf() {
   corpus
   local f

@@ -10,7 +10,11 @@
  *                     incremental decoder (PIL, browsers); forget is
  *                     suspend as Chromium's does it: a suspending fill
  *                     points the buffer at nothing, and the next chunk
- *                     resumes from the offset where the library stood
+ *                     resumes from the offset where the library stood;
+ *                     drop is suspend, and when the data has run out it
+ *                     drops the bytes the library left unread and offers a
+ *                     fake EOI instead, as gdk-pixbuf's loader does when it
+ *                     is closed on a truncated image
  *     -scale N/D -cs gray|rgb|bgrx|ycc|565 -dct int|fast|float
  *     -nofancy -nosmooth -quant N -onepass     output parameters
  *     -buffered -raw -coef -skip N -crop X,W   modes an accelerator would not serve
@@ -183,7 +187,8 @@ typedef struct {
   struct jpeg_source_mgr pub;
   const unsigned char *data;
   size_t len, avail, skip;
-  size_t at; /* -src forget: where to resume */
+  size_t at;   /* -src forget: where to resume */
+  int dropped; /* -src drop: the fake EOI was offered */
 } susp_src;
 
 static boolean s_fill(j_decompress_ptr c) {
@@ -210,6 +215,13 @@ static void s_skip(j_decompress_ptr c, long n) {
 
 /* Make `chunk` more bytes available; returns 0 when there were none. */
 static int s_more(susp_src *s) {
+  static const unsigned char eoi[2] = {0xFF, 0xD9};
+  if (s->avail >= s->len && !strcmp(O.src, "drop") && !s->dropped) {
+    s->dropped = 1;
+    s->pub.next_input_byte = eoi;
+    s->pub.bytes_in_buffer = sizeof eoi;
+    return 1;
+  }
   if (s->avail >= s->len)
     return 0;
   size_t used = s->pub.next_input_byte ? (size_t)(s->pub.next_input_byte - s->data) : s->at;
@@ -247,6 +259,10 @@ static unsigned next_stop(void) {
   return (unsigned)O.stops[decodes++ % (unsigned)O.nstops];
 }
 
+static int suspending(void) {
+  return !strcmp(O.src, "suspend") || !strcmp(O.src, "forget") || !strcmp(O.src, "drop");
+}
+
 /* Run a libjpeg step, feeding the suspending source until it stops
  * suspending. `step` returns nonzero when done. */
 static _Thread_local int errno_left; /* -errno: the first errno a call left */
@@ -259,7 +275,7 @@ static _Thread_local int errno_left; /* -errno: the first errno a call left */
       errno_left = errno;                                                                          \
     if (done_)                                                                                     \
       break;                                                                                       \
-    if ((strcmp(O.src, "suspend") != 0 && strcmp(O.src, "forget") != 0) || !s_more(&(d)->ssrc))    \
+    if (!suspending() || !s_more(&(d)->ssrc))                                                      \
       ERREXIT(&(d)->ci, JERR_INPUT_EMPTY);                                                         \
   }
 
@@ -471,6 +487,7 @@ static int open_src(dec_t *d, const char *path) {
     d->ssrc.avail = 0;
     d->ssrc.skip = 0;
     d->ssrc.at = 0;
+    d->ssrc.dropped = 0;
     c->src = &d->ssrc.pub;
   }
   return 0;
