@@ -186,7 +186,10 @@ typedef struct {
   rdb_arena data;    /* requests and responses (b_entry.req1, resp1) */
   rdb_arena streams; /* plain streams (b_entry.stream1) */
   b_names names;
-  rdb_stuck *stuck; /* abandoned decodes (rdb.h) */
+  struct b_stuck {
+    rdb_stuck s;  /* fp filled at layout */
+    uint32_t id1; /* the given-up decode's entry id + 1, 0: none */
+  } * stuck;      /* abandoned decodes (rdb.h) */
   size_t nstuck, capstuck;
   rdb_drop *drops; /* bytes programs dropped (rdb.h) */
   size_t ndrops, capdrops;
@@ -632,22 +635,25 @@ static void link_next(builder *b, const st_call *c, const b_entry *e) {
 
 /* A decode the program abandoned, or that failed: where its data ended
  * (rdb_stuck). */
-static void keep_stuck(builder *b, scan_file *f, const st_call *c) {
+static struct b_stuck *keep_stuck(builder *b, scan_file *f, const st_call *c) {
   const void *req;
   uint64_t len;
   int abandoned = (c->flags & ST_CALL_NOT_OFFLOADABLE) && c->reason == JPG_NO_ABANDONED;
   if (c->api != ST_API_JPEG_DECODE || !(abandoned || (c->flags & ST_CALL_FAILED)) || !c->req_blob ||
       st_reader_blob(f->r, c->req_blob, &req, &len) != ST_OK || len <= 2)
-    return;
+    return NULL;
   if (b->nstuck == b->capstuck) {
     size_t cap = b->capstuck ? b->capstuck * 2 : 8;
-    rdb_stuck *n = realloc(b->stuck, cap * sizeof *n);
+    struct b_stuck *n = realloc(b->stuck, cap * sizeof *n);
     if (!n) /* such a decode then waits for data, as before: not fatal */
-      return;
+      return NULL;
     b->stuck = n;
     b->capstuck = cap;
   }
-  b->stuck[b->nstuck++] = (rdb_stuck){len - 2, XXH3_64bits(req, len - 2)};
+  int exact = c->nfeat > ST_JPF_DROP_HASH && c->feat[ST_JPF_DROP_LEN];
+  b->stuck[b->nstuck] =
+      (struct b_stuck){{len - 2, XXH3_64bits(req, len - 2), {0}, (uint64_t)exact}, 0};
+  return &b->stuck[b->nstuck++];
 }
 
 /* A decode whose program dropped the bytes the library left unread
@@ -755,11 +761,13 @@ static int is_given_up(const st_call *c) {
          !(c->flags & ST_CALL_FAILED) && c->reason == JPG_NO_ABANDONED && c->req_blob;
 }
 
-static int given_up(builder *b, scan_file *f, const st_call *c) {
+static int given_up(builder *b, scan_file *f, const st_call *c, struct b_stuck *st) {
   int created;
   b_entry *e = find_or_add(b, c->fp, &created);
   if (!e)
     return b->oom = 1;
+  if (st)
+    st->id1 = e->id + 1;
   if (created) {
     e->api = c->api;
     e->given_up_only = 1;
@@ -780,12 +788,12 @@ static int given_up(builder *b, scan_file *f, const st_call *c) {
 
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   builder *b = arg;
-  keep_stuck(b, f, c);
+  struct b_stuck *st = keep_stuck(b, f, c);
   keep_drop(b, c);
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
     b->unusable++;
     b->out->unusable_by[cli_no_slot(c)]++;
-    return is_given_up(c) ? given_up(b, f, c) : 0;
+    return is_given_up(c) ? given_up(b, f, c, st) : 0;
   }
   int created;
   b_entry *e = find_or_add(b, c->fp, &created);
@@ -1014,8 +1022,8 @@ static int sample_cmp(const void *x, const void *y) {
 }
 
 static int stuck_cmp(const void *x, const void *y) {
-  const rdb_stuck *a = x, *b = y;
-  return a->len < b->len ? -1 : a->len > b->len;
+  const struct b_stuck *a = x, *b = y;
+  return a->s.len < b->s.len ? -1 : a->s.len > b->s.len;
 }
 
 static int drop_cmp(const void *x, const void *y) {
@@ -1447,7 +1455,15 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   near_write(m, ents, near, nnear, near_groups_off, near_off);
   if (b->nstuck) {
     qsort(b->stuck, b->nstuck, sizeof *b->stuck, stuck_cmp);
-    memcpy(m + stuck_off, b->stuck, b->nstuck * sizeof *b->stuck);
+    rdb_stuck *to = (rdb_stuck *)(m + stuck_off);
+    for (size_t i = 0; i < b->nstuck; i++) {
+      struct b_stuck *st = &b->stuck[i];
+      uint32_t id = st->id1 ? st->id1 - 1 : UINT32_MAX;
+      uint32_t at = id < nids ? index_of[id] : UINT32_MAX;
+      if (at != UINT32_MAX) /* the entry its occurrence is kept in */
+        memcpy(st->s.fp, b->e[at].fp, sizeof st->s.fp);
+      to[i] = st->s;
+    }
   }
   if (b->ndrops) {
     qsort(b->drops, b->ndrops, sizeof *b->drops, drop_cmp);

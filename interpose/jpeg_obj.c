@@ -415,6 +415,12 @@ static void unread_check(jpg_obj *o) {
   o->unread_len = 0;
 }
 
+void jpg_unread_final(jpg_obj *o) {
+  if (o->unread_len && o->cap.len == o->unread_at)
+    o->drop = (jpg_drop){o->unread_at, o->unread_len, XXH3_64bits(o->unread, o->unread_len)};
+  o->unread_len = 0;
+}
+
 /* Record: the source suspended with the library standing at `at` of the
  * buffer the program offered last: keep what it left unread. */
 static void unread_keep(jpg_obj *o, const JOCTET *at) {
@@ -817,6 +823,7 @@ int jpg_drain(jpg_obj *o, jpg_scan *sc) {
   }
   volatile unsigned empty = 0;
   o->drain_seg = 0;
+  o->drain_end = NULL;
   for (;;) {
     if (s->bytes_in_buffer == 0) {
       boolean r;
@@ -909,6 +916,29 @@ static void emit_held(jpg_obj *o, size_t pos) {
   }
 }
 
+/* The library, fed the drained bytes, suspended standing at `committed`
+ * in them, and the program's source is where a suspended drain left it:
+ * point the library into the program's buffer there instead, with the
+ * drained bytes it did not use unread again, as natively (PIL reports how
+ * many a truncated image left; a program may drop them, jpg_drop). Only
+ * when they were the last the drain took from that buffer, and are still
+ * there. Returns 1 when done. */
+static int hand_back(jpg_obj *o, const JOCTET *committed) {
+  struct jpeg_source_mgr *s = o->cinfo->src;
+  const JOCTET *end = o->drain_end;
+  if ((uintptr_t)committed < (uintptr_t)o->drained.p ||
+      (uintptr_t)committed > (uintptr_t)(o->drained.p + o->drained.len) || !end ||
+      s->next_input_byte != end || s->bytes_in_buffer != 0)
+    return 0;
+  size_t tail = o->drained.len - (size_t)(committed - o->drained.p);
+  if (tail > o->drain_seg || memcmp(end - tail, committed, tail) != 0)
+    return 0;
+  s->next_input_byte = end - tail;
+  s->bytes_in_buffer = tail;
+  o->drain_end = NULL;
+  return 1;
+}
+
 /* The library used up an overlay segment. */
 static boolean feed_fill(jpg_obj *o) {
   struct jpeg_source_mgr *s = o->cinfo->src;
@@ -931,7 +961,7 @@ static boolean feed_fill(jpg_obj *o) {
     return TRUE;
   boolean r;
   JPG_CALLBACK(r = o->orig_fill(o->cinfo));
-  if (!r) { /* suspended inside the overlay: back to it */
+  if (!r && !hand_back(o, committed)) { /* suspended inside the overlay: back to it */
     o->prog_nib = s->next_input_byte;
     o->prog_bib = s->bytes_in_buffer;
     s->next_input_byte = committed;

@@ -312,6 +312,15 @@ enum { JPG_DRAIN_DONE = 0, JPG_DRAIN_SUSPENDED = 1, JPG_DRAIN_ERROR = 2 };
  * emitted meanwhile are held back in o->msgs with their input offset. */
 int jpg_drain(jpg_obj *o, jpg_scan *sc);
 
+/* Record: the decode ends before its last row (given up, or failed)
+ * with the bytes the library left unread at the source's last suspension
+ * not offered again: the program dropped them there, and that is the
+ * decode's drop (replacing an earlier one). Replay gives them back where
+ * its drain stops there, so the real library, running from that place,
+ * leaves them unread in the program's source, as natively (PIL reports
+ * how many), and only a decode stopped exactly there is taken for it. */
+void jpg_unread_final(jpg_obj *o);
+
 /* Give the last n drained bytes back to the program's source, as the
  * library leaves unread what it could not use when its source suspends.
  * Returns 0, or -1 when they are not all in the buffer the program

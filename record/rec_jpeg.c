@@ -157,6 +157,8 @@ static void submit(jpg_obj *o, int failed) {
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, in_bytes, x->out_w, x->out_h, x->pix_len,
                                   x->par.scale_num, x->par.scale_denom);
   c.feat[ST_JPF_OUT_COLD] = place_permille(x->placement.cold, x->placement.probed);
+  if (failed || !complete)
+    jpg_unread_final(o);
   if (o->drop.len) {
     c.feat[ST_JPF_DROP_AT] = o->drop.at;
     c.feat[ST_JPF_DROP_LEN] = o->drop.len;

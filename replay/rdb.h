@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 18
+#define RDB_VERSION 19
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -304,10 +304,20 @@ typedef struct {
  * request that starts so ran out of data where the recorded one did: a
  * program with a suspending source gives up there (or fails), with the
  * rows the library decoded from what was in (replay runs it for real,
- * rep_jpeg.c). */
+ * rep_jpeg.c). fp: the entry a given-up decode's occurrence joined (its
+ * image decoded whole, as a truncated file's is a prefix of the whole
+ * file's), whose occurrence the replayed one takes, so that a later
+ * decode of the whole image does not; zeros: none. exact: the recording
+ * knows the bytes the library left unread where the decode stopped
+ * (ST_JPF_DROP_*, jpg_unread_final), which replay gives back there
+ * (rdb_drop): only a request of exactly len bytes stands there, not a
+ * longer one that starts so (the whole file's, suspended further on,
+ * which its program reads on). 0: any that starts so (older traces). */
 typedef struct {
   uint64_t len;
   uint64_t hash;
+  uint8_t fp[16];
+  uint64_t exact;
 } rdb_stuck;
 
 /* Where a recorded JPEG decode's program dropped the bytes the library

@@ -79,6 +79,10 @@ typedef struct {
   jpg_scan scan;
   int scan_on;
   size_t stuck_upto; /* request bytes compared with abandoned decodes so far */
+  int drop_hit;      /* the drain stopped where a recorded program dropped
+                        bytes (dropped_here) */
+  size_t kept_tail;  /* which the source did not let it give back (one that
+                        forgets its buffer, Chromium's): how many */
   size_t early_upto; /* jpg_scan.first_end looked up while suspended (ended_early) */
   int early;         /* served so, before its EOI was in: finish drains the rest */
   /* served */
@@ -350,37 +354,54 @@ static const rdb_entry *find(const uint8_t *req, size_t len, int *reason) {
  * length is compared once a decode, when the request grows past it; the
  * header and tables are written into the scanner's reserved front, as
  * jpg_request_finish will. */
-static size_t stuck_here(jpg_obj *o, rep_dec *x) {
-  size_t n;
-  const rdb_stuck *st = rp_stuck(&n);
-  jpg_scan *sc = &x->scan;
-  if (!st || !sc->out || sc->oom)
-    return 0;
-  x->par.tables_len = (uint32_t)o->tables.len;
-  size_t hl = jpg_req_header_len(&x->par);
-  if (sc->reserve != hl + o->tables.len || sc->out_len <= x->stuck_upto)
-    return 0;
-  size_t lo = 0, hi = n; /* the first longer than what was compared */
+/* The first of st[0, n) longer than len. */
+static size_t stuck_after(const rdb_stuck *st, size_t n, uint64_t len) {
+  size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (st[mid].len <= x->stuck_upto)
+    if (st[mid].len <= len)
       lo = mid + 1;
     else
       hi = mid;
   }
+  return lo;
+}
+
+static const rdb_stuck *stuck_here(jpg_obj *o, rep_dec *x) {
+  size_t n;
+  const rdb_stuck *st = rp_stuck(&n);
+  jpg_scan *sc = &x->scan;
+  if (!st || !sc->out || sc->oom)
+    return NULL;
+  x->par.tables_len = (uint32_t)o->tables.len;
+  size_t hl = jpg_req_header_len(&x->par);
+  if (sc->reserve != hl + o->tables.len)
+    return NULL;
+  /* an exact one (its unread bytes known) stands only where its drop was
+   * found (dropped_here) and its request is the drain's, less any bytes
+   * the source kept; any other, once, when the request grows past it */
+  size_t at = x->drop_hit && sc->out_len >= x->kept_tail ? sc->out_len - x->kept_tail : 0;
+  size_t lo = at ? stuck_after(st, n, at - 1) : n;
+  size_t lo2 = sc->out_len > x->stuck_upto ? stuck_after(st, n, x->stuck_upto) : n;
   int wrote = 0;
-  size_t found = 0;
-  for (; lo < n && st[lo].len <= sc->out_len && !found; lo++) {
-    if (!wrote) {
-      jpg_req_write_header(sc->out, &x->par, x->cmap_in);
-      if (o->tables.len)
-        memcpy(sc->out + hl, o->tables.p, o->tables.len);
-      wrote = 1;
+  const rdb_stuck *found = NULL;
+  for (int pass = 0; pass < 2 && !found; pass++) {
+    size_t i = pass ? lo2 : lo;
+    for (; i < n && st[i].len <= (pass ? sc->out_len : at) && !found; i++) {
+      if (st[i].exact != !pass || st[i].len < sc->reserve)
+        continue;
+      if (!wrote) {
+        jpg_req_write_header(sc->out, &x->par, x->cmap_in);
+        if (o->tables.len)
+          memcpy(sc->out + hl, o->tables.p, o->tables.len);
+        wrote = 1;
+      }
+      if (XXH3_64bits(sc->out, st[i].len) == st[i].hash)
+        found = &st[i];
     }
-    if (st[lo].len >= sc->reserve && XXH3_64bits(sc->out, st[lo].len) == st[lo].hash)
-      found = st[lo].len;
   }
-  x->stuck_upto = sc->out_len;
+  if (sc->out_len > x->stuck_upto)
+    x->stuck_upto = sc->out_len;
   return found;
 }
 
@@ -396,6 +417,8 @@ static void dropped_here(jpg_obj *o, rep_dec *x) {
   size_t n;
   const rdb_drop *dr = rp_drops(&n);
   uint64_t end = (uint64_t)o->cap.len + o->drained.len;
+  x->kept_tail = 0;
+  x->drop_hit = 0;
   if (!dr || o->cap.failed || o->drained.failed)
     return;
   size_t lo = 0, hi = n;
@@ -411,8 +434,11 @@ static void dropped_here(jpg_obj *o, rep_dec *x) {
     if (len > o->drain_seg ||
         XXH3_64bits(o->drained.p + o->drained.len - len, (size_t)len) != dr[lo].hash)
       continue;
-    if (jpg_unread(o, (size_t)len) != 0)
+    x->drop_hit = 1;
+    if (jpg_unread(o, (size_t)len) != 0) {
+      x->kept_tail = (size_t)len; /* still where it stopped (stuck_here) */
       return;
+    }
     /* the scanner read them too: it reads the rest again */
     jpg_scan_free(&x->scan);
     jpg_request_scan(o, &x->par, &x->scan);
@@ -541,8 +567,8 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
   int d = jpg_drain(o, &x->scan);
   if (d == JPG_DRAIN_SUSPENDED)
     dropped_here(o, x);
-  size_t stuck = d == JPG_DRAIN_SUSPENDED ? stuck_here(o, x) : 0;
-  const rdb_entry *failed = stuck ? stuck_failed(x, stuck) : NULL;
+  const rdb_stuck *stuck = d == JPG_DRAIN_SUSPENDED ? stuck_here(o, x) : NULL;
+  const rdb_entry *failed = stuck ? stuck_failed(x, (size_t)stuck->len) : NULL;
   if (failed) {
     /* where a recorded decode failed for want of data (a source that
      * suspends at the end of a truncated image, then an error; the
@@ -567,7 +593,18 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
   }
   if (stuck) {
     /* where a recorded decode's program gave up: the real library reads
-     * the drained bytes and returns the rows it can decode from them */
+     * the drained bytes and returns the rows it can decode from them. Its
+     * occurrence was kept in its image's entry when the recording holds
+     * the image decoded whole (a file cut short, then the whole file):
+     * it is taken, so that the whole image's decode gets its own */
+    static const uint8_t none[16];
+    const rdb_entry *e = memcmp(stuck->fp, none, sizeof none) ? rp_lookup(stuck->fp) : NULL;
+    rp_ticket tk = {0};
+    if (e && rp_next_in_software(e) && !rp_begin(&tk, e, o->t_in - o->busy_ns)) {
+      x->given_up = tk.s && tk.s->accel < 0 && tk.s->sw_reason == RDB_SW_ABANDONED;
+      go_real(o, x, 1);
+      return ID_REAL;
+    }
     x->pass = 1;
     go_real(o, x, 1);
     return ID_REAL;

@@ -238,13 +238,15 @@ t208_jpeg_truncated_and_corrupt_behave_as_without_standin() {
     echo "$JD -src suspend $(files a_arith_420)" # the arithmetic decoder cannot suspend
     # a suspending source at the end of a truncated file: the program gives
     # up with the rows the library could decode (replay gave it none, as it
-    # waited for the rest of the image to identify it)
-    echo "$JD -src suspend $ts"
-    echo "$JD -src suspend -chunk 5000 $ts"
+    # waited for the rest of the image to identify it), and the bytes the
+    # library left unread in the source (replay's drain had taken them all:
+    # PIL said "0 bytes not processed")
+    echo "$JD -src suspend -unread $ts"
+    echo "$JD -src suspend -chunk 5000 -unread $ts"
   } >>run.sh
   jpeg_same run.sh
   expect_eq "rows before the end, suspended" 2 \
-    "$(grep -c "t_base_420.jpg: error 'Empty input file' after 270 rows" nat.out)"
+    "$(grep -c "t_base_420.jpg: error 'Empty input file' after 270 rows, 0 warnings, [1-9][0-9]* bytes unread" nat.out)"
   grep -q "Premature end of JPEG file" nat.err || fail "no warning: $(cat nat.err)"
   grep -q "rc=2" nat.out || fail "djpeg did not warn"
   grep -q "error 'Premature end of input file' after 270 rows" nat.out || fail "$(cat nat.out)"
@@ -1127,13 +1129,54 @@ t233_jpeg_bytes_a_program_drops_after_a_suspension() {
   "$STANDIN" replay -t rec --on-miss abort --summary sum2.json -- sh run2.sh >rep2.out 2>rep2.err
   cmp nat2.out rep2.out || fail "another chunk size: $(cat rep2.err)"
   expect_eq "another chunk size, replayed" 1 "$(json sum2.json calls_replayed)"
-  # sources that offer the unread bytes again drop none
+  # sources that offer the unread bytes again drop none on the way; each
+  # decode fails where the data ends, with its last bytes left unread
+  # (jpg_unread_final, t234)
   mkdir again && cd again
   for src in suspend forget; do
     echo "$JD -src $src -chunk 300 ../trunc.jpg ../tprog.jpg"
   done >run.sh
   jpeg_same run.sh
-  expect_eq "none dropped" 0 "$("$STANDIN" dump rec --format json | grep -c '"dropped_bytes"' || true)"
+  expect_eq "dropped only where each failed" "4 4" "$("$STANDIN" dump rec --format json | python3 -c '
+import json, sys
+calls = [json.loads(l) for l in sys.stdin]
+print(sum(c["flags"] & 2 != 0 for c in calls), sum("dropped_bytes" in c["features"] for c in calls))')"
+}
+
+# A suspending source at the end of a truncated file: natively the library
+# leaves the bytes of the MCU it could not finish unread in the program's
+# source, and PIL reports how many ("image file is truncated (17 bytes not
+# processed)"); replay's drain had taken them all, and it said 0. The
+# recording keeps them as the decode's drop (jpg_unread_final), replay
+# gives them back where its drain stops there, and only a drain stopped
+# exactly there is taken for that decode: the whole file's, of which the
+# cut one is a prefix, suspended further on, was taken for it too and ran
+# for real, not served.
+t234_jpeg_bytes_left_unread_where_a_truncated_image_stops() {
+  corpus
+  local full="$CORPUS/l_base_420.jpg"
+  head -c 50000 "$full" >trunc.jpg
+  head -c 30000 "$CORPUS/k_prog_444_r2.jpg" >tprog.jpg
+  # the program fails (OpenCV), or gives up (PIL)
+  echo "$JD -src suspend -unread trunc.jpg $full tprog.jpg" >run.sh
+  jpeg_same run.sh --on-miss abort
+  expect_eq "failed: bytes left unread" 2 "$(grep -c "error 'Empty input file' .* [1-9][0-9]* bytes unread$" nat.out)"
+  expect_eq "failed: replayed" "3 0" "$(json sum.json calls_replayed) $(json sum.json calls_fallback)"
+  mkdir gave && cd gave
+  # (not -chunk 5000: the whole file's drain would stop where the cut one's
+  # does, with the same bytes offered, and be taken for it)
+  {
+    echo "$JD -src suspend -giveup -unread ../trunc.jpg $full ../tprog.jpg"
+    echo "$JD -src suspend -giveup -chunk 4096 -unread $full ../trunc.jpg $full"
+  } >run.sh
+  jpeg_same run.sh --on-miss abort
+  expect_eq "given up: bytes left unread" 3 "$(grep -c 'gave up .* [1-9][0-9]* bytes unread$' nat.out)"
+  expect_eq "whole files" 3 "$(grep -c 'rows=1080' nat.out)"
+  # served: the whole files; given up as recorded: the cut one, whose
+  # occurrences the whole file's entry keeps (not the progressive one: the
+  # recording holds it whole nowhere, and it runs for real, uncounted)
+  expect_eq "given up: served, run for real as given up" "3 2 0" \
+    "$(json sum.json calls_replayed) $(pyj sum.json 'd["software_reasons"]["abandoned"]') $(json sum.json reused_samples)"
 }
 
 t230_shims_start_once_in_a_program_without_protobuf() {

@@ -40,6 +40,10 @@
  *     -repeat N      decode the file list N times
  *     -concat        a file holds several JPEGs back to back (one source)
  *     -tables FILE   read a tables-only datastream first (abbreviated images)
+ *     -unread        a decode's error line adds how many bytes its source still
+ *                    held unread (PIL reports so a truncated image's)
+ *     -giveup        a suspending source's program whose data has run out gives
+ *                    the decode up (PIL), where it raises an error otherwise
  *     -errno         set errno to 0 before each library call of the decode
  *                    sequence, and add to each line the first errno one left
  *                    (libjpeg reading a whole file leaves none: neither may
@@ -62,7 +66,7 @@ typedef struct {
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
   int buffered, raw, coef, skip, crop_x, crop_w, lines, nofinish, one, strict, eoferr;
   int latecrop, untilcomplete;
-  int threads, repeat, concat, chunk, stop, errno_w, height, pair;
+  int threads, repeat, concat, chunk, stop, errno_w, height, pair, unread, giveup;
   const char *tables;
   int stops[64], nstops;
 } opts;
@@ -275,8 +279,11 @@ static _Thread_local int errno_left; /* -errno: the first errno a call left */
       errno_left = errno;                                                                          \
     if (done_)                                                                                     \
       break;                                                                                       \
-    if (!suspending() || !s_more(&(d)->ssrc))                                                      \
+    if (!suspending() || !s_more(&(d)->ssrc)) {                                                    \
+      if (O.giveup && suspending())                                                                \
+        longjmp((d)->err.jb, 3);                                                                   \
       ERREXIT(&(d)->ci, JERR_INPUT_EMPTY);                                                         \
+    }                                                                                              \
   }
 
 static void set_params(j_decompress_ptr c) {
@@ -426,8 +433,14 @@ static int decode_one(dec_t *d, const char *name, out_t *out) {
   int code;
   d->rows = 0;
   if ((code = setjmp(d->err.jb)) != 0) {
-    outf(out, "%s: %s '%s' after %u rows, %d warnings\n", name,
-         code == 2 ? "fatal warning" : "error", d->err.last, d->rows, d->err.warnings);
+    char left[48] = "";
+    if (O.unread)
+      snprintf(left, sizeof left, ", %zu bytes unread", c->src ? c->src->bytes_in_buffer : 0);
+    if (code == 3)
+      outf(out, "%s: gave up after %u rows, %d warnings%s\n", name, d->rows, d->err.warnings, left);
+    else
+      outf(out, "%s: %s '%s' after %u rows, %d warnings%s\n", name,
+           code == 2 ? "fatal warning" : "error", d->err.last, d->rows, d->err.warnings, left);
     jpeg_abort_decompress(c);
     return -1;
   }
@@ -690,6 +703,10 @@ static int parse(int argc, char **argv) {
       O.nofinish = 1;
     else if (!strcmp(a, "-one"))
       O.one = 1;
+    else if (!strcmp(a, "-unread"))
+      O.unread = 1;
+    else if (!strcmp(a, "-giveup"))
+      O.giveup = 1;
     else if (!strcmp(a, "-errno"))
       O.errno_w = 1;
     else if (!strcmp(a, "-strict"))
