@@ -404,21 +404,25 @@ void jpg_header_done(jpg_obj *o) {
  * (o->last..buf_end, once there is something): the bytes the library
  * left unread again, as the suspension protocol asks, or others in their
  * place (jpg_drop; the first is kept). */
+static void unread_dropped(jpg_obj *o) {
+  if (o->unread_len && o->cap.len == o->unread_at) /* nothing used since */
+    o->drop = (jpg_drop){o->unread_at, o->unread_len, XXH3_64bits(o->unread, o->unread_len)};
+  o->unread_len = 0;
+}
+
 static void unread_check(jpg_obj *o) {
   if (!o->unread_len || !o->last || (uintptr_t)o->buf_end <= (uintptr_t)o->last)
     return;
   size_t n = (size_t)(o->buf_end - o->last);
   if (n > o->unread_len)
     n = o->unread_len;
-  if (!o->drop.len && o->cap.len == o->unread_at && memcmp(o->last, o->unread, n) != 0)
-    o->drop = (jpg_drop){o->unread_at, o->unread_len, XXH3_64bits(o->unread, o->unread_len)};
+  if (!o->drop.len && memcmp(o->last, o->unread, n) != 0)
+    unread_dropped(o);
   o->unread_len = 0;
 }
 
 void jpg_unread_final(jpg_obj *o) {
-  if (o->unread_len && o->cap.len == o->unread_at)
-    o->drop = (jpg_drop){o->unread_at, o->unread_len, XXH3_64bits(o->unread, o->unread_len)};
-  o->unread_len = 0;
+  unread_dropped(o);
 }
 
 /* Record: the source suspended with the library standing at `at` of the

@@ -346,14 +346,6 @@ static const rdb_entry *find(const uint8_t *req, size_t len, int *reason) {
   return e;
 }
 
-/* Whether the drain, suspended, stands where a recorded decode ran out of
- * data and its program gave up (rdb_stuck): the request so far starts with
- * that decode's. A program whose suspending source is at the end of a
- * truncated image takes the rows the library could decode and stops;
- * served, it got none (poppler rendered the page blank). Each recorded
- * length is compared once a decode, when the request grows past it; the
- * header and tables are written into the scanner's reserved front, as
- * jpg_request_finish will. */
 /* The first of st[0, n) longer than len. */
 static size_t stuck_after(const rdb_stuck *st, size_t n, uint64_t len) {
   size_t lo = 0, hi = n;
@@ -367,6 +359,29 @@ static size_t stuck_after(const rdb_stuck *st, size_t n, uint64_t len) {
   return lo;
 }
 
+/* Whether the request so far starts with st's (the header and tables
+ * written into the scanner's reserved front first, once: *wrote). */
+static int stuck_is(jpg_obj *o, rep_dec *x, const rdb_stuck *st, int *wrote) {
+  jpg_scan *sc = &x->scan;
+  if (st->len < sc->reserve)
+    return 0;
+  if (!*wrote) {
+    jpg_req_write_header(sc->out, &x->par, x->cmap_in);
+    if (o->tables.len)
+      memcpy(sc->out + jpg_req_header_len(&x->par), o->tables.p, o->tables.len);
+    *wrote = 1;
+  }
+  return XXH3_64bits(sc->out, st->len) == st->hash;
+}
+
+/* Whether the drain, suspended, stands where a recorded decode ran out of
+ * data and its program gave up (rdb_stuck): the request so far starts with
+ * that decode's. A program whose suspending source is at the end of a
+ * truncated image takes the rows the library could decode and stops;
+ * served, it got none (poppler rendered the page blank). Each recorded
+ * length is compared once a decode, when the request grows past it; the
+ * header and tables are written into the scanner's reserved front, as
+ * jpg_request_finish will. */
 static const rdb_stuck *stuck_here(jpg_obj *o, rep_dec *x) {
   size_t n;
   const rdb_stuck *st = rp_stuck(&n);
@@ -380,28 +395,19 @@ static const rdb_stuck *stuck_here(jpg_obj *o, rep_dec *x) {
   /* an exact one (its unread bytes known) stands only where its drop was
    * found (dropped_here) and its request is the drain's, less any bytes
    * the source kept; any other, once, when the request grows past it */
-  size_t at = x->drop_hit && sc->out_len >= x->kept_tail ? sc->out_len - x->kept_tail : 0;
-  size_t lo = at ? stuck_after(st, n, at - 1) : n;
-  size_t lo2 = sc->out_len > x->stuck_upto ? stuck_after(st, n, x->stuck_upto) : n;
+  size_t at = x->drop_hit && sc->out_len > x->kept_tail ? sc->out_len - x->kept_tail : 0;
   int wrote = 0;
   const rdb_stuck *found = NULL;
-  for (int pass = 0; pass < 2 && !found; pass++) {
-    size_t i = pass ? lo2 : lo;
-    for (; i < n && st[i].len <= (pass ? sc->out_len : at) && !found; i++) {
-      if (st[i].exact != !pass || st[i].len < sc->reserve)
-        continue;
-      if (!wrote) {
-        jpg_req_write_header(sc->out, &x->par, x->cmap_in);
-        if (o->tables.len)
-          memcpy(sc->out + hl, o->tables.p, o->tables.len);
-        wrote = 1;
-      }
-      if (XXH3_64bits(sc->out, st[i].len) == st[i].hash)
+  for (size_t i = at ? stuck_after(st, n, at - 1) : n; i < n && st[i].len == at && !found; i++)
+    if (st[i].exact && stuck_is(o, x, &st[i], &wrote))
+      found = &st[i];
+  if (sc->out_len > x->stuck_upto) {
+    for (size_t i = stuck_after(st, n, x->stuck_upto); i < n && st[i].len <= sc->out_len && !found;
+         i++)
+      if (!st[i].exact && stuck_is(o, x, &st[i], &wrote))
         found = &st[i];
-    }
-  }
-  if (sc->out_len > x->stuck_upto)
     x->stuck_upto = sc->out_len;
+  }
   return found;
 }
 
