@@ -674,9 +674,14 @@ static void *map_aligned(int fd, size_t size) {
       } else {
         if (a > r)
           munmap(r, (size_t)(a - r));
-        size_t tail = (size_t)(r + size + huge - (a + size));
+        /* the reservation's pages past the file's last one (the
+         * mapping's end rounds up to a page; unmapping from an address
+         * inside that page failed with EINVAL and left them reserved) */
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t mapped = (size + page - 1) & ~(page - 1);
+        size_t tail = (size_t)(r + huge - a);
         if (tail)
-          munmap(a + size, tail);
+          munmap(a + mapped, tail);
       }
     }
   }
