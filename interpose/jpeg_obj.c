@@ -48,8 +48,11 @@ void *jpg_real(const char *name, const char *lib) {
 static int buf_room(jpg_buf *b, size_t n) {
   if (b->failed)
     return -1;
-  if (b->len + n <= b->cap)
+  if (b->len + n <= b->cap) {
+    if (b->len + n > b->ready)
+      shim_populate_ahead(b->p, &b->ready, b->len + n, b->cap);
     return 0;
+  }
   size_t cap = b->cap ? b->cap : 65536;
   while (cap < b->len + n)
     cap *= 2;
@@ -60,6 +63,7 @@ static int buf_room(jpg_buf *b, size_t n) {
   }
   b->p = p;
   b->cap = cap;
+  shim_populate_ahead(b->p, &b->ready, b->len + n, b->cap);
   return 0;
 }
 

@@ -66,6 +66,7 @@ void *jpg_real(const char *name, const char *lib);
 typedef struct {
   uint8_t *p;
   size_t len, cap;
+  size_t ready; /* bytes whose pages are mapped (shim_populate_ahead) */
   int failed;
 } jpg_buf;
 int jpg_buf_put(jpg_buf *b, const void *p, size_t n);

@@ -52,6 +52,8 @@ static void put(jpg_scan *s, const uint8_t *p, size_t n) {
     s->out = o;
     s->out_cap = cap;
   }
+  if (s->out_len + n > s->out_ready)
+    shim_populate_ahead(s->out, &s->out_ready, s->out_len + n, s->out_cap);
   memcpy(s->out + s->out_len, p, n);
   s->out_len += n;
 }

@@ -43,6 +43,7 @@ typedef struct {
    * request header), then the normalised stream. */
   uint8_t *out;
   size_t out_len, out_cap, reserve;
+  size_t out_ready;    /* bytes of out whose pages are mapped (shim_populate_ahead) */
   size_t entropy_end;  /* out_len where the last scan's data ended */
   size_t first_end;    /* out_len where the first scan's data ended at a marker
                           (0: not yet). Of an image with one scan, libjpeg

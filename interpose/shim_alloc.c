@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* ---- blocks of a thread's own ------------------------------------------- */
 
@@ -35,6 +37,34 @@ void *shim_thread_block(shim_thread_key *k, void **slot, size_t n) {
   h->slot = slot;
   pthread_setspecific(k->key, h);
   return *slot = h + 1;
+}
+
+/* ---- pages mapped ahead of a filling buffer ------------------------------ */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+#define AHEAD_BYTES (64u << 10)
+
+/* On the 2-core EPYC VM (shadow paging) a 4 KiB page's first touch took
+ * ~10 us as a fault and ~4.6 us mapped by MADV_POPULATE_WRITE, 64 KiB or
+ * 256 KiB a call alike (1 MiB: 2.5-3.1 ms against 1.2-1.5). Huge pages
+ * were tried instead (PERFORMANCE.md): ~0.2 ms for 2 MiB most of the
+ * time, but ~5 ms one time in six there, paid for the whole 2 MiB however
+ * little of it a buffer used. A kernel without the advice (EINVAL) leaves
+ * the pages to fault as before. */
+void shim_populate_ahead(void *p, size_t *ready, size_t upto, size_t cap) {
+  if (upto <= *ready || !p)
+    return;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t end = cap < AHEAD_BYTES || upto > cap - AHEAD_BYTES ? cap : upto + AHEAD_BYTES;
+  /* whole pages inside the buffer (a slab block's neighbours' pages may
+   * share its first: mapping them changes nothing) */
+  uintptr_t a = ((uintptr_t)p + *ready) & ~(uintptr_t)(page - 1);
+  uintptr_t b = ((uintptr_t)p + end) & ~(uintptr_t)(page - 1);
+  if (b > a)
+    madvise((void *)a, (size_t)(b - a), MADV_POPULATE_WRITE);
+  *ready = end;
 }
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -131,40 +161,6 @@ static void *map(uint64_t bytes) {
   return p == MAP_FAILED ? NULL : p;
 }
 
-/* Blocks of 256 KiB and more are mapped in 2 MiB-aligned multiples of
- * 2 MiB, advised as huge pages (THP "madvise" or "always"): such a block
- * is a buffer that fills as a decode's compressed bytes are read to the
- * end (jpeg_obj.c, jpeg_scan.c), and its first touch faults in one 2 MiB
- * page instead of one fault per 4 KiB. A block of a larger class up to
- * the mapping's size grows in place. On the 2-core EPYC VM, where a 4 KiB
- * fault took ~10 us (shadow paging), touching 2 MiB took 5.1-5.8 ms in
- * 4 KiB pages and 83-196 us as one huge page. Where the kernel has no
- * free 2 MiB page, or no THP, the mapping is 4 KiB pages as before,
- * touched only where written. */
-#define HUGE_BYTES (2ull << 20)
-#define HUGE_CLASS_MIN 12 /* 256 KiB */
-
-static uint64_t map_bytes(unsigned k) {
-  uint64_t b = class_bytes(k);
-  return k >= HUGE_CLASS_MIN ? (b + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1) : b;
-}
-
-/* A mapping of map_bytes(k), 2 MiB-aligned for the huge classes. */
-static void *map_block(unsigned k) {
-  uint64_t bytes = map_bytes(k);
-  if (k < HUGE_CLASS_MIN)
-    return map(bytes);
-  uint8_t *r = map(bytes + HUGE_BYTES);
-  if (!r)
-    return map(bytes);
-  uint8_t *a = (uint8_t *)(((uintptr_t)r + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1));
-  if (a > r)
-    munmap(r, (size_t)(a - r));
-  munmap(a + bytes, (size_t)(r + HUGE_BYTES - a)); /* a < r + HUGE_BYTES */
-  madvise(a, bytes, MADV_HUGEPAGE);
-  return a;
-}
-
 static void *carve(unsigned k) {
   uint64_t size = class_bytes(k);
   lock(&slab_lock);
@@ -192,7 +188,7 @@ static hdr *take_kept(unsigned k) {
     cls[k].free = b->next;
     cls[k].nfree--;
     if (k > SLAB_CLASS_MAX)
-      atomic_fetch_sub_explicit(&kept_large, map_bytes(k), memory_order_relaxed);
+      atomic_fetch_sub_explicit(&kept_large, class_bytes(k), memory_order_relaxed);
   }
   unlock(&cls[k].lock);
   return (hdr *)b;
@@ -204,7 +200,7 @@ void *shim_alloc(size_t n) {
     return NULL;
   hdr *h = take_kept(k);
   if (!h)
-    h = k <= SLAB_CLASS_MAX ? carve(k) : map_block(k);
+    h = k <= SLAB_CLASS_MAX ? carve(k) : map(class_bytes(k));
   if (!h)
     return NULL;
   h->magic = MAGIC;
@@ -235,7 +231,7 @@ void shim_free(void *p) {
   unsigned k = h->cls;
   h->magic = 0; /* a second free of it is caught */
   lock(&cls[k].lock);
-  uint64_t size = map_bytes(k);
+  uint64_t size = class_bytes(k);
   int keep = k <= SLAB_CLASS_MAX ||
              (size <= KEEP_BYTES &&
               (cls[k].nfree == 0 ||
@@ -251,7 +247,7 @@ void shim_free(void *p) {
   }
   unlock(&cls[k].lock);
   if (!keep)
-    munmap(h, size);
+    munmap(h, class_bytes(k));
 }
 
 void *shim_realloc(void *p, size_t n) {
@@ -270,10 +266,6 @@ void *shim_realloc(void *p, size_t n) {
    * end before the request is known) then faults each page once: on a VM
    * whose faults take ~2 us, a 380 KB JPEG's two such buffers took 1.3 ms
    * to fill when grown by copying. */
-  if (h->cls > SLAB_CLASS_MAX && map_bytes(k) == map_bytes(h->cls)) {
-    h->cls = k; /* room in its mapping (a huge class's) */
-    return p;
-  }
   if (h->cls > SLAB_CLASS_MAX) {
     /* A kept block of the new size first: its pages are in already, so a
      * buffer that grows the same way for each decode makes no system call
@@ -290,9 +282,7 @@ void *shim_realloc(void *p, size_t n) {
       shim_free(p);
       return q + 1;
     }
-    void *m = h->cls < HUGE_CLASS_MIN && k < HUGE_CLASS_MIN
-                  ? mremap(h, class_bytes(h->cls), class_bytes(k), MREMAP_MAYMOVE)
-                  : MAP_FAILED; /* into huge pages: copied below */
+    void *m = mremap(h, class_bytes(h->cls), class_bytes(k), MREMAP_MAYMOVE);
     if (m != MAP_FAILED) {
       h = m;
       h->cls = k;

@@ -10,8 +10,7 @@
  * and regrow its heap between decodes: page faults the program then paid.
  *
  * Blocks here come from mmap: small ones carved from 1 MiB slabs, large
- * ones mapped whole (from 256 KiB, in 2 MiB huge pages) and a few kept for
- * reuse. One lock per size class,
+ * ones mapped whole and a few kept for reuse. One lock per size class,
  * held for a few instructions; any thread may free what another took.
  * Under a sanitizer these are plain malloc and free, so that the
  * sanitizer keeps checking the shims' own buffers.
@@ -44,12 +43,21 @@ typedef struct {
   pthread_key_t key;
 } shim_thread_key;
 void *shim_thread_block(shim_thread_key *k, void **slot, size_t n);
-/* Bytes of mappings held in free large blocks, kept for reuse: at most
- * 64 MiB a size class and 256 MiB in all, except that one block of each
- * class up to 64 MiB is always kept (133 MiB more at most: the classes
- * from 256 KiB to 2 MiB are 2 MiB mappings); larger ones never are. For
+/* Bytes held in free large blocks, kept for reuse: at most 64 MiB a size
+ * class and 256 MiB in all, except that one block of each class up to
+ * 64 MiB is always kept (under 128 MiB more); larger ones never are. For
  * tests. */
 unsigned long long shim_alloc_kept_bytes(void);
+
+/* A buffer that fills from the front (a decode's compressed bytes, read
+ * to the end before the request is known) maps its pages ahead of the
+ * writes: before writing up to offset `upto` of the `cap` bytes at p,
+ * the pages from *ready on are mapped in one system call, 64 KiB past
+ * upto (at most to cap), and *ready moves there. A page's first touch
+ * then costs no fault of its own. *ready is an offset: it stays valid
+ * when a realloc moves the buffer (its bytes, and pages, go with it);
+ * 0 for a buffer that has none. */
+void shim_populate_ahead(void *p, size_t *ready, size_t upto, size_t cap);
 
 /* fork: take every lock before (last, after the writer is parked), and
  * release them after, in the parent and in the child. */
