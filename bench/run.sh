@@ -33,6 +33,8 @@ done
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 spread() { sort -g | awk '{a[NR]=$1} END {printf "%s-%s", a[1], a[NR]}'; }
 json() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+# json_line_field KEY: KEY of the first JSON line on stdin (a dump's first call)
+json_line_field() { python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())[sys.argv[1]])' "$1"; }
 per_call() { awk '/ns_per_call/{print $2}'; }
 
 # runs REPS times: "CMD..." printing ns_per_call; echoes "median spread"
