@@ -126,6 +126,19 @@ int cli_trace_dir(const char *cmd, const char *trace, int argc, char **argv, con
   return 0;
 }
 
+/* Whether path's last component is a trace's name (PID.trace). */
+static int is_trace_file_name(const char *path) {
+  const char *b = strrchr(path, '/');
+  return is_trace_name(b ? b + 1 : path);
+}
+
+/* Length of path's directory part: of "/" for a file at the root, of
+ * "." (1) for a bare name. */
+static size_t dir_part_len(const char *path) {
+  const char *b = strrchr(path, '/');
+  return b ? (size_t)(b > path ? b - path : 1) : 1;
+}
+
 int cli_tracedir_open(cli_tracedir *td, const char *dir) {
   td->paths = NULL;
   td->n = 0;
@@ -139,6 +152,13 @@ int cli_tracedir_open(cli_tracedir *td, const char *dir) {
       cli_err("%s: no such recording directory; record one with 'standin record -o %s -- "
               "PROGRAM'",
               dir, dir);
+    else if (errno == ENOTDIR && is_trace_file_name(dir))
+      cli_err("%s is one process's trace; give the recording, the directory that holds it "
+              "(%.*s)",
+              dir, (int)dir_part_len(dir), strchr(dir, '/') ? dir : ".");
+    else if (errno == ENOTDIR)
+      cli_err("%s is a file, not a recording; give the directory 'standin record -o DIR' wrote",
+              dir);
     else
       cli_err("cannot open %s: %s", dir, strerror(errno));
     return -1;

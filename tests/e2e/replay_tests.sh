@@ -412,6 +412,18 @@ t111_replay_bad_iface_and_missing_trace_errors() {
   [ $r2 -ne 0 ] && grep -q "unknown model 'warp'" e2 || fail "e2: $(cat e2)"
   [ $r3 -ne 0 ] && grep -q "no parameter 'factr'" e3 || fail "e3: $(cat e3)"
   [ $r4 -ne 0 ] && grep -q "'nosuch' is not an API" e4 || fail "e4: $(cat e4)"
+  # a file where the recording goes: a trace names its directory
+  "$STANDIN" record -o rf -- "$PB" basic 1 >/dev/null
+  echo x >plain.txt
+  set +e
+  "$STANDIN" replay -t rf/"$(cd rf && ls | grep -m1 '\.trace$')" -- true 2>e8
+  r8=$?
+  "$STANDIN" info plain.txt 2>e9
+  r9=$?
+  set -e
+  [ $r8 -ne 0 ] && grep -q "is one process's trace; give the recording, the directory that holds it (rf)" e8 ||
+    fail "e8: $(cat e8)"
+  [ $r9 -ne 0 ] && grep -q "plain.txt is a file, not a recording" e9 || fail "e9: $(cat e9)"
   # a name as a paper writes it, a command misspelt: the likely one is named
   set +e
   "$STANDIN" replay --iface optimus_prime -- true 2>e6
