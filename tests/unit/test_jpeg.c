@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include <jpeglib.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 /* ---- building streams ------------------------------------------------------ */
 
@@ -500,6 +502,29 @@ START_TEST(test_fingerprint_depends_on_api_and_every_byte) {
 }
 END_TEST
 
+/* A request's fingerprint is XXH3-128 of its bytes, bound to the API,
+ * whichever vector unit computes it: a recording made on one machine
+ * replays on another. */
+START_TEST(test_fingerprint_is_xxh3_128_of_the_request) {
+  size_t n = 100000;
+  uint8_t *blob = malloc(n);
+  ck_assert_ptr_nonnull(blob);
+  for (size_t i = 0; i < n; i++)
+    blob[i] = (uint8_t)(i * 131 + (i >> 9));
+  size_t lens[] = {0, 17, 240, 241, 1000, n};
+  for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+    uint8_t got[16], want[16];
+    jpg_req_fingerprint(blob, lens[k], ST_API_JPEG_DECODE, got);
+    XXH128_hash_t h = XXH3_128bits(blob, lens[k]);
+    memcpy(want, &h.low64, 8);
+    memcpy(want + 8, &h.high64, 8);
+    shim_fp_bind(want, ST_API_JPEG_DECODE);
+    ck_assert_msg(memcmp(got, want, 16) == 0, "%zu bytes", lens[k]);
+  }
+  free(blob);
+}
+END_TEST
+
 START_TEST(test_response_extension_round_trip_and_damage) {
   uint8_t cmap[2 * 3] = {9, 8, 7, 6, 5, 4};
   jpg_msg msgs[2] = {{.row = 7, .phase = JPG_PHASE_ROWS, .level = -1, .code = 123, .pos = 99},
@@ -848,6 +873,7 @@ int main(void) {
   tcase_add_test(req, test_subsampling_and_class_names);
   tcase_add_test(req, test_request_header_round_trip);
   tcase_add_test(req, test_fingerprint_depends_on_api_and_every_byte);
+  tcase_add_test(req, test_fingerprint_is_xxh3_128_of_the_request);
   tcase_add_test(req, test_response_extension_round_trip_and_damage);
   tcase_add_test(req, test_copy_to_memory_is_memcpy);
   tcase_add_test(req, test_probe_counts_lines);
