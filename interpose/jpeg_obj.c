@@ -2,6 +2,7 @@
 #include "jpeg_obj.h"
 
 #include "api.h"
+#include "pb_internal.h" /* pbw__hash64: XXH3-64, with AVX2 when the CPU has it */
 #include "shim_alloc.h"
 
 #include <dlfcn.h>
@@ -12,9 +13,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 static jpg_callbacks cbs;
 static SHIM_TLS void *tls_frame; /* frame of the outermost JPEG hook running */
@@ -410,7 +408,7 @@ void jpg_header_done(jpg_obj *o) {
  * place (jpg_drop; the first is kept). */
 static void unread_dropped(jpg_obj *o) {
   if (o->unread_len && o->cap.len == o->unread_at) /* nothing used since */
-    o->drop = (jpg_drop){o->unread_at, o->unread_len, XXH3_64bits(o->unread, o->unread_len)};
+    o->drop = (jpg_drop){o->unread_at, o->unread_len, pbw__hash64(o->unread, o->unread_len)};
   o->unread_len = 0;
 }
 

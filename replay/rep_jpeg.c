@@ -53,10 +53,11 @@
 #include "jpeg_obj.h"
 #include "jpeg_req.h"
 #include "jpeg_tj.h"
+#include "pb_internal.h" /* pbw__hash64 */
 #include "placement.h"
 #include "rp.h"
-#include "shim_alloc.h"
 #include "shim.h"
+#include "shim_alloc.h"
 #include "trace.h"
 
 #define FRAME __builtin_frame_address(0)
@@ -371,7 +372,7 @@ static int stuck_is(jpg_obj *o, rep_dec *x, const rdb_stuck *st, int *wrote) {
       memcpy(sc->out + jpg_req_header_len(&x->par), o->tables.p, o->tables.len);
     *wrote = 1;
   }
-  return XXH3_64bits(sc->out, st->len) == st->hash;
+  return pbw__hash64(sc->out, st->len) == st->hash;
 }
 
 /* Whether the drain, suspended, stands where a recorded decode ran out of
@@ -438,7 +439,7 @@ static void dropped_here(jpg_obj *o, rep_dec *x) {
   for (; lo < n && dr[lo].end == end; lo++) {
     uint64_t len = dr[lo].len;
     if (len > o->drain_seg ||
-        XXH3_64bits(o->drained.p + o->drained.len - len, (size_t)len) != dr[lo].hash)
+        pbw__hash64(o->drained.p + o->drained.len - len, (size_t)len) != dr[lo].hash)
       continue;
     x->drop_hit = 1;
     if (jpg_unread(o, (size_t)len) != 0) {
