@@ -19,12 +19,13 @@
  *       type ID NAME
  *       site ID SYMBOL [MODULE]
  *       call thread=T api=API type=ID site=ID start=NS lat=NS [req=B]
- *            [resp=B] [size=B] [flags=failed|not_offloadable|no_response]
+ *            [resp=B] [size=B] [fault=NS] [flags=failed|not_offloadable|no_response]
  *       runinfo wall_ns=NS               (DIR/run.info, as `standin record`)
  *
  *       API is pb.pack, pb.size, pb.pack_to_buffer, pb.unpack, jpeg.decode
  *       or tj.decode; size= is the encoded_size feature (the request size a
- *       plan's size= selector compares for message trees). '#' starts a
+ *       plan's size= selector compares for message trees), fault= a protobuf
+ *       call's fault_ns (its page faults' time). '#' starts a
  *       comment. */
 #include <errno.h>
 #include <math.h>
@@ -228,6 +229,8 @@ static void spec_call(spec_state *st, char **w, int n) {
   c.resp_len = num(w, n, "resp", 0);
   c.nfeat = st_api_family(api) == ST_FAMILY_PROTOBUF ? ST_PBF_NFEAT : ST_JPF_NFEAT;
   c.feat[0] = num(w, n, "size", c.req_len);
+  if (st_api_family(api) == ST_FAMILY_PROTOBUF)
+    c.feat[ST_PBF_FAULT_NS] = num(w, n, "fault", 0);
   const char *fl = kv(w, n, "flags", "");
   c.flags = (uint8_t)((strstr(fl, "failed") ? ST_CALL_FAILED : 0) |
                       (strstr(fl, "not_offloadable") ? ST_CALL_NOT_OFFLOADABLE : 0) |

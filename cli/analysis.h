@@ -39,6 +39,7 @@ typedef struct {
   uint64_t offloaded, sw[AN_SW_N];
   uint64_t offloaded_rec_ns; /* recorded (software) time of the offloaded calls */
   uint64_t service_ns, link_ns, queue_ns;
+  uint64_t fault_ns; /* page faults the offloaded calls take still (plan_decision) */
 } an_gplan;
 
 typedef struct {
@@ -58,6 +59,7 @@ typedef struct {
 
 typedef struct {
   uint64_t requests, service_ns, link_ns, queue_ns, rec_ns;
+  uint64_t fault_ns; /* page faults its calls take still (plan_decision) */
   uint64_t busy_ns; /* engine time: service, or the model's initiation interval */
 } an_accel;
 
@@ -78,7 +80,7 @@ typedef struct {
   size_t nwhy;
   uint64_t offloaded, sw[AN_SW_N];
   uint64_t offloaded_rec_ns;             /* recorded time of the offloaded calls */
-  uint64_t predicted_ns;                 /* link + queue + service of those calls */
+  uint64_t predicted_ns;                 /* link + faults + queue + service of those calls */
   int64_t saving_sum;                    /* sum of (recorded - predicted) over calls */
   int64_t saving_cpu;                    /* the same without queueing (CPU time saved) */
   int64_t saving_crit;                   /* the per-thread critical path's saving */

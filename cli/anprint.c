@@ -80,21 +80,22 @@ static double utilisation(const an_result *r, int k, int a) {
 
 void anp_accels_text(FILE *f, const an_result *r, int k) {
   const an_plan *pr = &r->plans[k];
-  fprintf(f, "%-14s %-28s %-6s %7s %10s %11s %11s %11s %6s\n", "ACCELERATOR", "MODEL", "LINK",
-          "ENGINES", "REQUESTS", "SERVICE", "LINK TIME", "QUEUE", "UTIL");
+  fprintf(f, "%-14s %-28s %-6s %7s %10s %11s %11s %11s %11s %6s\n", "ACCELERATOR", "MODEL", "LINK",
+          "ENGINES", "REQUESTS", "SERVICE", "LINK TIME", "FAULTS", "QUEUE", "UTIL");
   for (int a = 0; a < pr->p->naccel; a++) {
     const plan_accel *pa = &pr->p->accel[a];
     const an_accel *ac = &pr->accel[a];
-    char e[16], n[32], s[32], l[32], q[32], u[16] = "-";
+    char e[16], n[32], s[32], l[32], fl[32], q[32], u[16] = "-";
     snprintf(e, sizeof e, pa->engines ? "%u" : "unlim.", pa->engines);
     if (pa->engines) /* unlimited engines have no capacity to be a share of (178.6%) */
       snprintf(u, sizeof u, "%.1f%%", 100.0 * utilisation(r, k, a));
     char md[512]; /* a long spec pushed the columns after it out of line */
     snprintf(md, sizeof md, "%s", if_model_describe(pa->model));
-    fprintf(f, "%-14s %-28.28s %-6s %7s %10s %11s %11s %11s %6s\n", pa->name, cli_fit(md, 28),
+    fprintf(f, "%-14s %-28.28s %-6s %7s %10s %11s %11s %11s %11s %6s\n", pa->name, cli_fit(md, 28),
             if_link_name(&pa->link), e, cli_fmt_count(n, sizeof n, ac->requests),
             cli_fmt_ns(s, sizeof s, (double)ac->service_ns),
             cli_fmt_ns(l, sizeof l, (double)ac->link_ns),
+            cli_fmt_ns(fl, sizeof fl, (double)ac->fault_ns),
             cli_fmt_ns(q, sizeof q, (double)ac->queue_ns), u);
   }
 }
@@ -269,10 +270,11 @@ static void accels_json(FILE *f, const an_result *r, int k) {
     json_write_str(f, if_model_describe(pa->model));
     fprintf(f,
             ", \"link\": \"%s\", \"engines\": %u, \"requests\": %llu, \"service_ns\": %llu, "
-            "\"link_ns\": %llu, \"queue_ns\": %llu, \"busy_ns\": %llu, \"recorded_ns\": %llu, "
-            "\"utilisation\": %.4f, \"unsupported\": {",
+            "\"link_ns\": %llu, \"fault_ns\": %llu, \"queue_ns\": %llu, \"busy_ns\": %llu, "
+            "\"recorded_ns\": %llu, \"utilisation\": %.4f, \"unsupported\": {",
             if_link_name(&pa->link), pa->engines, U(ac->requests), U(ac->service_ns),
-            U(ac->link_ns), U(ac->queue_ns), U(ac->busy_ns), U(ac->rec_ns), utilisation(r, k, a));
+            U(ac->link_ns), U(ac->fault_ns), U(ac->queue_ns), U(ac->busy_ns), U(ac->rec_ns),
+            utilisation(r, k, a));
     int first = 1;
     for (size_t i = 0; i < pr->nwhy; i++)
       if (pr->why[i].accel == a) {

@@ -41,7 +41,8 @@ static const char usage_text[] =
     "gets the plan's decision, as whatif and replay take it: CSV columns decision,\n"
     "accel, predicted_ns, service_ns, link_ns, why after the features (JSON and Chrome:\n"
     "an object \"plan\" with those fields). decision is offload, not_selected, kept,\n"
-    "unsupported, no_response or not_offloadable; predicted_ns = service_ns + link_ns,\n"
+    "unsupported, no_response or not_offloadable; predicted_ns = service_ns + link_ns\n"
+    "(+ the call's fault_ns feature, for models whose time is not a recorded one),\n"
     "for offloaded calls only: queueing for an engine depends on the other calls\n"
     "(standin whatif adds it).\n"
     "\n"
@@ -97,9 +98,11 @@ static const char *decision_accel(const ex_ctx *x) {
  * service, link), or `none` when the call is not offloaded; then its why. */
 static void decision_times(const ex_ctx *x, FILE *o, const char *fmt, const char *none) {
   if (x->reason < 0)
-    fprintf(o, fmt, (unsigned long long)(x->d.service_ns + x->d.link_in_ns + x->d.link_out_ns),
-            (unsigned long long)x->d.service_ns,
-            (unsigned long long)(x->d.link_in_ns + x->d.link_out_ns));
+    fprintf(
+        o, fmt,
+        (unsigned long long)(x->d.service_ns + x->d.link_in_ns + x->d.fault_ns + x->d.link_out_ns),
+        (unsigned long long)x->d.service_ns,
+        (unsigned long long)(x->d.link_in_ns + x->d.link_out_ns));
   else
     fputs(none, o);
 }

@@ -32,6 +32,9 @@ typedef struct {
   uint64_t file_digests, file_digest_bytes;
   /* JPEG decodes whose rows the trace keeps, and their size */
   uint64_t file_rows_kept, file_rows_kept_bytes;
+  /* protobuf calls that took page faults (fault_ns), their time in them,
+   * and those calls' whole time */
+  uint64_t file_fault_calls, file_fault_ns, file_faulting_ns;
 } info_agg;
 
 /* The protobuf types' definitions met in the recording, one per (name,
@@ -148,6 +151,12 @@ static info_row *row_of(info_agg *a, scan_file *f, const st_call *c) {
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   info_agg *a = arg;
   a->file_ns += c->latency_ns;
+  if (st_api_family(c->api) == ST_FAMILY_PROTOBUF && c->nfeat > ST_PBF_FAULT_NS &&
+      c->feat[ST_PBF_FAULT_NS]) {
+    a->file_fault_calls++;
+    a->file_fault_ns += c->feat[ST_PBF_FAULT_NS];
+    a->file_faulting_ns += c->latency_ns;
+  }
   if (c->flags & ST_CALL_RESP_DIGEST) {
     a->file_digests++;
     a->file_digest_bytes += c->resp_len;
@@ -312,6 +321,16 @@ static void print_process(const scan_file *f, uint32_t nth, uint64_t launcher_ns
            cli_fmt_count(n, sizeof n, agg->file_rows_kept), agg->file_rows_kept == 1 ? "" : "s",
            agg->file_rows_kept == 1 ? "its" : "their",
            cli_fmt_bytes(by, sizeof by, (double)agg->file_rows_kept_bytes));
+  }
+  if (agg->file_fault_calls) {
+    char n[32], t[32], w[32];
+    printf("  page faults took %s of the %s of the %s protobuf call%s that wrote into\n"
+           "  memory the program had not touched yet (a pack into a fresh buffer): models\n"
+           "  of devices keep that time (fault_ns), as a device writing there takes them too\n",
+           cli_fmt_ns(t, sizeof t, (double)agg->file_fault_ns),
+           cli_fmt_ns(w, sizeof w, (double)agg->file_faulting_ns),
+           cli_fmt_count(n, sizeof n, agg->file_fault_calls),
+           agg->file_fault_calls == 1 ? "" : "s");
   }
   scan_status_text(f, st, sizeof st);
   printf("  status: %s\n", st);
@@ -487,6 +506,7 @@ int cmd_info(int argc, char **argv) {
     agg.file_out = agg.file_cold = 0;
     agg.file_digests = agg.file_digest_bytes = 0;
     agg.file_rows_kept = agg.file_rows_kept_bytes = 0;
+    agg.file_fault_calls = agg.file_fault_ns = agg.file_faulting_ns = 0;
     if (scan_run(&f, td.paths[i], on_call, &agg) != 0) {
       damaged = 1;
       continue;

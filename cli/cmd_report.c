@@ -143,21 +143,23 @@ static void print_plan(const an_result *r, const size_t *ix, an_by by, int w, co
     why_cell(&r->groups[i].plan[0], why, sizeof why);
     ww = (int)strlen(why) > ww ? (int)strlen(why) : ww;
   }
-  printf("%-*s %9s %9s %-*s %11s %11s %11s %11s %11s\n", w, "GROUP", "OFFLOADED", "SOFTWARE", ww,
-         "WHY SOFTWARE", "RECORDED", "SERVICE", "LINK", "QUEUE", "PREDICTED");
+  printf("%-*s %9s %9s %-*s %11s %11s %11s %11s %11s %11s\n", w, "GROUP", "OFFLOADED", "SOFTWARE",
+         ww, "WHY SOFTWARE", "RECORDED", "SERVICE", "LINK", "FAULTS", "QUEUE", "PREDICTED");
   for (size_t i = 0; i < r->ngroups; i++) {
     const an_group *g = &r->groups[ix[i]];
     const an_gplan *gp = &g->plan[0];
-    char l[1024], why[128], rec[32], s[32], lk[32], q[32], p[32];
+    char l[1024], why[128], rec[32], s[32], lk[32], fl[32], q[32], p[32];
     anp_group_label(g, by, l, sizeof l);
     why_cell(gp, why, sizeof why);
-    printf("%-*.*s %9llu %9llu %-*s %11s %11s %11s %11s %11s\n", w, w, cli_fit(l, w),
+    printf("%-*.*s %9llu %9llu %-*s %11s %11s %11s %11s %11s %11s\n", w, w, cli_fit(l, w),
            (unsigned long long)gp->offloaded, (unsigned long long)(g->calls - gp->offloaded), ww,
            why, cli_fmt_ns(rec, sizeof rec, (double)gp->offloaded_rec_ns),
            cli_fmt_ns(s, sizeof s, (double)gp->service_ns),
            cli_fmt_ns(lk, sizeof lk, (double)gp->link_ns),
+           cli_fmt_ns(fl, sizeof fl, (double)gp->fault_ns),
            cli_fmt_ns(q, sizeof q, (double)gp->queue_ns),
-           cli_fmt_ns(p, sizeof p, (double)(gp->service_ns + gp->link_ns + gp->queue_ns)));
+           cli_fmt_ns(p, sizeof p,
+                      (double)(gp->service_ns + gp->link_ns + gp->fault_ns + gp->queue_ns)));
   }
   printf("\n");
   anp_accels_text(stdout, r, 0);
@@ -225,10 +227,11 @@ static void group_json(const an_result *r, const an_group *g, int with_plan) {
     for (int i = 0; i < AN_SW_N; i++)
       printf("%s\"%s\": %llu", i ? ", " : "", an_sw_names[i], (unsigned long long)gp->sw[i]);
     printf("}, \"offloaded_recorded_ns\": %llu, \"service_ns\": %llu, \"link_ns\": %llu, "
-           "\"queue_ns\": %llu, \"predicted_ns\": %llu}",
+           "\"fault_ns\": %llu, \"queue_ns\": %llu, \"predicted_ns\": %llu}",
            (unsigned long long)gp->offloaded_rec_ns, (unsigned long long)gp->service_ns,
-           (unsigned long long)gp->link_ns, (unsigned long long)gp->queue_ns,
-           (unsigned long long)(gp->service_ns + gp->link_ns + gp->queue_ns));
+           (unsigned long long)gp->link_ns, (unsigned long long)gp->fault_ns,
+           (unsigned long long)gp->queue_ns,
+           (unsigned long long)(gp->service_ns + gp->link_ns + gp->fault_ns + gp->queue_ns));
   }
   printf("}");
 }

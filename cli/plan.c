@@ -762,6 +762,7 @@ void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t res
     return;
   }
   d->outcome = PLAN_OFFLOAD;
+  d->fault_ns = if_model_fault_ns(a->model, r);
   int cold = 0;
   switch (a->deliver) {
   case PLAN_DELIVER_MEMORY: cold = 1000; break;

@@ -113,6 +113,10 @@ typedef struct {
                            taking the next (if_model_busy) */
   uint64_t link_in_ns;  /* reaching the device, before service */
   uint64_t link_out_ns; /* getting the response back, after service */
+  uint64_t fault_ns;    /* the recorded call's page faults in the program's
+                           memory, which the served call takes too, before
+                           service (if_model_fault_ns; 0 for models whose
+                           time is a recorded one) */
   uint16_t out_cold;    /* per mille of the response's lines delivered to memory */
 } plan_decision;
 

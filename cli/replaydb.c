@@ -528,7 +528,8 @@ static void count_why(builder *b, int accel, const char *why) {
 static int same_decision(const plan_decision *x, const plan_decision *y) {
   return x->outcome == y->outcome && x->accel == y->accel && x->service_ns == y->service_ns &&
          x->busy_ns == y->busy_ns && x->link_in_ns == y->link_in_ns &&
-         x->link_out_ns == y->link_out_ns && x->out_cold == y->out_cold;
+         x->link_out_ns == y->link_out_ns && x->fault_ns == y->fault_ns &&
+         x->out_cold == y->out_cold;
 }
 
 /* Whether the plan decides a JPEG decode as it decided it (d) with the
@@ -592,7 +593,7 @@ static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, rdb
     e->restart_bound = 1;
   if (d.outcome != PLAN_OFFLOAD)
     return;
-  out->accel = d.accel;
+  out->accel = (int8_t)d.accel; /* < PLAN_MAX_ACCEL */
   out->service_ns = d.service_ns;
   out->busy_ns = d.busy_ns < d.service_ns ? (uint32_t)d.busy_ns : RDB_BUSY_WHOLE;
   if (b->as_recorded[d.accel]) { /* the file says at its end whether it was retimed */
@@ -600,6 +601,7 @@ static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, rdb
     b->file_as_recorded_ns += c->latency_ns;
   }
   out->link_in_ns = (uint32_t)d.link_in_ns; /* at most IF_MAX_LINK_NS (if_link_cost) */
+  out->fault_ns = d.fault_ns < UINT32_MAX ? (uint32_t)d.fault_ns : UINT32_MAX;
   out->link_out_ns = (uint32_t)d.link_out_ns;
   out->out_cold = d.out_cold;
 }

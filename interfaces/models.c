@@ -686,6 +686,14 @@ int if_model_out_cold(const if_model *m, const standin_request *r) {
   return -1;
 }
 
+uint64_t if_model_fault_ns(const if_model *m, const standin_request *r) {
+  int device =
+      m->iface == &ifb_protoacc || m->iface == &ifb_protoacc_lpn || m->iface == &ifb_optimus_prime;
+  return device && st_api_family((uint8_t)r->api) == ST_FAMILY_PROTOBUF
+             ? ifb_feat(r, ST_PBF_FAULT_NS)
+             : 0;
+}
+
 int if_recorded_out_cold(const standin_request *r) {
   if (st_api_family((uint8_t)r->api) != ST_FAMILY_JPEG)
     return 0;

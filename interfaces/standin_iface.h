@@ -104,7 +104,14 @@ enum {
   STANDIN_PB_MAX_DEPTH = 3,    /* nesting depth, root = 1 */
   STANDIN_PB_REPEATED = 4,     /* repeated elements, all levels */
   STANDIN_PB_VAR_BYTES = 5,    /* bytes of string/bytes fields */
-  STANDIN_PB_FIELD_WORDS = 6   /* sum over messages of ceil(type fields / 32) */
+  STANDIN_PB_FIELD_WORDS = 6,  /* sum over messages of ceil(type fields / 32) */
+  /* Not of the message but of the recorded call (nfeat > 7 only): the time
+   * of the page faults it took writing into memory the program had not
+   * touched (a pack into a fresh buffer), 0 when none or not counted. A
+   * device writing there takes them too: standin adds it to the built-in
+   * device models' time; a plugin's predict is the whole call's time, and
+   * may add it itself. */
+  STANDIN_PB_FAULT_NS = 7
 };
 
 /* JPEG: */

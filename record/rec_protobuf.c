@@ -23,15 +23,20 @@
 #include <string.h>
 
 #include "bypass.h"
+#include "faults.h"
 #include "pb_walk.h"
 #include "record_internal.h"
 #include "rt.h"
-#include "shim_alloc.h"
 #include "shim.h"
+#include "shim_alloc.h"
 #include "trace.h"
 
 /* The features of a call whose statistics the writer derives: the encoded
  * size now, the rest zero until then (and if it cannot). */
+/* The thread's fault watch of each API that writes into the program's
+ * memory (get_packed_size writes nothing). */
+static SHIM_TLS rt_fault_watch watch_pack, watch_pack_buf, watch_unpack;
+
 static void put_size_only(rt_call *c, uint64_t encoded) {
   memset(c->feat, 0, ST_PBF_NFEAT * sizeof c->feat[0]);
   c->nfeat = ST_PBF_NFEAT;
@@ -136,6 +141,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
     return real(m, out);
   shim_depth++;
   uint32_t n0 = shim_nested;
+  RT_FAULT_BEGIN(&watch_pack);
   uint64_t t0 = shim_now_ns();
   size_t r = real(m, out);
   uint64_t t1 = shim_now_ns();
@@ -144,8 +150,10 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
     shim_depth--;
     return r;
   }
+  uint32_t fault_ns = RT_FAULT_END(&watch_pack, t1 - t0);
   rt_call c;
   rt_call_init(&c);
+  c.fault_ns = fault_ns;
   c.nested = shim_nested - n0;
   c.resp_len = r;
   c.resp = (rt_payload){RT_PAY_COPY, out, r};
@@ -228,6 +236,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
       simple_append && buf && buf->append == simple_append ? (ProtobufCBufferSimple *)buf : NULL;
   size_t before = sb ? sb->len : 0;
   uint32_t n0 = shim_nested;
+  RT_FAULT_BEGIN(&watch_pack_buf);
   uint64_t t0 = shim_now_ns();
   size_t r = real(m, buf);
   uint64_t t1 = shim_now_ns();
@@ -236,9 +245,11 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
     shim_depth--;
     return r;
   }
+  uint32_t fault_ns = RT_FAULT_END(&watch_pack_buf, t1 - t0);
   int paired = pairs_with_pending(ST_API_PB_PACK_BUF, m, r);
   rt_call c;
   rt_call_init(&c);
+  c.fault_ns = fault_ns;
   c.nested = shim_nested - n0;
   c.resp_len = r;
   /* The bytes appended: taken from a simple buffer as pack's are from its
@@ -281,6 +292,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
     return real(d, a, len, data);
   shim_depth++;
   uint32_t n0 = shim_nested;
+  RT_FAULT_BEGIN(&watch_unpack);
   uint64_t t0 = shim_now_ns();
   ProtobufCMessage *m = real(d, a, len, data);
   uint64_t t1 = shim_now_ns();
@@ -289,9 +301,11 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
     shim_depth--;
     return m;
   }
+  uint32_t fault_ns = RT_FAULT_END(&watch_unpack, t1 - t0);
   pairs_with_pending(ST_API_PB_UNPACK, NULL, 0);
   rt_call c;
   rt_call_init(&c);
+  c.fault_ns = fault_ns;
   c.nested = shim_nested - n0;
   c.api = ST_API_PB_UNPACK;
   c.start_ns = t0;

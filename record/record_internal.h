@@ -75,6 +75,7 @@ typedef struct {
   uint8_t derive_fp;  /* rt_call.derive_fp: the writer fills fp and features */
   uint8_t pairs_size; /* rt_call.pairs_size */
   uint32_t work_thread; /* rt_call.work_thread */
+  uint32_t fault_ns;    /* rt_call.fault_ns */
   uint64_t start_ns, latency_ns, result;
   uint8_t fp[16];
   const void *type_key;
@@ -240,6 +241,7 @@ static inline uint8_t rec_tree_features(uint64_t *feat, const pbw_stats *st) {
   feat[ST_PBF_REPEATED] = st->repeated;
   feat[ST_PBF_VAR_BYTES] = st->var_bytes;
   feat[ST_PBF_FIELD_WORDS] = st->field_words;
+  feat[ST_PBF_FAULT_NS] = 0; /* the call's, not the tree's: set by the writer */
   return ST_PBF_NFEAT;
 }
 

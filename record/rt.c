@@ -1428,6 +1428,7 @@ void rt_submit(rt_call *c, void *const *ips, int nips) {
   rc->derive_fp = c->derive_fp;
   rc->pairs_size = c->pairs_size;
   rc->work_thread = c->work_thread;
+  rc->fault_ns = c->fault_ns;
   rc->req_kind = (uint8_t)c->req.kind;
   rc->resp_kind = (uint8_t)c->resp.kind;
   rc->start_ns = c->start_ns;

@@ -57,6 +57,10 @@ typedef struct {
    * the calling thread (a libjpeg decode finished or destroyed by another
    * thread than the one that read its rows); 0: the calling thread's */
   uint32_t work_thread;
+  /* protobuf: the time of the page faults the thread took inside the call
+   * (faults.h), 0: none or not counted; the writer puts it in the features
+   * (ST_PBF_FAULT_NS) after it derives the others */
+  uint32_t fault_ns;
   /* last: rt_call_init leaves it as it is, only feat[0..nfeat) is read */
   uint64_t feat[ST_MAX_FEAT];
 } rt_call;

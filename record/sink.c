@@ -842,6 +842,13 @@ static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair) 
     t->has_held = 0;
     write_call(t, h, &sp);
   }
+  if (st_api_family(c.api) == ST_FAMILY_PROTOBUF) { /* this call's own, after the derivations */
+    for (unsigned k = c.nfeat; k < ST_PBF_NFEAT; k++)
+      c.feat[k] = 0;
+    c.nfeat = c.nfeat > ST_PBF_NFEAT ? c.nfeat : ST_PBF_NFEAT;
+    /* at most the latency as corrected (for the clock's reads) */
+    c.feat[ST_PBF_FAULT_NS] = rc->fault_ns < c.latency_ns ? rc->fault_ns : c.latency_ns;
+  }
   c.seq = S.seq++;
   check(st_writer_add_call(S.w, &c));
   free_own_payloads(rc);

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 19
+#define RDB_VERSION 20
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -62,7 +62,15 @@ enum {
 
 /* per accelerator; BUSY: the engine time its requests took (rdb_busy),
  * which utilisation is a share of */
-enum { RDB_A_REQUESTS, RDB_A_SERVICE_NS, RDB_A_LINK_NS, RDB_A_QUEUE_NS, RDB_A_BUSY_NS, RDB_A_N };
+enum {
+  RDB_A_REQUESTS,
+  RDB_A_SERVICE_NS,
+  RDB_A_LINK_NS,
+  RDB_A_QUEUE_NS,
+  RDB_A_BUSY_NS,
+  RDB_A_FAULT_NS, /* the recorded calls' page faults its requests kept (rdb_sample) */
+  RDB_A_N
+};
 
 typedef struct {
   _Atomic uint64_t c[RDB_A_N];
@@ -163,8 +171,13 @@ typedef struct {
   uint32_t link_in_ns;  /* reaching the device, before service */
   uint32_t link_out_ns; /* getting the response back, after service (each at
                            most IF_MAX_LINK_NS, as whatif takes them) */
-  int32_t accel;        /* index into accels, or -1: stays in software */
-  uint16_t sw_reason;   /* RDB_SW_* when accel == -1; RDB_SW_ABANDONED: this
+  uint32_t fault_ns;    /* the recorded call's page faults, which the served
+                           call takes too, after the link in and before
+                           service (plan_decision.fault_ns): the harness
+                           takes them, writing the response, in that wait */
+  int8_t accel;         /* index into accels (PLAN_MAX_ACCEL: 16), or -1:
+                           stays in software */
+  uint8_t sw_reason;    /* RDB_SW_* when accel == -1; RDB_SW_ABANDONED: this
                            occurrence was a decode given up, its request a
                            prefix of the entry's (replaydb.c given_up) */
   uint16_t out_cold;    /* per mille of the response's lines to deliver to memory,

@@ -1088,12 +1088,14 @@ static void account_accel(uint32_t k, const rdb_sample *s, uint64_t queue) {
     atomic_fetch_add_explicit(&c[RDB_A_LINK_NS], (uint64_t)s->link_in_ns + s->link_out_ns,
                               memory_order_relaxed);
     atomic_fetch_add_explicit(&c[RDB_A_QUEUE_NS], queue, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c[RDB_A_FAULT_NS], s->fault_ns, memory_order_relaxed);
     return;
   }
   l->a[k][RDB_A_REQUESTS]++;
   l->a[k][RDB_A_SERVICE_NS] += s->service_ns;
   l->a[k][RDB_A_LINK_NS] += (uint64_t)s->link_in_ns + s->link_out_ns;
   l->a[k][RDB_A_QUEUE_NS] += queue;
+  l->a[k][RDB_A_FAULT_NS] += s->fault_ns;
   l->dirty = 1;
 }
 
@@ -1144,7 +1146,7 @@ static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, u
   t->debt = l ? l->debt : 0;
   t->shift = hdr->catch_up ? (t0 > t->debt ? t->debt : t0) : 0;
   uint64_t v0 = t0 - t->shift;
-  uint64_t arrive = v0 + s->link_in_ns;
+  uint64_t arrive = v0 + s->link_in_ns + s->fault_ns;
   uint64_t start = reserve(a, (uint32_t)s->accel, arrive, s);
   uint64_t end = start + s->service_ns + s->link_out_ns;
   t->deadline = end - v0 > tail_ns ? end - tail_ns : v0;
@@ -1497,6 +1499,7 @@ static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rd
       out->recorded_ns = extrapolate(k, s->recorded_ns, kf, f->recorded_ns, key);
       out->link_in_ns = link32(extrapolate(k, s->link_in_ns, kf, f->link_in_ns, key));
       out->link_out_ns = link32(extrapolate(k, s->link_out_ns, kf, f->link_out_ns, key));
+      out->fault_ns = link32(extrapolate(k, s->fault_ns, kf, f->fault_ns, key));
     } else if (i == n) { /* larger than any recorded: in proportion */
       out->service_ns = lerp(0, s->service_ns, key, k);
       out->recorded_ns = lerp(0, s->recorded_ns, key, k);
@@ -1522,6 +1525,7 @@ static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rd
     out->recorded_ns = lerp(a->recorded_ns, b->recorded_ns, num, den);
     out->link_in_ns = (uint32_t)lerp(a->link_in_ns, b->link_in_ns, num, den);
     out->link_out_ns = (uint32_t)lerp(a->link_out_ns, b->link_out_ns, num, den);
+    out->fault_ns = (uint32_t)lerp(a->fault_ns, b->fault_ns, num, den);
   }
   return 1;
 }

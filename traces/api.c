@@ -22,8 +22,9 @@ st_family st_api_family(int api) {
   return ST_FAMILY_NONE;
 }
 
-static const char *const pb_feat[ST_PBF_NFEAT] = {
-    "encoded_size", "fields", "submsgs", "max_depth", "repeated", "var_bytes", "field_words"};
+static const char *const pb_feat[ST_PBF_NFEAT] = {"encoded_size", "fields",   "submsgs",
+                                                  "max_depth",    "repeated", "var_bytes",
+                                                  "field_words",  "fault_ns"};
 static const char *const jpeg_feat[ST_JPF_NFEAT] = {
     "input_bytes", "width",         "height",      "components", "subsampling", "progressive",
     "restart",     "out_pixels",    "out_bytes",   "scale_num",  "scale_denom", "out_cold_permille",

@@ -36,7 +36,14 @@ enum {
   ST_PBF_REPEATED = 4,     /* elements in repeated fields, all levels */
   ST_PBF_VAR_BYTES = 5,    /* bytes in string and bytes fields, all levels */
   ST_PBF_FIELD_WORDS = 6,  /* sum over messages of ceil(fields in type / 32) */
-  ST_PBF_NFEAT = 7
+  /* Not a property of the message, but of the call: the time of the page
+   * faults its thread took inside it (first touches of the program's
+   * memory: a pack into a fresh buffer), estimated as their number times
+   * the process's measured cost of one (record/faults.h); 0: none, or not
+   * counted (calls under 2 us mostly are not; traces before 2026-11-30
+   * have 7 slots). Models of devices add it to their time (plan.c). */
+  ST_PBF_FAULT_NS = 7,
+  ST_PBF_NFEAT = 8
 };
 
 /* Feature slots of JPEG decodes. */

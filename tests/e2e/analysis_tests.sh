@@ -1714,3 +1714,42 @@ t493_whatif_gives_the_range_threads_that_wait_on_each_other_open() {
   "$STANDIN" whatif single --iface constant:ns=0 >s.out 2>/dev/null
   ! grep -q "its calls are on" s.out || fail "one thread: $(cat s.out)"
 }
+
+# A recorded call's page faults (fault_ns: a pack into a fresh buffer) stay
+# under a model of a device, apart from its service: a 10 us pack of which
+# 8 us were faults is predicted 1.5 + 8 us on optimus-prime at 8 Gb/s and
+# 500 ns a call (saving 0.5 us, not 8.5). software, whose time holds them,
+# and constant, a call's whole time by definition, add nothing.
+t494_page_faults_a_call_took_stay_when_offloaded_golden() {
+  cat >fault.spec <<'EOF2'
+process 100 start=1000000000 end=1000100000
+thread 0
+type 1 app.Resp
+call thread=0 api=pb.pack type=1 start=1000040000 lat=10000 resp=1000 size=1000 fault=8000
+call thread=0 api=pb.pack type=1 start=1000060000 lat=2000 resp=1000 size=1000
+EOF2
+  "$GEN" -o fault --spec fault.spec
+  local op=optimus-prime:gbps=8,fixed_ns=500
+  "$STANDIN" report fault --iface $op --format json >r.json
+  expect_eq "faults kept" 8000 "$(pyj r.json 'd["plan"]["accelerators"][0]["fault_ns"]')"
+  expect_eq "service" 3000 "$(pyj r.json 'd["plan"]["accelerators"][0]["service_ns"]')"
+  expect_eq "predicted" 11000 "$(pyj r.json 'd["plan"]["predicted_ns"]')"
+  expect_eq "group faults" 8000 "$(pyj r.json 'd["groups"][0]["plan"]["fault_ns"]')"
+  expect_eq "estimate" $((100000 - 12000 + 11000)) "$(pyj r.json 'd["plan"]["estimate_ns"]')"
+  "$STANDIN" report fault --iface $op >r.txt
+  grep -Eq '^pb\.pack +app\.Resp +2 +0 .* 8\.00 us +0 ns +11\.00 us$' r.txt || fail "text: $(cat r.txt)"
+  grep -Eq '^optimus-prime .* 3\.00 us +0 ns +8\.00 us +0 ns' r.txt || fail "accelerators: $(cat r.txt)"
+  for m in software constant:ns=500; do
+    "$STANDIN" report fault --iface $m --format json >s.json
+    expect_eq "$m: no faults added" 0 "$(pyj s.json 'd["plan"]["accelerators"][0]["fault_ns"]')"
+  done
+  expect_eq "constant: its time" 1000 "$(pyj s.json 'd["plan"]["predicted_ns"]')"
+  # export: the call's predicted time holds them, its features show them
+  "$STANDIN" export fault -F csv --iface $op >e.csv
+  python3 - e.csv <<'PY' || fail "export: $(cat e.csv)"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["fault_ns"] for r in rows] == ["8000", "0"], rows
+assert [r["predicted_ns"] for r in rows] == ["9500", "1500"], rows
+PY
+}

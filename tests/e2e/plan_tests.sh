@@ -555,7 +555,7 @@ t335_replay_counts_what_whatif_counts_per_accelerator() {
     "$STANDIN" whatif rec --plan p$e.txt --format json >w$e.json
     "$STANDIN" replay -t rec --plan p$e.txt --summary s$e.json -- "$PB" threads 3 5 >rep$e.out
     cmp rec.out rep$e.out
-    for k in requests service_ns link_ns busy_ns; do
+    for k in requests service_ns link_ns fault_ns busy_ns; do
       want=$(python3 -c 'import json,sys
 print(json.load(open(sys.argv[1]))["plans"][0]["accelerators"][0][sys.argv[2]])' w$e.json $k)
       expect_eq "engines=$e: $k" "$want" "$(accel s$e.json pa $k)"

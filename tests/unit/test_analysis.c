@@ -406,6 +406,39 @@ START_TEST(test_plan_decide_outcomes_and_link_cost) {
 }
 END_TEST
 
+/* A recorded call's page faults (ST_PBF_FAULT_NS) are kept by the models
+ * of devices, apart from their service time; software and scale, whose
+ * time holds them, add nothing, nor do constant and linear (a call's whole
+ * time by definition), nor a trace without the slot. */
+START_TEST(test_plan_keeps_recorded_page_faults) {
+  const char *specs[] = {
+      "accel a constant:ns=500\noffload to a\n", "accel a protoacc\noffload to a\n",
+      "accel a linear:base_ns=10,ns_per_byte=1\noffload to a\n", "accel a software\noffload to a\n",
+      "accel a scale:factor=0.5\noffload to a\n"};
+  uint64_t want[] = {0, 7000, 0, 0, 0};
+  for (int i = 0; i < 5; i++) {
+    plan p;
+    load_plan(&p, specs[i]);
+    st_call c = {.api = ST_API_PB_PACK, .latency_ns = 9000, .nfeat = ST_PBF_NFEAT};
+    c.feat[ST_PBF_ENCODED_SIZE] = 64;
+    c.feat[ST_PBF_FAULT_NS] = 7000;
+    standin_request r;
+    plan_decision d;
+    plan_request(&r, &c, "app.Req");
+    plan_evaluate(&p, &r, NULL, 64, 64, &d);
+    ck_assert_int_eq(d.outcome, PLAN_OFFLOAD);
+    ck_assert_uint_eq(d.fault_ns, want[i]);
+    if (i == 0)
+      ck_assert_uint_eq(d.service_ns, 500); /* the whole call's time, by definition */
+    c.nfeat = ST_PBF_FAULT_NS;              /* recorded before the slot */
+    plan_request(&r, &c, "app.Req");
+    plan_evaluate(&p, &r, NULL, 64, 64, &d);
+    ck_assert_uint_eq(d.fault_ns, 0);
+    plan_free(&p);
+  }
+}
+END_TEST
+
 /* A saved plan reads back to the same decisions; a variant changes one
  * parameter only. */
 START_TEST(test_plan_save_and_variants) {
@@ -926,6 +959,7 @@ static Suite *suite(void) {
   tcase_add_test(t, test_engines_queue_and_fill_gaps);
   tcase_add_test(t, test_engines_late_booking_finds_its_gap);
   tcase_add_test(t, test_plan_decide_outcomes_and_link_cost);
+  tcase_add_test(t, test_plan_keeps_recorded_page_faults);
   tcase_add_test(t, test_plan_save_and_variants);
   tcase_add_test(t, test_report_counts_times_shares_and_percentiles);
   tcase_add_test(t, test_report_plan_offload_decisions_and_predictions);

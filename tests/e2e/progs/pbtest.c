@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -601,6 +602,40 @@ static int run_edits(int n) {
 /* Sizes from one call site that a pack of the same message mostly
  * follows (record then leaves their fingerprints to the pack), and
  * sometimes does not. */
+/* A tree of `size` bytes packed n times into one buffer, then n times into
+ * a fresh mapping each (its pages faulted in by the pack: record counts
+ * those faults, faults.h), then unpacked n times (fresh heap). */
+static int run_fresh(int n, int size) {
+  size_t pad = size > 64 ? (size_t)size - 64 : 1;
+  uint8_t *blob = malloc(pad);
+  for (size_t i = 0; i < pad; i++)
+    blob[i] = (uint8_t)(i * 131 + 7);
+  Tree t = STANDIN__TEST__TREE__INIT;
+  ProtobufCBinaryData chunk = {pad, blob};
+  t.title = "fresh";
+  t.n_chunks = 1;
+  t.chunks = &chunk;
+  size_t len = protobuf_c_message_get_packed_size(&t.base);
+  uint8_t *reused = malloc(len);
+  for (int i = 0; i < 2 * n; i++) {
+    blob[0] = (uint8_t)i; /* a new message each time */
+    uint8_t *out = reused;
+    if (i >= n && (out = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                              0)) == MAP_FAILED) {
+      perror("mmap");
+      return 1;
+    }
+    size_t got = protobuf_c_message_pack(&t.base, out);
+    printf("%s %d len %zu hash %016llx\n", i < n ? "reused" : "fresh", i, got,
+           (unsigned long long)fnv(out, got, 1));
+    if (out != reused)
+      munmap(out, len);
+  }
+  free(reused);
+  free(blob);
+  return 0;
+}
+
 static int run_lonesize(int n) {
   msg_store *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
   for (int i = 0; i < n; i++) {
@@ -719,7 +754,7 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: pbtest "
             "basic|reverse|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|"
-            "lonesize|sizeedit|edits|stacks|linger|surgery|maps|userstack "
+            "lonesize|sizeedit|edits|stacks|linger|surgery|maps|userstack|fresh "
             "[args]\n");
     return 2;
   }
@@ -764,6 +799,8 @@ int main(int argc, char **argv) {
     rc = run_stacks(a);
   else if (!strcmp(mode, "same"))
     rc = run_same(a);
+  else if (!strcmp(mode, "fresh")) /* A packs of a B-byte tree, reused buffer, then fresh ones */
+    rc = run_fresh(a, argc > 3 ? b : 65536);
   else if (!strcmp(mode, "lonesize"))
     rc = run_lonesize(a);
   else if (!strcmp(mode, "edits"))
