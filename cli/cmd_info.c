@@ -323,13 +323,16 @@ static void print_process(const scan_file *f, uint32_t nth, uint64_t launcher_ns
            cli_fmt_bytes(by, sizeof by, (double)agg->file_rows_kept_bytes));
   }
   if (agg->file_fault_calls) {
-    char n[32], t[32], w[32];
-    printf("  page faults took %s of the %s of the %s protobuf call%s that wrote into\n"
+    char nc[32], n[40], t[32], w[32];
+    if (agg->file_fault_calls == 1)
+      snprintf(n, sizeof n, "a");
+    else
+      snprintf(n, sizeof n, "the %s", cli_fmt_count(nc, sizeof nc, agg->file_fault_calls));
+    printf("  page faults took %s of the %s of %s protobuf call%s that wrote into\n"
            "  memory the program had not touched yet (a pack into a fresh buffer): models\n"
            "  of devices keep that time (fault_ns), as a device writing there takes them too\n",
            cli_fmt_ns(t, sizeof t, (double)agg->file_fault_ns),
-           cli_fmt_ns(w, sizeof w, (double)agg->file_faulting_ns),
-           cli_fmt_count(n, sizeof n, agg->file_fault_calls),
+           cli_fmt_ns(w, sizeof w, (double)agg->file_faulting_ns), n,
            agg->file_fault_calls == 1 ? "" : "s");
   }
   scan_status_text(f, st, sizeof st);

@@ -61,20 +61,23 @@ uint32_t rt_fault_time(rt_fault_watch *w, int counted, uint64_t f0, uint64_t lat
     if (w->skip)
       w->skip--;
     else
-      w->armed = RT_FAULT_WINDOW;
+      w->left = 1;
     return 0;
   }
   uint64_t f1 = rt_thread_faults();
   uint64_t n = f1 > f0 ? f1 - f0 : 0;
   if (n == 0) {
-    if (--w->armed == 0) { /* a window without a fault */
+    if (w->left == 0) { /* the thread's first call, without a fault */
+      w->left = RT_FAULT_OFF;
+    } else if (++w->left > RT_FAULT_WINDOW) { /* a window without a fault */
       if (w->backoff < 10)
         w->backoff++;
       w->skip = (uint16_t)(1u << w->backoff);
+      w->left = RT_FAULT_OFF;
     }
     return 0;
   }
-  w->armed = RT_FAULT_WINDOW;
+  w->left = 1;
   w->backoff = 0;
   uint64_t ns = n * rt_fault_cost_ns();
   if (ns > latency_ns)

@@ -2,20 +2,22 @@
  *
  * A call that writes into memory its program has not touched yet (a pack
  * into a fresh buffer, an unpack whose allocations grow the heap) takes
- * page faults, and their time is in its recorded latency: in photo-service
- * 99% of the packs' time (1,194 faults in 420 packs, ~12 us each on the AMD
- * test VM). An accelerator's writes into those pages pay for them too (the
- * kernel must give and clear them before a device or the CPU can write
- * there), so models add the time back (cli/plan.c plan_decide) instead of
- * counting it as the library's work that the device takes over.
+ * page faults, and their time is in its recorded latency: photo-service's
+ * request packs spend 93% of theirs so (1,194 faults in 420 packs, ~10 us
+ * each on the AMD test VM). An accelerator's writes into those pages take
+ * them too (the kernel must give and clear them before a device or the CPU
+ * can write there), so the device models keep that time (cli/plan.c
+ * plan_decide) instead of taking it for the library's work that the device
+ * takes over.
  *
  * Counting a thread's faults takes a system call (getrusage: ~1 us on the
  * VM, two per call), so a thread counts them only around calls of an API
- * while they may fault: for the next RT_FAULT_WINDOW calls after a call of
- * 2 us or more, and as long as counted calls keep faulting. A window
- * without a fault makes the thread skip 2, 4, ... 1024 such long calls
- * before it counts again. Calls under 2 us (the common case) pay one
- * compare. The counts are outside the timed window. */
+ * that may fault: its first (a process that packs one message, as a
+ * mapserv tile request does, packs it into a fresh buffer), and the next
+ * RT_FAULT_WINDOW calls after a call of 2 us or more, for as long as they
+ * keep faulting. A window without a fault makes the thread skip 2, 4, ...
+ * 1024 such long calls before it counts again. Other calls (the common
+ * case) pay one compare. The counts are outside the timed window. */
 #ifndef STANDIN_RECORD_FAULTS_H
 #define STANDIN_RECORD_FAULTS_H
 
@@ -26,11 +28,14 @@
 #define RT_FAULT_WINDOW 16
 #define RT_FAULT_LONG_NS 2000
 
+/* Zeroed (TLS) before the thread's first call of the API. */
 typedef struct {
-  uint16_t armed; /* calls left to count */
-  uint16_t skip;  /* long calls to let pass before counting again */
+  uint16_t left; /* RT_FAULT_OFF: not counting; else the calls counted in
+                    this window so far (0: the thread's first call) */
+  uint16_t skip; /* long calls to let pass before counting again */
   uint8_t backoff;
 } rt_fault_watch;
+#define RT_FAULT_OFF UINT16_MAX
 
 /* The calling thread's page faults so far (minor and major). */
 uint64_t rt_thread_faults(void);
@@ -47,7 +52,7 @@ uint64_t rt_fault_cost_ns(void);
 
 /* Around a hook's real call: FAULT_BEGIN before t0, FAULT_END after t1. */
 #define RT_FAULT_BEGIN(w)                                                                          \
-  int fw_counted_ = SHIM_UNLIKELY((w)->armed != 0);                                                \
+  int fw_counted_ = SHIM_UNLIKELY((w)->left != RT_FAULT_OFF);                                      \
   uint64_t fw_f0_ = fw_counted_ ? rt_thread_faults() : 0
 #define RT_FAULT_END(w, latency)                                                                   \
   (SHIM_LIKELY(!fw_counted_) && (latency) < RT_FAULT_LONG_NS                                       \
