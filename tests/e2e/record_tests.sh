@@ -1248,4 +1248,13 @@ PY
   r=$(python3 -c 'import json; print(json.load(open("s.json"))["accelerators"][0]["fault_ns"])')
   [ "$w" -gt 0 ] || fail "whatif kept no fault time"
   expect_eq "fault time kept, replay as whatif" "$w" "$r"
+  # record --retime's timing-only runs count nothing (a thread's first call
+  # was counted, and nothing stopped it there: every call took two
+  # getrusage calls)
+  if command -v strace >/dev/null; then
+    STANDIN_TIMING=1 STANDIN_DIR="$PWD/tm" LD_PRELOAD="$B/lib/standin/libstandin-record.so" \
+      strace -f -qq -c -e trace=getrusage -o st.txt "$PB" fresh 20 >tm.out
+    cmp native.out tm.out
+    ! grep -q getrusage st.txt || fail "timing-only run counted faults: $(cat st.txt)"
+  fi
 }
