@@ -153,8 +153,9 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   a->file_ns += c->latency_ns;
   if (st_api_family(c->api) == ST_FAMILY_PROTOBUF && c->nfeat > ST_PBF_FAULT_NS &&
       c->feat[ST_PBF_FAULT_NS]) {
+    uint64_t fl = c->feat[ST_PBF_FAULT_NS];
     a->file_fault_calls++;
-    a->file_fault_ns += c->feat[ST_PBF_FAULT_NS];
+    a->file_fault_ns += fl < c->latency_ns ? fl : c->latency_ns; /* a trace from elsewhere */
     a->file_faulting_ns += c->latency_ns;
   }
   if (c->flags & ST_CALL_RESP_DIGEST) {

@@ -689,9 +689,12 @@ int if_model_out_cold(const if_model *m, const standin_request *r) {
 uint64_t if_model_fault_ns(const if_model *m, const standin_request *r) {
   int device =
       m->iface == &ifb_protoacc || m->iface == &ifb_protoacc_lpn || m->iface == &ifb_optimus_prime;
-  return device && st_api_family((uint8_t)r->api) == ST_FAMILY_PROTOBUF
-             ? ifb_feat(r, ST_PBF_FAULT_NS)
-             : 0;
+  if (!device || st_api_family((uint8_t)r->api) != ST_FAMILY_PROTOBUF)
+    return 0;
+  /* at most the call's time: record keeps it so, a trace from elsewhere
+   * might not */
+  uint64_t f = ifb_feat(r, ST_PBF_FAULT_NS);
+  return f < r->recorded_ns ? f : r->recorded_ns;
 }
 
 int if_recorded_out_cold(const standin_request *r) {

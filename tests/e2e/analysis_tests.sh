@@ -1744,6 +1744,14 @@ EOF2
     expect_eq "$m: no faults added" 0 "$(pyj s.json 'd["plan"]["accelerators"][0]["fault_ns"]')"
   done
   expect_eq "constant: its time" 1000 "$(pyj s.json 'd["plan"]["predicted_ns"]')"
+  # a trace from elsewhere that says a call faulted longer than it took:
+  # at most the call's time, in the models as in info
+  printf 'process 100 start=1000000000 end=1000100000\nthread 0\ntype 1 app.Resp\ncall thread=0 api=pb.pack type=1 start=1000040000 lat=10000 resp=1000 size=1000 fault=50000\n' >over.spec
+  "$GEN" -o over --spec over.spec
+  "$STANDIN" report over --iface $op --format json >o.json
+  expect_eq "faults at most the call" 10000 "$(pyj o.json 'd["plan"]["accelerators"][0]["fault_ns"]')"
+  "$STANDIN" info over >o.txt
+  grep -q "page faults took 10.00 us of the 10.00 us of a protobuf call" o.txt || fail "info: $(cat o.txt)"
   # export: the call's predicted time holds them, its features show them
   "$STANDIN" export fault -F csv --iface $op >e.csv
   python3 - e.csv <<'PY' || fail "export: $(cat e.csv)"

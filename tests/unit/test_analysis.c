@@ -430,6 +430,10 @@ START_TEST(test_plan_keeps_recorded_page_faults) {
     ck_assert_uint_eq(d.fault_ns, want[i]);
     if (i == 0)
       ck_assert_uint_eq(d.service_ns, 500); /* the whole call's time, by definition */
+    c.feat[ST_PBF_FAULT_NS] = 20000;        /* more than the call took: a trace from elsewhere */
+    plan_request(&r, &c, "app.Req");
+    plan_evaluate(&p, &r, NULL, 64, 64, &d);
+    ck_assert_uint_eq(d.fault_ns, (want[i] ? 9000 : 0));
     c.nfeat = ST_PBF_FAULT_NS;              /* recorded before the slot */
     plan_request(&r, &c, "app.Req");
     plan_evaluate(&p, &r, NULL, 64, 64, &d);
