@@ -31,12 +31,12 @@
 #include "shim_alloc.h"
 #include "trace.h"
 
-/* The features of a call whose statistics the writer derives: the encoded
- * size now, the rest zero until then (and if it cannot). */
 /* The thread's fault watch of each API that writes into the program's
  * memory (get_packed_size writes nothing). */
 static SHIM_TLS rt_fault_watch watch_pack, watch_pack_buf, watch_unpack;
 
+/* The features of a call whose statistics the writer derives: the encoded
+ * size now, the rest zero until then (and if it cannot). */
 static void put_size_only(rt_call *c, uint64_t encoded) {
   memset(c->feat, 0, ST_PBF_NFEAT * sizeof c->feat[0]);
   c->nfeat = ST_PBF_NFEAT;
