@@ -415,14 +415,13 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
     gp->offloaded_rec_ns += c->latency_ns;
     gp->service_ns += d.service_ns;
     gp->link_ns += d.link_in_ns + d.link_out_ns;
-    uint32_t fault = d.fault_ns < UINT32_MAX ? (uint32_t)d.fault_ns : UINT32_MAX;
-    gp->fault_ns += fault;
+    gp->fault_ns += d.fault_ns;
     *out = (ev_plan){d.service_ns,
                      d.link_in_ns,
                      d.link_out_ns,
                      d.accel,
                      d.busy_ns < d.service_ns ? (uint32_t)d.busy_ns : EV_BUSY_WHOLE,
-                     fault};
+                     (uint32_t)d.fault_ns}; /* plan_decide bounds it */
     return;
   }
   if (reason == AN_SW_UNSUPPORTED)

@@ -330,8 +330,9 @@ static void print_process(const scan_file *f, uint32_t nth, uint64_t launcher_ns
     else
       snprintf(n, sizeof n, "the %s", cli_fmt_count(nc, sizeof nc, agg->file_fault_calls));
     printf("  page faults took %s of the %s of %s protobuf call%s that wrote into\n"
-           "  memory the program had not touched yet (a pack into a fresh buffer): models\n"
-           "  of devices keep that time (fault_ns), as a device writing there takes them too\n",
+           "  memory the program had not touched yet (a fresh buffer to pack into, fresh\n"
+           "  pages for an unpacked tree): models of devices keep that time (fault_ns),\n"
+           "  as a device writing there takes them too\n",
            cli_fmt_ns(t, sizeof t, (double)agg->file_fault_ns),
            cli_fmt_ns(w, sizeof w, (double)agg->file_faulting_ns), n,
            agg->file_fault_calls == 1 ? "" : "s");

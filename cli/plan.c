@@ -762,7 +762,10 @@ void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t res
     return;
   }
   d->outcome = PLAN_OFFLOAD;
+  /* kept in 32 bits too (rdb_sample, ev_plan): longer counts as 4.29 s */
   d->fault_ns = if_model_fault_ns(a->model, r);
+  if (d->fault_ns > UINT32_MAX)
+    d->fault_ns = UINT32_MAX;
   int cold = 0;
   switch (a->deliver) {
   case PLAN_DELIVER_MEMORY: cold = 1000; break;

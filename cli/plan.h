@@ -116,7 +116,7 @@ typedef struct {
   uint64_t fault_ns;    /* the recorded call's page faults in the program's
                            memory, which the served call takes too, before
                            service (if_model_fault_ns; 0 for models whose
-                           time is a recorded one) */
+                           time is a recorded one); at most UINT32_MAX */
   uint16_t out_cold;    /* per mille of the response's lines delivered to memory */
 } plan_decision;
 

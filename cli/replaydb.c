@@ -601,7 +601,7 @@ static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, rdb
     b->file_as_recorded_ns += c->latency_ns;
   }
   out->link_in_ns = (uint32_t)d.link_in_ns; /* at most IF_MAX_LINK_NS (if_link_cost) */
-  out->fault_ns = d.fault_ns < UINT32_MAX ? (uint32_t)d.fault_ns : UINT32_MAX;
+  out->fault_ns = (uint32_t)d.fault_ns;     /* at most UINT32_MAX (plan_decide) */
   out->link_out_ns = (uint32_t)d.link_out_ns;
   out->out_cold = d.out_cold;
 }
