@@ -47,6 +47,11 @@ typedef struct {
    * scale) serves, from processes not retimed (record --retime), and their
    * recorded latencies summed: short ones were timed slow (cmd_replay) */
   uint64_t as_recorded_calls, as_recorded_ns;
+  /* per API (RDB_API slot): the recorded calls' page-fault time (fault_ns)
+   * beyond the whole time the model predicts for them, summed over the
+   * offloaded calls. The harness writes the memory those faults were in
+   * too, and takes them: that much must overrun (cmd_replay). */
+  uint64_t faults_over_ns[RDB_API_SLOTS];
 } rdb_built;
 
 /* Read every trace of `dir` and build the database for plan p. Prints why

@@ -65,7 +65,8 @@ int if_model_out_cold(const if_model *m, const standin_request *r);
 int if_recorded_out_cold(const standin_request *r);
 
 /* The time of the page faults the recorded call took in the program's
- * memory (ST_PBF_FAULT_NS: a pack into a fresh buffer) that a call the
+ * memory (ST_PBF_FAULT_NS: a pack into a fresh buffer, an unpack's tree in fresh
+ * pages) that a call the
  * model serves pays too: the kernel gives and clears those pages before
  * the device, or the CPU, can write there. Added for the built-in models
  * of devices (protoacc, protoacc-lpn, optimus-prime); 0 for those whose
@@ -74,6 +75,11 @@ int if_recorded_out_cold(const standin_request *r);
  * definition, for plugins (they are given the feature, and may add it),
  * and for calls recorded without it. */
 uint64_t if_model_fault_ns(const if_model *m, const standin_request *r);
+
+/* The recorded call's page-fault time (ST_PBF_FAULT_NS), at most its
+ * latency (a trace from elsewhere may claim more); 0 but for protobuf
+ * calls. */
+uint64_t if_recorded_fault_ns(const standin_request *r);
 
 /* Edits (insert, delete, replace, swap of neighbours) from a to b's first
  * n bytes, capped at 9: for "did you mean" hints ("replya", "optimus_prime"). */

@@ -1248,6 +1248,18 @@ PY
   r=$(python3 -c 'import json; print(json.load(open("s.json"))["accelerators"][0]["fault_ns"])')
   [ "$w" -gt 0 ] || fail "whatif kept no fault time"
   expect_eq "fault time kept, replay as whatif" "$w" "$r"
+  expect_eq "faults beyond protoacc's time" 0 \
+    "$(python3 -c 'import json; print(json.load(open("s.json"))["by_api"]["pb.pack"]["faults_over_model_ns"])')"
+  # a model that predicts nothing: all of the recorded fault time is beyond
+  # it, which the harness takes (the summary says so beside the overruns)
+  "$STANDIN" replay -t rec --iface constant:ns=0 --summary s0.json -- "$PB" fresh 20 >rep0.out
+  cmp native.out rep0.out
+  python3 - d.json s0.json <<'PY' || fail "faults_over_model_ns: $(cat s0.json)"
+import json, sys
+want = sum(c["features"]["fault_ns"] for c in map(json.loads, open(sys.argv[1])) if c["api"] == "pb.pack")
+got = json.load(open(sys.argv[2]))["by_api"]["pb.pack"]["faults_over_model_ns"]
+assert want > 0 and got == want, (got, want)
+PY
   # record --retime's timing-only runs count nothing (a thread's first call
   # was counted, and nothing stopped it there: every call took two
   # getrusage calls)
