@@ -175,6 +175,11 @@ void cli_calm_signals(void);
  * row of text output; cut at cap - 1 bytes (4 * strlen(s) + 1 always fit).
  * Returns buf. */
 char *cli_escape_ctl(char *buf, size_t cap, const char *s);
+/* s as one word a POSIX shell (bash, for control characters) reads back
+ * as s: as it is when it holds only letters, digits and _@%+=:,./-; else in
+ * single quotes; with control characters, $'...' with cli_escape_ctl's
+ * escapes. Cut short (still quoted) where cap is too small. */
+char *cli_shell_word(char *buf, size_t cap, const char *s);
 /* s cut to w columns in its middle, marked "..." (in place; s returned):
  * cut at its end, a call site's "+0x10d" read as a valid-looking "+0x10",
  * and summaries in one directory all read the same. */

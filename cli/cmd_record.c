@@ -306,11 +306,13 @@ static void write_runinfo(const char *dir, char **argv, const char *path, int dy
   /* one line: an argument's newlines written as they are (a shell script,
    * sh -c 'x=1<newline>wall_ns=...') made lines of their own that the
    * readers took for run.info's keys: a script's "wall_ns=" or
-   * "launcher_pid=" line replaced the run's */
+   * "launcher_pid=" line replaced the run's. Each argument is one shell
+   * word, so that the command info and replay show can be pasted back
+   * (sh -c 'for f in *.jpg; do ...'): $'...' keeps the line one line. */
   for (int i = 0; argv[i]; i++) {
-    size_t n = 4 * strlen(argv[i]) + 1;
+    size_t n = 4 * strlen(argv[i]) + 4;
     char *e = malloc(n);
-    fprintf(f, "%s%s", i ? " " : "", e ? cli_escape_ctl(e, n, argv[i]) : "?");
+    fprintf(f, "%s%s", i ? " " : "", e ? cli_shell_word(e, n, argv[i]) : "?");
     free(e);
   }
   /* launcher_pid: the program's first process is the one whose parent

@@ -920,6 +920,55 @@ char *cli_escape_ctl(char *buf, size_t cap, const char *s) {
   return buf;
 }
 
+char *cli_shell_word(char *buf, size_t cap, const char *s) {
+  if (!cap)
+    return buf;
+  int plain = *s != 0, ctl = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p < 0x20 || *p == 0x7f)
+      ctl = 1;
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          strchr("_@%+=:,./-", *p) || *p >= 0x80))
+      plain = 0;
+  }
+  if (plain) {
+    snprintf(buf, cap, "%s", s);
+    return buf;
+  }
+  /* room for the closing quote is kept all along */
+  size_t o = 0;
+  const char *open = ctl ? "$'" : "'";
+  if (cap < strlen(open) + 2) {
+    buf[0] = 0;
+    return buf;
+  }
+  memcpy(buf, open, strlen(open));
+  o = strlen(open);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    char e[8];
+    int n;
+    if (!ctl)
+      n = c == '\'' ? snprintf(e, sizeof e, "'\\''") : snprintf(e, sizeof e, "%c", c);
+    else if (c == '\'' || c == '\\')
+      n = snprintf(e, sizeof e, "\\%c", c);
+    else if (c >= 0x20 && c != 0x7f)
+      n = snprintf(e, sizeof e, "%c", c);
+    else {
+      char one[2] = {(char)c, 0};
+      cli_escape_ctl(e, sizeof e, one);
+      n = (int)strlen(e);
+    }
+    if (o + (size_t)n + 2 > cap)
+      break;
+    memcpy(buf + o, e, (size_t)n);
+    o += (size_t)n;
+  }
+  buf[o++] = '\'';
+  buf[o] = 0;
+  return buf;
+}
+
 char *cli_fit(char *s, int w) {
   int n = (int)strlen(s);
   if (n > w && w > 9) {

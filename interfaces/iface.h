@@ -65,10 +65,9 @@ int if_model_out_cold(const if_model *m, const standin_request *r);
 int if_recorded_out_cold(const standin_request *r);
 
 /* The time of the page faults the recorded call took in the program's
- * memory (ST_PBF_FAULT_NS: a pack into a fresh buffer, an unpack's tree in fresh
- * pages) that a call the
- * model serves pays too: the kernel gives and clears those pages before
- * the device, or the CPU, can write there. Added for the built-in models
+ * memory (ST_PBF_FAULT_NS: a pack into a fresh buffer, an unpack's tree in
+ * fresh pages) that a call the model serves pays too: the kernel gives and
+ * clears those pages before the device, or the CPU, can write there. Added for the built-in models
  * of devices (protoacc, protoacc-lpn, optimus-prime); 0 for those whose
  * time is a recorded one, which holds it already (software, scale,
  * table), for constant and linear, whose time is the whole call's by

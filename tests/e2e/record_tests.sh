@@ -1158,7 +1158,17 @@ wall_ns=40000000000
 launcher_pid=1
 '"$PB"' basic 30 >/dev/null' 2>/dev/null
   expect_eq "run.info lines" 9 "$(wc -l <rec/run.info)"
-  grep -q '^command=sh -c x=1\\nwall_ns=40000000000\\nlauncher_pid=1\\n' rec/run.info || fail "$(cat rec/run.info)"
+  grep -q "^command=sh -c \\$'x=1\\\\nwall_ns=40000000000\\\\nlauncher_pid=1\\\\n" rec/run.info ||
+    fail "$(cat rec/run.info)"
+  # and read back by a shell, it is the command that ran, word for word
+  local cmd
+  cmd=$(sed -n 's/^command=//p' rec/run.info)
+  eval "set -- $cmd"
+  expect_eq "words" 3 $#
+  expect_eq "the script" "x=1
+wall_ns=40000000000
+launcher_pid=1
+$PB basic 30 >/dev/null" "$3"
   local wall
   wall=$(sed -n 's/^wall_ns=//p' rec/run.info)
   "$STANDIN" whatif rec --iface protoacc --format json >w.json 2>err

@@ -444,6 +444,22 @@ t111_replay_bad_iface_and_missing_trace_errors() {
   grep -q "rec was recorded from: $PB basic 2" e5 || fail "e5: $(cat e5)"
   grep -q -- "-- $PB basic 2\$" e5 || fail "e5: $(cat e5)"
   [ ! -s out ] || fail "the program ran: $(cat out)"
+  # the command suggested is one a shell reads back word for word (a
+  # script given to sh -c: spaces, quotes, $)
+  "$STANDIN" record -o rec2 -- sh -c 'exec "$0" basic "$1" # it'"'"'s' "$PB" 2 >/dev/null
+  set +e
+  "$STANDIN" replay -t rec2 >out 2>e5b
+  set -e
+  local cmd
+  cmd=$(sed -n 's/^  replay it with: .* -- //p' e5b)
+  [ -n "$cmd" ] || fail "e5b: $(cat e5b)"
+  eval "set -- $cmd"
+  expect_eq "words" 5 $#
+  expect_eq "the script" 'exec "$0" basic "$1" # it'"'"'s' "$3"
+  "$STANDIN" replay -t rec2 --summary s5.json -- "$@" >out 2>/dev/null
+  expect_eq "replayed from the suggested command" \
+    "$(python3 -c 'import json; print(json.load(open("s5.json"))["calls_intercepted"])')" \
+    "$(python3 -c 'import json; print(json.load(open("s5.json"))["calls_replayed"])')"
   # a summary that cannot be written is said before the program runs
   set +e
   "$STANDIN" replay -t rec --summary nodir/s.json -- "$PB" basic 2 >out 2>e6
