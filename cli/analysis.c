@@ -416,6 +416,7 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
     gp->service_ns += d.service_ns;
     gp->link_ns += d.link_in_ns + d.link_out_ns;
     gp->fault_ns += d.fault_ns;
+    pr->faults_over_ns += d.faults_over_ns;
     *out = (ev_plan){d.service_ns,
                      d.link_in_ns,
                      d.link_out_ns,

@@ -81,6 +81,8 @@ typedef struct {
   uint64_t offloaded, sw[AN_SW_N];
   uint64_t offloaded_rec_ns;             /* recorded time of the offloaded calls */
   uint64_t predicted_ns;                 /* link + faults + queue + service of those calls */
+  uint64_t faults_over_ns;               /* their recorded page faults beyond all the model
+                                            predicts (plan_decision): no replay reaches it */
   int64_t saving_sum;                    /* sum of (recorded - predicted) over calls */
   int64_t saving_cpu;                    /* the same without queueing (CPU time saved) */
   int64_t saving_crit;                   /* the per-thread critical path's saving */

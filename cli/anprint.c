@@ -296,9 +296,10 @@ void anp_plan_json(FILE *f, const an_result *r, int k, const char *name) {
   sw_json(f, pr->sw);
   fprintf(f,
           ",\n    \"offloaded_recorded_ns\": %llu, \"predicted_ns\": %llu, "
-          "\"saving_sum_ns\": %lld, \"saving_critical_path_ns\": %lld,\n    \"method\": ",
-          U(pr->offloaded_rec_ns), U(pr->predicted_ns), (long long)pr->saving_sum,
-          (long long)pr->saving_crit);
+          "\"faults_over_model_ns\": %llu, \"saving_sum_ns\": %lld, "
+          "\"saving_critical_path_ns\": %lld,\n    \"method\": ",
+          U(pr->offloaded_rec_ns), U(pr->predicted_ns), U(pr->faults_over_ns),
+          (long long)pr->saving_sum, (long long)pr->saving_crit);
   json_write_str(f, an_method(r, k));
   fprintf(f,
           ", \"estimate_ns\": %llu, \"estimate_critical_path_ns\": %llu, "

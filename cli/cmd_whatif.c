@@ -182,6 +182,20 @@ static void print_text(const an_result *r, const wi_opts *o) {
       printf("  (%s)\n", o->a.ps.name[k]);
   }
   print_verdict(r, o);
+  /* a model faster than the page faults its calls took: the estimate
+   * counts a saving no run can have (replay says so of its overruns) */
+  for (int k = 0; k < r->nplans; k++) {
+    const an_plan *pr = &r->plans[k];
+    if (!r->wall_ns || pr->faults_over_ns * 100 < r->wall_ns)
+      continue;
+    char fo[32];
+    printf("  under %s, the model predicts calls faster than the page faults they took "
+           "(fault_ns: memory the program had not touched), by %s in all (%.1f%% of the "
+           "run): a replay writes that memory too and takes them, so the run cannot be "
+           "that fast; models of devices keep that time\n",
+           plan_label(&o->a.ps, k), cli_fmt_ns(fo, sizeof fo, (double)pr->faults_over_ns),
+           100.0 * (double)pr->faults_over_ns / (double)r->wall_ns);
+  }
   /* what each plan leaves in software, and why (as report prints it) */
   for (int k = 0; k < r->nplans; k++) {
     const an_plan *pr = &r->plans[k];

@@ -117,6 +117,11 @@ typedef struct {
                            memory, which the served call takes too, before
                            service (if_model_fault_ns; 0 for models whose
                            time is a recorded one); at most UINT32_MAX */
+  uint64_t faults_over_ns; /* of the recorded call's page faults
+                              (if_recorded_fault_ns), the part beyond all of
+                              the predicted time above: a replay writes the
+                              same fresh memory and takes them, so no run
+                              reaches that prediction (scale, constant) */
   uint16_t out_cold;    /* per mille of the response's lines delivered to memory */
 } plan_decision;
 

@@ -604,10 +604,7 @@ static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, rdb
   out->fault_ns = (uint32_t)d.fault_ns;     /* at most UINT32_MAX (plan_decide) */
   out->link_out_ns = (uint32_t)d.link_out_ns;
   out->out_cold = d.out_cold;
-  uint64_t fault = if_recorded_fault_ns(&r);
-  uint64_t whole = d.service_ns + d.link_in_ns + d.link_out_ns + d.fault_ns;
-  if (fault > whole)
-    b->out->faults_over_ns[e->api % RDB_API_SLOTS] += fault - whole;
+  b->out->faults_over_ns[e->api % RDB_API_SLOTS] += d.faults_over_ns;
 }
 
 /* Link the previous call of c's thread and API in this file to e's newest

@@ -1744,6 +1744,18 @@ EOF2
     expect_eq "$m: no faults added" 0 "$(pyj s.json 'd["plan"]["accelerators"][0]["fault_ns"]')"
   done
   expect_eq "constant: its time" 1000 "$(pyj s.json 'd["plan"]["predicted_ns"]')"
+  # constant predicts the 10 us call below its 8 us of faults: 7.5 us that
+  # no run reaches (replay takes the faults), which whatif says
+  expect_eq "constant: faults beyond it" 7500 "$(pyj s.json 'd["plan"]["faults_over_model_ns"]')"
+  "$STANDIN" whatif fault --iface constant:ns=500 >w.txt
+  grep -q "predicts calls faster than the page faults they took .*by 7.50 us in all (7.5% of the run)" w.txt ||
+    fail "whatif: $(cat w.txt)"
+  for m in $op software; do
+    "$STANDIN" whatif fault --iface $m --format json >w.json
+    expect_eq "$m: no faults beyond it" 0 "$(pyj w.json 'd["plans"][0]["faults_over_model_ns"]')"
+    "$STANDIN" whatif fault --iface $m >w.txt
+    ! grep -q "faster than the page faults" w.txt || fail "$m: $(cat w.txt)"
+  done
   # a trace from elsewhere that says a call faulted longer than it took:
   # at most the call's time, in the models as in info
   printf 'process 100 start=1000000000 end=1000100000\nthread 0\ntype 1 app.Resp\ncall thread=0 api=pb.pack type=1 start=1000040000 lat=10000 resp=1000 size=1000 fault=50000\n' >over.spec
