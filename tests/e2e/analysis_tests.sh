@@ -1300,8 +1300,11 @@ for r in rows:
     by.setdefault((r["api"], r["decision"]), []).append(r)
 assert {k: len(v) for k, v in by.items()} == {("pb.pack", "offload"): 20, ("pb.size", "unsupported"): 20,
     ("pb.unpack", "kept"): 20, ("pb.pack_to_buffer", "not_selected"): 20}, {k: len(v) for k, v in by.items()}
+# protoacc keeps a call's recorded page faults (a thread's first pack may
+# take some): export's predicted time holds them, at most the call's
 for r in by[("pb.pack", "offload")]:
-    assert r["accel"] == "pa" and int(r["predicted_ns"]) == int(r["service_ns"]) + int(r["link_ns"]) > 0, r
+    fault = min(int(r["fault_ns"] or 0), int(r["latency_ns"]))
+    assert r["accel"] == "pa" and int(r["predicted_ns"]) == int(r["service_ns"]) + int(r["link_ns"]) + fault > 0, r
 for r in by[("pb.size", "unsupported")]:
     assert r["accel"] == "pa" and r["predicted_ns"] == "" and "get_packed_size" in r["why"], r
 w = json.load(open("w.json"))["plans"][0]
