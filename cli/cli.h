@@ -180,6 +180,8 @@ char *cli_escape_ctl(char *buf, size_t cap, const char *s);
  * single quotes; with control characters, $'...' with cli_escape_ctl's
  * escapes. Cut short (still quoted) where cap is too small. */
 char *cli_shell_word(char *buf, size_t cap, const char *s);
+/* Writes cli_shell_word(s) to f ("?" where there is no memory for it). */
+void cli_put_shell_word(FILE *f, const char *s);
 /* s cut to w columns in its middle, marked "..." (in place; s returned):
  * cut at its end, a call site's "+0x10d" read as a valid-looking "+0x10",
  * and summaries in one directory all read the same. */

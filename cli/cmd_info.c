@@ -283,10 +283,8 @@ static void print_header(const scan_file *f, uint32_t nth, uint64_t launcher_ns)
   else
     printf(", parent %u:", f->h.ppid);
   for (uint32_t i = 0; i < f->h.argc && i < 8; i++) { /* as a shell reads it back */
-    size_t cap = 4 * strlen(f->h.argv[i]) + 4;
-    char *w = malloc(cap);
-    printf(" %s", w ? cli_shell_word(w, cap, f->h.argv[i]) : f->h.argv[i]);
-    free(w);
+    putchar(' ');
+    cli_put_shell_word(stdout, f->h.argv[i]);
   }
   if (f->h.argc > 8)
     printf(" ...");

@@ -310,10 +310,9 @@ static void write_runinfo(const char *dir, char **argv, const char *path, int dy
    * word, so that the command info and replay show can be pasted back
    * (sh -c 'for f in *.jpg; do ...'): $'...' keeps the line one line. */
   for (int i = 0; argv[i]; i++) {
-    size_t n = 4 * strlen(argv[i]) + 4;
-    char *e = malloc(n);
-    fprintf(f, "%s%s", i ? " " : "", e ? cli_shell_word(e, n, argv[i]) : "?");
-    free(e);
+    if (i)
+      fputc(' ', f);
+    cli_put_shell_word(f, argv[i]);
   }
   /* launcher_pid: the program's first process is the one whose parent
    * this is (analysis tells a server whose calls are all in its children);

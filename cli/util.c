@@ -969,6 +969,13 @@ char *cli_shell_word(char *buf, size_t cap, const char *s) {
   return buf;
 }
 
+void cli_put_shell_word(FILE *f, const char *s) {
+  size_t cap = 4 * strlen(s) + 4; /* every byte escaped, quotes and NUL */
+  char *w = malloc(cap);
+  fputs(w ? cli_shell_word(w, cap, s) : "?", f);
+  free(w);
+}
+
 char *cli_fit(char *s, int w) {
   int n = (int)strlen(s);
   if (n > w && w > 9) {

@@ -67,12 +67,12 @@ int if_recorded_out_cold(const standin_request *r);
 /* The time of the page faults the recorded call took in the program's
  * memory (ST_PBF_FAULT_NS: a pack into a fresh buffer, an unpack's tree in
  * fresh pages) that a call the model serves pays too: the kernel gives and
- * clears those pages before the device, or the CPU, can write there. Added for the built-in models
- * of devices (protoacc, protoacc-lpn, optimus-prime); 0 for those whose
- * time is a recorded one, which holds it already (software, scale,
- * table), for constant and linear, whose time is the whole call's by
- * definition, for plugins (they are given the feature, and may add it),
- * and for calls recorded without it. */
+ * clears those pages before the device, or the CPU, can write there. Added
+ * for the built-in models of devices (protoacc, protoacc-lpn,
+ * optimus-prime); 0 for those whose time is a recorded one, which holds it
+ * already (software, scale, table), for constant and linear, whose time is
+ * the whole call's by definition, for plugins (they are given the feature,
+ * and may add it), and for calls recorded without it. */
 uint64_t if_model_fault_ns(const if_model *m, const standin_request *r);
 
 /* The recorded call's page-fault time (ST_PBF_FAULT_NS), at most its
