@@ -32,7 +32,7 @@ typedef struct {
   uint64_t file_digests, file_digest_bytes;
   /* JPEG decodes whose rows the trace keeps, and their size */
   uint64_t file_rows_kept, file_rows_kept_bytes;
-  /* protobuf calls that took page faults (fault_ns), their time in them,
+  /* calls that took page faults (fault_ns), their time in them,
    * and those calls' whole time */
   uint64_t file_fault_calls, file_fault_ns, file_faulting_ns;
 } info_agg;
@@ -151,9 +151,9 @@ static info_row *row_of(info_agg *a, scan_file *f, const st_call *c) {
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   info_agg *a = arg;
   a->file_ns += c->latency_ns;
-  if (st_api_family(c->api) == ST_FAMILY_PROTOBUF && c->nfeat > ST_PBF_FAULT_NS &&
-      c->feat[ST_PBF_FAULT_NS]) {
-    uint64_t fl = c->feat[ST_PBF_FAULT_NS];
+  int fs = st_fault_slot(c->api);
+  if (fs >= 0 && c->nfeat > fs && c->feat[fs]) {
+    uint64_t fl = c->feat[fs];
     a->file_fault_calls++;
     a->file_fault_ns += fl < c->latency_ns ? fl : c->latency_ns; /* a trace from elsewhere */
     a->file_faulting_ns += c->latency_ns;
@@ -331,10 +331,10 @@ static void print_process(const scan_file *f, uint32_t nth, uint64_t launcher_ns
       snprintf(n, sizeof n, "a");
     else
       snprintf(n, sizeof n, "the %s", cli_fmt_count(nc, sizeof nc, agg->file_fault_calls));
-    printf("  page faults took %s of the %s of %s protobuf call%s that wrote into\n"
-           "  memory the program had not touched yet (a fresh buffer to pack into, fresh\n"
-           "  pages for an unpacked tree): models of devices keep that time (fault_ns),\n"
-           "  as a device writing there takes them too\n",
+    printf("  page faults took %s of the %s of %s call%s that wrote into memory\n"
+           "  the program had not touched yet (a fresh buffer to pack or decode into,\n"
+           "  fresh pages for an unpacked tree): models of devices keep that time\n"
+           "  (fault_ns), as a device writing there takes them too\n",
            cli_fmt_ns(t, sizeof t, (double)agg->file_fault_ns),
            cli_fmt_ns(w, sizeof w, (double)agg->file_faulting_ns), n,
            agg->file_fault_calls == 1 ? "" : "s");

@@ -687,17 +687,19 @@ int if_model_out_cold(const if_model *m, const standin_request *r) {
 }
 
 uint64_t if_model_fault_ns(const if_model *m, const standin_request *r) {
-  int device =
-      m->iface == &ifb_protoacc || m->iface == &ifb_protoacc_lpn || m->iface == &ifb_optimus_prime;
+  int device = m->iface == &ifb_protoacc || m->iface == &ifb_protoacc_lpn ||
+               m->iface == &ifb_optimus_prime || m->iface == &ifb_jpeg_core ||
+               m->iface == &ifb_jpeg_lpn;
   return device ? if_recorded_fault_ns(r) : 0;
 }
 
 uint64_t if_recorded_fault_ns(const standin_request *r) {
-  if (st_api_family((uint8_t)r->api) != ST_FAMILY_PROTOBUF)
+  int slot = st_fault_slot((uint8_t)r->api);
+  if (slot < 0)
     return 0;
   /* at most the call's time: record keeps it so, a trace from elsewhere
    * might not */
-  uint64_t f = ifb_feat(r, ST_PBF_FAULT_NS);
+  uint64_t f = ifb_feat(r, (unsigned)slot);
   return f < r->recorded_ns ? f : r->recorded_ns;
 }
 

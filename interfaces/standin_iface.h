@@ -127,8 +127,13 @@ enum {
   STANDIN_JPEG_OUT_BYTES = 8,
   STANDIN_JPEG_SCALE_NUM = 9,
   STANDIN_JPEG_SCALE_DENOM = 10,
-  STANDIN_JPEG_OUT_COLD = 11 /* per mille of the output the library left in memory, not
-                                the caches (measured for each decode when recorded) */
+  STANDIN_JPEG_OUT_COLD = 11, /* per mille of the output the library left in memory, not
+                                 the caches (measured for each decode when recorded) */
+  /* Not of the image but of the recorded decode (nfeat > 15 only), as
+   * STANDIN_PB_FAULT_NS: the time of the page faults it took writing its
+   * rows into memory the program had not touched (a buffer allocated for
+   * the image), 0 when none. Added to the built-in device models' time. */
+  STANDIN_JPEG_FAULT_NS = 15
 };
 
 /* One request. Pointers are valid during the predict call only, and point to

@@ -1,11 +1,20 @@
 /* faults.c — page faults inside a recorded call (faults.h). */
 #include "faults.h"
 
+#include "shim_alloc.h"
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+static uint64_t process_faults(void) {
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0)
+    return 0;
+  return (uint64_t)u.ru_minflt + (uint64_t)u.ru_majflt;
+}
 
 uint64_t rt_thread_faults(void) {
   struct rusage u;
@@ -83,4 +92,108 @@ uint32_t rt_fault_time(rt_fault_watch *w, int counted, uint64_t f0, uint64_t lat
   if (ns > latency_ns)
     ns = latency_ns;
   return ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+static uintptr_t page_size(void) {
+  long p = sysconf(_SC_PAGESIZE);
+  return p > 0 ? (uintptr_t)p : 4096;
+}
+
+/* vec for pages [first, first + n), n <= RT_OUT_WINDOW; 0, or -1 when
+ * some page of them is not mapped. */
+static int window_at(rt_out_pages *w, uintptr_t first, uintptr_t n) {
+  if (mincore((void *)(first * page_size()), (size_t)(n * page_size()), w->vec) != 0)
+    return -1;
+  w->lo = first;
+  w->hi = first + n;
+  return 0;
+}
+
+/* The page at which the thread's last whole window met unmapped memory: a
+ * buffer of a few rows the program decodes into again and again, whose
+ * next decode then asks for its own pages at once (one system call a
+ * decode, not two). A hint only: the window is tried again elsewhere. */
+static SHIM_TLS uintptr_t short_at;
+
+void rt_out_pages_note(rt_out_pages *w, const void *p, size_t len) {
+  if (w->broken || !p || !len)
+    return;
+  uintptr_t ps = page_size(), a = (uintptr_t)p / ps, z = ((uintptr_t)p + len - 1) / ps;
+  for (uintptr_t pg = a; pg <= z; pg++) {
+    if (pg < w->lo || pg >= w->hi) {
+      /* the window from here, or as much of it as is mapped: the row's own
+       * pages at least */
+      uintptr_t own = z - pg + 1 < RT_OUT_WINDOW ? z - pg + 1 : RT_OUT_WINDOW;
+      if (pg == short_at || window_at(w, pg, RT_OUT_WINDOW) != 0) {
+        short_at = pg;
+        if (window_at(w, pg, own) != 0) {
+          w->broken = 1;
+          return;
+        }
+      }
+    }
+    unsigned char *v = &w->vec[pg - w->lo];
+    if (!(*v & 1)) {
+      if (w->fresh++ == 0)
+        w->faults0 = process_faults();
+      *v |= 1; /* once: the library's first write brings it in */
+    }
+  }
+}
+
+/* fresh pages, at most the faults taken since faults0, as time */
+static uint32_t fresh_ns(uint64_t fresh, uint64_t faults0, uint64_t latency_ns) {
+  if (fresh == 0)
+    return 0;
+  uint64_t now = process_faults(), taken = now > faults0 ? now - faults0 : 0;
+  uint64_t n = fresh < taken ? fresh : taken;
+  if (n == 0)
+    return 0;
+  uint64_t ns = n * rt_fault_cost_ns();
+  if (ns > latency_ns)
+    ns = latency_ns;
+  return ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+uint32_t rt_out_fault_ns(const rt_out_pages *w, uint64_t latency_ns) {
+  return fresh_ns(w->fresh, w->faults0, latency_ns);
+}
+
+/* Larger buffers are not looked at (a vec of 256 KiB). */
+#define SNAP_MAX_PAGES (256u << 10)
+
+void rt_page_snap_take(rt_page_snap *s, const void *p, size_t len) {
+  s->vec = NULL;
+  if (!p || !len)
+    return;
+  uintptr_t ps = page_size(), a = (uintptr_t)p / ps, z = ((uintptr_t)p + len - 1) / ps;
+  size_t n = (size_t)(z - a + 1);
+  if (z < a || n > SNAP_MAX_PAGES || !(s->vec = shim_alloc(n)))
+    return;
+  size_t in = 0;
+  int mapped = mincore((void *)(a * ps), n * ps, s->vec) == 0;
+  while (mapped && in < n && (s->vec[in] & 1))
+    in++;
+  if (!mapped || in == n) { /* not all of it mapped, or nothing to count */
+    shim_free(s->vec);
+    s->vec = NULL;
+    return;
+  }
+  s->lo = a;
+  s->n = n;
+  s->faults0 = process_faults();
+}
+
+uint32_t rt_page_snap_fault_ns(rt_page_snap *s, const void *p, size_t len, uint64_t latency_ns) {
+  if (!s->vec)
+    return 0;
+  uint64_t fresh = 0;
+  if (p && len) {
+    uintptr_t ps = page_size(), a = (uintptr_t)p / ps, z = ((uintptr_t)p + len - 1) / ps;
+    for (uintptr_t pg = a < s->lo ? s->lo : a; pg <= z && pg - s->lo < s->n; pg++)
+      fresh += !(s->vec[pg - s->lo] & 1);
+  }
+  shim_free(s->vec);
+  s->vec = NULL;
+  return fresh_ns(fresh, s->faults0, latency_ns);
 }

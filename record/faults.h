@@ -63,4 +63,55 @@ uint64_t rt_fault_cost_ns(void);
        ? 0                                                                                         \
        : rt_fault_time((w), fw_counted_, fw_f0_, (latency)))
 
+/* ---- Decodes: first writes into the program's output ------------------
+ *
+ * A JPEG decode writes its rows into the program's buffers; a program that
+ * decodes each image into a buffer it has just allocated (cwebp, jpegoptim,
+ * a TurboJPEG caller with a fresh tjAlloc) takes a fault on each of its
+ * pages inside the decode, and a device writing the rows there would take
+ * them too. Counting the thread's faults (above) would count the library's
+ * own buffers as well (a progressive decode's coefficients: megabytes a
+ * device never needs), so a decode asks instead which of the pages its
+ * rows land in are not in memory yet (mincore), before the library writes
+ * them, each page once. Rows are looked at RT_OUT_WINDOW pages at a time:
+ * one system call per such window of a buffer the rows fill in order, one
+ * in all for a buffer of a few rows used again and again. A page found
+ * absent whose fault never comes (a huge page faulted in whole, with
+ * transparent huge pages always on) is bounded by the caller with the
+ * process's own fault count. */
+#define RT_OUT_WINDOW 128
+
+/* Zeroed before a decode's first row. */
+typedef struct {
+  uintptr_t lo, hi; /* page numbers [lo, hi) that vec answers for */
+  uint64_t fresh;   /* pages found absent, each counted once */
+  uint64_t faults0; /* the process's faults before the first of them */
+  int broken;       /* mincore refused a row's own pages: nothing more is counted */
+  unsigned char vec[RT_OUT_WINDOW];
+} rt_out_pages;
+
+/* Note the len bytes at p that the next library call will write. */
+void rt_out_pages_note(rt_out_pages *w, const void *p, size_t len);
+
+/* After the decode's last row, taking latency_ns: its fault time, the
+ * pages it found fresh, at most the faults the process took since the
+ * first of them (every thread's: the rows may be read on several), times
+ * the process's cost of one, at most latency_ns. 0 without a fresh page
+ * (and no system call). */
+uint32_t rt_out_fault_ns(const rt_out_pages *w, uint64_t latency_ns);
+
+/* A call that writes a whole image at once (TurboJPEG): which pages of the
+ * buffer the program says it passed were in memory before the call
+ * (rt_page_snap_take), and after it, the fault time of those of them that
+ * its rows, now known, covered (rt_page_snap_fault_ns, which frees it). */
+typedef struct {
+  uintptr_t lo;       /* first page */
+  size_t n;           /* pages in vec */
+  unsigned char *vec; /* NULL: nothing to count */
+  uint64_t faults0;   /* the process's faults at the snapshot */
+} rt_page_snap;
+
+void rt_page_snap_take(rt_page_snap *s, const void *p, size_t len);
+uint32_t rt_page_snap_fault_ns(rt_page_snap *s, const void *p, size_t len, uint64_t latency_ns);
+
 #endif

@@ -29,14 +29,15 @@
 #include <jpeglib.h>
 #include <turbojpeg.h>
 
+#include "faults.h"
 #include "jpeg_obj.h"
-#include "placement.h"
 #include "jpeg_req.h"
 #include "jpeg_tj.h"
+#include "placement.h"
 #include "record_internal.h"
 #include "rt.h"
-#include "shim_alloc.h"
 #include "shim.h"
+#include "shim_alloc.h"
 #include "trace.h"
 
 #define FRAME __builtin_frame_address(0)
@@ -61,7 +62,21 @@ typedef struct {
   int nips;
   uint64_t own_ns; /* standin's own work between the decode's calls (row copies) */
   place_sampler placement; /* output lines probed, found outside the caches */
+  uint32_t noted_to;       /* rows up to here looked at for fresh pages */
+  int note;                /* 0: not decided yet, 1: looking (note_rows), -1: not */
+  rt_out_pages out_pages;  /* the program's pages the rows land in (faults.h) */
 } rec_dec;
+
+/* A decode's rows are looked at for pages not in memory yet (note_rows):
+ * that costs a system call or more a decode (~2 us each on the AMD test
+ * VM: 2% of a 160x120 decode), and a program that decodes into the same
+ * buffer again and again finds none. After a decode without a fresh page
+ * the thread lets 2, 4, ... 1024 decodes pass unlooked at, as the protobuf
+ * hooks do (faults.h); one with fresh pages looks at every decode again. */
+static SHIM_TLS struct {
+  uint16_t skip;
+  uint8_t backoff;
+} note_watch;
 
 static void free_dec(jpg_obj *o) {
   rec_dec *x = o->ext;
@@ -157,6 +172,16 @@ static void submit(jpg_obj *o, int failed) {
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, in_bytes, x->out_w, x->out_h, x->pix_len,
                                   x->par.scale_num, x->par.scale_denom);
   c.feat[ST_JPF_OUT_COLD] = place_permille(x->placement.cold, x->placement.probed);
+  if ((c.feat[ST_JPF_FAULT_NS] = rt_out_fault_ns(&x->out_pages, c.latency_ns)) != 0)
+    c.nfeat = ST_JPF_NFEAT;
+  if (x->note > 0 && x->out_pages.fresh) {
+    note_watch.backoff = 0;
+    note_watch.skip = 0;
+  } else if (x->note > 0) {
+    if (note_watch.backoff < 10)
+      note_watch.backoff++;
+    note_watch.skip = (uint16_t)(1u << note_watch.backoff);
+  }
   if (failed || !complete)
     jpg_unread_final(o);
   if (o->drop.len) {
@@ -295,6 +320,33 @@ static void started(jpg_obj *o, rec_dec *x) {
   }
 }
 
+/* The rows a jpeg_read_scanlines call may write (rows[i] is row first + i),
+ * looked at for pages not in memory before the library writes them: each
+ * row once a decode, and no more ahead than a call writes (an iMCU row, at
+ * most 16 rows with the library's scaling), so that a program that passes
+ * every row left at each call is not looked at again and again. */
+#define NOTE_AHEAD 16
+
+static void note_rows(rec_dec *x, JSAMPARRAY rows, JDIMENSION first, JDIMENSION max_lines) {
+  if (x->note == 0) {
+    x->note = note_watch.skip ? -1 : 1;
+    if (note_watch.skip)
+      note_watch.skip--;
+  }
+  if (x->note < 0)
+    return;
+  uint64_t t0 = shim_now_ns();
+  uint32_t from = first > x->noted_to ? first : x->noted_to;
+  uint64_t to = (uint64_t)first + (max_lines < NOTE_AHEAD ? max_lines : NOTE_AHEAD);
+  if (to > x->out_h)
+    to = x->out_h;
+  for (uint32_t r = from; r < to; r++)
+    rt_out_pages_note(&x->out_pages, rows[r - first], x->row_bytes);
+  if (to > x->noted_to)
+    x->noted_to = (uint32_t)to;
+  x->own_ns += shim_now_ns() - t0; /* not the program's: as the row copies */
+}
+
 /* ---- hooks: the decode sequence ------------------------------------------------ */
 
 /* The followed decode of cinfo, if any and if recording. */
@@ -400,6 +452,8 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
     return real(cinfo, rows, max_lines);
   rec_dec *x = o->ext;
   JDIMENSION first = cinfo->output_scanline;
+  if (x->started && !o->passthrough && !rt_cfg.timing && rows)
+    note_rows(x, rows, first, max_lines);
   o->log_phase = JPG_PHASE_ROWS;
   jpg_enter(o, FRAME);
   JDIMENSION n = real(cinfo, rows, max_lines);
@@ -616,8 +670,28 @@ static uint8_t *tj_request(const tj_call *t, size_t *len) {
   return b;
 }
 
+/* Before a tjDecompress2 call: which pages of the buffer the caller's
+ * arguments describe are in memory (the output may be smaller, scaled:
+ * only the pages its rows cover are counted, after the call). */
+static void tj_snap(rt_page_snap *s, const unsigned char *jpeg, unsigned long size,
+                    const unsigned char *dst, int width, int pitch, int height, int pixfmt) {
+  s->vec = NULL;
+  if (rt_cfg.timing || pixfmt < 0 || pixfmt >= TJ_NUMPF || width < 0 || pitch < 0 || height < 0)
+    return;
+  uint64_t w = (uint64_t)width, h = (uint64_t)height;
+  if (!w || !h) { /* the image's own size: our scanner, not the library's */
+    jpg_probe pr;
+    jpg_probe_header(jpeg, size, &pr);
+    w = w ? w : pr.width;
+    h = h ? h : pr.height;
+  }
+  uint64_t stride = pitch ? (uint64_t)pitch : w * (uint64_t)tjPixelSize[pixfmt];
+  if (h && stride && stride <= SIZE_MAX / h)
+    rt_page_snap_take(s, dst, (size_t)(stride * h));
+}
+
 static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layout *L,
-                      const jpg_tj_dest *d) {
+                      const jpg_tj_dest *d, rt_page_snap *snap) {
   rt_call c = {0};
   c.api = ST_API_TJ_DECODE;
   c.start_ns = t->t0;
@@ -647,6 +721,13 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, t->size, L ? (uint32_t)L->out_w : 0,
                                   L ? (uint32_t)L->out_h : 0, L ? L->bytes : 0,
                                   L ? (uint32_t)L->scale_num : 1, L ? (uint32_t)L->scale_denom : 1);
+  /* packed pixels: the rows' span (a snapshot only for those, tj_snap) */
+  size_t span = L && d && L->rows[0] > 0
+                    ? d->stride[0] * (size_t)(L->rows[0] - 1) + (size_t)L->row_bytes[0]
+                    : 0;
+  if (snap && (c.feat[ST_JPF_FAULT_NS] =
+                   rt_page_snap_fault_ns(snap, d ? d->plane[0] : NULL, span, c.latency_ns)) != 0)
+    c.nfeat = ST_JPF_NFEAT;
   /* the written bytes, or a digest of them (as for libjpeg, see above) */
   int as_digest = !rt_cfg.jpeg_pixels;
   uint8_t *resp =
@@ -686,6 +767,8 @@ SHIM_EXPORT int tjDecompress2(tjhandle h, const unsigned char *jpeg, unsigned lo
     return real(h, jpeg, size, dst, width, pitch, height, pixfmt, flags);
   tj_call t = {h, jpeg, size, {0}, width, height, pixfmt, 0, 0, 0, 0};
   shim_depth++;
+  rt_page_snap snap;
+  tj_snap(&snap, jpeg, size, dst, width, pitch, height, pixfmt);
   t.t0 = shim_now_ns();
   t.ret = real(h, jpeg, size, dst, width, pitch, height, pixfmt, flags);
   t.t1 = shim_now_ns();
@@ -702,7 +785,7 @@ SHIM_EXPORT int tjDecompress2(tjhandle h, const unsigned char *jpeg, unsigned lo
   int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_RGB, width, height, pixfmt, &L) == 0;
   if (ok)
     jpg_tj_dest_rgb(&L, dst, pitch, &d);
-  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL);
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, &snap);
   shim_depth--;
   return t.ret;
 }
@@ -731,7 +814,7 @@ SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, u
   int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_YUV_PLANES, width, height, -1, &L) == 0;
   if (ok)
     jpg_tj_dest_planes(&L, planes, strides, &d);
-  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL);
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, NULL);
   shim_depth--;
   return t.ret;
 }
@@ -759,7 +842,7 @@ SHIM_EXPORT int tjDecompressToYUV2(tjhandle h, const unsigned char *jpeg, unsign
   jpg_tj_dest d;
   int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_YUV, width, height, -1, &L) == 0 &&
            jpg_tj_dest_yuv(&L, dst, width, pad, height, &d) == 0;
-  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL);
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, NULL);
   shim_depth--;
   return t.ret;
 }

@@ -97,6 +97,7 @@ typedef struct {
                         spun after the last row and as the decode ends */
   pthread_t held_by; /* the thread whose spin kept it back */
   uint64_t late_ns;  /* the calls after the spin took, so far (rows_learn) */
+  uint64_t fault_ns; /* of which the recorded decode's page faults, expected */
   int learned;       /* the last row was served: rows_learn ran */
   jpg_ext ext;
   uint32_t next_msg;
@@ -558,9 +559,12 @@ static uint64_t rows_estimate(const jpg_obj *o, const rep_dec *x) {
  * decodes' estimates (half the last one and half this). */
 static void rows_learn(const jpg_obj *o, const rep_dec *x) {
   uint64_t bytes = (uint64_t)o->cinfo->output_height * x->row_bytes;
-  if (!bytes || x->late_ns > UINT64_MAX / 1000)
+  /* less the faults the rows were expected to take: a later decode's
+   * into pages in memory takes none */
+  uint64_t late = x->late_ns > x->fault_ns ? x->late_ns - x->fault_ns : 0;
+  if (!bytes || late > UINT64_MAX / 1000)
     return;
-  uint64_t ps = x->late_ns * 1000 / bytes;
+  uint64_t ps = late * 1000 / bytes;
   uint64_t old = atomic_load_explicit(&rows_ps_per_byte, memory_order_relaxed);
   atomic_store_explicit(&rows_ps_per_byte, old ? (old + ps) / 2 : ps, memory_order_relaxed);
 }
@@ -716,7 +720,10 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     if (o->cinfo->progress && o->cinfo->progress->total_passes > 0)
       o->cinfo->progress->completed_passes = o->cinfo->progress->total_passes - 1;
   }
-  tk.hold = rows_estimate(o, x);
+  /* the rows land in pages the recorded decode faulted in: their faults
+   * come with the copies (the model's time holds them: fault_ns) */
+  x->fault_ns = tk.s->fault_ns;
+  tk.hold = rows_estimate(o, x) + x->fault_ns;
   x->late = rp_finish(&tk); /* an overrun already counted for this call */
   x->held = tk.hold;
   x->held_by = pthread_self();

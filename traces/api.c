@@ -26,9 +26,18 @@ static const char *const pb_feat[ST_PBF_NFEAT] = {"encoded_size", "fields",   "s
                                                   "max_depth",    "repeated", "var_bytes",
                                                   "field_words",  "fault_ns"};
 static const char *const jpeg_feat[ST_JPF_NFEAT] = {
-    "input_bytes", "width",         "height",      "components", "subsampling", "progressive",
-    "restart",     "out_pixels",    "out_bytes",   "scale_num",  "scale_denom", "out_cold_permille",
-    "dropped_at",  "dropped_bytes", "dropped_hash"};
+    "input_bytes", "width",         "height",       "components",
+    "subsampling", "progressive",   "restart",      "out_pixels",
+    "out_bytes",   "scale_num",     "scale_denom",  "out_cold_permille",
+    "dropped_at",  "dropped_bytes", "dropped_hash", "fault_ns"};
+
+int st_fault_slot(int api) {
+  switch (st_api_family(api)) {
+  case ST_FAMILY_PROTOBUF: return ST_PBF_FAULT_NS;
+  case ST_FAMILY_JPEG: return ST_JPF_FAULT_NS;
+  default: return -1;
+  }
+}
 
 const char *st_feature_name(int api, int slot) {
   if (slot < 0)

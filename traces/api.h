@@ -74,7 +74,14 @@ enum {
   ST_JPF_DROP_AT = 12,
   ST_JPF_DROP_LEN = 13,
   ST_JPF_DROP_HASH = 14,
-  ST_JPF_NFEAT = 15
+  /* Not of the image, but of the call, as ST_PBF_FAULT_NS: the time of the
+   * page faults the decode took writing its rows into memory the program
+   * had not touched (a buffer it has just allocated for the image), the
+   * pages found absent before the library wrote them, times the process's
+   * measured cost of one (record/faults.h); 0 when none (traces before
+   * 2026-11-30 have no such slot). Models of devices add it to their time. */
+  ST_JPF_FAULT_NS = 15,
+  ST_JPF_NFEAT = 16
 };
 
 typedef enum {
@@ -117,5 +124,8 @@ unsigned st_api_byte_sides(int api);
 unsigned st_call_byte_sides(int api, uint64_t resp_len);
 /* Name of a feature slot of an API ("encoded_size"), or NULL past the end. */
 const char *st_feature_name(int api, int slot);
+/* The slot of an API's calls that holds their page-fault time
+ * (ST_PBF_FAULT_NS, ST_JPF_FAULT_NS), or -1. */
+int st_fault_slot(int api);
 
 #endif

@@ -1766,7 +1766,7 @@ EOF2
   "$STANDIN" report over --iface $op --format json >o.json
   expect_eq "faults at most the call" 10000 "$(pyj o.json 'd["plan"]["accelerators"][0]["fault_ns"]')"
   "$STANDIN" info over >o.txt
-  grep -q "page faults took 10.00 us of the 10.00 us of a protobuf call" o.txt || fail "info: $(cat o.txt)"
+  grep -q "page faults took 10.00 us of the 10.00 us of a call that wrote" o.txt || fail "info: $(cat o.txt)"
   # export: the call's predicted time holds them, its features show them
   "$STANDIN" export fault -F csv --iface $op >e.csv
   python3 - e.csv <<'PY' || fail "export: $(cat e.csv)"

@@ -1242,3 +1242,65 @@ Lp = max(end[t] - saved[t] for t in end)
 assert w["saving_critical_path_ns"] == M - Lp, (w["saving_critical_path_ns"], M - Lp)
 PY
 }
+
+# A program that decodes each image into a buffer it has just mapped takes
+# a page fault on each of the buffer's pages inside the decode, and a
+# device writing the rows there would take them too: the recording holds
+# them (fault_ns: the pages the rows found absent, so the same for each
+# decode of one image), a decode into a few rows used again and again has
+# next to none, and the device models keep that time, in export, whatif
+# and replay. TurboJPEG likewise, where only the decode into fresh pages
+# has any.
+t235_jpeg_decodes_into_fresh_pages_keep_their_faults() {
+  corpus
+  local a="$CORPUS/m_base_420.jpg" # 800x450: rows of 1,080,000 bytes, 264 pages
+  echo "$JD -whole -repeat 3 $a" >run.sh
+  jpeg_same run.sh --iface jpeg-core
+  every_decode_replayed
+  "$STANDIN" dump -t rec --format json >d.json
+  expect_eq "three decodes, each faulting alike" "3 1" "$(python3 -c '
+import json
+f = [json.loads(l) for l in open("d.json")]
+v = [c["features"].get("fault_ns", 0) for c in f]
+assert all(0 < x <= c["latency_ns"] for x, c in zip(v, f)), v
+print(len(v), len(set(v)))')"
+  local whole
+  whole=$(python3 -c 'import json; print(json.loads(open("d.json").readline())["features"]["fault_ns"])')
+  # the device model keeps it: service and link as before, and the faults
+  "$STANDIN" export -t rec --format csv --iface jpeg-core >e.csv
+  expect_eq "predicted = service + link + faults" "3" "$(python3 -c '
+import csv
+n = 0
+for r in csv.DictReader(open("e.csv")):
+    assert r["decision"] == "offload", r
+    want = int(r["service_ns"]) + int(r["link_ns"]) + min(int(r["fault_ns"]), int(r["latency_ns"]))
+    assert int(r["predicted_ns"]) == want, (r["predicted_ns"], want)
+    n += 1
+print(n)')"
+  expect_eq "the replay's prediction holds them" True \
+    "$(pyj sum.json "d['predicted_ns'] >= 3 * $whole")"
+  "$STANDIN" whatif -t rec --iface jpeg-core --format json >w.json
+  expect_eq "so does whatif's" True "$(pyj w.json "d['plans'][0]['accelerators'][0]['fault_ns'] == 3 * $whole")"
+  "$STANDIN" info rec >info.txt
+  grep -q "page faults took .* of the .* of the 3 calls that wrote into memory" info.txt ||
+    fail "info: $(cat info.txt)"
+  # rows into a few rows of the library's pool, again and again
+  rm -rf rec
+  echo "$JD -repeat 3 $a" >run.sh
+  jpeg_same run.sh --iface jpeg-core
+  expect_eq "a buffer used again: next to none" True "$(python3 -c '
+import json, subprocess, sys
+f = [json.loads(l) for l in subprocess.run([sys.argv[1], "dump", "-t", "rec", "--format", "json"],
+                                          capture_output=True, text=True).stdout.splitlines()]
+print(all(c["features"].get("fault_ns", 0) * 20 < int(sys.argv[2]) for c in f))' "$STANDIN" "$whole")"
+  # TurboJPEG: the first decode into a mapped buffer, the others into
+  # buffers the program has written a pattern into
+  rm -rf rec
+  echo "$JT -fresh $a" >run.sh
+  jpeg_same run.sh --iface jpeg-core
+  expect_eq "TurboJPEG: only the fresh buffer's decode" True "$("$STANDIN" dump -t rec --format json |
+    python3 -c '
+import json, sys
+f = [json.loads(l)["features"].get("fault_ns", 0) for l in sys.stdin]
+print(f[0] > 0 and not any(f[1:]) and len(f) == 7)')"
+}

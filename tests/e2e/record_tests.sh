@@ -1246,7 +1246,7 @@ assert f[0] > 0 and f[1:20] == [0] * 19, f[:20]
 assert sum(1 for x in f[20:] if x > 0) >= 12, f[20:]
 PY
   "$STANDIN" info rec >info.out
-  grep -q "page faults took .* of the .* protobuf calls that wrote into" info.out ||
+  grep -q "page faults took .* of the .* calls that wrote into memory" info.out ||
     fail "info: $(cat info.out)"
   "$STANDIN" replay -t rec --iface protoacc --summary s.json -- "$PB" fresh 20 >rep.out
   cmp native.out rep.out

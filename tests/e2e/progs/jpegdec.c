@@ -22,6 +22,8 @@
  *     -untilcomplete after the last row, jpeg_consume_input until
  *                    jpeg_input_complete (at most a million calls, counted)
  *     -lines N       rows per jpeg_read_scanlines call (default rec_outbuf_height)
+ *     -whole         rows into one buffer for the image, mapped for each decode
+ *                    (pages nothing has touched), asking for every row left
  *     -height N      set image_height to N after jpeg_read_header (as openslide
  *                    does to decode one band of an image with restart markers)
  *     -nofinish      jpeg_abort_decompress after the last row, no finish
@@ -58,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <jpeglib.h>
 
@@ -65,7 +68,7 @@ typedef struct {
   const char *src;
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
   int buffered, raw, coef, skip, crop_x, crop_w, lines, nofinish, one, strict, eoferr;
-  int latecrop, untilcomplete;
+  int latecrop, untilcomplete, whole;
   int threads, repeat, concat, chunk, stop, errno_w, height, pair, unread, giveup;
   const char *tables;
   int stops[64], nstops;
@@ -319,10 +322,28 @@ static uint64_t read_rows(dec_t *d, uint64_t h) {
   size_t rb = row_bytes(c);
   JSAMPARRAY buf =
       (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE, (JDIMENSION)rb, (JDIMENSION)lines);
+  /* -whole: every row at once into pages nothing has touched (a buffer the
+   * program maps for the image, as cwebp's), asking for all rows left */
+  size_t whole_len = O.whole ? rb * c->output_height : 0;
+  unsigned char *img = NULL;
+  JSAMPARRAY at = NULL;
+  if (whole_len) {
+    img = mmap(NULL, whole_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    at = (*c->mem->alloc_small)((j_common_ptr)c, JPOOL_IMAGE, c->output_height * sizeof(JSAMPROW));
+    if (img == MAP_FAILED)
+      ERREXIT(c, JERR_OUT_OF_MEMORY);
+    for (JDIMENSION r = 0; r < c->output_height; r++)
+      at[r] = img + (size_t)r * rb;
+  }
   while (c->output_scanline < c->output_height && !(d->stop && d->rows >= d->stop) &&
          !(d->pause && d->rows >= d->pause)) {
     JDIMENSION first = c->output_scanline, n;
-    PUMP(d, (n = jpeg_read_scanlines(c, buf, (JDIMENSION)lines)) != 0);
+    if (img) {
+      PUMP(d, (n = jpeg_read_scanlines(c, at + first, c->output_height - first)) != 0);
+      buf = at + first;
+    } else {
+      PUMP(d, (n = jpeg_read_scanlines(c, buf, (JDIMENSION)lines)) != 0);
+    }
     if (c->output_scanline != first + n)
       ERREXIT(c, JERR_BAD_STATE);
     for (JDIMENSION i = 0; i < n; i++)
@@ -335,6 +356,8 @@ static uint64_t read_rows(dec_t *d, uint64_t h) {
       jpeg_crop_scanline(c, &x, &w);
     }
   }
+  if (img)
+    munmap(img, whole_len);
   if (d->pause && c->output_scanline < c->output_height)
     return h; /* (-pair) read on later */
   if (O.untilcomplete) {
@@ -665,6 +688,8 @@ static int parse(int argc, char **argv) {
       O.latecrop = 1;
     else if (!strcmp(a, "-untilcomplete"))
       O.untilcomplete = 1;
+    else if (!strcmp(a, "-whole"))
+      O.whole = 1;
     else if (!strcmp(a, "-crop"))
       sscanf(v, "%d,%d", &O.crop_x, &O.crop_w), i++;
     else if (!strcmp(a, "-lines"))

@@ -2,14 +2,20 @@
  * and prints a checksum of every output buffer (padding included, so a
  * write outside the image would show), the return codes and error texts.
  *
- *   jpegtj [-threads N] FILE... */
+ *   jpegtj [-threads N] [-fresh] FILE...
+ *
+ * -fresh: each file's first decode is into a buffer mapped for it (pages
+ * nothing has touched), as a program that allocates one per image. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <turbojpeg.h>
+
+static int fresh;
 
 static uint64_t fnv(const void *p, size_t n) {
   uint64_t h = 1469598103934665603ull;
@@ -74,7 +80,16 @@ static void decode(out_t *o, tjhandle h, const char *path) {
   }
   /* full size RGB, no pitch */
   size_t n = (size_t)w * ht * 3;
-  unsigned char *b = pattern(n);
+  unsigned char *b;
+  if (fresh) {
+    b = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b != MAP_FAILED) {
+      rc = tjDecompress2(h, jpeg, got, b, w, 0, ht, TJPF_RGB, 0);
+      report(o, h, "rgb fresh", rc, b, n);
+      munmap(b, n);
+    }
+  }
+  b = pattern(n);
   rc = tjDecompress2(h, jpeg, got, b, w, 0, ht, TJPF_RGB, 0);
   report(o, h, "rgb", rc, b, n);
   free(b);
@@ -142,8 +157,12 @@ int main(int argc, char **argv) {
     threads = atoi(argv[2]);
     first = 3;
   }
+  if (first < argc && !strcmp(argv[first], "-fresh")) {
+    fresh = 1;
+    first++;
+  }
   if (first >= argc) {
-    fprintf(stderr, "usage: jpegtj [-threads N] FILE...\n");
+    fprintf(stderr, "usage: jpegtj [-threads N] [-fresh] FILE...\n");
     return 2;
   }
   int nt = threads > 0 ? threads : 1;
