@@ -662,14 +662,21 @@ static void warn_short_calls(const rdb_built *b, const rdb_stats *s) {
   if (n < CLI_SHORT_CALLS_MIN || b->as_recorded_ns >= CLI_SHORT_CALL_NS * n ||
       C(s, RDB_C_REPLAYED) == 0)
     return;
-  char m[32], nb[32];
+  char m[32], nb[32], nr[48] = "";
+  /* a run that stopped early (a truncated input) answered fewer: say how
+   * many, or the recording's count reads as this run's */
+  uint64_t replayed = C(s, RDB_C_REPLAYED);
+  if (replayed < n) {
+    char c[32];
+    snprintf(nr, sizeof nr, " (%s answered)", cli_fmt_count(c, sizeof c, replayed));
+  }
   fprintf(stderr,
           "standin: replay: the recording's %s calls that the model times by their recorded "
           "latency (%s on average) were timed while recording, which makes calls this short "
-          "slower (pbtest's ~500 ns calls by 1-16%% on the test VMs), and this replay with "
+          "slower (pbtest's ~500 ns calls by 1-16%% on the test VMs), and this replay%s with "
           "them; 'standin record --retime' times them again without the recorder\n",
           cli_fmt_count(nb, sizeof nb, n),
-          cli_fmt_ns(m, sizeof m, (double)b->as_recorded_ns / (double)n));
+          cli_fmt_ns(m, sizeof m, (double)b->as_recorded_ns / (double)n), nr);
 }
 
 /* Hand fd to the program at a fixed number near the top of its descriptor
