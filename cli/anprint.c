@@ -189,7 +189,8 @@ void anp_notes_text(FILE *f, const an_result *r) {
             "it started: a server's workers, a script's commands): %s of it passed outside the "
             "processes that made calls, the program's own time as much as standin's, and recording "
             "cost the program's threads %s; the estimate is for that whole run: to ask about the "
-            "processes alone, time them natively and give it with --native-wall\n",
+            "processes alone, time them natively (standin native -- PROGRAM) and give it with "
+            "--native-wall\n",
             cli_fmt_ns(a, sizeof a, (double)r->wall_ns), cli_fmt_ns(b, sizeof b, (double)outside),
             cli_fmt_ns(c, sizeof c, (double)r->rec_overhead_ns));
   } else if (r->nplans && r->wall_recorded != 2 && r->wall_ns &&
@@ -208,7 +209,8 @@ void anp_notes_text(FILE *f, const an_result *r) {
             "includes %s%s that recording cost the program's threads%s, and %s before the shim "
             "started or after the program ended "
             "(standin's start-up and final flush, and the program's own loading, not told "
-            "apart); time the program natively and give it with --native-wall\n",
+            "apart); time the program natively (standin native -- PROGRAM) and give it with "
+            "--native-wall\n",
             cli_fmt_ns(a, sizeof a, (double)r->wall_ns), r->chains > 1 ? "up to " : "",
             cli_fmt_ns(b, sizeof b, (double)r->rec_overhead_ns), th,
             cli_fmt_ns(c, sizeof c, (double)outside));

@@ -220,6 +220,7 @@ int cmd_whatif(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_native(int argc, char **argv);
 
 /* An output file (export -o, replay --summary). Written into an unnamed
  * file in path's directory (O_TMPFILE), named and renamed over path when
@@ -241,5 +242,8 @@ int cli_out_open(cli_out *o, const char *path, const char *dir);
  * 0 when the output is complete in its place, else -1 (said why, unless
  * ok was 0). */
 int cli_out_close(cli_out *o, int ok);
+/* Before running a program whose summary goes to path: 0 when it can be
+ * written (a file made only to find out is removed), else -1, said. */
+int cli_out_writable(const char *path);
 
 #endif

@@ -32,7 +32,8 @@ static const char usage_text[] =
     "      --format F    text (default) or json\n"
     "      --cpus N      CPUs of the recording machine (default: this one's)\n"
     "      --native-wall T  the program's wall time measured without standin (188ms,\n"
-    "                    0.5s, 1200000ns), the estimate's baseline, as for whatif\n";
+    "                    0.5s, 1200000ns), the estimate's baseline, as for whatif;\n"
+    "                    `standin native -- PROGRAM` times it as replay times its runs\n";
 
 #define MAX_SUMMARIES 256
 

@@ -62,22 +62,6 @@ typedef struct {
   plan plan;
 } rep_opts;
 
-/* A summary that cannot be written is said before the program runs, not
- * after a long run whose statistics would then be lost. A file made only to
- * find that out is removed again. */
-static int summary_writable(const char *path) {
-  int existed = access(path, F_OK) == 0;
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    cli_err("cannot write summary %s: %s; nothing was run", path, strerror(errno));
-    return -1;
-  }
-  close(fd);
-  if (!existed)
-    unlink(path);
-  return 0;
-}
-
 static int parse(int argc, char **argv, rep_opts *o, int *first) {
   static const struct option lo[] = {{"trace", required_argument, 0, 't'},
                                      {"iface", required_argument, 0, 'i'},
@@ -153,7 +137,7 @@ static int parse(int argc, char **argv, rep_opts *o, int *first) {
   }
   if (!o->plan_file && o->plan.naccel == 0 && plan_add_iface(&o->plan, "software") != 0)
     return -1;
-  if (o->summary && (cli_out_check(o->summary, o->dir) != 0 || summary_writable(o->summary) != 0))
+  if (o->summary && (cli_out_check(o->summary, o->dir) != 0 || cli_out_writable(o->summary) != 0))
     return -1;
   *first = optind;
   return 0;

@@ -42,7 +42,9 @@ static const char usage_text[] =
     "      --cpus N      CPUs of the recording machine (default: this one's)\n"
     "      --native-wall T  the program's wall time measured without standin (188ms,\n"
     "                    0.5s, 1200000ns): recording slows a program down, so\n"
-    "                    estimates taken from the recorded run start too high\n";
+    "                    estimates taken from the recorded run start too high;\n"
+    "                    `standin native -- PROGRAM` times it as replay times its\n"
+    "                    runs (a shell's `time` adds its fork)\n";
 
 typedef struct {
   const char *dir;

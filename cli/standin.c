@@ -24,6 +24,7 @@ static const struct subcmd cmds[] = {
     {"sweep", cmd_sweep, "vary an accelerator parameter: offline estimates, optionally replayed"},
     {"compare", cmd_compare, "offline estimate beside measured replay summaries"},
     {"export", cmd_export, "write the calls as CSV, JSON or a Chrome/Perfetto trace"},
+    {"native", cmd_native, "run a program without standin, timed as replay times its runs"},
 };
 
 static void usage(FILE *f) {

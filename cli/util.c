@@ -1384,3 +1384,21 @@ int cli_out_close(cli_out *o, int ok) {
   memset(o, 0, sizeof *o);
   return rc;
 }
+
+/* A summary that cannot be written is said before the program runs, not
+ * after a long run whose statistics would then be lost. A file made only to
+ * find that out is removed again. */
+int cli_out_writable(const char *path) {
+  if (!path || !strcmp(path, "-"))
+    return 0;
+  int existed = access(path, F_OK) == 0;
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    cli_err("cannot write summary %s: %s; nothing was run", path, strerror(errno));
+    return -1;
+  }
+  close(fd);
+  if (!existed)
+    unlink(path);
+  return 0;
+}

@@ -1340,3 +1340,38 @@ t142_replay_notices_a_tree_edited_in_place() {
   # calls each
   expect_eq "fallback" 36 "$(json sum.json calls_fallback)"
 }
+
+# standin native runs a program without standin and times it as replay
+# times its runs (spawn to exit), passing its output and exit status through;
+# it refuses a summary it could not write before running anything.
+t143_native_times_a_program_as_replay_does() {
+  local rc=0
+  "$STANDIN" native --summary n.json -- sh -c 'echo "[$LD_PRELOAD]"; echo err >&2; exit 3' \
+    >o.txt 2>e.txt || rc=$?
+  expect_eq "exit status" 3 "$rc"
+  grep -q "libstandin" o.txt && fail "a shim was preloaded: $(cat o.txt)"
+  grep -q '^err$' e.txt || fail "stderr: $(cat e.txt)"
+  grep -q "^standin: native: sh ran .* ([0-9]* ns), exit status 3$" e.txt || fail "$(cat e.txt)"
+  expect_eq "summary" "3 True ['sh', '-c']" "$(python3 -c '
+import json; d = json.load(open("n.json"))
+print(d["exit_status"], d["wall_ns"] > 0, d["command"][:2])')"
+  # the time it printed is the summary's
+  expect_eq "printed" "$(pyj n.json 'd["wall_ns"]')" "$(sed -n 's/.*(\([0-9]*\) ns).*/\1/p' e.txt)"
+  # --quiet prints nothing of its own; the time goes to --native-wall
+  "$STANDIN" native -q --summary n2.json -- true 2>e2.txt
+  [ ! -s e2.txt ] || fail "quiet: $(cat e2.txt)"
+  "$STANDIN" record -o rec -- "$PB" basic 2 >/dev/null 2>&1
+  "$STANDIN" whatif rec --iface protoacc --native-wall "$(pyj n2.json 'd["wall_ns"]')ns" >w.txt ||
+    fail "whatif: $(cat w.txt)"
+  # a program that cannot run, and a summary that cannot be written
+  rc=0
+  "$STANDIN" native --summary n3.json -- ./no-such-program 2>e3.txt || rc=$?
+  expect_eq "not found" 127 "$rc"
+  grep -q "cannot run ./no-such-program" e3.txt || fail "$(cat e3.txt)"
+  [ ! -e n3.json ] || fail "a summary of a run that never started"
+  rc=0
+  "$STANDIN" native --summary no-such-dir/n.json -- touch ran 2>e4.txt || rc=$?
+  expect_eq "unwritable summary" 2 "$rc"
+  grep -q "cannot write summary no-such-dir/n.json: .*nothing was run" e4.txt || fail "$(cat e4.txt)"
+  [ ! -e ran ] || fail "the program ran"
+}
