@@ -1258,14 +1258,19 @@ t235_jpeg_decodes_into_fresh_pages_keep_their_faults() {
   jpeg_same run.sh --iface jpeg-core
   every_decode_replayed
   "$STANDIN" dump -t rec --format json >d.json
+  # alike: the same pages times the process's measured cost of one, unless
+  # that is more than the decode took (a decode under ASan on a loaded
+  # machine: 8.8 ms of decode against 11.7 ms of faults), when it is the
+  # decode's time
   expect_eq "three decodes, each faulting alike" "3 1" "$(python3 -c '
 import json
 f = [json.loads(l) for l in open("d.json")]
 v = [c["features"].get("fault_ns", 0) for c in f]
 assert all(0 < x <= c["latency_ns"] for x, c in zip(v, f)), v
-print(len(v), len(set(v)))')"
-  local whole
-  whole=$(python3 -c 'import json; print(json.loads(open("d.json").readline())["features"]["fault_ns"])')
+print(len(v), len(set(x for x, c in zip(v, f) if x < c["latency_ns"]) or {0}))')"
+  local whole sum
+  whole=$(python3 -c 'import json; print(max(json.loads(l)["features"]["fault_ns"] for l in open("d.json")))')
+  sum=$(python3 -c 'import json; print(sum(json.loads(l)["features"]["fault_ns"] for l in open("d.json")))')
   # the device model keeps it: service and link as before, and the faults
   "$STANDIN" export -t rec --format csv --iface jpeg-core >e.csv
   expect_eq "predicted = service + link + faults" "3" "$(python3 -c '
@@ -1278,9 +1283,9 @@ for r in csv.DictReader(open("e.csv")):
     n += 1
 print(n)')"
   expect_eq "the replay's prediction holds them" True \
-    "$(pyj sum.json "d['predicted_ns'] >= 3 * $whole")"
+    "$(pyj sum.json "d['predicted_ns'] >= $sum")"
   "$STANDIN" whatif -t rec --iface jpeg-core --format json >w.json
-  expect_eq "so does whatif's" True "$(pyj w.json "d['plans'][0]['accelerators'][0]['fault_ns'] == 3 * $whole")"
+  expect_eq "so does whatif's" True "$(pyj w.json "d['plans'][0]['accelerators'][0]['fault_ns'] == $sum")"
   "$STANDIN" info rec >info.txt
   grep -q "page faults took .* of the .* of the 3 calls that wrote into memory" info.txt ||
     fail "info: $(cat info.txt)"
