@@ -174,6 +174,7 @@ struct jpg_obj {
 
   /* time inside the library for this decode (trace clock) */
   uint64_t t_first, t_in, t_out, busy_ns; /* t_out: when the last call left */
+  uint32_t timed;                         /* library calls of the decode timed so far (jpg_leave) */
   /* busy_ns by thread, when the shim names threads: a program may read a
    * decode's rows on one thread and finish or destroy the object on
    * another (libvips), and the decode's work is where its time went */
