@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "json.h"
 
 void anopt_init(anopt *o, const char *cmd, int one_plan) {
   memset(o, 0, sizeof *o);
@@ -23,6 +24,34 @@ static int take_plan(anopt *o, int c, const char *arg) {
   return (c == 'p' ? planset_add_file(&o->ps, arg) : planset_add_iface(&o->ps, arg)) == 0 ? 1 : -1;
 }
 
+/* --native-wall FILE.json: the time of a `standin native --summary` file
+ * (wall_ns), so that a script need not take it out itself. A replay's
+ * summary holds a wall_ns too, of a replay: refused. */
+static int native_from_summary(anopt *o, const char *path) {
+  json *d = NULL;
+  if (json_load(&d, path) != 0)
+    return -1;
+  uint64_t ns = 0;
+  const json *st = json_get(d, "exit_status");
+  int rc = -1;
+  if (json_get(d, "recording") || json_get(d, "calls_intercepted"))
+    cli_err("--native-wall: %s is a replay's summary, not a native run's: time the program "
+            "with 'standin native --summary FILE -- PROGRAM'",
+            path);
+  else if (json_count(json_get(d, "wall_ns"), &ns) != 0 || ns == 0)
+    cli_err("--native-wall: %s has no wall_ns (a 'standin native --summary' file has one)", path);
+  else
+    rc = 1;
+  if (rc == 1 && st && json_num(st, 0) != 0)
+    cli_warn("--native-wall: the native run in %s exited with status %.0f; its time is used as "
+             "it is",
+             path, json_num(st, 0));
+  if (rc == 1)
+    o->native_wall_ns = ns;
+  json_free(d);
+  return rc;
+}
+
 int anopt_take(anopt *o, int c, const char *arg) {
   char *end;
   switch (c) {
@@ -37,6 +66,9 @@ int anopt_take(anopt *o, int c, const char *arg) {
     o->json = !strcmp(arg, "json");
     return 1;
   case 'N': {
+    size_t len = strlen(arg);
+    if (len > 5 && !strcmp(arg + len - 5, ".json"))
+      return native_from_summary(o, arg);
     double v = strtod(arg, &end);
     double unit = !strcmp(end, "s")    ? 1e9
                   : !strcmp(end, "ms") ? 1e6
@@ -49,7 +81,9 @@ int anopt_take(anopt *o, int c, const char *arg) {
       return -1;
     }
     if (end == arg || unit == 0 || !(v * unit >= 1) || v * unit > 1e18) { /* 0.0001ns: 0 */
-      cli_err("--native-wall: '%s' is not a duration like 188ms, 0.5s or 1200000ns", arg);
+      cli_err("--native-wall: '%s' is not a duration like 188ms, 0.5s or 1200000ns, nor a "
+              "'standin native --summary' file (FILE.json)",
+              arg);
       return -1;
     }
     o->native_wall_ns = (uint64_t)(v * unit);

@@ -33,7 +33,8 @@ static const char usage_text[] =
     "      --cpus N      CPUs of the recording machine (default: this one's)\n"
     "      --native-wall T  the program's wall time measured without standin (188ms,\n"
     "                    0.5s, 1200000ns), the estimate's baseline, as for whatif;\n"
-    "                    `standin native -- PROGRAM` times it as replay times its runs\n";
+    "                    `standin native -- PROGRAM` times it as replay times its runs\n"
+    "                    (its --summary FILE.json may be given as T)\n";
 
 #define MAX_SUMMARIES 256
 

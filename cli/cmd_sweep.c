@@ -49,7 +49,8 @@ static const char usage_text[] =
     "                         median with min..max per value; SVG when gnuplot is\n"
     "                         installed)\n"
     "      --cpus N           CPUs of the recording machine (default: this one's)\n"
-    "      --native-wall T    the program's native wall time (e.g. 188ms), for the\n"
+    "      --native-wall T    the program's native wall time (e.g. 188ms, or a\n"
+    "                         'standin native --summary' FILE.json), for the\n"
     "                         estimates to start from; without --replay, the default\n"
     "                         is the recorded run's\n";
 

@@ -44,7 +44,8 @@ static const char usage_text[] =
     "                    0.5s, 1200000ns): recording slows a program down, so\n"
     "                    estimates taken from the recorded run start too high;\n"
     "                    `standin native -- PROGRAM` times it as replay times its\n"
-    "                    runs (a shell's `time` adds its fork)\n";
+    "                    runs (a shell's `time` adds its fork); its --summary FILE.json\n"
+    "                    may be given as T\n";
 
 typedef struct {
   const char *dir;

@@ -1363,6 +1363,19 @@ print(d["exit_status"], d["wall_ns"] > 0, d["command"][:2])')"
   "$STANDIN" record -o rec -- "$PB" basic 2 >/dev/null 2>&1
   "$STANDIN" whatif rec --iface protoacc --native-wall "$(pyj n2.json 'd["wall_ns"]')ns" >w.txt ||
     fail "whatif: $(cat w.txt)"
+  # or the summary itself; not a replay's, nor a file without the time
+  "$STANDIN" whatif rec --iface protoacc --native-wall n2.json >w2.txt || fail "whatif: $(cat w2.txt)"
+  cmp w.txt w2.txt || fail "the summary's time differs from its wall_ns: $(cat w.txt w2.txt)"
+  "$STANDIN" replay -t rec --summary r.json -- "$PB" basic 2 >/dev/null 2>&1
+  rc=0
+  "$STANDIN" whatif rec --iface protoacc --native-wall r.json >/dev/null 2>e5.txt || rc=$?
+  expect_eq "a replay's summary" 2 "$rc"
+  grep -q "r.json is a replay's summary, not a native run's" e5.txt || fail "$(cat e5.txt)"
+  echo '{"exit_status": 0}' >x.json
+  rc=0
+  "$STANDIN" whatif rec --iface protoacc --native-wall x.json >/dev/null 2>e6.txt || rc=$?
+  expect_eq "no wall_ns" 2 "$rc"
+  grep -q "x.json has no wall_ns" e6.txt || fail "$(cat e6.txt)"
   # a program that cannot run, and a summary that cannot be written
   rc=0
   "$STANDIN" native --summary n3.json -- ./no-such-program 2>e3.txt || rc=$?
