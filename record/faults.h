@@ -75,7 +75,9 @@ uint64_t rt_fault_cost_ns(void);
  * rows land in are not in memory yet (mincore), before the library writes
  * them, each page once. Rows are looked at RT_OUT_WINDOW pages at a time:
  * one system call per such window of a buffer the rows fill in order, one
- * in all for a buffer of a few rows used again and again. A page found
+ * a decode for a buffer of a few rows used again and again, and none while
+ * the thread backs off after decodes that found nothing (rec_jpeg.c
+ * note_watch). A page found
  * absent whose fault never comes (a huge page faulted in whole, with
  * transparent huge pages always on) is bounded by the caller with the
  * process's own fault count. */
