@@ -848,6 +848,10 @@ static void write_call(rt_thread *t, const raw_call *rc, const size_pair *pair) 
     c.nfeat = c.nfeat > ST_PBF_NFEAT ? c.nfeat : ST_PBF_NFEAT;
     /* at most the latency as corrected (for the clock's reads) */
     c.feat[ST_PBF_FAULT_NS] = rc->fault_ns < c.latency_ns ? rc->fault_ns : c.latency_ns;
+  } else if (st_api_family(c.api) == ST_FAMILY_JPEG && c.nfeat > ST_JPF_FAULT_NS &&
+             c.feat[ST_JPF_FAULT_NS] > c.latency_ns) {
+    /* the decode's, capped at its latency before the clock's read came off */
+    c.feat[ST_JPF_FAULT_NS] = c.latency_ns;
   }
   c.seq = S.seq++;
   check(st_writer_add_call(S.w, &c));
