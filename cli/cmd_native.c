@@ -58,10 +58,8 @@ int cmd_native(int argc, char **argv) {
   uint64_t wall = 0;
   fflush(NULL);
   int rc = cli_run(argv + optind, NULL, &wall);
-  if (rc == EXIT_NOTFOUND || rc == EXIT_NOEXEC) {
-    if (wall == 0) /* it never ran (cli_run said why): nothing was timed */
-      return rc;
-  }
+  if (wall == 0) /* it never ran (cli_run said why): nothing was timed */
+    return rc;
   if (!quiet) {
     char t[32];
     fprintf(stderr, "standin: native: %s ran %s (%llu ns), exit status %d\n", argv[optind],

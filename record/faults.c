@@ -67,9 +67,7 @@ uint64_t rt_fault_cost_ns(void) {
 
 uint32_t rt_fault_time(rt_fault_watch *w, int counted, uint64_t f0, uint64_t latency_ns) {
   if (!counted) { /* a long call: count the next ones, unless backing off */
-    if (w->skip)
-      w->skip--;
-    else
+    if (!rt_backoff_pass(&w->off))
       w->left = 1;
     return 0;
   }
@@ -79,15 +77,13 @@ uint32_t rt_fault_time(rt_fault_watch *w, int counted, uint64_t f0, uint64_t lat
     if (w->left == 0) { /* the thread's first call, without a fault */
       w->left = RT_FAULT_OFF;
     } else if (++w->left > RT_FAULT_WINDOW) { /* a window without a fault */
-      if (w->backoff < 10)
-        w->backoff++;
-      w->skip = (uint16_t)(1u << w->backoff);
+      rt_backoff_found(&w->off, 0);
       w->left = RT_FAULT_OFF;
     }
     return 0;
   }
   w->left = 1;
-  w->backoff = 0;
+  rt_backoff_found(&w->off, 1); /* skip is 0 while counting */
   uint64_t ns = n * rt_fault_cost_ns();
   if (ns > latency_ns)
     ns = latency_ns;
@@ -99,10 +95,10 @@ static uintptr_t page_size(void) {
   return p > 0 ? (uintptr_t)p : 4096;
 }
 
-/* vec for pages [first, first + n), n <= RT_OUT_WINDOW; 0, or -1 when
- * some page of them is not mapped. */
-static int window_at(rt_out_pages *w, uintptr_t first, uintptr_t n) {
-  if (mincore((void *)(first * page_size()), (size_t)(n * page_size()), w->vec) != 0)
+/* vec for pages [first, first + n) of ps bytes, n <= RT_OUT_WINDOW; 0, or
+ * -1 when some page of them is not mapped. */
+static int window_at(rt_out_pages *w, uintptr_t ps, uintptr_t first, uintptr_t n) {
+  if (mincore((void *)(first * ps), (size_t)(n * ps), w->vec) != 0)
     return -1;
   w->lo = first;
   w->hi = first + n;
@@ -124,9 +120,9 @@ void rt_out_pages_note(rt_out_pages *w, const void *p, size_t len) {
       /* the window from here, or as much of it as is mapped: the row's own
        * pages at least */
       uintptr_t own = z - pg + 1 < RT_OUT_WINDOW ? z - pg + 1 : RT_OUT_WINDOW;
-      if (pg == short_at || window_at(w, pg, RT_OUT_WINDOW) != 0) {
+      if (pg == short_at || window_at(w, ps, pg, RT_OUT_WINDOW) != 0) {
         short_at = pg;
-        if (window_at(w, pg, own) != 0) {
+        if (window_at(w, ps, pg, own) != 0) {
           w->broken = 1;
           return;
         }

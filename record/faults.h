@@ -28,12 +28,39 @@
 #define RT_FAULT_WINDOW 16
 #define RT_FAULT_LONG_NS 2000
 
+/* Backing off from a count that keeps finding nothing: after each empty
+ * look, 2, 4, ... 1024 chances pass unlooked at; a look that finds
+ * something starts over. Zeroed: look at once. */
+typedef struct {
+  uint16_t skip; /* chances to let pass before looking again */
+  uint8_t backoff;
+} rt_backoff;
+
+/* A chance to look: 1 when it is let pass (counted down). */
+static inline int rt_backoff_pass(rt_backoff *b) {
+  if (!b->skip)
+    return 0;
+  b->skip--;
+  return 1;
+}
+
+/* What the look found. */
+static inline void rt_backoff_found(rt_backoff *b, int found) {
+  if (found) {
+    b->backoff = 0;
+    b->skip = 0;
+    return;
+  }
+  if (b->backoff < 10)
+    b->backoff++;
+  b->skip = (uint16_t)(1u << b->backoff);
+}
+
 /* Zeroed (TLS) before the thread's first call of the API. */
 typedef struct {
-  uint16_t left; /* RT_FAULT_OFF: not counting; else the calls counted in
-                    this window so far (0: the thread's first call) */
-  uint16_t skip; /* long calls to let pass before counting again */
-  uint8_t backoff;
+  uint16_t left;  /* RT_FAULT_OFF: not counting; else the calls counted in
+                     this window so far (0: the thread's first call) */
+  rt_backoff off; /* long calls to let pass before counting again */
 } rt_fault_watch;
 #define RT_FAULT_OFF UINT16_MAX
 

@@ -73,10 +73,7 @@ typedef struct {
  * buffer again and again finds none. After a decode without a fresh page
  * the thread lets 2, 4, ... 1024 decodes pass unlooked at, as the protobuf
  * hooks do (faults.h); one with fresh pages looks at every decode again. */
-static SHIM_TLS struct {
-  uint16_t skip;
-  uint8_t backoff;
-} note_watch;
+static SHIM_TLS rt_backoff note_watch;
 
 static void free_dec(jpg_obj *o) {
   rec_dec *x = o->ext;
@@ -174,14 +171,8 @@ static void submit(jpg_obj *o, int failed) {
   c.feat[ST_JPF_OUT_COLD] = place_permille(x->placement.cold, x->placement.probed);
   if ((c.feat[ST_JPF_FAULT_NS] = rt_out_fault_ns(&x->out_pages, c.latency_ns)) != 0)
     c.nfeat = ST_JPF_NFEAT;
-  if (x->note > 0 && x->out_pages.fresh) {
-    note_watch.backoff = 0;
-    note_watch.skip = 0;
-  } else if (x->note > 0) {
-    if (note_watch.backoff < 10)
-      note_watch.backoff++;
-    note_watch.skip = (uint16_t)(1u << note_watch.backoff);
-  }
+  if (x->note > 0)
+    rt_backoff_found(&note_watch, x->out_pages.fresh != 0);
   if (failed || !complete)
     jpg_unread_final(o);
   if (o->drop.len) {
@@ -328,11 +319,8 @@ static void started(jpg_obj *o, rec_dec *x) {
 #define NOTE_AHEAD 16
 
 static void note_rows(rec_dec *x, JSAMPARRAY rows, JDIMENSION first, JDIMENSION max_lines) {
-  if (x->note == 0) {
-    x->note = note_watch.skip ? -1 : 1;
-    if (note_watch.skip)
-      note_watch.skip--;
-  }
+  if (x->note == 0)
+    x->note = rt_backoff_pass(&note_watch) ? -1 : 1;
   if (x->note < 0)
     return;
   uint64_t t0 = shim_now_ns();
