@@ -61,6 +61,7 @@ static int buf_room(jpg_buf *b, size_t n) {
   }
   b->p = p;
   b->cap = cap;
+  b->ready = 0; /* the block's own mark says how far it is mapped */
   shim_populate_ahead(b->p, &b->ready, b->len + n, b->cap);
   return 0;
 }

@@ -53,9 +53,17 @@ void *shim_thread_block(shim_thread_key *k, void **slot, size_t n) {
  * time, but ~5 ms one time in six there, paid for the whole 2 MiB however
  * little of it a buffer used. A kernel without the advice (EINVAL) leaves
  * the pages to fault as before. */
+static uint64_t *populated_mark(void *p);
+
 void shim_populate_ahead(void *p, size_t *ready, size_t upto, size_t cap) {
   if (upto <= *ready || !p)
     return;
+  uint64_t *mark = populated_mark(p);
+  if (mark && *mark > *ready) { /* a kept block: mapped by its last user */
+    *ready = *mark < cap ? (size_t)*mark : cap;
+    if (upto <= *ready)
+      return;
+  }
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t end = cap < AHEAD_BYTES || upto > cap - AHEAD_BYTES ? cap : upto + AHEAD_BYTES;
   /* whole pages inside the buffer (a slab block's neighbours' pages may
@@ -65,6 +73,8 @@ void shim_populate_ahead(void *p, size_t *ready, size_t upto, size_t cap) {
   if (b > a)
     madvise((void *)a, (size_t)(b - a), MADV_POPULATE_WRITE);
   *ready = end;
+  if (mark && end > *mark)
+    *mark = end;
 }
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -86,6 +96,10 @@ void shim_alloc_fork_release(void) {}
 unsigned long long shim_alloc_kept_bytes(void) {
   return 0;
 }
+static uint64_t *populated_mark(void *p) {
+  (void)p;
+  return NULL; /* plain malloc: nothing known */
+}
 
 #else
 
@@ -106,10 +120,16 @@ unsigned long long shim_alloc_kept_bytes(void) {
 #define KEEP_TOTAL (256ull << 20)
 #define MAGIC 0x53746e41u               /* "Stn" + 'A' */
 
+/* populated: bytes from the block's start that shim_populate_ahead has
+ * mapped. A block keeps its pages while it is kept for reuse (only blocks
+ * not kept are unmapped), and the mark with them: the next user of a kept
+ * block makes no system call to map pages that are in already (a replayed
+ * decode's three 64 KiB buffers made three a decode). It lies past the
+ * free list's link, so it survives the block's time on the list. */
 typedef struct {
   uint32_t magic;
   uint32_t cls;
-  uint64_t pad;
+  uint64_t populated;
 } hdr;
 
 typedef struct block {
@@ -199,8 +219,11 @@ void *shim_alloc(size_t n) {
   if (class_of(n, &k) != 0)
     return NULL;
   hdr *h = take_kept(k);
-  if (!h)
+  if (!h) {
     h = k <= SLAB_CLASS_MAX ? carve(k) : map(class_bytes(k));
+    if (h)
+      h->populated = 0;
+  }
   if (!h)
     return NULL;
   h->magic = MAGIC;
@@ -222,6 +245,10 @@ static hdr *header(void *p) {
     abort();
   }
   return h;
+}
+
+static uint64_t *populated_mark(void *p) {
+  return &header(p)->populated;
 }
 
 void shim_free(void *p) {

@@ -51,12 +51,14 @@ unsigned long long shim_alloc_kept_bytes(void);
 
 /* A buffer that fills from the front (a decode's compressed bytes, read
  * to the end before the request is known) maps its pages ahead of the
- * writes: before writing up to offset `upto` of the `cap` bytes at p,
- * the pages from *ready on are mapped in one system call, 64 KiB past
- * upto (at most to cap), and *ready moves there. A page's first touch
- * then costs no fault of its own. *ready is an offset: it stays valid
- * when a realloc moves the buffer (its bytes, and pages, go with it);
- * 0 for a buffer that has none. */
+ * writes: before writing up to offset `upto` of the `cap` bytes at p (a
+ * block from shim_alloc or shim_realloc), the pages from *ready on are
+ * mapped in one system call, 64 KiB past upto (at most to cap), and
+ * *ready moves there. A page's first touch then costs no fault of its
+ * own. The block remembers how far it was mapped, through frees and
+ * reuse: *ready then starts there, and a reused block maps nothing again.
+ * *ready is the caller's copy: 0 for a new buffer, and after a realloc
+ * (the block may be another). */
 void shim_populate_ahead(void *p, size_t *ready, size_t upto, size_t cap);
 
 /* fork: take every lock before (last, after the writer is parked), and

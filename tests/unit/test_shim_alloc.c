@@ -174,6 +174,46 @@ START_TEST(test_populate_ahead_maps_without_writing) {
 }
 END_TEST
 
+/* A kept block remembers how far its pages were mapped: its next user's
+ * first call maps nothing that is in already (each replayed decode's
+ * three 64 KiB buffers made a system call apiece, every decode), and a
+ * new block starts from nothing. */
+START_TEST(test_populate_ahead_remembers_a_kept_blocks_pages) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return; /* shim_alloc is the sanitizer's malloc there: nothing is known */
+#endif
+  size_t cap = 100u << 10; /* a 128 KiB block, kept when freed */
+  uint8_t *p = shim_alloc(cap);
+  ck_assert_ptr_nonnull(p);
+  size_t ready = 0;
+  shim_populate_ahead(p, &ready, 1000, cap);
+  ck_assert_uint_eq(ready, 1000 + (64u << 10));
+  shim_populate_ahead(p, &ready, cap - 10, cap);
+  ck_assert_uint_eq(ready, cap);
+  memset(p, 0x33, cap);
+  shim_free(p);
+  uint8_t *q = shim_alloc(cap);
+  ck_assert_ptr_eq(q, p);
+  size_t again = 0;
+  shim_populate_ahead(q, &again, 10, cap); /* all of it is in: ready to its end */
+  ck_assert_uint_eq(again, cap);
+  /* a smaller buffer in the same block: no further than its own end */
+  size_t part = 0;
+  shim_populate_ahead(q, &part, 10, 5000);
+  ck_assert_uint_eq(part, 5000);
+  /* the same size while the kept one is taken: a new block, from nothing */
+  uint8_t *r = shim_alloc(cap);
+  ck_assert_ptr_nonnull(r);
+  size_t fresh = 0;
+  shim_populate_ahead(r, &fresh, 10, cap);
+  ck_assert_uint_eq(fresh, 10 + (64u << 10));
+  for (size_t k = 0; k < cap; k++)
+    ck_assert_msg(q[k] == 0x33, "byte %zu", k);
+  shim_free(q);
+  shim_free(r);
+}
+END_TEST
+
 /* Freed large blocks are kept for reuse, within bounds: 64 MiB of blocks
  * of each large class from 128 KiB to 64 MiB (mapped, barely touched),
  * 640 MiB in all, freed at once, leave at most 256 MiB kept plus one
@@ -299,6 +339,7 @@ int main(void) {
   tcase_add_test(tc, test_realloc_of_a_large_block_keeps_its_class);
   tcase_add_test(tc, test_realloc_takes_a_kept_block_of_the_new_class);
   tcase_add_test(tc, test_populate_ahead_maps_without_writing);
+  tcase_add_test(tc, test_populate_ahead_remembers_a_kept_blocks_pages);
   tcase_add_test(tc, test_large_blocks_kept_within_bounds);
   tcase_add_test(tc, test_threads_allocate_and_another_frees);
   tcase_add_test(tc, test_child_of_fork_allocates);
