@@ -65,7 +65,10 @@ void shim_populate_ahead(void *p, size_t *ready, size_t upto, size_t cap) {
       return;
   }
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  size_t end = cap < AHEAD_BYTES || upto > cap - AHEAD_BYTES ? cap : upto + AHEAD_BYTES;
+  /* as far ahead as the buffer holds already (a page at least, 64 KiB at
+   * most): a small request maps a few pages, not 64 KiB it never uses */
+  size_t ahead = upto < page ? page : upto < AHEAD_BYTES ? upto : AHEAD_BYTES;
+  size_t end = upto > cap || ahead > cap - upto ? cap : upto + ahead;
   /* whole pages inside the buffer (a slab block's neighbours' pages may
    * share its first: mapping them changes nothing) */
   uintptr_t a = ((uintptr_t)p + *ready) & ~(uintptr_t)(page - 1);

@@ -53,8 +53,9 @@ unsigned long long shim_alloc_kept_bytes(void);
  * to the end before the request is known) maps its pages ahead of the
  * writes: before writing up to offset `upto` of the `cap` bytes at p (a
  * block from shim_alloc or shim_realloc), the pages from *ready on are
- * mapped in one system call, 64 KiB past upto (at most to cap), and
- * *ready moves there. A page's first touch then costs no fault of its
+ * mapped in one system call, past upto by as much as the buffer holds
+ * (a page at least, 64 KiB at most; never past cap), and *ready moves
+ * there. A page's first touch then costs no fault of its
  * own. The block remembers how far it was mapped, through frees and
  * reuse: *ready then starts there, and a reused block maps nothing again.
  * *ready is the caller's copy: 0 for a new buffer, and after a realloc

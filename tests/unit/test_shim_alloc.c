@@ -138,9 +138,10 @@ START_TEST(test_realloc_takes_a_kept_block_of_the_new_class) {
 }
 END_TEST
 
-/* A filling buffer's pages are mapped 64 KiB ahead of its writes, never
- * past its end, and what it holds stays: the advice maps pages, it does
- * not write them (a slab block's neighbour shares its pages). */
+/* A filling buffer's pages are mapped ahead of its writes, as far as it
+ * holds already (a page at least, 64 KiB at most), never past its end, and
+ * what it holds stays: the advice maps pages, it does not write them (a
+ * slab block's neighbour shares its pages). */
 START_TEST(test_populate_ahead_maps_without_writing) {
   size_t cap = 300u << 10;
   uint8_t *before = shim_alloc(100), *p = shim_alloc(cap), *after = shim_alloc(100);
@@ -153,10 +154,14 @@ START_TEST(test_populate_ahead_maps_without_writing) {
   for (size_t k = 0; k < 1000; k++)
     p[k] = (uint8_t)(k * 3);
   memset(p + 200000, 0x5A, 1000); /* beyond what is ready */
-  shim_populate_ahead(p, &ready, 1000, cap);
-  ck_assert_uint_eq(ready, 1000 + (64u << 10));
+  shim_populate_ahead(p, &ready, 1000, cap); /* a page ahead */
+  ck_assert_uint_eq(ready, 1000 + 4096);
   shim_populate_ahead(p, &ready, 2000, cap); /* within what is ready: nothing */
-  ck_assert_uint_eq(ready, 1000 + (64u << 10));
+  ck_assert_uint_eq(ready, 1000 + 4096);
+  shim_populate_ahead(p, &ready, 20000, cap); /* as far ahead as it holds */
+  ck_assert_uint_eq(ready, 40000);
+  shim_populate_ahead(p, &ready, 100000, cap); /* 64 KiB ahead at most */
+  ck_assert_uint_eq(ready, 100000 + (64u << 10));
   shim_populate_ahead(p, &ready, cap - 10, cap); /* near the end: to the end */
   ck_assert_uint_eq(ready, cap);
   for (size_t k = 0; k < 1000; k++)
@@ -187,7 +192,7 @@ START_TEST(test_populate_ahead_remembers_a_kept_blocks_pages) {
   ck_assert_ptr_nonnull(p);
   size_t ready = 0;
   shim_populate_ahead(p, &ready, 1000, cap);
-  ck_assert_uint_eq(ready, 1000 + (64u << 10));
+  ck_assert_uint_eq(ready, 1000 + 4096);
   shim_populate_ahead(p, &ready, cap - 10, cap);
   ck_assert_uint_eq(ready, cap);
   memset(p, 0x33, cap);
@@ -206,7 +211,7 @@ START_TEST(test_populate_ahead_remembers_a_kept_blocks_pages) {
   ck_assert_ptr_nonnull(r);
   size_t fresh = 0;
   shim_populate_ahead(r, &fresh, 10, cap);
-  ck_assert_uint_eq(fresh, 10 + (64u << 10));
+  ck_assert_uint_eq(fresh, 10 + 4096);
   for (size_t k = 0; k < cap; k++)
     ck_assert_msg(q[k] == 0x33, "byte %zu", k);
   shim_free(q);
