@@ -180,9 +180,8 @@ void rt_page_snap_take(rt_page_snap *s, const void *p, size_t len) {
   s->faults0 = process_faults();
 }
 
-uint32_t rt_page_snap_fault_ns(rt_page_snap *s, const void *p, size_t len, uint64_t latency_ns) {
-  if (!s->vec)
-    return 0;
+/* The pages of s that were not in memory and [p, p + len) covers; frees s. */
+static uint64_t snap_fresh(rt_page_snap *s, const void *p, size_t len) {
   uint64_t fresh = 0;
   if (p && len) {
     uintptr_t ps = page_size(), a = (uintptr_t)p / ps, z = ((uintptr_t)p + len - 1) / ps;
@@ -191,5 +190,22 @@ uint32_t rt_page_snap_fault_ns(rt_page_snap *s, const void *p, size_t len, uint6
   }
   shim_free(s->vec);
   s->vec = NULL;
-  return fresh_ns(fresh, s->faults0, latency_ns);
+  return fresh;
+}
+
+uint32_t rt_page_snaps_fault_ns(rt_page_snap *s, int n, const void *const *p, const size_t *len,
+                                uint64_t latency_ns) {
+  uint64_t fresh = 0, faults0 = UINT64_MAX;
+  for (int i = 0; i < n; i++) {
+    if (!s[i].vec)
+      continue;
+    if (s[i].faults0 < faults0)
+      faults0 = s[i].faults0; /* the first snapshot's: every plane's faults since */
+    fresh += snap_fresh(&s[i], p[i], len[i]);
+  }
+  return faults0 == UINT64_MAX ? 0 : fresh_ns(fresh, faults0, latency_ns);
+}
+
+uint32_t rt_page_snap_fault_ns(rt_page_snap *s, const void *p, size_t len, uint64_t latency_ns) {
+  return rt_page_snaps_fault_ns(s, 1, &p, &len, latency_ns);
 }

@@ -678,8 +678,42 @@ static void tj_snap(rt_page_snap *s, const unsigned char *jpeg, unsigned long si
     rt_page_snap_take(s, dst, (size_t)(stride * h));
 }
 
+/* The bytes a decode writes in plane i of d: its rows, strides between. */
+static size_t plane_span(const jpg_tj_layout *L, const jpg_tj_dest *d, int i) {
+  return L->rows[i] > 0 ? d->stride[i] * (size_t)(L->rows[i] - 1) + (size_t)L->row_bytes[i] : 0;
+}
+
+/* From plane 0's start to the end of the plane that ends last: the planes
+ * of tjDecompressToYUV2, which lie in one buffer. */
+static size_t planes_span(const jpg_tj_layout *L, const jpg_tj_dest *d) {
+  uintptr_t end = 0;
+  for (int i = 0; i < L->nplanes; i++) {
+    size_t n = plane_span(L, d, i);
+    if (n && (uintptr_t)d->plane[i] + n > end)
+      end = (uintptr_t)d->plane[i] + n;
+  }
+  return end > (uintptr_t)d->plane[0] ? (size_t)(end - (uintptr_t)d->plane[0]) : 0;
+}
+
+/* Before a YUV decode: which pages of its planes are in memory (one
+ * snapshot over tjDecompressToYUV2's buffer, one a plane for
+ * tjDecompressToYUVPlanes). Returns the snapshots taken (0-3). */
+static int yuv_snap(rt_page_snap snap[3], const jpg_tj_layout *L, const jpg_tj_dest *d,
+                    int one_buffer) {
+  if (rt_cfg.timing)
+    return 0;
+  if (one_buffer) {
+    rt_page_snap_take(&snap[0], d->plane[0], planes_span(L, d));
+    return 1;
+  }
+  int n = L->nplanes < 3 ? L->nplanes : 3;
+  for (int i = 0; i < n; i++)
+    rt_page_snap_take(&snap[i], d->plane[i], plane_span(L, d, i));
+  return n;
+}
+
 static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layout *L,
-                      const jpg_tj_dest *d, rt_page_snap *snap) {
+                      const jpg_tj_dest *d, rt_page_snap *snap, int nsnap) {
   rt_call c = {0};
   c.api = ST_API_TJ_DECODE;
   c.start_ns = t->t0;
@@ -709,12 +743,16 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, t->size, L ? (uint32_t)L->out_w : 0,
                                   L ? (uint32_t)L->out_h : 0, L ? L->bytes : 0,
                                   L ? (uint32_t)L->scale_num : 1, L ? (uint32_t)L->scale_denom : 1);
-  /* packed pixels: the rows' span (a snapshot only for those, tj_snap) */
-  size_t span = L && d && L->rows[0] > 0
-                    ? d->stride[0] * (size_t)(L->rows[0] - 1) + (size_t)L->row_bytes[0]
-                    : 0;
-  if (snap && (c.feat[ST_JPF_FAULT_NS] =
-                   rt_page_snap_fault_ns(snap, d ? d->plane[0] : NULL, span, c.latency_ns)) != 0)
+  /* the spans the snapshots were taken for (tj_snap, yuv_snap): the rows
+   * of packed pixels or of each plane, or all of one buffer's planes */
+  const void *at[3] = {NULL, NULL, NULL};
+  size_t span[3] = {0, 0, 0};
+  for (int i = 0; L && d && i < nsnap && i < L->nplanes; i++) {
+    at[i] = d->plane[i];
+    span[i] = t->par.entry == JPG_ENTRY_TJ_YUV ? planes_span(L, d) : plane_span(L, d, i);
+  }
+  if (nsnap &&
+      (c.feat[ST_JPF_FAULT_NS] = rt_page_snaps_fault_ns(snap, nsnap, at, span, c.latency_ns)) != 0)
     c.nfeat = ST_JPF_NFEAT;
   /* the written bytes, or a digest of them (as for libjpeg, see above) */
   int as_digest = !rt_cfg.jpeg_pixels;
@@ -773,7 +811,7 @@ SHIM_EXPORT int tjDecompress2(tjhandle h, const unsigned char *jpeg, unsigned lo
   int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_RGB, width, height, pixfmt, &L) == 0;
   if (ok)
     jpg_tj_dest_rgb(&L, dst, pitch, &d);
-  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, &snap);
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, &snap, 1);
   shim_depth--;
   return t.ret;
 }
@@ -786,6 +824,14 @@ SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, u
     return real(h, jpeg, size, planes, width, strides, height, flags);
   tj_call t = {h, jpeg, size, {0}, width, height, -1, 0, 0, 0, 0};
   shim_depth++;
+  /* the layout first (the header only), for the planes' snapshots */
+  jpg_tj_layout L;
+  jpg_tj_dest d;
+  int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_YUV_PLANES, width, height, -1, &L) == 0;
+  if (ok)
+    jpg_tj_dest_planes(&L, planes, strides, &d);
+  rt_page_snap snap[3];
+  int nsnap = ok ? yuv_snap(snap, &L, &d, 0) : 0;
   t.t0 = shim_now_ns();
   t.ret = real(h, jpeg, size, planes, width, strides, height, flags);
   t.t1 = shim_now_ns();
@@ -797,12 +843,7 @@ SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, u
                        .dct_method = flags};
   void *ips[ST_MAX_FRAMES];
   int nips = rt_stack(ips, ST_MAX_FRAMES);
-  jpg_tj_layout L;
-  jpg_tj_dest d;
-  int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_YUV_PLANES, width, height, -1, &L) == 0;
-  if (ok)
-    jpg_tj_dest_planes(&L, planes, strides, &d);
-  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, NULL);
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, snap, nsnap);
   shim_depth--;
   return t.ret;
 }
@@ -814,6 +855,13 @@ SHIM_EXPORT int tjDecompressToYUV2(tjhandle h, const unsigned char *jpeg, unsign
     return real(h, jpeg, size, dst, width, pad, height, flags);
   tj_call t = {h, jpeg, size, {0}, width, height, -1, pad, 0, 0, 0};
   shim_depth++;
+  /* the layout first (the header only), for the buffer's snapshot */
+  jpg_tj_layout L;
+  jpg_tj_dest d;
+  int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_YUV, width, height, -1, &L) == 0 &&
+           jpg_tj_dest_yuv(&L, dst, width, pad, height, &d) == 0;
+  rt_page_snap snap[3];
+  int nsnap = ok ? yuv_snap(snap, &L, &d, 1) : 0;
   t.t0 = shim_now_ns();
   t.ret = real(h, jpeg, size, dst, width, pad, height, flags);
   t.t1 = shim_now_ns();
@@ -826,11 +874,7 @@ SHIM_EXPORT int tjDecompressToYUV2(tjhandle h, const unsigned char *jpeg, unsign
                        .options = (uint32_t)pad};
   void *ips[ST_MAX_FRAMES];
   int nips = rt_stack(ips, ST_MAX_FRAMES);
-  jpg_tj_layout L;
-  jpg_tj_dest d;
-  int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_YUV, width, height, -1, &L) == 0 &&
-           jpg_tj_dest_yuv(&L, dst, width, pad, height, &d) == 0;
-  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, NULL);
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, snap, nsnap);
   shim_depth--;
   return t.ret;
 }

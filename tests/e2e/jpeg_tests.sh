@@ -1299,13 +1299,19 @@ f = [json.loads(l) for l in subprocess.run([sys.argv[1], "dump", "-t", "rec", "-
                                           capture_output=True, text=True).stdout.splitlines()]
 print(all(c["features"].get("fault_ns", 0) * 20 < int(sys.argv[2]) for c in f))' "$STANDIN" "$whole")"
   # TurboJPEG: the first decode into a mapped buffer, the others into
-  # buffers the program has written a pattern into
+  # buffers the program has written a pattern into; the YUV entry points
+  # likewise, into one mapped buffer and into planes mapped apart
   rm -rf rec
   echo "$JT -fresh $a" >run.sh
   jpeg_same run.sh --iface jpeg-core
-  expect_eq "TurboJPEG: only the fresh buffer's decode" True "$("$STANDIN" dump -t rec --format json |
+  expect_eq "TurboJPEG: only the fresh buffers' decodes" True "$("$STANDIN" dump -t rec --format json |
     python3 -c '
 import json, sys
 f = [json.loads(l)["features"].get("fault_ns", 0) for l in sys.stdin]
-print(f[0] > 0 and not any(f[1:]) and len(f) == 7)')"
+# rgb fresh, rgb, bgrx/2, gray/4, yuv fresh, yuv, planes fresh, planes, too small
+fresh = {0, 4, 6}
+ok = len(f) == 9 and all((f[i] > 0) == (i in fresh) for i in range(9))
+if not ok:
+    print("fault_ns:", f, file=sys.stderr)
+print(ok)')"
 }

@@ -4,8 +4,9 @@
  *
  *   jpegtj [-threads N] [-fresh] FILE...
  *
- * -fresh: each file's first decode is into a buffer mapped for it (pages
- * nothing has touched), as a program that allocates one per image. */
+ * -fresh: each file's first decode, and its first of each YUV entry point,
+ * is into buffers mapped for it (pages nothing has touched), as a program
+ * that allocates them per image. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -110,6 +111,14 @@ static void decode(out_t *o, tjhandle h, const char *path) {
   /* YUV in one buffer, and in planes with strides */
   if (ss >= 0 && cs != TJCS_CMYK && cs != TJCS_YCCK) {
     n = tjBufSizeYUV2(w, 4, ht, ss);
+    if (fresh) {
+      b = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (b != MAP_FAILED) {
+        rc = tjDecompressToYUV2(h, jpeg, got, b, 0, 4, 0, 0);
+        report(o, h, "yuv fresh", rc, b, n);
+        munmap(b, n);
+      }
+    }
     b = pattern(n);
     rc = tjDecompressToYUV2(h, jpeg, got, b, 0, 4, 0, 0);
     report(o, h, "yuv", rc, b, n);
@@ -120,8 +129,24 @@ static void decode(out_t *o, tjhandle h, const char *path) {
     for (int i = 0; i < np; i++) {
       strides[i] = tjPlaneWidth(i, w, ss) + 5;
       psz[i] = (size_t)strides[i] * tjPlaneHeight(i, ht, ss);
-      planes[i] = pattern(psz[i]);
     }
+    if (fresh) { /* each plane mapped apart */
+      int mapped = 1;
+      for (int i = 0; i < np; i++) {
+        planes[i] = mmap(NULL, psz[i], PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        mapped &= planes[i] != MAP_FAILED;
+      }
+      if (mapped) {
+        rc = tjDecompressToYUVPlanes(h, jpeg, got, planes, 0, strides, 0, 0);
+        for (int i = 0; i < np; i++)
+          report(o, h, "yuv plane fresh", rc, planes[i], psz[i]);
+      }
+      for (int i = 0; i < np; i++)
+        if (planes[i] != MAP_FAILED)
+          munmap(planes[i], psz[i]);
+    }
+    for (int i = 0; i < np; i++)
+      planes[i] = pattern(psz[i]);
     rc = tjDecompressToYUVPlanes(h, jpeg, got, planes, 0, strides, 0, TJFLAG_FASTUPSAMPLE);
     for (int i = 0; i < np; i++) {
       report(o, h, "yuv plane", rc, planes[i], psz[i]);
