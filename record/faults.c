@@ -158,14 +158,16 @@ uint32_t rt_out_fault_ns(const rt_out_pages *w, uint64_t latency_ns) {
 /* Larger buffers are not looked at (a vec of 256 KiB). */
 #define SNAP_MAX_PAGES (256u << 10)
 
-void rt_page_snap_take(rt_page_snap *s, const void *p, size_t len) {
+/* Which pages of [p, p + len) are in memory, into s; 0 when nothing is to
+ * be counted (s->vec NULL). */
+static int snap_pages(rt_page_snap *s, const void *p, size_t len) {
   s->vec = NULL;
   if (!p || !len)
-    return;
+    return 0;
   uintptr_t ps = page_size(), a = (uintptr_t)p / ps, z = ((uintptr_t)p + len - 1) / ps;
   size_t n = (size_t)(z - a + 1);
   if (z < a || n > SNAP_MAX_PAGES || !(s->vec = shim_alloc(n)))
-    return;
+    return 0;
   size_t in = 0;
   int mapped = mincore((void *)(a * ps), n * ps, s->vec) == 0;
   while (mapped && in < n && (s->vec[in] & 1))
@@ -173,11 +175,24 @@ void rt_page_snap_take(rt_page_snap *s, const void *p, size_t len) {
   if (!mapped || in == n) { /* not all of it mapped, or nothing to count */
     shim_free(s->vec);
     s->vec = NULL;
-    return;
+    return 0;
   }
   s->lo = a;
   s->n = n;
-  s->faults0 = process_faults();
+  return 1;
+}
+
+void rt_page_snaps_take(rt_page_snap *s, int n, const void *const *p, const size_t *len) {
+  int any = 0;
+  for (int i = 0; i < n; i++)
+    any |= snap_pages(&s[i], p[i], len[i]);
+  uint64_t f0 = any ? process_faults() : 0; /* one count for them all */
+  for (int i = 0; i < n; i++)
+    s[i].faults0 = f0;
+}
+
+void rt_page_snap_take(rt_page_snap *s, const void *p, size_t len) {
+  rt_page_snaps_take(s, 1, &p, &len);
 }
 
 /* The pages of s that were not in memory and [p, p + len) covers; frees s. */
@@ -195,15 +210,16 @@ static uint64_t snap_fresh(rt_page_snap *s, const void *p, size_t len) {
 
 uint32_t rt_page_snaps_fault_ns(rt_page_snap *s, int n, const void *const *p, const size_t *len,
                                 uint64_t latency_ns) {
-  uint64_t fresh = 0, faults0 = UINT64_MAX;
+  uint64_t fresh = 0, faults0 = 0;
+  int any = 0;
   for (int i = 0; i < n; i++) {
     if (!s[i].vec)
       continue;
-    if (s[i].faults0 < faults0)
-      faults0 = s[i].faults0; /* the first snapshot's: every plane's faults since */
+    any = 1;
+    faults0 = s[i].faults0; /* one count, taken with them all */
     fresh += snap_fresh(&s[i], p[i], len[i]);
   }
-  return faults0 == UINT64_MAX ? 0 : fresh_ns(fresh, faults0, latency_ns);
+  return any ? fresh_ns(fresh, faults0, latency_ns) : 0;
 }
 
 uint32_t rt_page_snap_fault_ns(rt_page_snap *s, const void *p, size_t len, uint64_t latency_ns) {

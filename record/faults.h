@@ -143,7 +143,9 @@ typedef struct {
 void rt_page_snap_take(rt_page_snap *s, const void *p, size_t len);
 uint32_t rt_page_snap_fault_ns(rt_page_snap *s, const void *p, size_t len, uint64_t latency_ns);
 /* The same over n snapshots (a YUV decode's planes, each in a buffer of
- * its own): their fresh pages that the n spans covered, together. */
+ * its own), with one count of the process's faults for them all: their
+ * fresh pages that the n spans covered, together. */
+void rt_page_snaps_take(rt_page_snap *s, int n, const void *const *p, const size_t *len);
 uint32_t rt_page_snaps_fault_ns(rt_page_snap *s, int n, const void *const *p, const size_t *len,
                                 uint64_t latency_ns);
 

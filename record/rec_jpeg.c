@@ -707,8 +707,13 @@ static int yuv_snap(rt_page_snap snap[3], const jpg_tj_layout *L, const jpg_tj_d
     return 1;
   }
   int n = L->nplanes < 3 ? L->nplanes : 3;
-  for (int i = 0; i < n; i++)
-    rt_page_snap_take(&snap[i], d->plane[i], plane_span(L, d, i));
+  const void *at[3];
+  size_t span[3];
+  for (int i = 0; i < n; i++) {
+    at[i] = d->plane[i];
+    span[i] = plane_span(L, d, i);
+  }
+  rt_page_snaps_take(snap, n, at, span);
   return n;
 }
 
