@@ -38,7 +38,7 @@ int cli_trace_dir(const char *cmd, const char *trace, int argc, char **argv, con
 /* Recorded calls flagged not offloadable, counted by why: the JPEG APIs'
  * JPG_NO_* reasons (jpeg_req.h) in the first CLI_NO_SLOTS - 1 slots, any
  * other reason or API in the last. */
-#define CLI_NO_SLOTS 14
+#define CLI_NO_SLOTS 15
 
 /* Recorded calls this many and this short on average were timed slow by
  * the recorder's own work between them (docs/INTERNALS.md, record

@@ -654,8 +654,9 @@ static struct b_stuck *keep_stuck(builder *b, scan_file *f, const st_call *c) {
     b->capstuck = cap;
   }
   int exact = c->nfeat > ST_JPF_DROP_HASH && c->feat[ST_JPF_DROP_LEN];
+  uint64_t in_data = (c->flags & ST_CALL_FAILED) && c->reason == JPG_NO_ERROR_IN_DATA;
   b->stuck[b->nstuck] =
-      (struct b_stuck){{len - 2, XXH3_64bits(req, len - 2), {0}, (uint64_t)exact}, 0};
+      (struct b_stuck){{len - 2, XXH3_64bits(req, len - 2), {0}, (uint64_t)exact, in_data}, 0};
   return &b->stuck[b->nstuck++];
 }
 

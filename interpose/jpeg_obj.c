@@ -581,6 +581,15 @@ static void w_emit(j_common_ptr c, int level) {
     if (o->in_call && o->log_phase && effect)
       msg_add(o, c->err, level, o->cinfo->output_scanline, o->log_phase, jpg_data_consumed(o));
     void (*emit)(j_common_ptr, int) = o->orig_emit;
+#if defined(__SANITIZE_ADDRESS__)
+    /* A program may make a warning fatal and longjmp from here past every
+     * hook frame (GraphicsMagick, jpegdec -strict), with libc's longjmp,
+     * as from error_exit (w_exit): the frames' redzones would stay
+     * poisoned under the next call's (t718, a replayed decode answered as
+     * failed, then jpeg_destroy_decompress). */
+    if (level < 0)
+      __asan_handle_no_return();
+#endif
     JPG_CALLBACK(emit(c, level));
     return;
   }

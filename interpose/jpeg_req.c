@@ -250,6 +250,7 @@ const char *jpg_no_name(unsigned reason, char *buf, size_t len) {
       [JPG_NO_UNTRACKED] = "a source or error manager standin cannot follow",
       [JPG_NO_BAD_MARKER] = "corrupt data: an invalid marker",
       [JPG_NO_INHERITED] = "tables left by an earlier image",
+      [JPG_NO_ERROR_IN_DATA] = "ended by an error partway through its data",
   };
   if (reason < JPG_NO_COUNT)
     return names[reason];

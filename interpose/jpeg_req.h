@@ -25,19 +25,22 @@
  * trace format: append only. */
 enum {
   JPG_NO_NONE = 0,
-  JPG_NO_BUFFERED = 1,    /* buffered-image mode */
-  JPG_NO_RAW = 2,         /* raw data output (component planes as sampled) */
-  JPG_NO_COEF = 3,        /* jpeg_read_coefficients */
-  JPG_NO_SKIP = 4,        /* jpeg_skip_scanlines */
-  JPG_NO_CROP = 5,        /* jpeg_crop_scanline */
-  JPG_NO_ABANDONED = 6,   /* ended before the last row was read */
-  JPG_NO_ERROR = 7,       /* the library's error_exit ended it */
-  JPG_NO_NOMEM = 8,       /* the shim could not keep request or response */
-  JPG_NO_TJ_ERROR = 9,    /* TurboJPEG returned -1 (error or warning) */
-  JPG_NO_UNTRACKED = 10,  /* source or error manager could not be followed */
-  JPG_NO_BAD_MARKER = 11, /* corrupt data: an invalid marker */
-  JPG_NO_INHERITED = 12,  /* an abbreviated image decoded with tables an earlier image
-                             left on its object (jpg_obj.inherits) */
+  JPG_NO_BUFFERED = 1,       /* buffered-image mode */
+  JPG_NO_RAW = 2,            /* raw data output (component planes as sampled) */
+  JPG_NO_COEF = 3,           /* jpeg_read_coefficients */
+  JPG_NO_SKIP = 4,           /* jpeg_skip_scanlines */
+  JPG_NO_CROP = 5,           /* jpeg_crop_scanline */
+  JPG_NO_ABANDONED = 6,      /* ended before the last row was read */
+  JPG_NO_ERROR = 7,          /* the library's error_exit ended it */
+  JPG_NO_NOMEM = 8,          /* the shim could not keep request or response */
+  JPG_NO_TJ_ERROR = 9,       /* TurboJPEG returned -1 (error or warning) */
+  JPG_NO_UNTRACKED = 10,     /* source or error manager could not be followed */
+  JPG_NO_BAD_MARKER = 11,    /* corrupt data: an invalid marker */
+  JPG_NO_INHERITED = 12,     /* an abbreviated image decoded with tables an earlier image
+                                left on its object (jpg_obj.inherits) */
+  JPG_NO_ERROR_IN_DATA = 13, /* an error (or a warning the program made fatal) ended it
+                                while its source still held bytes the library had not
+                                read: it fails so on any input that starts so */
   JPG_NO_COUNT
 };
 

@@ -53,6 +53,7 @@ typedef struct {
   size_t pix_len;    /* bytes of every row */
   int pix_lost;      /* a row could not be kept */
   int bad_marker;    /* the data holds a marker libjpeg stops at (jpeg_scan.h) */
+  int err_in_data;   /* an error ended it outside its source, bytes still unread */
   int as_digest;     /* the rows are hashed, not kept (pix stays NULL) */
   uint32_t rows_seen; /* rows hashed so far, in order */
   uint64_t digest;    /* jpg_digest_row over those rows */
@@ -184,7 +185,10 @@ static void submit(jpg_obj *o, int failed) {
   c.type_key = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   if (failed) {
     c.flags = ST_CALL_FAILED | ST_CALL_NO_RESPONSE;
-    c.reason = o->passthrough ? o->reason : x->bad_marker ? JPG_NO_BAD_MARKER : JPG_NO_ERROR;
+    c.reason = o->passthrough   ? o->reason
+               : x->bad_marker  ? JPG_NO_BAD_MARKER
+               : x->err_in_data ? JPG_NO_ERROR_IN_DATA
+                                : JPG_NO_ERROR;
     if (o->passthrough || x->bad_marker) /* replay runs these for real, unlooked-up */
       c.flags |= ST_CALL_NOT_OFFLOADABLE;
   } else if (o->passthrough) {
@@ -230,6 +234,14 @@ static void on_error(jpg_obj *o, int stale) {
     jpg_busy(o, shim_now_ns() - o->t_in);
   if (o->src_error) /* replay tells this apart: its drain meets the same error */
     x->par.options |= JPG_OPT_SOURCE_ERROR;
+  /* Raised by the library itself (not inside the program's source, which
+   * a longjmp from a fatal warning leaves counted in: in_src) while the
+   * source still held bytes it had not read: where it failed depends on
+   * the bytes read so far only, not on where the data ended, and replay
+   * answers a decode whose input starts with them as this one (a
+   * suspending source's arithmetic decode that ran dry fails with none). */
+  const struct jpeg_source_mgr *src = o->cinfo ? o->cinfo->src : NULL;
+  x->err_in_data = !o->in_src && src && src->bytes_in_buffer > 0;
   /* Failing before any image data was read (jpeg_start_decompress refusing
    * the parameters) is not a decode: replay fails the same way without
    * looking anything up. */

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 20
+#define RDB_VERSION 21
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -331,6 +331,10 @@ typedef struct {
   uint64_t hash;
   uint8_t fp[16];
   uint64_t exact;
+  /* 1: a decode that failed partway through its data (JPG_NO_ERROR_IN_DATA):
+   * any request that starts with its len bytes fails there (rep_jpeg.c
+   * failed_prefix), not only one that stands there */
+  uint64_t in_data;
 } rdb_stuck;
 
 /* Where a recorded JPEG decode's program dropped the bytes the library

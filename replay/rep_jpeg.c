@@ -361,6 +361,65 @@ static size_t stuck_after(const rdb_stuck *st, size_t n, uint64_t len) {
   return lo;
 }
 
+/* At most this many distinct recorded lengths are compared a decode
+ * (failed_prefix): a recording with more decodes that failed partway
+ * leaves the rest as misses. */
+#define FAILED_PREFIX_LENGTHS 64
+
+/* A recorded decode that failed partway through its data whose request is
+ * a prefix of this one's (req, len bytes, EOI last): its program ended the
+ * decode at an error the library raised there (GraphicsMagick makes
+ * libjpeg's "Corrupt JPEG data" warnings fatal), so the recording holds
+ * only the bytes that library had read. The real library, reading the
+ * same bytes first, fails at the same place. Compared by hash
+ * (rdb_stuck), each distinct recorded length once, and confirmed by
+ * looking the prefix up; NULL when none is. */
+static const rdb_entry *failed_prefix(const uint8_t *req, size_t len) {
+  size_t n;
+  const rdb_stuck *st = rp_stuck(&n);
+  if (!st)
+    return NULL;
+  uint64_t at = UINT64_MAX, h = 0;
+  unsigned lengths = 0;
+  for (size_t i = 0; i < n && st[i].len + 2 < len; i++) {
+    if (!st[i].in_data)
+      continue;
+    if (st[i].len != at) {
+      if (++lengths > FAILED_PREFIX_LENGTHS)
+        return NULL;
+      at = st[i].len;
+      h = pbw__hash64(req, (size_t)at);
+    }
+    if (h != st[i].hash)
+      continue;
+    uint8_t *pre = shim_alloc((size_t)at + 2);
+    if (!pre)
+      return NULL;
+    memcpy(pre, req, (size_t)at);
+    pre[at] = 0xFF;
+    pre[at + 1] = 0xD9;
+    int reason;
+    const rdb_entry *e = find(pre, (size_t)at + 2, &reason);
+    shim_free(pre);
+    if (e && (e->flags & RDB_ENTRY_FAILED))
+      return e;
+  }
+  return NULL;
+}
+
+enum { ID_SUSPENDED, ID_SERVED, ID_REAL };
+
+/* A decode the recording says failed (e): its recorded time is spun, then
+ * the real library fails the same way from the drained bytes. */
+static int answer_failed(jpg_obj *o, rep_dec *x, const rdb_entry *e) {
+  rp_ticket tk;
+  int served = rp_begin(&tk, e, o->t_in - o->busy_ns);
+  if (served)
+    rp_finish(&tk);
+  go_real(o, x, !served);
+  return ID_REAL;
+}
+
 /* Whether the request so far starts with st's (the header and tables
  * written into the scanner's reserved front first, once: *wrote). */
 static int stuck_is(jpg_obj *o, rep_dec *x, const rdb_stuck *st, int *wrote) {
@@ -513,8 +572,6 @@ static int whole(const rdb_entry *e) {
   return e && !(e->flags & (RDB_ENTRY_FAILED | RDB_ENTRY_NO_RESPONSE));
 }
 
-enum { ID_SUSPENDED, ID_SERVED, ID_REAL };
-
 /* Decide what the recording says about this decode (inside an outermost
  * call). Spins once when it is served. */
 /* A served decode's input is read to its EOI (drained), as the real one's
@@ -587,12 +644,7 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
      * the same way from the drained bytes, answered as a failed decode is
      * below. It was not counted at all (OpenCV's imdecode), where whatif
      * counts it offloaded. */
-    rp_ticket tk;
-    int served = rp_begin(&tk, failed, o->t_in - o->busy_ns);
-    if (served)
-      rp_finish(&tk);
-    go_real(o, x, !served);
-    return ID_REAL;
+    return answer_failed(o, x, failed);
   }
   if (d == JPG_DRAIN_SUSPENDED && o->cinfo->arith_code) {
     /* libjpeg's arithmetic decoder cannot suspend: it fails where the data
@@ -642,7 +694,16 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
       /* Corrupt data: the real library decodes up to a marker it refuses,
        * then fails there if the program reads on, or resynchronises at a
        * restart marker; recorded as not offloadable. It reads the drained
-       * bytes, the marker included, then the program's. */
+       * bytes, the marker included, then the program's. A recorded decode
+       * that failed before that marker, partway through its data, is
+       * answered as that failed decode (the request is cut before the
+       * marker): its program gave up at an earlier warning. */
+      uint8_t *cut = jpg_request_finish(o, &x->par, x->cmap_in, &x->scan, &len, &pr);
+      x->scan_on = 0;
+      const rdb_entry *f = cut ? failed_prefix(cut, len) : NULL;
+      shim_free(cut);
+      if (f)
+        return answer_failed(o, x, f);
       x->pass = 1;
       go_real(o, x, 1);
       return ID_REAL;
@@ -665,19 +726,18 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
       if (e2)
         e = e2;
     }
+    if (!e && reason == RDB_FB_NOT_IN_TRACE && req) {
+      const rdb_entry *f = failed_prefix(req, len);
+      if (f)
+        e = f; /* answered as a failed decode, below */
+    }
   }
   shim_free(req);
   const char *type = jpg_class_name(pr.sof, jpg_subsamp(pr.ncomp, pr.h, pr.v));
   uint64_t t0 = o->t_in - o->busy_ns; /* first call, plus the program's gaps */
   rp_ticket tk;
-  if (e && (e->flags & RDB_ENTRY_FAILED)) {
-    /* It failed when recorded: the real library fails the same way. */
-    int served = rp_begin(&tk, e, t0);
-    if (served)
-      rp_finish(&tk);
-    go_real(o, x, !served);
-    return ID_REAL;
-  }
+  if (e && (e->flags & RDB_ENTRY_FAILED)) /* the real library fails the same way */
+    return answer_failed(o, x, e);
   if (e && (e->flags & RDB_ENTRY_NO_RESPONSE) && rp_next_in_software(e)) {
     /* no response to serve, and none wanted: the plan or the model keeps
      * it in software (jpeg-core and restart markers), counted so, not as

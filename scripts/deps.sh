@@ -26,6 +26,7 @@ PKGS=(
   php8.2-cli php8.2-gd php8.2-pinba  # PHP loads extensions with RTLD_DEEPBIND: GD's libjpeg and pinba's protobuf-c (t710)
   php8.2-fpm libfcgi-bin   # php-fpm: workers that give up root, asked over FastCGI with cgi-fcgi (t711)
   faketime                 # libfaketime preloaded into standin: its clock must not become standin's (t647)
+  graphicsmagick           # gm: a real libjpeg program that makes corrupt-data warnings fatal (t718)
 )
 
 missing=()

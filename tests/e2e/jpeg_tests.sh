@@ -1315,3 +1315,47 @@ if not ok:
     print("fault_ns:", f, file=sys.stderr)
 print(ok)')"
 }
+
+# A program that makes libjpeg's "Corrupt JPEG data" warnings fatal
+# (GraphicsMagick does) ends a decode of damaged entropy data partway: the
+# recording holds only the bytes the library had read by then, while
+# replay drains the whole input before it looks the decode up. Such a
+# decode is answered as the failed one whose bytes its input starts with
+# (the real library fails at the same place), for every kind of source;
+# before, it was a miss said to be "not in the recording". A decode that
+# failed because its data ran out (a truncated file) answers no longer
+# input that starts so: that is another input.
+t236_jpeg_decodes_failed_partway_through_corrupt_data() {
+  corpus
+  python3 - "$CORPUS" <<'PY'
+import sys
+for name, step in (("m_base_420", 1499), ("o_prog_422", 997), ("s_prog_444_r0", 701),
+                   ("m_prog_444_r2", 997)):
+    d = bytearray(open(f"{sys.argv[1]}/{name}.jpg", "rb").read())
+    for i in range(len(d) // 4, len(d) - 10, step):
+        d[i] ^= 0x5A
+    open(f"bad_{name}.jpg", "wb").write(d)
+PY
+  # the last fails at extraneous bytes before a restart marker, ahead of a
+  # marker libjpeg refuses: replay, which sees that marker as it drains,
+  # ran such a decode for real without counting it
+  local bad="bad_m_base_420.jpg bad_o_prog_422.jpg bad_s_prog_444_r0.jpg bad_m_prog_444_r2.jpg" src
+  for src in stdio mem custom suspend; do
+    echo "$JD -strict -src $src $bad"
+  done >run.sh
+  echo "djpeg -strict -outfile o.ppm bad_o_prog_422.jpg; echo rc=\$?" >>run.sh
+  jpeg_same run.sh
+  expect_eq "failed decodes" 17 "$("$STANDIN" dump rec | grep FAILED | grep -vc NOT-OFFLOADABLE)"
+  grep -q "fatal warning 'Corrupt JPEG data" nat.out || fail "not corrupt enough: $(cat nat.out)"
+  every_decode_replayed
+  # a truncated file's failed decode, then the whole file under its name:
+  # another input, a miss run for real
+  head -c 30000 "$CORPUS/m_base_420.jpg" >cut.jpg
+  "$STANDIN" record -o rcut -- "$JD" -strict cut.jpg >/dev/null 2>&1
+  expect_eq "truncated decode" 1 "$("$STANDIN" dump rcut | grep -c FAILED)"
+  cp "$CORPUS/m_base_420.jpg" cut.jpg
+  "$JD" -strict cut.jpg >whole.nat
+  "$STANDIN" replay -t rcut --summary cut.json -- "$JD" -strict cut.jpg >whole.rep 2>/dev/null
+  cmp whole.nat whole.rep || fail "whole file: $(cat whole.nat whole.rep)"
+  expect_eq "whole file after the truncated one: fallback" 1 "$(json cut.json calls_fallback)"
+}

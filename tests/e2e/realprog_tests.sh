@@ -561,3 +561,43 @@ t717_gdk_pixbuf_thumbnailer_with_a_truncated_jpeg() {
   done
   cmp t1-native.png t1-rec.png
 }
+
+# GraphicsMagick makes libjpeg's "Corrupt JPEG data" warnings fatal: its
+# decode of damaged entropy data ends partway, recorded as failed with the
+# bytes read by then. Replayed, it is that failed decode (not a miss), and
+# gm fails with the native message; the sound file around it converts to
+# the native pixels.
+t718_graphicsmagick_fails_on_corrupt_data_as_recorded() {
+  command -v gm >/dev/null || { echo "skipped: no gm (graphicsmagick)"; return 0; }
+  corpus
+  # damage that gm gives up on at a warning: extraneous bytes before a
+  # restart marker, and a bad Huffman code
+  python3 - "$CORPUS" <<'PY'
+import sys
+for k, name in enumerate(("m_prog_444_r2", "l_prog_422")):
+    d = bytearray(open(f"{sys.argv[1]}/{name}.jpg", "rb").read())
+    for i in range(len(d) // 4, len(d) - 10, 997):
+        d[i] ^= 0x5A
+    open(f"bad{k + 1}.jpg", "wb").write(d)
+PY
+  cp "$CORPUS/m_base_420.jpg" good.jpg
+  cat >run.sh <<'SH'
+gm convert good.jpg -resize 50% good-$1.ppm
+for f in bad1 bad2; do gm convert $f.jpg $f-$1.ppm; echo rc=$?; done
+SH
+  sh run.sh native >nat.out 2>nat.err
+  expect_eq "gm's messages" 2 "$(grep -c "Corrupt JPEG data" nat.err)"
+  expect_eq "exit statuses" "rc=1 rc=1" "$(echo $(cat nat.out))"
+  "$STANDIN" record -o rec -- sh run.sh rec >rec.out 2>/dev/null
+  expect_eq "failed decodes" 2 "$("$STANDIN" dump rec | grep FAILED | grep -vc NOT-OFFLOADABLE)"
+  local iface
+  for iface in software jpeg-core; do
+    "$STANDIN" replay -t rec --iface $iface --on-miss abort --summary sum-$iface.json -- \
+      sh run.sh rep-$iface >rep.out 2>rep.err
+    cmp nat.out rep.out || fail "$iface: $(cat rep.out)"
+    grep -v '^standin: ' rep.err | cmp - nat.err || fail "$iface: stderr $(cat rep.err)"
+    cmp good-native.ppm good-rep-$iface.ppm || fail "$iface: pixels differ"
+    expect_eq "$iface: intercepted, fallback" "3 0" \
+      "$(json sum-$iface.json calls_intercepted) $(json sum-$iface.json calls_fallback)"
+  done
+}
