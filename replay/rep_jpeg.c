@@ -698,12 +698,15 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
        * that failed before that marker, partway through its data, is
        * answered as that failed decode (the request is cut before the
        * marker): its program gave up at an earlier warning. */
-      uint8_t *cut = jpg_request_finish(o, &x->par, x->cmap_in, &x->scan, &len, &pr);
-      x->scan_on = 0;
-      const rdb_entry *f = cut ? failed_prefix(cut, len) : NULL;
-      shim_free(cut);
-      if (f)
-        return answer_failed(o, x, f);
+      size_t nstuck;
+      if (rp_stuck(&nstuck)) {
+        uint8_t *cut = jpg_request_finish(o, &x->par, x->cmap_in, &x->scan, &len, &pr);
+        x->scan_on = 0;
+        const rdb_entry *f = cut ? failed_prefix(cut, len) : NULL;
+        shim_free(cut);
+        if (f)
+          return answer_failed(o, x, f);
+      }
       x->pass = 1;
       go_real(o, x, 1);
       return ID_REAL;
