@@ -707,30 +707,32 @@ static size_t planes_span(const jpg_tj_layout *L, const jpg_tj_dest *d) {
   return end > (uintptr_t)d->plane[0] ? (size_t)(end - (uintptr_t)d->plane[0]) : 0;
 }
 
-/* Before a YUV decode: which pages of its planes are in memory (one
- * snapshot over tjDecompressToYUV2's buffer, one a plane for
- * tjDecompressToYUVPlanes). Returns the snapshots taken (0-3). */
-static int yuv_snap(rt_page_snap snap[3], const jpg_tj_layout *L, const jpg_tj_dest *d,
-                    int one_buffer) {
-  if (rt_cfg.timing)
-    return 0;
-  if (one_buffer) {
-    rt_page_snap_take(&snap[0], d->plane[0], planes_span(L, d));
-    return 1;
-  }
-  int n = L->nplanes < 3 ? L->nplanes : 3;
+/* A TurboJPEG decode's snapshots of the pages it writes (n of them, 0-3)
+ * and the spans whose fresh pages its fault time counts. */
+typedef struct {
+  rt_page_snap s[3];
   const void *at[3];
   size_t span[3];
-  for (int i = 0; i < n; i++) {
-    at[i] = d->plane[i];
-    span[i] = plane_span(L, d, i);
+  int n;
+} tj_pages;
+
+/* Before a YUV decode: which pages of its planes are in memory (one
+ * snapshot over tjDecompressToYUV2's buffer, one a plane for
+ * tjDecompressToYUVPlanes). */
+static void yuv_snap(tj_pages *pg, const jpg_tj_layout *L, const jpg_tj_dest *d, int one_buffer) {
+  pg->n = 0;
+  if (rt_cfg.timing)
+    return;
+  pg->n = one_buffer ? 1 : L->nplanes < 3 ? L->nplanes : 3;
+  for (int i = 0; i < pg->n; i++) {
+    pg->at[i] = d->plane[i];
+    pg->span[i] = one_buffer ? planes_span(L, d) : plane_span(L, d, i);
   }
-  rt_page_snaps_take(snap, n, at, span);
-  return n;
+  rt_page_snaps_take(pg->s, pg->n, pg->at, pg->span);
 }
 
 static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layout *L,
-                      const jpg_tj_dest *d, rt_page_snap *snap, int nsnap) {
+                      const jpg_tj_dest *d, tj_pages *pg) {
   rt_call c = {0};
   c.api = ST_API_TJ_DECODE;
   c.start_ns = t->t0;
@@ -760,16 +762,8 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
   c.nfeat = (uint8_t)jpg_features(c.feat, &pr, t->size, L ? (uint32_t)L->out_w : 0,
                                   L ? (uint32_t)L->out_h : 0, L ? L->bytes : 0,
                                   L ? (uint32_t)L->scale_num : 1, L ? (uint32_t)L->scale_denom : 1);
-  /* the spans the snapshots were taken for (tj_snap, yuv_snap): the rows
-   * of packed pixels or of each plane, or all of one buffer's planes */
-  const void *at[3] = {NULL, NULL, NULL};
-  size_t span[3] = {0, 0, 0};
-  for (int i = 0; L && d && i < nsnap && i < L->nplanes; i++) {
-    at[i] = d->plane[i];
-    span[i] = t->par.entry == JPG_ENTRY_TJ_YUV ? planes_span(L, d) : plane_span(L, d, i);
-  }
-  if (nsnap &&
-      (c.feat[ST_JPF_FAULT_NS] = rt_page_snaps_fault_ns(snap, nsnap, at, span, c.latency_ns)) != 0)
+  if (pg->n && (c.feat[ST_JPF_FAULT_NS] =
+                    rt_page_snaps_fault_ns(pg->s, pg->n, pg->at, pg->span, c.latency_ns)) != 0)
     c.nfeat = ST_JPF_NFEAT;
   /* the written bytes, or a digest of them (as for libjpeg, see above) */
   int as_digest = !rt_cfg.jpeg_pixels;
@@ -810,8 +804,8 @@ SHIM_EXPORT int tjDecompress2(tjhandle h, const unsigned char *jpeg, unsigned lo
     return real(h, jpeg, size, dst, width, pitch, height, pixfmt, flags);
   tj_call t = {h, jpeg, size, {0}, width, height, pixfmt, 0, 0, 0, 0};
   shim_depth++;
-  rt_page_snap snap;
-  tj_snap(&snap, jpeg, size, dst, width, pitch, height, pixfmt);
+  tj_pages pg = {.n = 1};
+  tj_snap(&pg.s[0], jpeg, size, dst, width, pitch, height, pixfmt);
   t.t0 = shim_now_ns();
   t.ret = real(h, jpeg, size, dst, width, pitch, height, pixfmt, flags);
   t.t1 = shim_now_ns();
@@ -826,9 +820,12 @@ SHIM_EXPORT int tjDecompress2(tjhandle h, const unsigned char *jpeg, unsigned lo
   jpg_tj_layout L;
   jpg_tj_dest d;
   int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_RGB, width, height, pixfmt, &L) == 0;
-  if (ok)
+  if (ok) { /* the packed rows' span, known now */
     jpg_tj_dest_rgb(&L, dst, pitch, &d);
-  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, &snap, 1);
+    pg.at[0] = d.plane[0];
+    pg.span[0] = plane_span(&L, &d, 0);
+  }
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, &pg);
   shim_depth--;
   return t.ret;
 }
@@ -847,8 +844,9 @@ SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, u
   int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_YUV_PLANES, width, height, -1, &L) == 0;
   if (ok)
     jpg_tj_dest_planes(&L, planes, strides, &d);
-  rt_page_snap snap[3];
-  int nsnap = ok ? yuv_snap(snap, &L, &d, 0) : 0;
+  tj_pages pg = {.n = 0};
+  if (ok)
+    yuv_snap(&pg, &L, &d, 0);
   t.t0 = shim_now_ns();
   t.ret = real(h, jpeg, size, planes, width, strides, height, flags);
   t.t1 = shim_now_ns();
@@ -860,7 +858,7 @@ SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, u
                        .dct_method = flags};
   void *ips[ST_MAX_FRAMES];
   int nips = rt_stack(ips, ST_MAX_FRAMES);
-  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, snap, nsnap);
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, &pg);
   shim_depth--;
   return t.ret;
 }
@@ -877,8 +875,9 @@ SHIM_EXPORT int tjDecompressToYUV2(tjhandle h, const unsigned char *jpeg, unsign
   jpg_tj_dest d;
   int ok = jpg_tj_layout_of(jpeg, size, JPG_ENTRY_TJ_YUV, width, height, -1, &L) == 0 &&
            jpg_tj_dest_yuv(&L, dst, width, pad, height, &d) == 0;
-  rt_page_snap snap[3];
-  int nsnap = ok ? yuv_snap(snap, &L, &d, 1) : 0;
+  tj_pages pg = {.n = 0};
+  if (ok)
+    yuv_snap(&pg, &L, &d, 1);
   t.t0 = shim_now_ns();
   t.ret = real(h, jpeg, size, dst, width, pad, height, flags);
   t.t1 = shim_now_ns();
@@ -891,7 +890,7 @@ SHIM_EXPORT int tjDecompressToYUV2(tjhandle h, const unsigned char *jpeg, unsign
                        .options = (uint32_t)pad};
   void *ips[ST_MAX_FRAMES];
   int nips = rt_stack(ips, ST_MAX_FRAMES);
-  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, snap, nsnap);
+  tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, &pg);
   shim_depth--;
   return t.ret;
 }

@@ -367,14 +367,15 @@ static size_t stuck_after(const rdb_stuck *st, size_t n, uint64_t len) {
 #define FAILED_PREFIX_LENGTHS 64
 
 /* A recorded decode that failed partway through its data whose request is
- * a prefix of this one's (req, len bytes, EOI last): its program ended the
+ * a prefix of this one's (req, len bytes, EOI last; written over while it
+ * looks, and put back): its program ended the
  * decode at an error the library raised there (GraphicsMagick makes
  * libjpeg's "Corrupt JPEG data" warnings fatal), so the recording holds
  * only the bytes that library had read. The real library, reading the
  * same bytes first, fails at the same place. Compared by hash
  * (rdb_stuck), each distinct recorded length once, and confirmed by
  * looking the prefix up; NULL when none is. */
-static const rdb_entry *failed_prefix(const uint8_t *req, size_t len) {
+static const rdb_entry *failed_prefix(uint8_t *req, size_t len) {
   size_t n;
   const rdb_stuck *st = rp_stuck(&n);
   if (!st)
@@ -392,15 +393,14 @@ static const rdb_entry *failed_prefix(const uint8_t *req, size_t len) {
     }
     if (h != st[i].hash)
       continue;
-    uint8_t *pre = shim_alloc((size_t)at + 2);
-    if (!pre)
-      return NULL;
-    memcpy(pre, req, (size_t)at);
-    pre[at] = 0xFF;
-    pre[at + 1] = 0xD9;
+    /* the prefix and an EOI, written over the request and put back */
+    uint8_t keep[2] = {req[at], req[at + 1]};
+    req[at] = 0xFF;
+    req[at + 1] = 0xD9;
     int reason;
-    const rdb_entry *e = find(pre, (size_t)at + 2, &reason);
-    shim_free(pre);
+    const rdb_entry *e = find(req, (size_t)at + 2, &reason);
+    req[at] = keep[0];
+    req[at + 1] = keep[1];
     if (e && (e->flags & RDB_ENTRY_FAILED))
       return e;
   }
