@@ -1081,6 +1081,28 @@ size_t jpg_row_bytes(j_decompress_ptr ci) {
   return (size_t)ci->output_width * (size_t)ci->output_components;
 }
 
+int jpg_raw_layout_of(j_decompress_ptr ci, jpg_raw_layout *L) {
+  memset(L, 0, sizeof *L);
+  if (ci->num_components < 1 || ci->num_components > JPG_RAW_MAX || ci->max_v_samp_factor < 1 ||
+      ci->max_v_samp_factor > 4 || ci->min_DCT_scaled_size < 1 || ci->min_DCT_scaled_size > 16)
+    return -1;
+  L->n = ci->num_components;
+  L->lines = (uint32_t)(ci->max_v_samp_factor * ci->min_DCT_scaled_size);
+  L->imcu_rows = (ci->output_height + L->lines - 1) / L->lines;
+  for (int c = 0; c < L->n; c++) {
+    const jpeg_component_info *k = &ci->comp_info[c];
+    if (k->DCT_scaled_size < 1 || k->DCT_scaled_size > 16 || k->v_samp_factor < 1 ||
+        k->v_samp_factor > 4)
+      return -1;
+    L->row_bytes[c] = (uint32_t)k->width_in_blocks * (uint32_t)k->DCT_scaled_size;
+    L->rows[c] = (uint32_t)k->height_in_blocks * (uint32_t)k->DCT_scaled_size;
+    L->step[c] = (uint32_t)(k->v_samp_factor * k->DCT_scaled_size);
+    L->off[c] = L->bytes;
+    L->bytes += (size_t)L->row_bytes[c] * L->rows[c];
+  }
+  return 0;
+}
+
 void jpg_request_scan(jpg_obj *o, const jpg_params *p, jpg_scan *sc) {
   jpg_scan_init(sc, jpg_req_header_len(p) + o->tables.len, 1);
 }

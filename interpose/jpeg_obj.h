@@ -285,6 +285,40 @@ void jpg_take_params(const jpg_obj *o, jpg_params *p, uint8_t **cmap);
 /* Bytes per output row as jpeg_read_scanlines returns them. */
 size_t jpg_row_bytes(j_decompress_ptr cinfo);
 
+/* Raw data output (raw_data_out): what jpeg_read_raw_data writes. Each
+ * call decodes one iMCU row (`lines` output lines) straight into the
+ * program's per-component row buffers: for component c, step[c] rows of
+ * row_bytes[c] samples (its blocks across, each DCT_scaled_size wide),
+ * fewer in the last iMCU row, whose dummy block rows it leaves alone. Over
+ * the image a component's rows make one plane of rows[c] rows; a response
+ * holds the planes one after another (off[c]). */
+#define JPG_RAW_MAX 4 /* components served (more: not offloadable) */
+typedef struct {
+  int n;
+  uint32_t lines, imcu_rows;
+  uint32_t row_bytes[JPG_RAW_MAX], rows[JPG_RAW_MAX], step[JPG_RAW_MAX];
+  size_t off[JPG_RAW_MAX];
+  size_t bytes;
+} jpg_raw_layout;
+
+/* The layout of a raw decode after jpeg_start_decompress (or
+ * jpeg_calc_output_dimensions) set its scaled sizes. Returns 0, or -1 for
+ * more than JPG_RAW_MAX components or sizes libjpeg does not make. */
+int jpg_raw_layout_of(j_decompress_ptr cinfo, jpg_raw_layout *L);
+
+/* Rows of plane c that iMCU row i writes. */
+static inline uint32_t jpg_raw_rows(const jpg_raw_layout *L, int c, uint32_t i) {
+  uint64_t at = (uint64_t)i * L->step[c];
+  if (at >= L->rows[c])
+    return 0;
+  return L->rows[c] - at < L->step[c] ? (uint32_t)(L->rows[c] - at) : L->step[c];
+}
+
+/* Where row r of plane c's iMCU row i sits in a response. */
+static inline size_t jpg_raw_at(const jpg_raw_layout *L, int c, uint32_t i, uint32_t r) {
+  return L->off[c] + ((size_t)i * L->step[c] + r) * L->row_bytes[c];
+}
+
 /* Start the scanner that builds o's request: room for the request header
  * and the tables-only datastreams kept on o, then the image datastream. */
 void jpg_request_scan(jpg_obj *o, const jpg_params *p, jpg_scan *sc);

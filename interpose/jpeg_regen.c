@@ -116,6 +116,55 @@ static int regen_tj(const jpg_params *p, const uint8_t *jpeg, size_t jpeg_len, c
   return 0;
 }
 
+/* A raw data decode, started: its planes (jpg_raw_layout) into *buf,
+ * hashed in the order the calls write them, as record did. The caller's
+ * setjmp catches the library's errors (*buf is its to free then). */
+static int regen_raw(j_decompress_ptr ci, const jpg_digest *g, uint64_t resp_len, size_t ext_len,
+                     uint8_t *volatile *buf, char *why, size_t whylen) {
+  jpg_raw_layout L;
+  if (jpg_raw_layout_of(ci, &L) != 0 || L.row_bytes[0] != g->row_bytes || L.rows[0] != g->rows ||
+      resp_len != L.bytes + ext_len)
+    return fail(why, whylen,
+                "libjpeg here decodes it to %u-sample planes, not to the recorded %u rows of %u",
+                (unsigned)ci->num_components, g->rows, g->row_bytes);
+  uint32_t most = 0;
+  for (int c = 0; c < L.n; c++)
+    most = L.row_bytes[c] > most ? L.row_bytes[c] : most;
+  /* the rows a call may not write (the last iMCU row's dummy blocks) go
+   * to scratch */
+  uint8_t *spare = malloc(most ? most : 1);
+  *buf = malloc(resp_len ? resp_len : 1);
+  if (!spare || !*buf) {
+    free(spare);
+    return fail(why, whylen, "out of memory for %llu bytes of planes",
+                (unsigned long long)resp_len);
+  }
+  JSAMPROW rows[JPG_RAW_MAX][64];
+  JSAMPARRAY planes[JPG_RAW_MAX];
+  uint64_t d = 0;
+  for (uint32_t i = 0; i < L.imcu_rows && ci->output_scanline < ci->output_height; i++) {
+    for (int c = 0; c < L.n; c++) {
+      uint32_t n = jpg_raw_rows(&L, c, i);
+      for (uint32_t r = 0; r < L.step[c] && r < 64; r++)
+        rows[c][r] = r < n ? *buf + jpg_raw_at(&L, c, i, r) : spare;
+      planes[c] = rows[c];
+    }
+    if (jpeg_read_raw_data(ci, planes, L.lines) != L.lines)
+      break;
+    for (int c = 0; c < L.n; c++)
+      for (uint32_t r = 0, n = jpg_raw_rows(&L, c, i); r < n; r++)
+        d = jpg_digest_row(d, rows[c][r], L.row_bytes[c]);
+  }
+  int complete = ci->output_scanline >= ci->output_height;
+  free(spare);
+  if (!complete || d != g->digest)
+    return fail(why, whylen,
+                "the planes decoded here from one buffer differ from the recorded ones "
+                "(damaged data that libjpeg-turbo decodes differently in other pieces, or "
+                "another libjpeg build)");
+  return 0;
+}
+
 int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_t dig_len,
                    uint64_t resp_len, uint8_t **out, char *why, size_t whylen) {
   *out = NULL;
@@ -134,10 +183,11 @@ int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_
       !ext_len)
     return regen_tj(&p, jpeg, jpeg_len, &g, resp_len, out, why, whylen);
   if (p.api != ST_API_JPEG_DECODE || p.entry != JPG_ENTRY_LIBJPEG || p.cmap_colors ||
-      p.tables_len || (p.options & (JPG_OPT_QUANTIZE | JPG_OPT_RAW_DATA | JPG_OPT_BUFFERED)))
+      p.tables_len || (p.options & (JPG_OPT_QUANTIZE | JPG_OPT_BUFFERED)))
     return fail(why, whylen, "its parameters are not ones a digest is kept for");
+  int raw = (p.options & JPG_OPT_RAW_DATA) != 0;
   uint64_t pix = (uint64_t)g.row_bytes * g.rows;
-  if (resp_len != pix + ext_len)
+  if (!raw && resp_len != pix + ext_len)
     return fail(why, whylen, "its response length (%llu bytes) is not that of its digest's rows",
                 (unsigned long long)resp_len);
 
@@ -160,6 +210,20 @@ int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_
     return fail(why, whylen, "its JPEG data holds no image");
   }
   set_params(&ci, &p);
+  if (raw) {
+    ci.raw_data_out = TRUE;
+    jpeg_start_decompress(&ci);
+    int rc = regen_raw(&ci, &g, resp_len, ext_len, &buf, why, whylen);
+    jpeg_destroy_decompress(&ci);
+    if (rc != 0) {
+      free(buf);
+      return -1;
+    }
+    if (ext_len)
+      memcpy(buf + (resp_len - ext_len), ext, ext_len);
+    *out = buf;
+    return 0;
+  }
   jpeg_start_decompress(&ci);
   if (jpg_row_bytes(&ci) != g.row_bytes || ci.output_height != g.rows) {
     unsigned w = ci.output_width, h = ci.output_height;

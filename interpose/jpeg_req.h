@@ -26,7 +26,8 @@
 enum {
   JPG_NO_NONE = 0,
   JPG_NO_BUFFERED = 1,       /* buffered-image mode */
-  JPG_NO_RAW = 2,            /* raw data output (component planes as sampled) */
+  JPG_NO_RAW = 2,            /* raw data output of more than JPG_RAW_MAX components
+                                (before 2026-11-30: any raw data output) */
   JPG_NO_COEF = 3,           /* jpeg_read_coefficients */
   JPG_NO_SKIP = 4,           /* jpeg_skip_scanlines */
   JPG_NO_CROP = 5,           /* jpeg_crop_scanline */

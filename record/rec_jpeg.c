@@ -7,7 +7,8 @@
  * The request is the decode parameters (taken at jpeg_start_decompress)
  * plus the compressed bytes the library consumed (jpeg_obj.c follows the
  * program's source manager); the response is every row as
- * jpeg_read_scanlines returned it, plus the messages the library emitted
+ * jpeg_read_scanlines returned it (or every plane jpeg_read_raw_data
+ * wrote: jpg_raw_layout), plus the messages the library emitted
  * while decoding (so replay can emit them again at the same rows) and the
  * colour map it made when quantising. Unless colours are quantised, or the
  * image uses tables an earlier datastream gave (own_tables), the rows are
@@ -55,7 +56,10 @@ typedef struct {
   int bad_marker;    /* the data holds a marker libjpeg stops at (jpeg_scan.h) */
   int err_in_data;   /* an error ended it outside its source, bytes still unread */
   int as_digest;     /* the rows are hashed, not kept (pix stays NULL) */
-  uint32_t rows_seen; /* rows hashed so far, in order */
+  int raw;           /* raw data output: pix holds the planes (jpg_raw_layout) */
+  jpg_raw_layout rl;
+  uint8_t *raw_spare; /* one iMCU row of every plane, for rows that alias (raw_aliased) */
+  uint32_t rows_seen; /* rows (raw: iMCU rows) hashed so far, in order */
   uint64_t digest;    /* jpg_digest_row over those rows */
   uint8_t *cmap_out; /* the colour map the library made */
   uint32_t cmap_colors, cmap_comps;
@@ -81,6 +85,7 @@ static void free_dec(jpg_obj *o) {
   shim_free(x->cmap_in);
   shim_free(x->pix);
   shim_free(x->cmap_out);
+  shim_free(x->raw_spare);
   shim_free(x);
 }
 
@@ -110,7 +115,10 @@ static size_t finish_response(jpg_obj *o, rec_dec *x) {
     uint8_t *p = shim_alloc(JPG_DIG_FIXED + ext);
     if (!p)
       return 0;
-    jpg_digest g = {(uint32_t)x->row_bytes, x->out_h, x->digest};
+    /* raw: the first plane's geometry; the digest is over the rows in the
+     * order the calls wrote them (iMCU row by iMCU row, component by
+     * component) */
+    jpg_digest g = {(uint32_t)x->row_bytes, x->raw ? x->rl.rows[0] : x->out_h, x->digest};
     jpg_dig_write(p, &g);
     if (ext)
       jpg_ext_write(p + JPG_DIG_FIXED, x->cmap_colors, x->cmap_comps, x->cmap_out, o->msgs,
@@ -293,8 +301,14 @@ static void started(jpg_obj *o, rec_dec *x) {
   x->out_w = ci->output_width;
   x->out_h = ci->output_height;
   x->row_bytes = jpg_row_bytes(ci);
+  if (ci->raw_data_out) { /* the component planes, as sampled */
+    if (jpg_raw_layout_of(ci, &x->rl) != 0)
+      not_offloadable(o, JPG_NO_RAW); /* more components than replay serves */
+    x->raw = 1;
+    x->row_bytes = x->rl.row_bytes[0];
+  }
   if (!o->passthrough && !rt_cfg.timing) { /* the timing run keeps no rows */
-    x->pix_len = x->row_bytes * x->out_h;
+    x->pix_len = x->raw ? x->rl.bytes : x->row_bytes * x->out_h;
     /* the request alone gives these rows again: no colour map of the
      * program's or the library's, no tables from an earlier datastream,
      * and no dithered RGB565, whose pattern follows output_scanline as the
@@ -429,8 +443,6 @@ SHIM_EXPORT boolean jpeg_start_decompress(j_decompress_ptr cinfo) {
     take_params(o, x);
     if (cinfo->buffered_image)
       not_offloadable(o, JPG_NO_BUFFERED);
-    else if (cinfo->raw_data_out)
-      not_offloadable(o, JPG_NO_RAW);
     else if (o->inherits)
       not_offloadable(o, JPG_NO_INHERITED);
     o->phase = JPG_STARTED;
@@ -584,16 +596,132 @@ SHIM_EXPORT void jpeg_crop_scanline(j_decompress_ptr cinfo, JDIMENSION *xoff, JD
   TIMED(o, real(cinfo, xoff, width));
 }
 
+/* Raw data output: each call writes one iMCU row of every component's
+ * plane (jpg_raw_layout), hashed or kept as jpeg_read_scanlines's rows are. */
+static void note_raw(rec_dec *x, JSAMPIMAGE data, uint32_t i) {
+  if (x->note == 0)
+    x->note = rt_backoff_pass(&note_watch) ? -1 : 1;
+  if (x->note < 0 || i < x->noted_to)
+    return;
+  uint64_t t0 = shim_now_ns();
+  for (int c = 0; c < x->rl.n; c++)
+    for (uint32_t r = 0, n = jpg_raw_rows(&x->rl, c, i); r < n && data[c]; r++)
+      rt_out_pages_note(&x->out_pages, data[c][r], x->rl.row_bytes[c]);
+  x->noted_to = i + 1;
+  x->own_ns += shim_now_ns() - t0;
+}
+
+/* Whether the rows of iMCU row i the library will write overlap: GStreamer's
+ * jpegdec points the rows past a plane's last at its last row, so the
+ * bottom iMCU row's dummy rows are written over it, and what the program
+ * keeps there is not what the library decoded for that row. Rows that go
+ * one way by at least a row each, and planes apart, do not. */
+static int raw_aliased(const rec_dec *x, JSAMPIMAGE data, uint32_t i) {
+  uintptr_t lo[JPG_RAW_MAX] = {0}, hi[JPG_RAW_MAX] = {0};
+  for (int c = 0; c < x->rl.n; c++) {
+    uint32_t n = jpg_raw_rows(&x->rl, c, i);
+    uintptr_t len = x->rl.row_bytes[c];
+    if (!n || !data[c])
+      continue;
+    int dir = 0;
+    for (uint32_t r = 1; r < n; r++) {
+      uintptr_t a = (uintptr_t)data[c][r - 1], b = (uintptr_t)data[c][r];
+      dir |= b >= a + len ? 1 : a >= b + len ? 2 : 3;
+      if (dir == 3)
+        return 1;
+    }
+    uintptr_t first = (uintptr_t)data[c][0], last = (uintptr_t)data[c][n - 1];
+    lo[c] = first < last ? first : last;
+    hi[c] = (first < last ? last : first) + len;
+    for (int k = 0; k < c; k++)
+      if (hi[k] && lo[c] < hi[k] && lo[k] < hi[c])
+        return 1;
+  }
+  return 0;
+}
+
+static void keep_raw(jpg_obj *o, rec_dec *x, JSAMPIMAGE data, uint32_t i) {
+  uint64_t t0 = o->t_out;
+  if (i >= x->rl.imcu_rows || (x->as_digest && i != x->rows_seen)) {
+    x->pix_lost = 1;
+    return;
+  }
+  for (int c = 0; c < x->rl.n; c++) {
+    uint32_t n = jpg_raw_rows(&x->rl, c, i);
+    size_t len = x->rl.row_bytes[c];
+    for (uint32_t r = 0; r < n; r++) {
+      const uint8_t *row = data[c] ? data[c][r] : NULL;
+      if (!row) {
+        x->pix_lost = 1;
+        return;
+      }
+      place_sample(&x->placement, row, len);
+      if (x->as_digest)
+        x->digest = jpg_digest_row(x->digest, row, len);
+      else
+        memcpy(x->pix + jpg_raw_at(&x->rl, c, i, r), row, len);
+    }
+  }
+  x->rows_seen++;
+  x->own_ns += shim_now_ns() - t0;
+}
+
 SHIM_EXPORT JDIMENSION jpeg_read_raw_data(j_decompress_ptr cinfo, JSAMPIMAGE data,
                                           JDIMENSION max_lines) {
   JPG_REAL(real, jpeg_read_raw_data, JPG_LIBJPEG);
   jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
   if (!o)
     return real(cinfo, data, max_lines);
-  not_offloadable(o, JPG_NO_RAW);
-  JDIMENSION r;
-  TIMED(o, r = real(cinfo, data, max_lines));
-  return r;
+  rec_dec *x = o->ext;
+  JDIMENSION first = cinfo->output_scanline;
+  int keep =
+      x->started && x->raw && !o->passthrough && !rt_cfg.timing && data && first % x->rl.lines == 0;
+  uint32_t imcu = keep ? first / x->rl.lines : 0;
+  if (keep && max_lines >= x->rl.lines)
+    note_raw(x, data, imcu);
+  /* rows that overlap: the library decodes into rows of standin's, copied
+   * to the program's in order after (what the program ends up with is the
+   * same), so that what is kept is what it decoded */
+  JSAMPROW spare[JPG_RAW_MAX][64];
+  JSAMPARRAY spare_planes[JPG_RAW_MAX];
+  JSAMPIMAGE lib = data;
+  if (keep && max_lines >= x->rl.lines && (x->pix || x->as_digest) && !x->pix_lost &&
+      raw_aliased(x, data, imcu)) {
+    size_t need = 0;
+    for (int c = 0; c < x->rl.n; c++)
+      need += (size_t)x->rl.step[c] * x->rl.row_bytes[c];
+    if (!x->raw_spare)
+      x->raw_spare = shim_alloc(need ? need : 1);
+    if (x->raw_spare) {
+      uint8_t *at = x->raw_spare;
+      for (int c = 0; c < x->rl.n; c++) {
+        for (uint32_t r = 0; r < x->rl.step[c] && r < 64; r++, at += x->rl.row_bytes[c])
+          spare[c][r] = at;
+        spare_planes[c] = spare[c];
+      }
+      lib = spare_planes;
+    } else {
+      x->pix_lost = 1;
+    }
+  }
+  o->log_phase = JPG_PHASE_ROWS;
+  jpg_enter(o, FRAME);
+  JDIMENSION n = real(cinfo, lib, max_lines);
+  jpg_leave(o);
+  if (lib != data && n) {
+    uint64_t t0 = shim_now_ns();
+    for (int c = 0; c < x->rl.n; c++)
+      for (uint32_t r = 0, k = jpg_raw_rows(&x->rl, c, imcu); r < k; r++)
+        memcpy(data[c][r], lib[c][r], x->rl.row_bytes[c]);
+    x->own_ns += shim_now_ns() - t0;
+  }
+  if (n && (x->pix || x->as_digest) && !o->passthrough && !x->pix_lost) {
+    if (keep)
+      keep_raw(o, x, lib, imcu);
+    else
+      x->pix_lost = 1;
+  }
+  return n;
 }
 
 SHIM_EXPORT boolean jpeg_start_output(j_decompress_ptr cinfo, int scan) {

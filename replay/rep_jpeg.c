@@ -28,7 +28,7 @@
  * jpeg_abort (which is what the real finish ends with), jpeg_abort and
  * jpeg_destroy run for real. A request that is not in the recording, a
  * recorded failure, or a mode an accelerator would not serve (buffered
- * image, raw data, coefficients, skip, crop) runs the real decompressor:
+ * image, coefficients, skip, crop) runs the real decompressor:
  * the drained bytes are fed back first (jpeg_obj.c), then the program's
  * source, so the program sees the same rows, messages and errors as
  * without standin.
@@ -89,6 +89,9 @@ typedef struct {
   /* served */
   const uint8_t *pix;
   size_t row_bytes;
+  size_t out_bytes; /* of every row (raw: every plane) */
+  int raw;          /* raw data output: pix holds the planes */
+  jpg_raw_layout rl;
   uint32_t out_cold; /* per mille of the rows to deliver to memory */
   uint32_t cold_acc; /* error diffusion over the rows */
   int late;          /* the call's overrun is counted (rp_finish, rp_late) */
@@ -267,6 +270,13 @@ static int take_response(jpg_obj *o, rep_dec *x, const rdb_entry *e) {
   j_decompress_ptr ci = o->cinfo;
   x->row_bytes = jpg_row_bytes(ci);
   size_t pix = x->row_bytes * ci->output_height;
+  x->raw = ci->raw_data_out != 0;
+  if (x->raw) {
+    if (jpg_raw_layout_of(ci, &x->rl) != 0)
+      return -1;
+    pix = x->rl.bytes;
+  }
+  x->out_bytes = pix;
   const uint8_t *r = rp_ptr(e->resp_off, e->resp_len);
   if (!r || e->resp_len < pix)
     return -1;
@@ -601,7 +611,7 @@ static uint64_t rows_estimate(const jpg_obj *o, const rep_dec *x) {
   j_decompress_ptr ci = o->cinfo;
   uint64_t rows =
       ci->output_height > ci->output_scanline ? ci->output_height - ci->output_scanline : 0;
-  uint64_t bytes = rows * (uint64_t)x->row_bytes;
+  uint64_t bytes = ci->output_height ? x->out_bytes / ci->output_height * rows : 0;
   uint64_t guess = rows * 200 + bytes / 2;
   uint64_t ps = atomic_load_explicit(&rows_ps_per_byte, memory_order_relaxed);
   uint64_t learned = ps && bytes < UINT64_MAX / ps ? bytes * ps / 1000 * 5 / 4 : 0;
@@ -615,7 +625,7 @@ static uint64_t rows_estimate(const jpg_obj *o, const rep_dec *x) {
 /* The last row is served: what the rows took a byte, for the next
  * decodes' estimates (half the last one and half this). */
 static void rows_learn(const jpg_obj *o, const rep_dec *x) {
-  uint64_t bytes = (uint64_t)o->cinfo->output_height * x->row_bytes;
+  uint64_t bytes = x->out_bytes;
   /* less the faults the rows were expected to take: a later decode's
    * into pages in memory takes none */
   uint64_t late = x->late_ns > x->fault_ns ? x->late_ns - x->fault_ns : 0;
@@ -798,7 +808,9 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
 
 /* ---- serving rows ----------------------------------------------------------------- */
 
-static JDIMENSION serve_rows(jpg_obj *o, rep_dec *x, JSAMPARRAY rows, JDIMENSION max) {
+/* What the library does before a call's rows: past the last one, the
+ * warning (returns 0: none to serve); then the progress monitor. */
+static int rows_left(jpg_obj *o, rep_dec *x) {
   j_decompress_ptr ci = o->cinfo;
   if (ci->output_scanline >= ci->output_height) {
     emit_due(o, x, JPG_PHASE_ROWS, ci->output_scanline); /* JWRN_TOO_MUCH_DATA, recorded */
@@ -809,6 +821,13 @@ static JDIMENSION serve_rows(jpg_obj *o, rep_dec *x, JSAMPARRAY rows, JDIMENSION
     ci->progress->pass_limit = (long)ci->output_height;
     JPG_CALLBACK((*ci->progress->progress_monitor)((j_common_ptr)ci));
   }
+  return 1;
+}
+
+static JDIMENSION serve_rows(jpg_obj *o, rep_dec *x, JSAMPARRAY rows, JDIMENSION max) {
+  j_decompress_ptr ci = o->cinfo;
+  if (!rows_left(o, x))
+    return 0;
   emit_due(o, x, JPG_PHASE_ROWS, ci->output_scanline);
   JDIMENSION n = ci->output_height - ci->output_scanline;
   if (max < n)
@@ -832,6 +851,29 @@ static JDIMENSION serve_rows(jpg_obj *o, rep_dec *x, JSAMPARRAY rows, JDIMENSION
   return n;
 }
 
+/* jpeg_read_raw_data, served: the next iMCU row of every plane, as the
+ * library writes it (the last one's dummy block rows left alone). */
+static JDIMENSION serve_raw(jpg_obj *o, rep_dec *x, JSAMPIMAGE data, JDIMENSION max) {
+  j_decompress_ptr ci = o->cinfo;
+  if (!rows_left(o, x))
+    return 0;
+  if (max < x->rl.lines)
+    ERREXIT(ci, JERR_BUFFER_SIZE);
+  emit_due(o, x, JPG_PHASE_ROWS, ci->output_scanline);
+  uint32_t i = ci->output_scanline / x->rl.lines;
+  uint64_t to_memory = 0;
+  for (int c = 0; c < x->rl.n; c++)
+    for (uint32_t r = 0, n = jpg_raw_rows(&x->rl, c, i); r < n; r++)
+      to_memory += place_copy_share(data[c][r], x->pix + jpg_raw_at(&x->rl, c, i, r),
+                                    x->rl.row_bytes[c], x->out_cold, &x->cold_acc);
+  if (to_memory) {
+    place_fence();
+    rp_to_memory(to_memory);
+  }
+  ci->output_scanline += x->rl.lines;
+  return x->rl.lines;
+}
+
 /* The real library's calls after the one that spun are part of the recorded
  * latency: the whole of such a call (from the hook's entry, `since`, to
  * here), not only its row copies, is harness time. The time the spin kept
@@ -843,6 +885,16 @@ static void served_late(rep_dec *x, uint64_t since) {
   x->late_ns += ns;
   if (rp_late_held(ns, &x->held, !x->late, ST_API_JPEG_DECODE))
     x->late = 1;
+}
+
+/* After a call that served rows (since: its entry, or the end of its spin). */
+static void rows_served(jpg_obj *o, rep_dec *x, uint64_t since) {
+  served_late(x, since);
+  if (o->cinfo->output_scanline >= o->cinfo->output_height && !x->learned) {
+    rows_learn(o, x);
+    x->learned = 1;
+    rp_spin_held(&x->held, END_KEEP_NS); /* on the thread that read the rows */
+  }
 }
 
 /* ---- hooks: the decode sequence ----------------------------------------------------- */
@@ -926,7 +978,7 @@ static boolean start_first(jpg_obj *o, rep_dec *x, void *caller) {
   j_decompress_ptr ci = o->cinfo;
   jpg_take_params(o, &x->par, &x->cmap_in);
   o->phase = JPG_STARTED;
-  if (ci->buffered_image || ci->raw_data_out || o->inherits) { /* not offloadable */
+  if (ci->buffered_image || o->inherits) { /* not offloadable */
     x->pass = 1;
     return go_real(o, x, 1);
   }
@@ -964,6 +1016,37 @@ SHIM_EXPORT boolean jpeg_start_decompress(j_decompress_ptr cinfo) {
   return r;
 }
 
+/* jpeg_read_scanlines (out: JSAMPARRAY) and jpeg_read_raw_data (raw, out:
+ * JSAMPIMAGE) of a followed decode: it is identified at the first such
+ * call, then served or run for real. frame: the hook's. */
+static JDIMENSION read_call(jpg_obj *o, rep_dec *x, int raw, void *out, JDIMENSION max,
+                            uint64_t t_in, void *caller, void *frame) {
+  JPG_REAL(real_rows, jpeg_read_scanlines, JPG_LIBJPEG);
+  JPG_REAL(real_raw, jpeg_read_raw_data, JPG_LIBJPEG);
+  j_decompress_ptr ci = o->cinfo;
+  JDIMENSION n = 0;
+  int served = 0;
+  jpg_enter(o, frame);
+  if (x->state == R_PENDING && (!raw || ci->raw_data_out)) {
+    if (identify(o, x, caller) == ID_SUSPENDED)
+      goto out;      /* waiting for input, as the real library would */
+    t_in = rp_now(); /* this call spun: what follows is late */
+  }
+  if (x->state == R_SERVE) {
+    if (x->raw != raw) /* as the library refuses the other kind of output */
+      ERREXIT1(ci, JERR_BAD_STATE, raw ? DSTATE_SCANNING : DSTATE_RAW_OK);
+    n = raw ? serve_raw(o, x, out, max) : serve_rows(o, x, out, max);
+    served = 1;
+  } else if (go_real(o, x, x->count_sw)) {
+    n = raw ? real_raw(ci, out, max) : real_rows(ci, out, max);
+  }
+out:
+  jpg_leave(o);
+  if (served)
+    rows_served(o, x, t_in);
+  return n;
+}
+
 SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY rows,
                                            JDIMENSION max_lines) {
   uint64_t t_in = rp_now();
@@ -971,32 +1054,7 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
   jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
   if (!o)
     return real(cinfo, rows, max_lines);
-  rep_dec *x = o->ext;
-  JDIMENSION n = 0;
-  int served = 0;
-  jpg_enter(o, FRAME);
-  if (x->state == R_PENDING) {
-    if (identify(o, x, __builtin_return_address(0)) == ID_SUSPENDED)
-      goto out;      /* waiting for input, as the real library would */
-    t_in = rp_now(); /* this call spun: what follows is late */
-  }
-  if (x->state == R_SERVE) {
-    n = serve_rows(o, x, rows, max_lines);
-    served = 1;
-  } else if (go_real(o, x, x->count_sw)) {
-    n = real(cinfo, rows, max_lines);
-  }
-out:
-  jpg_leave(o);
-  if (served) {
-    served_late(x, t_in);
-    if (cinfo->output_scanline >= cinfo->output_height && !x->learned) {
-      rows_learn(o, x);
-      x->learned = 1;
-      rp_spin_held(&x->held, END_KEEP_NS); /* on the thread that read the rows */
-    }
-  }
-  return n;
+  return read_call(o, o->ext, 0, rows, max_lines, t_in, __builtin_return_address(0), FRAME);
 }
 
 SHIM_EXPORT boolean jpeg_finish_decompress(j_decompress_ptr cinfo) {
@@ -1171,16 +1229,15 @@ SHIM_EXPORT void jpeg_crop_scanline(j_decompress_ptr cinfo, JDIMENSION *xoff, JD
     jpg_leave(o);                                                                                  \
   } while (0)
 
+/* Raw data output: served as jpeg_read_scanlines is, an iMCU row a call. */
 SHIM_EXPORT JDIMENSION jpeg_read_raw_data(j_decompress_ptr cinfo, JSAMPIMAGE data,
                                           JDIMENSION max_lines) {
+  uint64_t t_in = rp_now();
   JPG_REAL(real, jpeg_read_raw_data, JPG_LIBJPEG);
   jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
   if (!o)
     return real(cinfo, data, max_lines);
-  rep_dec *x = o->ext;
-  JDIMENSION r;
-  REAL_ONLY(o, x, r = real(cinfo, data, max_lines));
-  return r;
+  return read_call(o, o->ext, 1, data, max_lines, t_in, __builtin_return_address(0), FRAME);
 }
 
 SHIM_EXPORT boolean jpeg_start_output(j_decompress_ptr cinfo, int scan) {

@@ -27,6 +27,7 @@ PKGS=(
   php8.2-fpm libfcgi-bin   # php-fpm: workers that give up root, asked over FastCGI with cgi-fcgi (t711)
   faketime                 # libfaketime preloaded into standin: its clock must not become standin's (t647)
   graphicsmagick           # gm: a real libjpeg program that makes corrupt-data warnings fatal (t718)
+  gstreamer1.0-tools gstreamer1.0-plugins-good  # gst-launch-1.0 with jpegdec: raw data (planar YUV) decodes on a streaming thread (t719)
 )
 
 missing=()

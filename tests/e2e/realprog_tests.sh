@@ -601,3 +601,42 @@ SH
       "$(json sum-$iface.json calls_intercepted) $(json sum-$iface.json calls_fallback)"
   done
 }
+
+# GStreamer's jpegdec decodes to planar YUV with jpeg_read_raw_data, on a
+# streaming thread of the pipeline, its rows past a plane's last pointing
+# at its last row (the bottom iMCU row's dummy rows land there): every
+# decode served, the planes as natively, one image or a stream of them.
+t719_gstreamer_jpegdec_raw_data_replayed() {
+  command -v gst-launch-1.0 >/dev/null && gst-inspect-1.0 jpegdec >/dev/null 2>&1 ||
+    { echo "skipped: no gst-launch-1.0 with jpegdec (gstreamer1.0-plugins-good)"; return 0; }
+  corpus
+  local f i
+  for f in m_base_420 o_prog_422 s_base_444_r0 s_base_gray_r0 l_base_420; do
+    cp "$CORPUS/$f.jpg" "$f.jpg"
+  done
+  for i in 0 1 2 3; do cp "$CORPUS/s_base_420_r$((i % 2)).jpg" "frame$i.jpg"; done
+  cat >run.sh <<'SH'
+for f in m_base_420 o_prog_422 s_base_444_r0 s_base_gray_r0 l_base_420; do
+  gst-launch-1.0 -q filesrc location=$f.jpg ! jpegdec ! filesink location=$f-$1.yuv
+done
+gst-launch-1.0 -q multifilesrc location=frame%d.jpg index=0 stop-index=3 \
+  caps=image/jpeg,framerate=30/1 ! jpegdec ! filesink location=frames-$1.yuv
+SH
+  sh run.sh native >/dev/null 2>&1 || fail "gst-launch-1.0 failed natively"
+  "$STANDIN" record -o rec -- sh run.sh rec >/dev/null 2>&1
+  expect_eq "decodes" 9 "$(calls rec jpeg.decode)"
+  expect_eq "not offloadable" 0 "$("$STANDIN" dump rec | grep -c NOT-OFFLOADABLE)"
+  local iface out
+  for iface in software jpeg-core; do
+    "$STANDIN" replay -t rec --iface $iface --on-miss abort --summary sum-$iface.json -- \
+      sh run.sh rep-$iface >/dev/null 2>rep.err || fail "$iface: $(cat rep.err)"
+    grep -q "could not be rebuilt" rep.err && fail "$iface: $(cat rep.err)"
+    for out in *-native.yuv; do
+      cmp "$out" "${out%-native.yuv}-rep-$iface.yuv" || fail "$iface: ${out%-native.yuv} differs"
+      cmp "$out" "${out%-native.yuv}-rec.yuv" || fail "recorded: ${out%-native.yuv} differs"
+    done
+    expect_eq "$iface: intercepted, fallback" "9 0" \
+      "$(json sum-$iface.json calls_intercepted) $(json sum-$iface.json calls_fallback)"
+  done
+  [ "$(json sum-software.json calls_replayed)" -eq 9 ] || fail "software: not every decode served"
+}

@@ -709,6 +709,90 @@ static uint8_t *request(const jpg_params *p, const unsigned char *jpeg, unsigned
   return b;
 }
 
+/* Raw data output: the planes jpeg_read_raw_data writes, their layout,
+ * and a digest of them in call order that the request rebuilds. */
+START_TEST(test_raw_planes_laid_out_and_rebuilt) {
+  unsigned long jl;
+  unsigned char *jpeg = encode(120, 70, &jl); /* 4:2:0 */
+  jpg_params p = {.api = ST_API_JPEG_DECODE,
+                  .entry = JPG_ENTRY_LIBJPEG,
+                  .out_color_space = JCS_YCbCr,
+                  .jpeg_color_space = JCS_YCbCr,
+                  .scale_num = 1,
+                  .scale_denom = 1,
+                  .dct_method = JDCT_ISLOW,
+                  .options = JPG_OPT_RAW_DATA,
+                  .output_gamma = 1.0};
+  struct jpeg_decompress_struct d;
+  struct jpeg_error_mgr err;
+  d.err = jpeg_std_error(&err);
+  jpeg_create_decompress(&d);
+  jpeg_mem_src(&d, jpeg, jl);
+  ck_assert_int_eq(jpeg_read_header(&d, TRUE), JPEG_HEADER_OK);
+  d.raw_data_out = TRUE;
+  d.do_fancy_upsampling = FALSE;
+  jpeg_start_decompress(&d);
+  jpg_raw_layout L;
+  ck_assert_int_eq(jpg_raw_layout_of(&d, &L), 0);
+  ck_assert_int_eq(L.n, 3);
+  ck_assert_uint_eq(L.lines, 16);
+  ck_assert_uint_eq(L.imcu_rows, 5); /* 70 lines */
+  ck_assert_uint_eq(L.row_bytes[0], 120);
+  ck_assert_uint_eq(L.rows[0], 72); /* 9 block rows */
+  ck_assert_uint_eq(L.step[0], 16);
+  ck_assert_uint_eq(L.row_bytes[1], 64); /* 60 samples: 8 blocks */
+  ck_assert_uint_eq(L.rows[2], 40);      /* 35 rows: 5 block rows */
+  ck_assert_uint_eq(L.step[2], 8);
+  ck_assert_uint_eq(L.off[1], 120 * 72);
+  ck_assert_uint_eq(L.bytes, 120 * 72 + 2 * 64 * 40);
+  /* the last iMCU row writes one block row of luma (dummy rows left alone) */
+  ck_assert_uint_eq(jpg_raw_rows(&L, 0, 4), 8);
+  ck_assert_uint_eq(jpg_raw_rows(&L, 1, 4), 8);
+  ck_assert_uint_eq(jpg_raw_rows(&L, 0, 5), 0);
+  /* decoded as a program does, into rows of 16 and 8 per call */
+  uint8_t *planes = calloc(L.bytes, 1), junk[120];
+  uint64_t dg = 0;
+  for (uint32_t i = 0; d.output_scanline < d.output_height; i++) {
+    JSAMPROW rows[3][16];
+    JSAMPARRAY arr[3];
+    for (int c = 0; c < 3; c++) {
+      for (uint32_t r = 0; r < L.step[c]; r++)
+        rows[c][r] = r < jpg_raw_rows(&L, c, i) ? planes + jpg_raw_at(&L, c, i, r) : junk;
+      arr[c] = rows[c];
+    }
+    ck_assert_uint_eq(jpeg_read_raw_data(&d, arr, 16), 16);
+    for (int c = 0; c < 3; c++)
+      for (uint32_t r = 0; r < jpg_raw_rows(&L, c, i); r++)
+        dg = jpg_digest_row(dg, rows[c][r], L.row_bytes[c]);
+  }
+  jpeg_finish_decompress(&d);
+  jpeg_destroy_decompress(&d);
+  size_t rl;
+  uint8_t *req = request(&p, jpeg, jl, &rl);
+  jpg_digest g = {L.row_bytes[0], L.rows[0], dg};
+  uint8_t dig[JPG_DIG_FIXED], *out;
+  char why[200] = "";
+  jpg_dig_write(dig, &g);
+  ck_assert_int_eq(jpg_regenerate(req, rl, dig, sizeof dig, L.bytes, &out, why, sizeof why), 0);
+  ck_assert_int_eq(memcmp(out, planes, L.bytes), 0);
+  free(out);
+  /* other planes, another length: refused, saying why */
+  g.digest ^= 1;
+  jpg_dig_write(dig, &g);
+  ck_assert_int_eq(jpg_regenerate(req, rl, dig, sizeof dig, L.bytes, &out, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "planes decoded here"), "%s", why);
+  g.digest ^= 1;
+  jpg_dig_write(dig, &g);
+  ck_assert_int_eq(jpg_regenerate(req, rl, dig, sizeof dig, L.bytes + 1, &out, why, sizeof why),
+                   -1);
+  ck_assert_ptr_null(out);
+  ck_assert_msg(strstr(why, "planes"), "%s", why);
+  free(req);
+  free(planes);
+  free(jpeg);
+}
+END_TEST
+
 START_TEST(test_digest_rebuilds_the_rows_and_checks_them) {
   unsigned long jl;
   unsigned char *jpeg = encode(120, 70, &jl);
@@ -879,6 +963,7 @@ int main(void) {
   tcase_add_test(req, test_probe_counts_lines);
   tcase_add_test(req, test_sample_does_not_line_up_with_rows);
   tcase_add_test(req, test_digest_rebuilds_the_rows_and_checks_them);
+  tcase_add_test(req, test_raw_planes_laid_out_and_rebuilt);
   tcase_add_test(req, test_decode_is_the_thread_that_made_the_image);
   suite_add_tcase(s, scan);
   suite_add_tcase(s, req);

@@ -17,7 +17,13 @@
  *                     is closed on a truncated image
  *     -scale N/D -cs gray|rgb|bgrx|ycc|565 -dct int|fast|float
  *     -nofancy -nosmooth -quant N -onepass     output parameters
- *     -buffered -raw -coef -skip N -crop X,W   modes an accelerator would not serve
+ *     -raw           raw data output: an iMCU row of each component's rows a
+ *                    call (jpeg_read_raw_data; -lines N asks for N lines)
+ *     -rawplanes     -raw into whole planes of the visible rows, the rows past
+ *                    a plane's last pointing at its last, as GStreamer's
+ *                    jpegdec decodes to I420 (the library writes the bottom
+ *                    iMCU row's dummy block rows over that row)
+ *     -buffered -coef -skip N -crop X,W   modes an accelerator would not serve
  *     -latecrop      jpeg_crop_scanline after the first rows (the library refuses)
  *     -untilcomplete after the last row, jpeg_consume_input until
  *                    jpeg_input_complete (at most a million calls, counted)
@@ -68,7 +74,7 @@ typedef struct {
   const char *src;
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
   int buffered, raw, coef, skip, crop_x, crop_w, lines, nofinish, one, strict, eoferr;
-  int latecrop, untilcomplete, whole;
+  int latecrop, untilcomplete, whole, rawplanes;
   int threads, repeat, concat, chunk, stop, errno_w, height, pair, unread, giveup;
   const char *tables;
   int stops[64], nstops;
@@ -369,9 +375,48 @@ static uint64_t read_rows(dec_t *d, uint64_t h) {
   return h;
 }
 
+/* -rawplanes: each component's visible rows, one plane each. */
+static uint64_t read_raw_planes(dec_t *d, uint64_t h) {
+  j_decompress_ptr c = &d->ci;
+  int n = c->num_components, maxv = c->max_v_samp_factor;
+  int lines = maxv * c->min_DCT_scaled_size;
+  unsigned char *plane[MAX_COMPONENTS];
+  size_t stride[MAX_COMPONENTS], prows[MAX_COMPONENTS];
+  JSAMPROW rowp[MAX_COMPONENTS][4 * DCTSIZE * 2];
+  JSAMPARRAY planes[MAX_COMPONENTS];
+  for (int i = 0; i < n; i++) {
+    jpeg_component_info *k = &c->comp_info[i];
+    stride[i] = (size_t)k->width_in_blocks * k->DCT_scaled_size;
+    prows[i] = ((size_t)c->output_height * k->v_samp_factor + maxv - 1) / maxv;
+    plane[i] = calloc(stride[i] * prows[i] + 1, 1);
+    planes[i] = rowp[i];
+  }
+  while (c->output_scanline < c->output_height) {
+    JDIMENSION got;
+    size_t imcu = c->output_scanline / lines;
+    for (int i = 0; i < n; i++) {
+      jpeg_component_info *k = &c->comp_info[i];
+      size_t step = (size_t)k->v_samp_factor * k->DCT_scaled_size;
+      for (size_t r = 0; r < step && r < sizeof rowp[i] / sizeof rowp[i][0]; r++) {
+        size_t at = imcu * step + r;
+        rowp[i][r] = plane[i] + (at < prows[i] ? at : prows[i] - 1) * stride[i];
+      }
+    }
+    PUMP(d, (got = jpeg_read_raw_data(c, planes, O.lines ? O.lines : lines)) != 0);
+    d->rows += got;
+  }
+  for (int i = 0; i < n; i++) {
+    h = fnv(h, plane[i], stride[i] * prows[i]);
+    free(plane[i]);
+  }
+  return h;
+}
+
 static uint64_t read_raw(dec_t *d, uint64_t h) {
   j_decompress_ptr c = &d->ci;
-  int rg = c->max_v_samp_factor * DCTSIZE;
+  if (O.rawplanes)
+    return read_raw_planes(d, h);
+  int rg = O.lines ? O.lines : c->max_v_samp_factor * DCTSIZE;
   JSAMPARRAY planes[MAX_COMPONENTS];
   for (int i = 0; i < c->num_components; i++)
     planes[i] = (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE,
@@ -380,9 +425,15 @@ static uint64_t read_raw(dec_t *d, uint64_t h) {
   while (c->output_scanline < c->output_height) {
     JDIMENSION n;
     PUMP(d, (n = jpeg_read_raw_data(c, planes, (JDIMENSION)rg)) != 0);
-    for (int i = 0; i < c->num_components; i++)
-      for (int r = 0; r < c->comp_info[i].v_samp_factor * DCTSIZE; r++)
-        h = fnv(h, planes[i][r], c->comp_info[i].width_in_blocks * DCTSIZE);
+    /* the rows an iMCU row has, each as wide as the library writes (a
+     * scaled decode writes less than the buffer holds, which stays as
+     * the memory manager left it); the last one's dummy rows keep the
+     * previous iMCU row's */
+    for (int i = 0; i < c->num_components; i++) {
+      jpeg_component_info *k = &c->comp_info[i];
+      for (int r = 0; r < k->v_samp_factor * k->DCT_scaled_size; r++)
+        h = fnv(h, planes[i][r], k->width_in_blocks * k->DCT_scaled_size);
+    }
     d->rows += n;
   }
   return h;
@@ -722,6 +773,8 @@ static int parse(int argc, char **argv) {
       O.buffered = 1;
     else if (!strcmp(a, "-raw"))
       O.raw = 1;
+    else if (!strcmp(a, "-rawplanes"))
+      O.raw = O.rawplanes = 1;
     else if (!strcmp(a, "-coef"))
       O.coef = 1;
     else if (!strcmp(a, "-nofinish"))
