@@ -765,6 +765,13 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     reason = RDB_FB_NO_RESPONSE, e = NULL;
   if (e && take_response(o, x, e) != 0)
     reason = RDB_FB_SCHEMA, e = NULL;
+  if (!e && reason == RDB_FB_NOT_IN_TRACE && o->cinfo->raw_data_out && rp_jpeg_raw_unserved()) {
+    /* a recording made before raw data decodes were served holds them as
+     * not offloadable: run for real, as they were then */
+    x->pass = 1;
+    go_real(o, x, 1);
+    return ID_REAL;
+  }
   if (!e) {
     x->miss = reason + 1;
     x->miss_caller = caller;
@@ -978,7 +985,8 @@ static boolean start_first(jpg_obj *o, rep_dec *x, void *caller) {
   j_decompress_ptr ci = o->cinfo;
   jpg_take_params(o, &x->par, &x->cmap_in);
   o->phase = JPG_STARTED;
-  if (ci->buffered_image || o->inherits) { /* not offloadable */
+  if (ci->buffered_image || o->inherits ||
+      (ci->raw_data_out && ci->num_components > JPG_RAW_MAX)) { /* not offloadable */
     x->pass = 1;
     return go_real(o, x, 1);
   }

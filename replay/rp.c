@@ -387,6 +387,10 @@ int rp_unpack_pieces(void) {
   return hdr != NULL && hdr->unpack_pieces;
 }
 
+int rp_jpeg_raw_unserved(void) {
+  return hdr != NULL && hdr->jpeg_raw_unserved;
+}
+
 static atomic_int setup_deferred; /* rp_init: mapped at the first hooked call */
 static atomic_int ready;          /* rp_setup has mapped and checked everything */
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;

@@ -1399,3 +1399,25 @@ t237_jpeg_raw_data_decodes_replayed() {
   expect_eq "jpeg-core: fallback" 0 "$(json core.json calls_fallback)"
   [ "$(json core.json calls_replayed)" -gt 0 ] || fail "jpeg-core served no raw decode"
 }
+
+# A recording made before raw data decodes were served holds them as not
+# offloadable (reason 2, tests/e2e/data/raw-recorded-2026-11-30, recorded
+# at 0fa749c): replay runs such a decode for real and uncounted, as it
+# did then, not as a miss (which --on-miss abort would stop at).
+t238_jpeg_raw_data_recorded_before_it_was_served() {
+  cp -r "$(dirname "$B")/tests/e2e/data/raw-recorded-2026-11-30" old
+  cp old/o_base_420.jpg .
+  "$JD" -raw -src mem o_base_420.jpg >nat.out
+  "$STANDIN" replay -t old --on-miss abort --summary sum.json -- \
+    "$JD" -raw -src mem o_base_420.jpg >rep.out 2>rep.err || fail "replay: $(cat rep.err)"
+  cmp nat.out rep.out || fail "output differs: $(cat nat.out rep.out)"
+  expect_eq "not offloadable, intercepted, fallback" "1 0 0" \
+    "$(json sum.json calls_not_offloadable) $(json sum.json calls_intercepted) $(json sum.json calls_fallback)"
+  grep -q "not offloadable (1 raw data output" rep.err || fail "not said: $(cat rep.err)"
+  # recorded now, it is served
+  "$STANDIN" record -o new -- "$JD" -raw -src mem o_base_420.jpg >/dev/null 2>&1
+  "$STANDIN" replay -t new --on-miss abort --summary new.json -- \
+    "$JD" -raw -src mem o_base_420.jpg >new.out 2>/dev/null
+  cmp nat.out new.out || fail "new recording: output differs"
+  expect_eq "new recording: replayed" 1 "$(json new.json calls_replayed)"
+}
