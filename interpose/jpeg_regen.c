@@ -125,20 +125,19 @@ static int regen_raw(j_decompress_ptr ci, const jpg_digest *g, uint64_t resp_len
   if (jpg_raw_layout_of(ci, &L) != 0 || L.row_bytes[0] != g->row_bytes || L.rows[0] != g->rows ||
       resp_len != L.bytes + ext_len)
     return fail(why, whylen,
-                "libjpeg here decodes it to %u-sample planes, not to the recorded %u rows of %u",
+                "libjpeg here decodes it to %u planes, not to the recorded first plane of %u "
+                "rows of %u bytes and its length",
                 (unsigned)ci->num_components, g->rows, g->row_bytes);
   uint32_t most = 0;
   for (int c = 0; c < L.n; c++)
     most = L.row_bytes[c] > most ? L.row_bytes[c] : most;
   /* the rows a call may not write (the last iMCU row's dummy blocks) go
-   * to scratch */
-  uint8_t *spare = malloc(most ? most : 1);
-  *buf = malloc(resp_len ? resp_len : 1);
-  if (!spare || !*buf) {
-    free(spare);
+   * to scratch after the planes, in the one block a longjmp frees */
+  *buf = malloc((size_t)resp_len + most + 1);
+  if (!*buf)
     return fail(why, whylen, "out of memory for %llu bytes of planes",
                 (unsigned long long)resp_len);
-  }
+  uint8_t *spare = *buf + resp_len;
   JSAMPROW rows[JPG_RAW_MAX][64];
   JSAMPARRAY planes[JPG_RAW_MAX];
   uint64_t d = 0;
@@ -156,7 +155,6 @@ static int regen_raw(j_decompress_ptr ci, const jpg_digest *g, uint64_t resp_len
         d = jpg_digest_row(d, rows[c][r], L.row_bytes[c]);
   }
   int complete = ci->output_scanline >= ci->output_height;
-  free(spare);
   if (!complete || d != g->digest)
     return fail(why, whylen,
                 "the planes decoded here from one buffer differ from the recorded ones "
