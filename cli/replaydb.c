@@ -698,10 +698,10 @@ static int same_rows(scan_file *f, b_entry *e, const st_call *c, int first) {
    * follow the source's buffering (djpeg's stdio source, a memory one) */
   if ((c->flags & ST_CALL_RESP_DIGEST) && len >= JPG_DIG_FIXED)
     len = JPG_DIG_FIXED;
-  XXH128_hash_t h = XXH3_128bits(data, (size_t)len);
   /* kept rows (--keep-pixels), likewise: the rows and any colour map */
   uint64_t pix = c->nfeat > ST_JPF_OUT_BYTES ? c->feat[ST_JPF_OUT_BYTES] : len;
   jpg_ext ext;
+  XXH128_hash_t h;
   if (c->api == ST_API_JPEG_DECODE && !(c->flags & ST_CALL_RESP_DIGEST) && pix < len &&
       jpg_ext_read((const uint8_t *)data + pix, (size_t)(len - pix), &ext) == 0) {
     uint32_t shape[2] = {ext.ncolors, ext.ncomp};
@@ -712,6 +712,8 @@ static int same_rows(scan_file *f, b_entry *e, const st_call *c, int first) {
     if (ext.cmap)
       XXH3_128bits_update(&st, ext.cmap, (size_t)ext.ncolors * ext.ncomp);
     h = XXH3_128bits_digest(&st);
+  } else {
+    h = XXH3_128bits(data, (size_t)len);
   }
   if (first || !e->has_resp_h) { /* (the first had none: it answers as it was) */
     e->resp_h = h;

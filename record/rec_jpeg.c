@@ -456,6 +456,16 @@ SHIM_EXPORT boolean jpeg_start_decompress(j_decompress_ptr cinfo) {
   return r;
 }
 
+/* One row the library wrote: where it left it sampled (before the hash or
+ * the copy reads it), then hashed, or copied to `at` of the kept pixels. */
+static void take_row(rec_dec *x, const uint8_t *row, size_t len, size_t at) {
+  place_sample(&x->placement, row, len);
+  if (x->as_digest)
+    x->digest = jpg_digest_row(x->digest, row, len);
+  else
+    memcpy(x->pix + at, row, len);
+}
+
 SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY rows,
                                            JDIMENSION max_lines) {
   JPG_REAL(real, jpeg_read_scanlines, JPG_LIBJPEG);
@@ -477,14 +487,8 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
         x->pix_lost = 1;
         break;
       }
-      /* before the copy or the hash reads them: where the library left the row */
-      place_sample(&x->placement, rows[i], x->row_bytes);
-      if (x->as_digest) {
-        x->digest = jpg_digest_row(x->digest, rows[i], x->row_bytes);
-        x->rows_seen++;
-      } else {
-        memcpy(x->pix + (size_t)(first + i) * x->row_bytes, rows[i], x->row_bytes);
-      }
+      take_row(x, rows[i], x->row_bytes, (size_t)(first + i) * x->row_bytes);
+      x->rows_seen += x->as_digest;
     }
     x->own_ns += shim_now_ns() - t0;
   }
@@ -655,11 +659,7 @@ static void keep_raw(jpg_obj *o, rec_dec *x, JSAMPIMAGE data, uint32_t i) {
         x->pix_lost = 1;
         return;
       }
-      place_sample(&x->placement, row, len);
-      if (x->as_digest)
-        x->digest = jpg_digest_row(x->digest, row, len);
-      else
-        memcpy(x->pix + jpg_raw_at(&x->rl, c, i, r), row, len);
+      take_row(x, row, len, jpg_raw_at(&x->rl, c, i, r));
     }
   }
   x->rows_seen++;
