@@ -370,7 +370,11 @@ static int in_buffer(const jpg_obj *o, const JOCTET *p) {
 static void mark_buffer(jpg_obj *o) {
   const struct jpeg_source_mgr *s = o->cinfo->src;
   o->last = s->next_input_byte;
-  o->buf_end = s->next_input_byte + s->bytes_in_buffer;
+  /* in integers: once its term_source ran, a program's source may hold
+   * anything (ExactImage's: a pointer and a count whose sum overflows,
+   * undefined as pointer arithmetic); such a buffer is taken as empty */
+  uintptr_t end = (uintptr_t)s->next_input_byte + s->bytes_in_buffer;
+  o->buf_end = end >= (uintptr_t)o->last ? (const JOCTET *)end : o->last;
 }
 
 /* Keep what the library consumed of the current buffer. */
