@@ -164,7 +164,7 @@ typedef struct {
   uint32_t *slots; /* index + 1 */
   size_t nslots;
   uint64_t unusable, files, images_failed, packs_not_canonical;
-  int raw_unserved;       /* rdb_header.jpeg_raw_unserved */
+  unsigned unserved;      /* rdb_header.jpeg_unserved */
   uint64_t pixels_failed; /* JPEG decodes whose rows could not be rebuilt */
   char pixels_why[160];   /* the first one's reason */
   uint64_t start_ns;
@@ -815,7 +815,9 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
     b->unusable++;
     b->out->unusable_by[cli_no_slot(c)]++;
     if (c->api == ST_API_JPEG_DECODE && c->reason == JPG_NO_RAW)
-      b->raw_unserved = 1;
+      b->unserved |= RDB_UNSERVED_RAW;
+    if (c->api == ST_API_JPEG_DECODE && c->reason == JPG_NO_BUFFERED)
+      b->unserved |= RDB_UNSERVED_BUFFERED;
     return is_given_up(c) ? given_up(b, f, c, st) : 0;
   }
   int created;
@@ -1393,7 +1395,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
                     .trace_start_ns = b->start_ns,
                     .ro_off = ro_off,
                     .unpack_pieces = pieces != 0,
-                    .jpeg_raw_unserved = (uint32_t)b->raw_unserved,
+                    .jpeg_unserved = b->unserved,
                     .nclasses = (uint64_t)ncls,
                     .classes_off = classes_off,
                     .nnear_groups = nnear_groups,

@@ -1037,6 +1037,30 @@ static void feed_skip(jpg_obj *o, long n) {
 
 /* ---- requests --------------------------------------------------------------- */
 
+/* The options an output pass of buffered-image mode may change (with
+ * dct_method): jpeg_start_output takes them anew. */
+static uint32_t pass_options(j_decompress_ptr ci) {
+  return (ci->do_fancy_upsampling ? JPG_OPT_FANCY_UPSAMPLING : 0) |
+         (ci->do_block_smoothing ? JPG_OPT_BLOCK_SMOOTHING : 0) |
+         (ci->quantize_colors ? JPG_OPT_QUANTIZE : 0) |
+         (ci->two_pass_quantize ? JPG_OPT_TWO_PASS_QUANTIZE : 0);
+}
+
+#define PASS_OPTIONS                                                                               \
+  (JPG_OPT_FANCY_UPSAMPLING | JPG_OPT_BLOCK_SMOOTHING | JPG_OPT_QUANTIZE |                         \
+   JPG_OPT_TWO_PASS_QUANTIZE)
+
+int jpg_buffered_served(j_decompress_ptr ci) {
+  JPG_REAL(real_multi, jpeg_has_multiple_scans, JPG_LIBJPEG);
+  return ci->buffered_image && !ci->quantize_colors && !ci->raw_data_out && !real_multi(ci);
+}
+
+int jpg_pass_same(j_decompress_ptr ci, const jpg_params *p) {
+  return ci->dct_method == (J_DCT_METHOD)p->dct_method &&
+         ci->dither_mode == (J_DITHER_MODE)p->dither_mode &&
+         pass_options(ci) == (p->options & PASS_OPTIONS);
+}
+
 void jpg_take_params(const jpg_obj *o, jpg_params *p, uint8_t **cmap) {
   j_decompress_ptr ci = o->cinfo;
   memset(p, 0, sizeof *p);
@@ -1048,11 +1072,7 @@ void jpg_take_params(const jpg_obj *o, jpg_params *p, uint8_t **cmap) {
   p->scale_num = ci->scale_num;
   p->scale_denom = ci->scale_denom;
   p->dct_method = ci->dct_method;
-  p->options = (ci->do_fancy_upsampling ? JPG_OPT_FANCY_UPSAMPLING : 0) |
-               (ci->do_block_smoothing ? JPG_OPT_BLOCK_SMOOTHING : 0) |
-               (ci->quantize_colors ? JPG_OPT_QUANTIZE : 0) |
-               (ci->two_pass_quantize ? JPG_OPT_TWO_PASS_QUANTIZE : 0) |
-               (ci->enable_1pass_quant ? JPG_OPT_ENABLE_1PASS : 0) |
+  p->options = pass_options(ci) | (ci->enable_1pass_quant ? JPG_OPT_ENABLE_1PASS : 0) |
                (ci->enable_external_quant ? JPG_OPT_ENABLE_EXTERNAL : 0) |
                (ci->enable_2pass_quant ? JPG_OPT_ENABLE_2PASS : 0) |
                (ci->raw_data_out ? JPG_OPT_RAW_DATA : 0) |

@@ -282,6 +282,17 @@ void jpg_emit(jpg_obj *o, const jpg_msg *m);
  * caller frees; NULL when none). */
 void jpg_take_params(const jpg_obj *o, jpg_params *p, uint8_t **cmap);
 
+/* Buffered-image mode (buffered_image) as replay serves it: an image of
+ * one scan, without colour quantisation or raw data output, whose one
+ * output pass gives the rows a plain decode gives. Call after
+ * jpeg_read_header, before jpeg_start_decompress. */
+int jpg_buffered_served(j_decompress_ptr cinfo);
+
+/* Whether the output parameters a buffered-image output pass may change
+ * (jpeg_start_output: dct_method, dither_mode, upsampling, smoothing,
+ * quantisation) are still those of p. */
+int jpg_pass_same(j_decompress_ptr cinfo, const jpg_params *p);
+
 /* Bytes per output row as jpeg_read_scanlines returns them. */
 size_t jpg_row_bytes(j_decompress_ptr cinfo);
 

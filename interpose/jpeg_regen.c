@@ -58,6 +58,8 @@ static void set_params(j_decompress_ptr ci, const jpg_params *p) {
   ci->output_gamma = p->output_gamma;
   ci->quantize_colors = FALSE;
   ci->raw_data_out = FALSE;
+  /* a buffered-image decode with a digest is one output pass over an
+   * image of one scan (jpg_buffered_served): the rows of a plain decode */
   ci->buffered_image = FALSE;
   if (p->image_width && p->image_height) {
     ci->image_width = p->image_width;
@@ -181,7 +183,7 @@ int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_
       !ext_len)
     return regen_tj(&p, jpeg, jpeg_len, &g, resp_len, out, why, whylen);
   if (p.api != ST_API_JPEG_DECODE || p.entry != JPG_ENTRY_LIBJPEG || p.cmap_colors ||
-      p.tables_len || (p.options & (JPG_OPT_QUANTIZE | JPG_OPT_BUFFERED)))
+      p.tables_len || (p.options & JPG_OPT_QUANTIZE))
     return fail(why, whylen, "its parameters are not ones a digest is kept for");
   int raw = (p.options & JPG_OPT_RAW_DATA) != 0;
   uint64_t pix = (uint64_t)g.row_bytes * g.rows;

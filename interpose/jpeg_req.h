@@ -25,7 +25,10 @@
  * trace format: append only. */
 enum {
   JPG_NO_NONE = 0,
-  JPG_NO_BUFFERED = 1,       /* buffered-image mode */
+  JPG_NO_BUFFERED = 1,       /* buffered-image mode over several scans, with colour
+                                quantisation or raw data output, or an output pass
+                                with other parameters than the decode's (until
+                                2026-11-30: any buffered-image decode) */
   JPG_NO_RAW = 2,            /* raw data output of more than JPG_RAW_MAX components
                                 (before 2026-11-30: any raw data output) */
   JPG_NO_COEF = 3,           /* jpeg_read_coefficients */

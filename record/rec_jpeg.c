@@ -57,6 +57,9 @@ typedef struct {
   int err_in_data;   /* an error ended it outside its source, bytes still unread */
   int as_digest;     /* the rows are hashed, not kept (pix stays NULL) */
   int raw;           /* raw data output: pix holds the planes (jpg_raw_layout) */
+  int buffered;      /* buffered-image mode as replay serves it (jpg_buffered_served) */
+  int passes;        /* its output passes started (jpeg_start_output): the
+                        rows of the first are kept, the others are the same */
   jpg_raw_layout rl;
   uint8_t *raw_spare; /* one iMCU row of every plane, for rows that alias (raw_aliased) */
   uint32_t rows_seen; /* rows (raw: iMCU rows) hashed so far, in order */
@@ -441,7 +444,7 @@ SHIM_EXPORT boolean jpeg_start_decompress(j_decompress_ptr cinfo) {
   rec_dec *x = o->ext;
   if (o->phase == JPG_READY) {
     take_params(o, x);
-    if (cinfo->buffered_image)
+    if (cinfo->buffered_image && !(x->buffered = jpg_buffered_served(cinfo)))
       not_offloadable(o, JPG_NO_BUFFERED);
     else if (o->inherits)
       not_offloadable(o, JPG_NO_INHERITED);
@@ -480,7 +483,7 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
   jpg_enter(o, FRAME);
   JDIMENSION n = real(cinfo, rows, max_lines);
   jpg_leave(o);
-  if ((x->pix || x->as_digest) && !o->passthrough && !x->pix_lost) {
+  if ((x->pix || x->as_digest) && !o->passthrough && !x->pix_lost && x->passes <= 1) {
     uint64_t t0 = o->t_out;
     for (JDIMENSION i = 0; i < n; i++) {
       if (first + i >= x->out_h || !rows[i] || (x->as_digest && first + i != x->rows_seen)) {
@@ -729,7 +732,14 @@ SHIM_EXPORT boolean jpeg_start_output(j_decompress_ptr cinfo, int scan) {
   jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
   if (!o)
     return real(cinfo, scan);
-  not_offloadable(o, JPG_NO_BUFFERED);
+  rec_dec *x = o->ext;
+  /* an output pass over an image of one scan gives a plain decode's rows
+   * (its rows wait for their data), again in a later pass; one with other
+   * output parameters does not */
+  if (!x || !x->buffered || !jpg_pass_same(cinfo, &x->par))
+    not_offloadable(o, JPG_NO_BUFFERED);
+  else
+    x->passes++;
   boolean r;
   TIMED(o, r = real(cinfo, scan));
   return r;
@@ -740,7 +750,11 @@ SHIM_EXPORT boolean jpeg_finish_output(j_decompress_ptr cinfo) {
   jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
   if (!o)
     return real(cinfo);
-  not_offloadable(o, JPG_NO_BUFFERED);
+  const rec_dec *x = o->ext;
+  if (!x || !x->buffered)
+    not_offloadable(o, JPG_NO_BUFFERED);
+  else if (cinfo->output_scanline >= cinfo->output_height)
+    o->log_phase = JPG_PHASE_FINISH; /* it reads on to EOI: as jpeg_finish_decompress would */
   boolean r;
   TIMED(o, r = real(cinfo));
   return r;

@@ -20,7 +20,10 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 22
+#define RDB_VERSION 23
+/* rdb_header.jpeg_unserved */
+#define RDB_UNSERVED_RAW 1u
+#define RDB_UNSERVED_BUFFERED 2u
 #define RDB_MAX_ACCEL 16
 #define RDB_MAX_ENGINES 64
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
@@ -276,11 +279,13 @@ typedef struct {
   /* 1: replayed unpacks allocate trees as libprotobuf-c does, one
    * allocation per piece, freed by the real free_unpacked; 0: one block */
   uint32_t unpack_pieces;
-  /* 1: the recording holds libjpeg raw data decodes recorded as not
-   * offloadable (JPG_NO_RAW: every one before 2026-11-30): a raw data
-   * decode it does not hold is taken for one of those and runs for real,
-   * not counted as a miss */
-  uint32_t jpeg_raw_unserved;
+  /* RDB_UNSERVED_*: the recording holds libjpeg decodes of a kind replay
+   * serves now recorded as not offloadable, as every one was before (raw
+   * data: JPG_NO_RAW; buffered-image mode: JPG_NO_BUFFERED; both until
+   * 2026-11-30): a decode of that kind it does not
+   * hold is taken for one of those and runs for real, not counted as a
+   * miss */
+  uint32_t jpeg_unserved;
   uint64_t nclasses, classes_off; /* rdb_class[], read-only part */
   /* --on-miss nearest: rdb_near_group[], and the rdb_near[] they index */
   uint64_t nnear_groups, near_groups_off;

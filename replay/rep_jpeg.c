@@ -28,7 +28,8 @@
  * jpeg_abort (which is what the real finish ends with), jpeg_abort and
  * jpeg_destroy run for real. A request that is not in the recording, a
  * recorded failure, or a mode an accelerator would not serve (buffered
- * image, coefficients, skip, crop) runs the real decompressor:
+ * image over several scans, coefficients, skip, crop) runs the real
+ * decompressor:
  * the drained bytes are fed back first (jpeg_obj.c), then the program's
  * source, so the program sees the same rows, messages and errors as
  * without standin.
@@ -76,6 +77,9 @@ typedef struct {
   int pass;         /* not offloadable: real, never identified */
   int real_started; /* the real jpeg_start_decompress returned TRUE */
   int multi_scan;   /* identified in jpeg_start_decompress */
+  int buffered;     /* buffered-image mode, served (jpg_buffered_served): the
+                       real jpeg_start_output and jpeg_finish_output keep the
+                       library's state; the rows are served */
   int setup_ran;    /* the real jpeg_start_decompress set up the decompressor */
   jpg_scan scan;
   int scan_on;
@@ -765,9 +769,12 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     reason = RDB_FB_NO_RESPONSE, e = NULL;
   if (e && take_response(o, x, e) != 0)
     reason = RDB_FB_SCHEMA, e = NULL;
-  if (!e && reason == RDB_FB_NOT_IN_TRACE && o->cinfo->raw_data_out && rp_jpeg_raw_unserved()) {
-    /* a recording made before raw data decodes were served holds them as
-     * not offloadable: run for real, as they were then */
+  if (!e && reason == RDB_FB_NOT_IN_TRACE &&
+      ((o->cinfo->raw_data_out && (rp_jpeg_unserved() & RDB_UNSERVED_RAW)) ||
+       (x->buffered && (rp_jpeg_unserved() & RDB_UNSERVED_BUFFERED)))) {
+    /* a recording made before raw data decodes or buffered-image ones
+     * were served (both 2026-11-30) holds them as not offloadable: run
+     * for real, as they were then */
     x->pass = 1;
     go_real(o, x, 1);
     return ID_REAL;
@@ -955,11 +962,24 @@ SHIM_EXPORT int jpeg_consume_input(j_decompress_ptr cinfo) {
      * output, up to the last row, after which the EOI is read (a program
      * that loops until jpeg_input_complete hung here) */
     j_decompress_ptr ci = o->cinfo;
-    if (!x->multi_scan && ci->output_scanline < ci->output_height)
+    if (x->buffered && x->state == R_PENDING) {
+      /* a buffered-image program reads its input ahead of the output
+       * passes: the decode is identified here, and its input is then
+       * complete (or not in yet, as the real one would say) */
+      jpg_enter(o, FRAME);
+      int id = identify(o, x, __builtin_return_address(0));
+      jpg_leave(o);
+      if (id == ID_SUSPENDED)
+        return JPEG_SUSPENDED;
+      if (x->state == R_REAL)
+        goto real;
+    } else if (!x->multi_scan && !x->buffered && ci->output_scanline < ci->output_height) {
       return JPEG_SUSPENDED;
+    }
     input_complete(o, x);
     return JPEG_REACHED_EOI;
   }
+real:
   jpg_enter(o, FRAME);
   int r = real(cinfo);
   jpg_leave(o);
@@ -985,11 +1005,14 @@ static boolean start_first(jpg_obj *o, rep_dec *x, void *caller) {
   j_decompress_ptr ci = o->cinfo;
   jpg_take_params(o, &x->par, &x->cmap_in);
   o->phase = JPG_STARTED;
-  if (ci->buffered_image || o->inherits ||
+  if ((ci->buffered_image && !jpg_buffered_served(ci)) || o->inherits ||
       (ci->raw_data_out && ci->num_components > JPG_RAW_MAX)) { /* not offloadable */
     x->pass = 1;
     return go_real(o, x, 1);
   }
+  /* buffered: the real start reads nothing and returns TRUE (below); the
+   * program's jpeg_start_output then sets up the output pass */
+  x->buffered = ci->buffered_image != 0;
   if (ci->arith_code && (real_multi(ci) || (ci->quantize_colors && ci->two_pass_quantize))) {
     real_calc(ci);
     ci->output_scanline = 0;
@@ -1035,6 +1058,8 @@ static JDIMENSION read_call(jpg_obj *o, rep_dec *x, int raw, void *out, JDIMENSI
   JDIMENSION n = 0;
   int served = 0;
   jpg_enter(o, frame);
+  if (x->buffered && x->state != R_REAL && ci->global_state != DSTATE_SCANNING)
+    ERREXIT1(ci, JERR_BAD_STATE, ci->global_state); /* no output pass started */
   if (x->state == R_PENDING && (!raw || ci->raw_data_out)) {
     if (identify(o, x, caller) == ID_SUSPENDED)
       goto out;      /* waiting for input, as the real library would */
@@ -1075,8 +1100,18 @@ SHIM_EXPORT boolean jpeg_finish_decompress(j_decompress_ptr cinfo) {
   rep_dec *x = o->ext;
   boolean r;
   jpg_enter(o, FRAME);
+  if (x->buffered && x->state == R_PENDING && cinfo->global_state == DSTATE_BUFIMAGE &&
+      identify(o, x, __builtin_return_address(0)) == ID_SUSPENDED) {
+    /* no output pass read a row: the real one reads the image's input to
+     * its EOI, as the decode was recorded (given up, most often: ExactImage
+     * decodes each image so once before it reads its rows) */
+    jpg_leave(o);
+    return FALSE;
+  }
   if (x->state == R_SERVE) {
-    if (cinfo->output_scanline < cinfo->output_height) {
+    if (x->buffered && cinfo->global_state != DSTATE_BUFIMAGE) /* an output pass not finished */
+      ERREXIT1(cinfo, JERR_BAD_STATE, cinfo->global_state);
+    if (!x->buffered && cinfo->output_scanline < cinfo->output_height) {
       cinfo->err->msg_code = JERR_TOO_LITTLE_DATA; /* as the real one: an error exit */
       (*cinfo->err->error_exit)((j_common_ptr)cinfo);
     }
@@ -1248,6 +1283,14 @@ SHIM_EXPORT JDIMENSION jpeg_read_raw_data(j_decompress_ptr cinfo, JSAMPIMAGE dat
   return read_call(o, o->ext, 1, data, max_lines, t_in, __builtin_return_address(0), FRAME);
 }
 
+/* Buffered-image mode, served (x->buffered): the real jpeg_start_output
+ * and jpeg_finish_output run, as they read no image data once the input
+ * is complete (input_complete), so the library's state (global_state,
+ * output_scanline, the progress monitor's passes, its errors) is its own.
+ * An output pass with other parameters than the decode's (dct_method,
+ * dither_mode, upsampling, smoothing, quantisation) is the real library's
+ * from then on: the recording holds it as not offloadable. A pass
+ * again over a served image gives the same rows. */
 SHIM_EXPORT boolean jpeg_start_output(j_decompress_ptr cinfo, int scan) {
   JPG_REAL(real, jpeg_start_output, JPG_LIBJPEG);
   jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
@@ -1255,18 +1298,38 @@ SHIM_EXPORT boolean jpeg_start_output(j_decompress_ptr cinfo, int scan) {
     return real(cinfo, scan);
   rep_dec *x = o->ext;
   boolean r;
-  REAL_ONLY(o, x, r = real(cinfo, scan));
+  jpg_enter(o, FRAME);
+  if (x->buffered && !jpg_pass_same(cinfo, &x->par))
+    pass(o, x); /* not offloadable (a miss found before it is not one) */
+  if (!x->buffered || x->state == R_REAL)
+    go_real(o, x, x->count_sw);
+  r = real(cinfo, scan);
+  jpg_leave(o);
   return r;
 }
 
 SHIM_EXPORT boolean jpeg_finish_output(j_decompress_ptr cinfo) {
+  uint64_t t_in = rp_now();
   JPG_REAL(real, jpeg_finish_output, JPG_LIBJPEG);
   jpg_obj *o = jpg_outermost(FRAME) ? decode_of(cinfo, JPG_STARTED) : NULL;
   if (!o)
     return real(cinfo);
   rep_dec *x = o->ext;
   boolean r;
-  REAL_ONLY(o, x, r = real(cinfo));
+  if (!x->buffered || x->state != R_SERVE) {
+    /* a pass that read no row: the real library reads the scan */
+    if (x->buffered && x->state == R_PENDING)
+      pass(o, x);
+    REAL_ONLY(o, x, r = real(cinfo));
+    return r;
+  }
+  jpg_enter(o, FRAME);
+  input_complete(o, x); /* the real one reads no further */
+  r = real(cinfo);
+  if (r && cinfo->output_scanline >= cinfo->output_height)
+    emit_due(o, x, JPG_PHASE_FINISH, cinfo->output_height); /* it read on to EOI */
+  jpg_leave(o);
+  served_late(x, t_in);
   return r;
 }
 

@@ -387,8 +387,8 @@ int rp_unpack_pieces(void) {
   return hdr != NULL && hdr->unpack_pieces;
 }
 
-int rp_jpeg_raw_unserved(void) {
-  return hdr != NULL && hdr->jpeg_raw_unserved;
+unsigned rp_jpeg_unserved(void) {
+  return hdr != NULL ? hdr->jpeg_unserved : 0;
 }
 
 static atomic_int setup_deferred; /* rp_init: mapped at the first hooked call */

@@ -149,9 +149,9 @@ pbw_image_memo *rp_memo(const rdb_entry *e);
  * libprotobuf-c does (replay --unpack-trees pieces). */
 int rp_unpack_pieces(void);
 
-/* Whether the recording holds raw data decodes it recorded as not
- * offloadable (rdb_header.jpeg_raw_unserved). */
-int rp_jpeg_raw_unserved(void);
+/* RDB_UNSERVED_*: the kinds of libjpeg decode the recording holds as not
+ * offloadable that replay serves now (rdb_header.jpeg_unserved). */
+unsigned rp_jpeg_unserved(void);
 
 /* Nonzero when the plan keeps some message type's calls of some API whole
  * in software (rdb_class). */

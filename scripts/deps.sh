@@ -28,6 +28,7 @@ PKGS=(
   faketime                 # libfaketime preloaded into standin: its clock must not become standin's (t647)
   graphicsmagick           # gm: a real libjpeg program that makes corrupt-data warnings fatal (t718)
   gstreamer1.0-tools gstreamer1.0-plugins-good  # gst-launch-1.0 with jpegdec: raw data (planar YUV) decodes on a streaming thread (t719)
+  exactimage               # econvert: a real libjpeg program that decodes in buffered-image mode (t720)
 )
 
 missing=()

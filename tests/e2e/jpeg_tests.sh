@@ -152,7 +152,10 @@ t205_jpeg_modes_an_accelerator_would_not_serve() {
   corpus
   fs=$(files s_base_420_r1 s_prog_444_r0 o_prog_422)
   {
-    echo "$JD -buffered $fs"
+    # buffered-image mode: an output pass with another IDCT than the
+    # decode's (the baseline image), several scans (the progressive ones);
+    # passes over one scan are served (t239)
+    echo "$JD -buffered -passdct fast $fs"
     echo "$JD -coef $fs"
     echo "$JD -skip 8 $fs"
     echo "$JD -crop 16,64 $fs"
@@ -1364,6 +1367,25 @@ PY
 # iMCU row a call; GStreamer's jpegdec decodes so) is served from the
 # recording: the planes, the messages and the library's refusal of a
 # buffer smaller than an iMCU row, as natively.
+# served_alike WHAT: after jpeg_same run.sh, every offloadable decode was
+# served, its WHAT (rows, planes) rebuilt from its digest; kept rather than
+# hashed (--keep-pixels) they answer alike; jpeg-core serves some and keeps
+# the others in software, never a miss.
+served_alike() {
+  every_decode_replayed
+  grep -q "could not be rebuilt" rep.err && fail "$1 not rebuilt: $(grep '^standin' rep.err)"
+  "$STANDIN" record --keep-pixels -o keep -- sh run.sh >keep.out 2>/dev/null
+  cmp nat.out keep.out || fail "recorded with --keep-pixels: output differs"
+  "$STANDIN" replay -t keep --summary keep.json -- sh run.sh >keep.rep 2>/dev/null
+  cmp nat.out keep.rep || fail "replayed from kept $1: output differs"
+  expect_eq "kept $1: replayed, fallback" "$(json sum.json calls_replayed) 0" \
+    "$(json keep.json calls_replayed) $(json keep.json calls_fallback)"
+  "$STANDIN" replay -t rec --iface jpeg-core --summary core.json -- sh run.sh >core.out 2>/dev/null
+  cmp nat.out core.out || fail "jpeg-core replay: output differs"
+  expect_eq "jpeg-core: fallback" 0 "$(json core.json calls_fallback)"
+  [ "$(json core.json calls_replayed)" -gt 0 ] || fail "jpeg-core served none"
+}
+
 t237_jpeg_raw_data_decodes_replayed() {
   corpus
   local fs
@@ -1383,41 +1405,85 @@ t237_jpeg_raw_data_decodes_replayed() {
     fail "no refused buffer: $(cat nat.out)"
   grep -q "t_base_420.jpg: .* warnings=2" nat.out || fail "no warnings: $(cat nat.out)"
   expect_eq "not offloadable" 0 "$("$STANDIN" dump rec | grep -c NOT-OFFLOADABLE)"
-  every_decode_replayed
-  grep -q "could not be rebuilt" rep.err && fail "planes not rebuilt: $(grep '^standin' rep.err)"
-  # planes kept rather than hashed, and rebuilt ones, answer alike
-  "$STANDIN" record --keep-pixels -o keep -- sh run.sh >keep.out 2>/dev/null
-  cmp nat.out keep.out || fail "recorded with --keep-pixels: output differs"
-  "$STANDIN" replay -t keep --summary keep.json -- sh run.sh >keep.rep 2>/dev/null
-  cmp nat.out keep.rep || fail "replayed from kept planes: output differs"
-  expect_eq "kept planes: fallback" 0 "$(json keep.json calls_fallback)"
-  expect_eq "kept planes: replayed" "$(json sum.json calls_replayed)" \
-    "$(json keep.json calls_replayed)"
-  # a model that serves some and keeps others in software: never a miss
-  "$STANDIN" replay -t rec --iface jpeg-core --summary core.json -- sh run.sh >core.out 2>/dev/null
-  cmp nat.out core.out || fail "jpeg-core replay: output differs"
-  expect_eq "jpeg-core: fallback" 0 "$(json core.json calls_fallback)"
-  [ "$(json core.json calls_replayed)" -gt 0 ] || fail "jpeg-core served no raw decode"
+  served_alike planes
 }
 
-# A recording made before raw data decodes were served holds them as not
-# offloadable (reason 2, tests/e2e/data/raw-recorded-2026-11-30, recorded
-# at 0fa749c): replay runs such a decode for real and uncounted, as it
-# did then, not as a miss (which --on-miss abort would stop at).
-t238_jpeg_raw_data_recorded_before_it_was_served() {
-  cp -r "$(dirname "$B")/tests/e2e/data/raw-recorded-2026-11-30" old
-  cp old/o_base_420.jpg .
-  "$JD" -raw -src mem o_base_420.jpg >nat.out
+# Buffered-image mode (ExactImage decodes so, and progressive displays):
+# one output pass over an image of one scan gives a plain decode's rows,
+# and is served; several scans or passes, or a pass with other output
+# parameters, are not offloadable. The real jpeg_start_output and
+# jpeg_finish_output keep the library's state.
+t239_jpeg_buffered_image_decodes_replayed() {
+  corpus
+  local fs
+  fs=$(files s_base_420_r1 s_prog_444_r0 o_base_420 s_base_gray_r0 m_base_420 a_arith_420 \
+    t_base_420 s_base_422_r0 c_base_420)
+  {
+    # a progressive display's loop: input first, then output passes
+    echo "$JD -buffered $fs"
+    echo "$JD -buffered -src suspend -chunk 500 $fs"
+    # ExactImage's: an output pass straight after jpeg_start_decompress
+    echo "$JD -bufsimple -src mem -scale 1/2 -dct fast $fs"
+    echo "$JD -bufsimple -src custom -lines 5 $fs"
+    # a pass again gives the same rows; another IDCT for a pass is not
+    # offloadable, whichever pass (replay finds out after it looked the
+    # decode up: not a miss then)
+    echo "$JD -bufsimple -passes 3 $(files o_base_420 s_base_gray_r0)"
+    echo "$JD -bufsimple -passdct fast $(files o_base_420)"
+    echo "$JD -buffered -passes 2 -laterdct float $(files s_base_444_r0)"
+  } >run.sh
+  jpeg_same run.sh --on-miss abort
+  grep -q "t_base_420.jpg: .* warnings=2" nat.out || fail "no warnings: $(cat nat.out)"
+  # the progressive image of the four loops, and the last two lines
+  expect_eq "not offloadable" "buffered-image mode=6" \
+    "$(python3 -c 'import json; r = json.load(open("sum.json"))["not_offloadable_reasons"]; print(" ".join("%s=%d" % kv for kv in sorted(r.items())))')"
+  served_alike rows
+  # a program that does otherwise than it did when recorded: a second pass
+  # over a served image gives its rows again; a pass with another IDCT is
+  # the real library's, from the first pass or after a served one
+  local one f
+  f=$(files o_base_420 m_base_420)
+  "$STANDIN" record -o one -- "$JD" -bufsimple $f >/dev/null 2>&1
+  for more in "-passes 2" "-passes 2 -laterdct fast" "-passdct float"; do
+    "$JD" -bufsimple $more $f >more.nat
+    "$STANDIN" replay -t one --on-miss abort --summary more.json -- "$JD" -bufsimple $more $f \
+      >more.rep 2>more.err || fail "replay of $more: $(cat more.err)"
+    cmp more.nat more.rep || fail "$more: output differs: $(cat more.nat more.rep)"
+  done
+  expect_eq "another IDCT: replayed" 0 "$(json more.json calls_replayed)"
+}
+
+# old_recording_replayed DIR WHY ARGS...: a recording made before a kind of
+# decode was served (tests/e2e/data/DIR, at 0fa749c) holds it as not
+# offloadable, for reason WHY: replay runs such a decode (jpegdec ARGS
+# o_base_420.jpg) for real and uncounted, as it did then, not as a miss
+# (which --on-miss abort would stop at); recorded now, it is served.
+old_recording_replayed() {
+  local dir=$1 why=$2 data
+  shift 2
+  data="$(dirname "$B")/tests/e2e/data"
+  cp -r "$data/$dir" old
+  cp "$data/raw-recorded-2026-11-30/o_base_420.jpg" .
+  "$JD" "$@" o_base_420.jpg >nat.out
   "$STANDIN" replay -t old --on-miss abort --summary sum.json -- \
-    "$JD" -raw -src mem o_base_420.jpg >rep.out 2>rep.err || fail "replay: $(cat rep.err)"
+    "$JD" "$@" o_base_420.jpg >rep.out 2>rep.err || fail "replay: $(cat rep.err)"
   cmp nat.out rep.out || fail "output differs: $(cat nat.out rep.out)"
   expect_eq "not offloadable, intercepted, fallback" "1 0 0" \
     "$(json sum.json calls_not_offloadable) $(json sum.json calls_intercepted) $(json sum.json calls_fallback)"
-  grep -q "not offloadable (1 raw data output" rep.err || fail "not said: $(cat rep.err)"
-  # recorded now, it is served
-  "$STANDIN" record -o new -- "$JD" -raw -src mem o_base_420.jpg >/dev/null 2>&1
+  grep -q "not offloadable (1 $why" rep.err || fail "not said: $(cat rep.err)"
+  "$STANDIN" record -o new -- "$JD" "$@" o_base_420.jpg >/dev/null 2>&1
   "$STANDIN" replay -t new --on-miss abort --summary new.json -- \
-    "$JD" -raw -src mem o_base_420.jpg >new.out 2>/dev/null
+    "$JD" "$@" o_base_420.jpg >new.out 2>/dev/null
   cmp nat.out new.out || fail "new recording: output differs"
   expect_eq "new recording: replayed" 1 "$(json new.json calls_replayed)"
+}
+
+# raw data decodes: reason 2
+t238_jpeg_raw_data_recorded_before_it_was_served() {
+  old_recording_replayed raw-recorded-2026-11-30 "raw data output" -raw -src mem
+}
+
+# buffered-image decodes: reason 1
+t240_jpeg_buffered_image_recorded_before_it_was_served() {
+  old_recording_replayed buffered-recorded-2026-11-30 "buffered-image mode" -bufsimple -src mem
 }

@@ -23,7 +23,14 @@
  *                    a plane's last pointing at its last, as GStreamer's
  *                    jpegdec decodes to I420 (the library writes the bottom
  *                    iMCU row's dummy block rows over that row)
- *     -buffered -coef -skip N -crop X,W   modes an accelerator would not serve
+ *     -buffered      buffered-image mode: jpeg_consume_input until it suspends
+ *                    or reaches EOI, then an output pass over the scans in,
+ *                    until jpeg_input_complete (a progressive display's loop)
+ *     -bufsimple     -buffered without the jpeg_consume_input loop (ExactImage)
+ *     -passes N      -buffered: at least N output passes
+ *     -passdct int|fast|float   -buffered: the dct_method of every output pass
+ *     -laterdct int|fast|float  -buffered: of every output pass after the first
+ *     -coef -skip N -crop X,W   modes an accelerator would not serve
  *     -latecrop      jpeg_crop_scanline after the first rows (the library refuses)
  *     -untilcomplete after the last row, jpeg_consume_input until
  *                    jpeg_input_complete (at most a million calls, counted)
@@ -73,7 +80,8 @@
 typedef struct {
   const char *src;
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
-  int buffered, raw, coef, skip, crop_x, crop_w, lines, nofinish, one, strict, eoferr;
+  int buffered, bufsimple, passes, passdct, laterdct, raw, coef, skip, crop_x, crop_w, lines,
+      nofinish, one, strict, eoferr;
   int latecrop, untilcomplete, whole, rawplanes;
   int threads, repeat, concat, chunk, stop, errno_w, height, pair, unread, giveup;
   const char *tables;
@@ -85,6 +93,8 @@ static opts O = {.src = "stdio",
                  .scale_denom = 1,
                  .cs = -1,
                  .dct = -1,
+                 .passdct = -1,
+                 .laterdct = -1,
                  .threads = 0,
                  .repeat = 1,
                  .pair = -1,
@@ -454,14 +464,19 @@ static uint64_t read_coef(dec_t *d, uint64_t h) {
 
 static uint64_t read_buffered(dec_t *d, uint64_t h) {
   j_decompress_ptr c = &d->ci;
-  while (!jpeg_input_complete(c)) {
+  for (int pass = 0; !jpeg_input_complete(c) || pass < O.passes; pass++) {
     int status;
-    do
-      status = jpeg_consume_input(c);
-    while (status != JPEG_SUSPENDED && status != JPEG_REACHED_EOI);
-    jpeg_start_output(c, c->input_scan_number);
+    if (!O.bufsimple)
+      do
+        status = jpeg_consume_input(c);
+      while (status != JPEG_SUSPENDED && status != JPEG_REACHED_EOI);
+    if (O.passdct >= 0)
+      c->dct_method = (J_DCT_METHOD)O.passdct;
+    if (O.laterdct >= 0 && pass > 0)
+      c->dct_method = (J_DCT_METHOD)O.laterdct;
+    PUMP(d, jpeg_start_output(c, c->input_scan_number));
     h = read_rows(d, h);
-    jpeg_finish_output(c);
+    PUMP(d, jpeg_finish_output(c));
   }
   return h;
 }
@@ -719,6 +734,10 @@ static int cs_of(const char *s) {
   exit(2);
 }
 
+static int dct_named(const char *v) {
+  return !strcmp(v, "fast") ? JDCT_IFAST : !strcmp(v, "float") ? JDCT_FLOAT : JDCT_ISLOW;
+}
+
 static int parse(int argc, char **argv) {
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
@@ -730,7 +749,7 @@ static int parse(int argc, char **argv) {
     else if (!strcmp(a, "-cs"))
       O.cs = cs_of(v), i++;
     else if (!strcmp(a, "-dct"))
-      O.dct = !strcmp(v, "fast") ? JDCT_IFAST : !strcmp(v, "float") ? JDCT_FLOAT : JDCT_ISLOW, i++;
+      O.dct = dct_named(v), i++;
     else if (!strcmp(a, "-quant"))
       O.quant = atoi(v), i++;
     else if (!strcmp(a, "-skip"))
@@ -771,6 +790,12 @@ static int parse(int argc, char **argv) {
       O.onepass = 1;
     else if (!strcmp(a, "-buffered"))
       O.buffered = 1;
+    else if (!strcmp(a, "-bufsimple"))
+      O.buffered = O.bufsimple = 1;
+    else if (!strcmp(a, "-passes"))
+      O.buffered = 1, O.passes = atoi(v), i++;
+    else if (!strcmp(a, "-passdct") || !strcmp(a, "-laterdct"))
+      O.buffered = 1, *(a[1] == 'p' ? &O.passdct : &O.laterdct) = dct_named(v), i++;
     else if (!strcmp(a, "-raw"))
       O.raw = 1;
     else if (!strcmp(a, "-rawplanes"))
