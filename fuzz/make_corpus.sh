@@ -21,7 +21,7 @@ mkdir -p "$T/pb" "$T/jpeg"
 "$STANDIN" record -o "$T/pb/big" -- "$PB" basic 40 >/dev/null 2>&1
 # JPEG decodes of tiny images (a seed stays under 12 KB): baseline, with
 # restart markers, progressive, scaled; the rows kept once; TurboJPEG;
-# raw data (planes)
+# raw data (planes); buffered-image mode
 "$B/progs/jpegmkppm" 24 16 >"$T/t.ppm"
 cjpeg -quality 75 "$T/t.ppm" >"$T/b.jpg"
 cjpeg -quality 75 -restart 1 "$T/t.ppm" >"$T/r.jpg"
@@ -32,6 +32,7 @@ JD="$B/progs/jpegdec"
 "$STANDIN" record --keep-pixels -o "$T/jpeg/kept" -- "$JD" "$T/b.jpg" >/dev/null 2>&1
 "$STANDIN" record -o "$T/jpeg/tj" -- "$B/progs/jpegtj" "$T/b.jpg" >/dev/null 2>&1
 "$STANDIN" record -o "$T/jpeg/raw" -- "$JD" -raw "$T/b.jpg" "$T/p.jpg" >/dev/null 2>&1
+"$STANDIN" record -o "$T/jpeg/buffered" -- "$JD" -bufsimple "$T/b.jpg" >/dev/null 2>&1
 
 # Trace inputs: byte 0 = 0 (the file as is), or 1/3/5/7 (records wrapped
 # into a well-formed file, see fuzz_common.h): the records of each chunk,

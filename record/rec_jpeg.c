@@ -58,8 +58,8 @@ typedef struct {
   int as_digest;     /* the rows are hashed, not kept (pix stays NULL) */
   int raw;           /* raw data output: pix holds the planes (jpg_raw_layout) */
   int buffered;      /* buffered-image mode as replay serves it (jpg_buffered_served) */
-  int passes;        /* its output passes started (jpeg_start_output): the
-                        rows of the first are kept, the others are the same */
+  int rows_done;     /* an output pass read every row: the later ones give
+                        the same rows, not taken again */
   jpg_raw_layout rl;
   uint8_t *raw_spare; /* one iMCU row of every plane, for rows that alias (raw_aliased) */
   uint32_t rows_seen; /* rows (raw: iMCU rows) hashed so far, in order */
@@ -483,7 +483,7 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
   jpg_enter(o, FRAME);
   JDIMENSION n = real(cinfo, rows, max_lines);
   jpg_leave(o);
-  if ((x->pix || x->as_digest) && !o->passthrough && !x->pix_lost && x->passes <= 1) {
+  if ((x->pix || x->as_digest) && !o->passthrough && !x->pix_lost && !x->rows_done) {
     uint64_t t0 = o->t_out;
     for (JDIMENSION i = 0; i < n; i++) {
       if (first + i >= x->out_h || !rows[i] || (x->as_digest && first + i != x->rows_seen)) {
@@ -493,6 +493,7 @@ SHIM_EXPORT JDIMENSION jpeg_read_scanlines(j_decompress_ptr cinfo, JSAMPARRAY ro
       take_row(x, rows[i], x->row_bytes, (size_t)(first + i) * x->row_bytes);
       x->rows_seen += x->as_digest;
     }
+    x->rows_done = x->buffered && !x->pix_lost && first + n >= x->out_h;
     x->own_ns += shim_now_ns() - t0;
   }
   return n;
@@ -736,10 +737,15 @@ SHIM_EXPORT boolean jpeg_start_output(j_decompress_ptr cinfo, int scan) {
   /* an output pass over an image of one scan gives a plain decode's rows
    * (its rows wait for their data), again in a later pass; one with other
    * output parameters does not */
-  if (!x || !x->buffered || !jpg_pass_same(cinfo, &x->par))
+  if (!x || !x->buffered || !jpg_pass_same(cinfo, &x->par)) {
     not_offloadable(o, JPG_NO_BUFFERED);
-  else
-    x->passes++;
+  } else if (!x->rows_done) {
+    /* the rows of the first pass that reads them all: a pass given up
+     * before (none read, or some) starts them over */
+    x->digest = 0;
+    x->rows_seen = 0;
+    x->pix_lost = !x->as_digest && !x->pix;
+  }
   boolean r;
   TIMED(o, r = real(cinfo, scan));
   return r;

@@ -1316,20 +1316,30 @@ SHIM_EXPORT boolean jpeg_finish_output(j_decompress_ptr cinfo) {
     return real(cinfo);
   rep_dec *x = o->ext;
   boolean r;
-  if (!x->buffered || x->state != R_SERVE) {
-    /* a pass that read no row: the real library reads the scan */
-    if (x->buffered && x->state == R_PENDING)
-      pass(o, x);
+  if (!x->buffered || x->state == R_REAL) {
     REAL_ONLY(o, x, r = real(cinfo));
     return r;
   }
   jpg_enter(o, FRAME);
-  input_complete(o, x); /* the real one reads no further */
+  if (x->state == R_PENDING) {
+    /* a pass that read no row: the real one reads the scan's input here */
+    if (identify(o, x, __builtin_return_address(0)) == ID_SUSPENDED) {
+      jpg_leave(o);
+      return FALSE;
+    }
+    t_in = rp_now(); /* this call spun: what follows is late */
+  }
+  if (x->state == R_SERVE)
+    input_complete(o, x); /* the real one reads no further */
+  else
+    go_real(o, x, x->count_sw);
   r = real(cinfo);
-  if (r && cinfo->output_scanline >= cinfo->output_height)
+  int served = x->state == R_SERVE;
+  if (served && r && cinfo->output_scanline >= cinfo->output_height)
     emit_due(o, x, JPG_PHASE_FINISH, cinfo->output_height); /* it read on to EOI */
   jpg_leave(o);
-  served_late(x, t_in);
+  if (served)
+    served_late(x, t_in);
   return r;
 }
 

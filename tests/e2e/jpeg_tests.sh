@@ -1429,6 +1429,10 @@ t239_jpeg_buffered_image_decodes_replayed() {
     # offloadable, whichever pass (replay finds out after it looked the
     # decode up: not a miss then)
     echo "$JD -bufsimple -passes 3 $(files o_base_420 s_base_gray_r0)"
+    # a first pass that reads no row (the library reads the scan's input
+    # as it ends), then one that reads them
+    echo "$JD -bufsimple -emptypass $(files m_base_420 s_base_422_r0)"
+    echo "$JD -buffered -emptypass -src suspend -chunk 400 $(files m_base_420)"
     echo "$JD -bufsimple -passdct fast $(files o_base_420)"
     echo "$JD -buffered -passes 2 -laterdct float $(files s_base_444_r0)"
   } >run.sh

@@ -30,6 +30,8 @@
  *     -passes N      -buffered: at least N output passes
  *     -passdct int|fast|float   -buffered: the dct_method of every output pass
  *     -laterdct int|fast|float  -buffered: of every output pass after the first
+ *     -emptypass     -buffered: a first output pass that reads no row (at
+ *                    least two passes)
  *     -coef -skip N -crop X,W   modes an accelerator would not serve
  *     -latecrop      jpeg_crop_scanline after the first rows (the library refuses)
  *     -untilcomplete after the last row, jpeg_consume_input until
@@ -80,8 +82,8 @@
 typedef struct {
   const char *src;
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
-  int buffered, bufsimple, passes, passdct, laterdct, raw, coef, skip, crop_x, crop_w, lines,
-      nofinish, one, strict, eoferr;
+  int buffered, bufsimple, passes, passdct, laterdct, emptypass, raw, coef, skip, crop_x, crop_w,
+      lines, nofinish, one, strict, eoferr;
   int latecrop, untilcomplete, whole, rawplanes;
   int threads, repeat, concat, chunk, stop, errno_w, height, pair, unread, giveup;
   const char *tables;
@@ -475,7 +477,8 @@ static uint64_t read_buffered(dec_t *d, uint64_t h) {
     if (O.laterdct >= 0 && pass > 0)
       c->dct_method = (J_DCT_METHOD)O.laterdct;
     PUMP(d, jpeg_start_output(c, c->input_scan_number));
-    h = read_rows(d, h);
+    if (!(O.emptypass && pass == 0))
+      h = read_rows(d, h);
     PUMP(d, jpeg_finish_output(c));
   }
   return h;
@@ -790,6 +793,8 @@ static int parse(int argc, char **argv) {
       O.onepass = 1;
     else if (!strcmp(a, "-buffered"))
       O.buffered = 1;
+    else if (!strcmp(a, "-emptypass"))
+      O.buffered = O.emptypass = 1, O.passes = O.passes > 2 ? O.passes : 2;
     else if (!strcmp(a, "-bufsimple"))
       O.buffered = O.bufsimple = 1;
     else if (!strcmp(a, "-passes"))
