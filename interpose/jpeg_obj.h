@@ -283,9 +283,9 @@ void jpg_emit(jpg_obj *o, const jpg_msg *m);
 void jpg_take_params(const jpg_obj *o, jpg_params *p, uint8_t **cmap);
 
 /* Buffered-image mode (buffered_image) as replay serves it: an image of
- * one scan, without colour quantisation or raw data output, whose one
- * output pass gives the rows a plain decode gives. Call after
- * jpeg_read_header, before jpeg_start_decompress. */
+ * one scan, without colour quantisation or raw data output, every output
+ * pass of which gives the rows a plain decode gives (each row waits for
+ * its data). Call after jpeg_read_header, before jpeg_start_decompress. */
 int jpg_buffered_served(j_decompress_ptr cinfo);
 
 /* Whether the output parameters a buffered-image output pass may change

@@ -282,9 +282,8 @@ typedef struct {
   /* RDB_UNSERVED_*: the recording holds libjpeg decodes of a kind replay
    * serves now recorded as not offloadable, as every one was before (raw
    * data: JPG_NO_RAW; buffered-image mode: JPG_NO_BUFFERED; both until
-   * 2026-11-30): a decode of that kind it does not
-   * hold is taken for one of those and runs for real, not counted as a
-   * miss */
+   * 2026-11-30): a decode of that kind it does not hold is taken for one
+   * of those and runs for real, not counted as a miss */
   uint32_t jpeg_unserved;
   uint64_t nclasses, classes_off; /* rdb_class[], read-only part */
   /* --on-miss nearest: rdb_near_group[], and the rdb_near[] they index */
