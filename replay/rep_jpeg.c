@@ -469,7 +469,11 @@ static const rdb_stuck *stuck_here(jpg_obj *o, rep_dec *x) {
     return NULL;
   /* an exact one (its unread bytes known) stands only where its drop was
    * found (dropped_here) and its request is the drain's, less any bytes
-   * the source kept; any other, once, when the request grows past it */
+   * the source kept; any other, once, when the request grows past it: of
+   * those it has grown past, the longest, nearest to where the drain
+   * stands (two arithmetic decodes whose sources suspended every 500 and
+   * every 300 bytes failed at 582 and 382: the first took the second's
+   * failure, whose one sample was then taken twice, t241) */
   size_t at = x->drop_hit && sc->out_len > x->kept_tail ? sc->out_len - x->kept_tail : 0;
   int wrote = 0;
   const rdb_stuck *found = NULL;
@@ -477,10 +481,13 @@ static const rdb_stuck *stuck_here(jpg_obj *o, rep_dec *x) {
     if (st[i].exact && stuck_is(o, x, &st[i], &wrote))
       found = &st[i];
   if (sc->out_len > x->stuck_upto) {
+    const rdb_stuck *last = NULL;
     for (size_t i = stuck_after(st, n, x->stuck_upto); i < n && st[i].len <= sc->out_len && !found;
          i++)
       if (!st[i].exact && stuck_is(o, x, &st[i], &wrote))
-        found = &st[i];
+        last = &st[i];
+    if (last)
+      found = last;
     x->stuck_upto = sc->out_len;
   }
   return found;

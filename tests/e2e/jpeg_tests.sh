@@ -1457,6 +1457,25 @@ t239_jpeg_buffered_image_decodes_replayed() {
   expect_eq "another IDCT: replayed" 0 "$(json more.json calls_replayed)"
 }
 
+# Two arithmetic decodes of one image through sources that suspend every
+# 500 and every 300 bytes: that decoder cannot suspend, so each fails
+# where its data ran out, recorded with 582 and 382 bytes. Replayed, the
+# first one's drain stands at 582 bytes, past both: it is answered as the
+# failure nearest to where it stands, its own, not as the other's (whose
+# one sample it took, then taken again by the second decode).
+t241_jpeg_failures_where_data_ran_out_each_answered_as_its_own() {
+  corpus
+  {
+    echo "$JD -src suspend -chunk 500 $(files a_arith_420)"
+    echo "$JD -src suspend -chunk 300 $(files a_arith_420)"
+  } >run.sh
+  jpeg_same run.sh --on-miss abort
+  expect_eq "failed decodes" 2 "$("$STANDIN" dump rec | grep -c FAILED)"
+  expect_eq "their requests" 2 "$("$STANDIN" dump rec | grep -o 'fp=[0-9a-f]*' | sort -u | wc -l)"
+  every_decode_replayed
+  expect_eq "samples reused" 0 "$(json sum.json reused_samples)"
+}
+
 # old_recording_replayed DIR WHY ARGS...: a recording made before a kind of
 # decode was served (tests/e2e/data/DIR, at 0fa749c) holds it as not
 # offloadable, for reason WHY: replay runs such a decode (jpegdec ARGS
