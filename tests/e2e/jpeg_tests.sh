@@ -1363,10 +1363,6 @@ PY
   expect_eq "whole file after the truncated one: fallback" 1 "$(json cut.json calls_fallback)"
 }
 
-# Raw data output (jpeg_read_raw_data: component planes as sampled, an
-# iMCU row a call; GStreamer's jpegdec decodes so) is served from the
-# recording: the planes, the messages and the library's refusal of a
-# buffer smaller than an iMCU row, as natively.
 # served_alike WHAT: after jpeg_same run.sh, every offloadable decode was
 # served, its WHAT (rows, planes) rebuilt from its digest; kept rather than
 # hashed (--keep-pixels) they answer alike; jpeg-core serves some and keeps
@@ -1386,6 +1382,10 @@ served_alike() {
   [ "$(json core.json calls_replayed)" -gt 0 ] || fail "jpeg-core served none"
 }
 
+# Raw data output (jpeg_read_raw_data: component planes as sampled, an
+# iMCU row a call; GStreamer's jpegdec decodes so) is served from the
+# recording: the planes, the messages and the library's refusal of a
+# buffer smaller than an iMCU row, as natively.
 t237_jpeg_raw_data_decodes_replayed() {
   corpus
   local fs
@@ -1409,10 +1409,10 @@ t237_jpeg_raw_data_decodes_replayed() {
 }
 
 # Buffered-image mode (ExactImage decodes so, and progressive displays):
-# one output pass over an image of one scan gives a plain decode's rows,
-# and is served; several scans or passes, or a pass with other output
-# parameters, are not offloadable. The real jpeg_start_output and
-# jpeg_finish_output keep the library's state.
+# every output pass over an image of one scan gives a plain decode's rows,
+# and is served; several scans, or a pass with other output parameters,
+# are not offloadable. The real jpeg_start_output and jpeg_finish_output
+# keep the library's state.
 t239_jpeg_buffered_image_decodes_replayed() {
   corpus
   local fs
@@ -1445,7 +1445,7 @@ t239_jpeg_buffered_image_decodes_replayed() {
   # a program that does otherwise than it did when recorded: a second pass
   # over a served image gives its rows again; a pass with another IDCT is
   # the real library's, from the first pass or after a served one
-  local one f
+  local f
   f=$(files o_base_420 m_base_420)
   "$STANDIN" record -o one -- "$JD" -bufsimple $f >/dev/null 2>&1
   for more in "-passes 2" "-passes 2 -laterdct fast" "-passdct float"; do
