@@ -295,6 +295,18 @@ static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall
             cli_fmt_count(n0, sizeof n0, n), n == 1 ? " was" : "s were", n == 1 ? "its" : "their",
             n == 1 ? "it took" : "each took");
   }
+  /* a served decode the program then asked of the library what it alone
+   * does (a skip or crop before the rows, an output pass with another
+   * IDCT): the recording held such a decode not offloadable */
+  if (C(s, RDB_C_SERVED_THEN_REAL)) {
+    unsigned long long n = C(s, RDB_C_SERVED_THEN_REAL);
+    fprintf(stderr,
+            "standin: replay: %s replayed decode%s then run for real, the program asking for "
+            "what only the library does (a skip, a crop, an output pass with other "
+            "parameters); %s the modelled time and the library's (calls_served_then_real)\n",
+            cli_fmt_count(n0, sizeof n0, n), n == 1 ? " was" : "s were",
+            n == 1 ? "it took" : "each took");
+  }
   /* a program that repeats a request more often than when recorded (a
    * timed benchmark loop that runs faster, a longer run) gets answers, but
    * its later occurrences' latencies are the recorded ones again */
@@ -433,6 +445,7 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
   fprintf(f, "  \"wall_adjusted_ns\": %llu,\n", (unsigned long long)wall_adjusted(s, wall));
   fprintf(f, "  \"calls_served_given_up\": %llu,\n", C(s, RDB_C_SERVED_GIVEN_UP));
   fprintf(f, "  \"calls_given_up_read_whole\": %llu,\n", C(s, RDB_C_GIVEN_UP_WHOLE));
+  fprintf(f, "  \"calls_served_then_real\": %llu,\n", C(s, RDB_C_SERVED_THEN_REAL));
   /* recorded calls not intercepted at all (print_unusable) */
   fprintf(f, "  \"calls_not_offloadable\": %llu,\n  \"not_offloadable_reasons\": ",
           (unsigned long long)b->calls_unusable);

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 23
+#define RDB_VERSION 24
 /* rdb_header.jpeg_unserved */
 #define RDB_UNSERVED_RAW 1u
 #define RDB_UNSERVED_BUFFERED 2u
@@ -118,39 +118,43 @@ enum {
   RDB_C_SPIN_NS,
   RDB_C_SOFTWARE_NS, /* time of real calls (kept in software or misses) */
   RDB_C_PROCESSES,
-  RDB_C_REPAID_NS,       /* overrun paid back from later calls' slack (catch-up) */
-  RDB_C_DEBT_MAX,        /* largest unpaid overrun of a thread, creators' included */
-  RDB_C_SETUP_NS,        /* time the shim took to map the database, all processes */
-  RDB_C_TO_MEMORY_BYTES, /* response bytes delivered to memory, not the caches */
-  RDB_C_DIRECT,          /* kept in software without a lookup (rdb_class), untimed */
-  RDB_C_PREDICTED,       /* lookups answered by the thread's prediction (rp_predicted),
-                            without a fingerprint */
-  RDB_C_MISPREDICTED,    /* predictions the request did not confirm */
-  RDB_C_OUTSIDE_NS,      /* harness ns per call no window measures (rp.c), largest
-                            of the processes' calibrations */
-  RDB_C_TAIL_NS,         /* ns a spinning call takes past its deadline (rp.c),
-                            largest of the processes' calibrations */
-  RDB_C_APPROX,          /* misses answered by the real call and timed as their
-                            nearest recorded call (--on-miss nearest) */
-  RDB_C_APPROX_KEY_DIFF, /* sum over them of |size - the nearest's size| */
-  RDB_C_APPROX_KEY,      /* sum over them of their size */
-  RDB_C_NO_NEAREST,      /* misses under --on-miss nearest with no recorded call of
-                            their API, type (and JPEG kind) to be timed as:
-                            fallbacks */
-  RDB_C_CHANGED_TYPE,    /* name_off of the first type found changed (RDB_FB_CHANGED) */
-  RDB_C_NEAR_CHANGED,    /* calls of a changed type timed under --on-miss nearest
-                            (not fallbacks: not in RDB_FB_CHANGED) */
-  RDB_C_SERVED_GIVEN_UP, /* served decodes the program gave up before their last row:
-                            timed as the whole image, where the library would have
-                            stopped early (rep_jpeg.c end_decode): their
-                            occurrences were recorded whole (one recorded given up
-                            runs for real: RDB_SW_ABANDONED) */
-  RDB_C_GIVEN_UP_WHOLE,  /* occurrences recorded given up (RDB_SW_ABANDONED), run
-                            for real, whose program read every row: the program
-                            decoded the image in another order than recorded */
-  RDB_C_UNCHANGED,       /* lookups answered by a tree unchanged since the thread's
-                            last lookup of it (pbw_snap), without a walk */
-  RDB_C_SPIN_ERR0,       /* + bin: how late the spin loop saw the deadline */
+  RDB_C_REPAID_NS,        /* overrun paid back from later calls' slack (catch-up) */
+  RDB_C_DEBT_MAX,         /* largest unpaid overrun of a thread, creators' included */
+  RDB_C_SETUP_NS,         /* time the shim took to map the database, all processes */
+  RDB_C_TO_MEMORY_BYTES,  /* response bytes delivered to memory, not the caches */
+  RDB_C_DIRECT,           /* kept in software without a lookup (rdb_class), untimed */
+  RDB_C_PREDICTED,        /* lookups answered by the thread's prediction (rp_predicted),
+                             without a fingerprint */
+  RDB_C_MISPREDICTED,     /* predictions the request did not confirm */
+  RDB_C_OUTSIDE_NS,       /* harness ns per call no window measures (rp.c), largest
+                             of the processes' calibrations */
+  RDB_C_TAIL_NS,          /* ns a spinning call takes past its deadline (rp.c),
+                             largest of the processes' calibrations */
+  RDB_C_APPROX,           /* misses answered by the real call and timed as their
+                             nearest recorded call (--on-miss nearest) */
+  RDB_C_APPROX_KEY_DIFF,  /* sum over them of |size - the nearest's size| */
+  RDB_C_APPROX_KEY,       /* sum over them of their size */
+  RDB_C_NO_NEAREST,       /* misses under --on-miss nearest with no recorded call of
+                             their API, type (and JPEG kind) to be timed as:
+                             fallbacks */
+  RDB_C_CHANGED_TYPE,     /* name_off of the first type found changed (RDB_FB_CHANGED) */
+  RDB_C_NEAR_CHANGED,     /* calls of a changed type timed under --on-miss nearest
+                             (not fallbacks: not in RDB_FB_CHANGED) */
+  RDB_C_SERVED_GIVEN_UP,  /* served decodes the program gave up before their last row:
+                             timed as the whole image, where the library would have
+                             stopped early (rep_jpeg.c end_decode): their
+                             occurrences were recorded whole (one recorded given up
+                             runs for real: RDB_SW_ABANDONED) */
+  RDB_C_GIVEN_UP_WHOLE,   /* occurrences recorded given up (RDB_SW_ABANDONED), run
+                             for real, whose program read every row: the program
+                             decoded the image in another order than recorded */
+  RDB_C_UNCHANGED,        /* lookups answered by a tree unchanged since the thread's
+                             last lookup of it (pbw_snap), without a walk */
+  RDB_C_SERVED_THEN_REAL, /* served decodes the real library took over after (a skip
+                             or a crop with no rows at hand, an output pass with other
+                             parameters): their modelled time and the real decode
+                             both count (rep_jpeg.c pass) */
+  RDB_C_SPIN_ERR0,        /* + bin: how late the spin loop saw the deadline */
   RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N
 };

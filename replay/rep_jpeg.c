@@ -1196,8 +1196,14 @@ SHIM_EXPORT void jpeg_destroy(j_common_ptr cinfo) {
  * that until the decode ends). */
 static void pass(jpg_obj *o, rep_dec *x) {
   x->pass = 1;
-  if (x->state == R_SERVE)
-    x->state = R_PENDING; /* already counted as replayed */
+  if (x->state == R_SERVE) {
+    /* already counted as replayed, its time spun: the real decode comes
+     * on top (the recording holds such a decode not offloadable, so this
+     * one either decodes otherwise or is another occurrence of an image
+     * recorded whole) */
+    x->state = R_PENDING;
+    rp_served_then_real();
+  }
   to_real(o, x, 1);
 }
 

@@ -1282,6 +1282,10 @@ void rp_given_up_read_whole(void) {
   ADD(RDB_C_GIVEN_UP_WHOLE, 1);
 }
 
+void rp_served_then_real(void) {
+  ADD(RDB_C_SERVED_THEN_REAL, 1);
+}
+
 void rp_software_done(uint64_t ns) {
   ADD(RDB_C_SOFTWARE_NS, ns);
   call_done();
