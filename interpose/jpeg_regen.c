@@ -165,6 +165,36 @@ static int regen_raw(j_decompress_ptr ci, const jpg_digest *g, uint64_t resp_len
   return 0;
 }
 
+/* A decode to rows, started: every row into *buf, hashed in order, as
+ * record did. The caller's setjmp catches the library's errors (*buf is
+ * its to free then). */
+static int regen_rows(j_decompress_ptr ci, const jpg_digest *g, uint64_t resp_len,
+                      uint8_t *volatile *buf, char *why, size_t whylen) {
+  if (jpg_row_bytes(ci) != g->row_bytes || ci->output_height != g->rows)
+    return fail(why, whylen, "libjpeg here decodes it to %ux%u, not to %u rows of %u bytes",
+                (unsigned)ci->output_width, (unsigned)ci->output_height, g->rows, g->row_bytes);
+  *buf = malloc(resp_len ? resp_len : 1);
+  if (!*buf)
+    return fail(why, whylen, "out of memory for %llu bytes of rows", (unsigned long long)resp_len);
+  uint64_t d = 0;
+  while (ci->output_scanline < ci->output_height) {
+    JSAMPROW row = *buf + (size_t)ci->output_scanline * g->row_bytes;
+    if (jpeg_read_scanlines(ci, &row, 1) != 1)
+      break;
+    d = jpg_digest_row(d, row, g->row_bytes);
+  }
+  /* libjpeg-turbo may decode damaged entropy-coded data (fill bytes where
+   * they do not belong) differently from one buffer than from the
+   * program's pieces: its fast Huffman path runs only with enough bytes in
+   * the buffer */
+  if (ci->output_scanline != ci->output_height || d != g->digest)
+    return fail(why, whylen,
+                "the rows decoded here from one buffer differ from the recorded ones "
+                "(damaged data that libjpeg-turbo decodes differently in other pieces, or "
+                "another libjpeg build)");
+  return 0;
+}
+
 int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_t dig_len,
                    uint64_t resp_len, uint8_t **out, char *why, size_t whylen) {
   *out = NULL;
@@ -210,55 +240,17 @@ int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_
     return fail(why, whylen, "its JPEG data holds no image");
   }
   set_params(&ci, &p);
-  if (raw) {
-    ci.raw_data_out = TRUE;
-    jpeg_start_decompress(&ci);
-    int rc = regen_raw(&ci, &g, resp_len, ext_len, &buf, why, whylen);
-    jpeg_destroy_decompress(&ci);
-    if (rc != 0) {
-      free(buf);
-      return -1;
-    }
-    if (ext_len)
-      memcpy(buf + (resp_len - ext_len), ext, ext_len);
-    *out = buf;
-    return 0;
-  }
+  ci.raw_data_out = (boolean)raw;
   jpeg_start_decompress(&ci);
-  if (jpg_row_bytes(&ci) != g.row_bytes || ci.output_height != g.rows) {
-    unsigned w = ci.output_width, h = ci.output_height;
-    jpeg_destroy_decompress(&ci);
-    return fail(why, whylen, "libjpeg here decodes it to %ux%u, not to %u rows of %u bytes", w, h,
-                g.rows, g.row_bytes);
-  }
-  buf = malloc(resp_len ? resp_len : 1);
-  if (!buf) {
-    jpeg_destroy_decompress(&ci);
-    return fail(why, whylen, "out of memory for %llu bytes of rows", (unsigned long long)resp_len);
-  }
-  uint64_t d = 0;
-  while (ci.output_scanline < ci.output_height) {
-    JDIMENSION at = ci.output_scanline;
-    JSAMPROW row = buf + (size_t)at * g.row_bytes;
-    if (jpeg_read_scanlines(&ci, &row, 1) != 1)
-      break;
-    d = jpg_digest_row(d, row, g.row_bytes);
-  }
-  int complete = ci.output_scanline == ci.output_height;
+  int rc = raw ? regen_raw(&ci, &g, resp_len, ext_len, &buf, why, whylen)
+               : regen_rows(&ci, &g, resp_len, &buf, why, whylen);
   jpeg_destroy_decompress(&ci);
-  if (!complete || d != g.digest) {
+  if (rc != 0) {
     free(buf);
-    /* libjpeg-turbo may decode damaged entropy-coded data (fill bytes
-     * where they do not belong) differently from one buffer than from the
-     * program's pieces: its fast Huffman path runs only with enough bytes
-     * in the buffer */
-    return fail(why, whylen,
-                "the rows decoded here from one buffer differ from the recorded ones "
-                "(damaged data that libjpeg-turbo decodes differently in other pieces, or "
-                "another libjpeg build)");
+    return -1;
   }
   if (ext_len)
-    memcpy(buf + pix, ext, ext_len);
+    memcpy(buf + (resp_len - ext_len), ext, ext_len);
   *out = buf;
   return 0;
 }

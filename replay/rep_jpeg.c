@@ -978,15 +978,14 @@ SHIM_EXPORT int jpeg_consume_input(j_decompress_ptr cinfo) {
       jpg_leave(o);
       if (id == ID_SUSPENDED)
         return JPEG_SUSPENDED;
-      if (x->state == R_REAL)
-        goto real;
     } else if (!x->multi_scan && !x->buffered && ci->output_scanline < ci->output_height) {
       return JPEG_SUSPENDED;
     }
-    input_complete(o, x);
-    return JPEG_REACHED_EOI;
+    if (x->state != R_REAL) { /* else identified just now, run for real: below */
+      input_complete(o, x);
+      return JPEG_REACHED_EOI;
+    }
   }
-real:
   jpg_enter(o, FRAME);
   int r = real(cinfo);
   jpg_leave(o);
