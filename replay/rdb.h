@@ -254,6 +254,11 @@ typedef struct {
  * recorded more than once, and tried once the run has served it. */
 #define RDB_SHORT_STREAM 256
 
+/* An unpack request up to this long is confirmed by comparing its bytes
+ * (prefetched as the call starts); a longer one by its fingerprint, which
+ * reads none of the saved bytes (replay/rep_protobuf.c lookup_bytes). */
+#define RDB_UNPACK_COMPARE_MAX 256
+
 typedef struct {
   uint64_t magic;
   uint32_t version;

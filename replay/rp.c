@@ -815,8 +815,8 @@ static void prefetch_entry(uint64_t i) {
   __builtin_prefetch(db + e->samples_off);
   int lines = (int)((e->resp_len + 63) / 64);
   prefetch_lines(db + e->resp_off, lines < 32 ? lines : 32);
-  if (e->req_len)
-    prefetch_lines(db + e->req_off, 4);
+  if (e->req_len && (e->api != ST_API_PB_UNPACK || e->req_len <= RDB_UNPACK_COMPARE_MAX))
+    prefetch_lines(db + e->req_off, (int)((RDB_UNPACK_COMPARE_MAX + 63) / 64));
   if (e->stream_len && e->stream_len <= RDB_SHORT_STREAM) { /* the guess's compare */
     prefetch_lines(db + e->stream_off, (int)((e->stream_len + 63) / 64));
     if (e->ref_off != e->resp_off) { /* a size's: the pack's response */

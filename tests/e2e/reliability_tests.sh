@@ -1070,6 +1070,33 @@ t630_replay_never_trusts_a_recorded_size_that_is_wrong() {
   expect_eq "fallback" 0 "$(json ok.json calls_fallback)"
 }
 
+# Replay takes a long unpack request whose fingerprint is an entry's
+# without comparing the bytes (rep_protobuf.c lookup_bytes), so the
+# database builder checks every entry's fingerprint against the bytes it
+# holds: a recording whose unpack fingerprints stand for other requests of
+# the same length (valid checksums) gives no wrong tree, through either
+# confirmation (100 bytes: compared; 1 KB: the fingerprint), and says so.
+t662_unpack_fingerprints_that_lie_are_caught() {
+  for size in 100 1024; do
+    "$STANDIN" record -o rec$size -- "$PB" unpackfresh 8 $size >native$size.out
+    f=$(ls rec$size/*.trace)
+    mkdir lie$size
+    python3 "$RELIABILITY_DIR/tamper_trace.py" "$f" lie$size/"$(basename "$f")" 0 --unpack-fp
+    "$STANDIN" replay -t lie$size --summary lie$size.json -- "$PB" unpackfresh 8 $size \
+      >lie$size.out 2>lie$size.err
+    cmp native$size.out lie$size.out || fail "$size: a wrong tree: $(cat lie$size.err)"
+    grep -q "8 recorded unpack requests do not have the fingerprint their bytes give" \
+      lie$size.err || fail "$size: $(cat lie$size.err)"
+    expect_eq "$size: unpacks that ran for real" 8 "$(json lie$size.json calls_fallback)"
+    # the honest recording serves every call
+    "$STANDIN" replay -t rec$size --summary ok$size.json -- "$PB" unpackfresh 8 $size \
+      >ok$size.out 2>ok$size.err
+    cmp native$size.out ok$size.out || fail "$size: honest: $(cat ok$size.err)"
+    expect_eq "$size: honest fallbacks" 0 "$(json ok$size.json calls_fallback)"
+    expect_eq "$size: honest replayed" 17 "$(json ok$size.json calls_replayed)"
+  done
+}
+
 # Replaying another program than the recorded one is said up front.
 t631_replay_of_another_program_is_reported() {
   "$STANDIN" record -o rec -- "$PB" basic 3 >/dev/null

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Rewrite a trace so that it lies about packed sizes (used by t630), or
-about a JPEG decode's rows (t216).
+"""Rewrite a trace so that it lies about packed sizes (used by t630),
+about a JPEG decode's rows (t216), or about which bytes an unpack's
+fingerprint stands for (t662).
 
-    tamper_trace.py IN OUT EXTRA [--size-too] [--jpeg-digest]
+    tamper_trace.py IN OUT EXTRA [--size-too] [--jpeg-digest] [--unpack-fp]
 
 Every response blob of pack and pack_to_buffer calls gets EXTRA junk bytes
 appended, and those calls say so in resp_len and result; with --size-too,
 get_packed_size calls answer EXTRA more as well (a consistent lie). With
 --jpeg-digest, every JPEG response kept as a digest (SJD1) names other rows.
-The
+With --unpack-fp, the unpack calls' fingerprints are rotated among their
+distinct values: each call's bytes stand under another request's
+fingerprint. The
 checksums are right (they are not an authentication), the index is
 dropped. Layout: traces/FORMAT.md.
 """
@@ -47,7 +50,20 @@ def call_fields(body):
     return api, fields
 
 
-def rewrite_call(body, extra, size_too):
+def fp_at(body):
+    """Offset of a call's 16-byte fingerprint."""
+    pos = 2
+    for _ in range(CALL_VARINTS_BEFORE_FP + 1):
+        _, pos = varint(body, pos)
+    return pos
+
+
+def rewrite_call(body, extra, size_too, fp_map=None):
+    if fp_map is not None:
+        if body[0] != 4:  # pb.unpack
+            return body
+        at = fp_at(body)
+        return body[:at] + fp_map[body[at:at + 16]] + body[at + 16:]
     api, f = call_fields(body)
     names = []
     if api in (1, 3):  # pb.pack, pb.pack_to_buffer
@@ -64,6 +80,7 @@ def main():
     src, dst, extra = sys.argv[1], sys.argv[2], int(sys.argv[3])
     size_too = "--size-too" in sys.argv
     jpeg_digest = "--jpeg-digest" in sys.argv
+    unpack_fp = "--unpack-fp" in sys.argv
     data = open(src, "rb").read()
     plen = struct.unpack_from("<I", data, 16)[0]
     off = 28 + plen
@@ -76,12 +93,22 @@ def main():
             chunks.append((nrec, zlib.decompress(body) if method == 1 else body))
         off += 32 + clen
     pack_blobs = set()
+    fps = []
     for _, raw in chunks:
         for kind, body in records(raw):
             if kind == 1:
                 api, f = call_fields(body)
                 if api in (1, 3):
                     pack_blobs.add(f["resp_blob"][0])
+                at = fp_at(body)
+                if api == 4 and body[at:at + 16] not in fps:
+                    fps.append(body[at:at + 16])
+    fp_map = None
+    if unpack_fp:
+        if len(fps) < 2:
+            sys.exit("tamper_trace.py: fewer than two distinct unpack requests in " + src)
+        fp_map = {fps[i]: fps[(i + 1) % len(fps)] for i in range(len(fps))}
+        pack_blobs = set()
     out = bytearray(data[:28 + plen])
     for seq, (nrec, raw) in enumerate(chunks):
         new = bytearray()
@@ -97,7 +124,7 @@ def main():
                     payload[16] ^= 1  # the digest's low byte
                     body = body[:p] + bytes(payload)
             elif kind == 1:
-                body = rewrite_call(body, extra, size_too)
+                body = rewrite_call(body, extra, size_too, fp_map)
             new += bytes([kind]) + put_varint(len(body)) + body
         hdr = b"STCK" + bytes([1, 0]) + b"\0\0" + struct.pack("<IIII", seq, len(new), len(new), nrec)
         hdr += struct.pack("<I", zlib.crc32(new))

@@ -599,22 +599,28 @@ static int run_edits(int n) {
   return 0;
 }
 
-/* Sizes from one call site that a pack of the same message mostly
- * follows (record then leaves their fingerprints to the pack), and
- * sometimes does not. */
-/* A tree of `size` bytes packed n times into one buffer, then n times into
- * a fresh mapping each (its pages faulted in by the pack: record counts
- * those faults, faults.h), then unpacked n times (fresh heap). */
-static int run_fresh(int n, int size) {
+/* t: a tree of about `size` bytes, its one chunk (*chunk) a new buffer
+ * of pattern bytes, which the caller frees. */
+static uint8_t *fresh_tree(Tree *t, ProtobufCBinaryData *chunk, const char *title, int size) {
   size_t pad = size > 64 ? (size_t)size - 64 : 1;
   uint8_t *blob = malloc(pad);
   for (size_t i = 0; i < pad; i++)
     blob[i] = (uint8_t)(i * 131 + 7);
-  Tree t = STANDIN__TEST__TREE__INIT;
-  ProtobufCBinaryData chunk = {pad, blob};
-  t.title = "fresh";
-  t.n_chunks = 1;
-  t.chunks = &chunk;
+  *t = (Tree)STANDIN__TEST__TREE__INIT;
+  *chunk = (ProtobufCBinaryData){pad, blob};
+  t->title = (char *)title;
+  t->n_chunks = 1;
+  t->chunks = chunk;
+  return blob;
+}
+
+/* A tree of `size` bytes packed n times into one buffer, then n times into
+ * a fresh mapping each (its pages faulted in by the pack: record counts
+ * those faults, faults.h). */
+static int run_fresh(int n, int size) {
+  Tree t;
+  ProtobufCBinaryData chunk;
+  uint8_t *blob = fresh_tree(&t, &chunk, "fresh", size);
   size_t len = protobuf_c_message_get_packed_size(&t.base);
   uint8_t *reused = malloc(len);
   for (int i = 0; i < 2 * n; i++) {
@@ -636,6 +642,35 @@ static int run_fresh(int n, int size) {
   return 0;
 }
 
+/* n trees of one length (size bytes), each its own, packed and unpacked:
+ * what the program sees of each unpacked tree is printed. */
+static int run_unpackfresh(int n, int size) {
+  Tree t;
+  ProtobufCBinaryData chunk;
+  char title[32] = "unpackfresh-00000"; /* short: held in the tree's image */
+  uint8_t *blob = fresh_tree(&t, &chunk, title, size);
+  size_t pad = chunk.len, len = protobuf_c_message_get_packed_size(&t.base);
+  uint8_t *buf = malloc(len);
+  for (int i = 0; i < n; i++) {
+    snprintf(title, sizeof title, "unpackfresh-%05d", i % 100000);
+    blob[0] = (uint8_t)i;
+    blob[pad / 2] = (uint8_t)(i >> 8);
+    size_t got = protobuf_c_message_pack(&t.base, buf);
+    Tree *u = standin__test__tree__unpack(NULL, got, buf);
+    uint64_t h = u ? tree_hash(u) : 0;
+    for (size_t k = 0; u && k < u->n_chunks; k++)
+      h = fnv(u->chunks[k].data, u->chunks[k].len, h);
+    printf("unpacked %d len %zu hash %016llx\n", i, got, (unsigned long long)h);
+    standin__test__tree__free_unpacked(u, NULL);
+  }
+  free(buf);
+  free(blob);
+  return 0;
+}
+
+/* Sizes from one call site that a pack of the same message mostly
+ * follows (record then leaves their fingerprints to the pack), and
+ * sometimes does not. */
 static int run_lonesize(int n) {
   msg_store *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
   for (int i = 0; i < n; i++) {
@@ -754,7 +789,7 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: pbtest "
             "basic|reverse|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|"
-            "lonesize|sizeedit|edits|stacks|linger|surgery|maps|userstack|fresh "
+            "lonesize|sizeedit|edits|stacks|linger|surgery|maps|userstack|fresh|unpackfresh "
             "[args]\n");
     return 2;
   }
@@ -801,6 +836,8 @@ int main(int argc, char **argv) {
     rc = run_same(a);
   else if (!strcmp(mode, "fresh")) /* A packs of a B-byte tree, reused buffer, then fresh ones */
     rc = run_fresh(a, argc > 3 ? b : 65536);
+  else if (!strcmp(mode, "unpackfresh")) /* A unpacks of B-byte trees, each its own */
+    rc = run_unpackfresh(a, b);
   else if (!strcmp(mode, "lonesize"))
     rc = run_lonesize(a);
   else if (!strcmp(mode, "edits"))
