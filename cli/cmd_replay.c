@@ -260,7 +260,8 @@ static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall
     unsigned long long n = C(s, RDB_C_NO_NEAREST);
     fprintf(stderr,
             "standin: replay: %s call%s not in the recording had no recorded call of %s API "
-            "and type (for JPEG, of %s kind and scaling) to be timed as: counted as "
+            "and type (for JPEG, of %s kind, scaling and output: pixels or planes) to be timed "
+            "as: counted as "
             "fallback%s (--on-miss nearest: calls_without_nearest)\n",
             cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s", n == 1 ? "its" : "their",
             n == 1 ? "its" : "their", n == 1 ? "" : "s");

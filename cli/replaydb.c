@@ -490,8 +490,6 @@ static void fill_entry(builder *b, scan_file *f, b_entry *e, const st_call *c) {
   } else if (st_api_family(c->api) == ST_FAMILY_JPEG && c->nfeat > ST_JPF_SCALE_DENOM) {
     e->near = NEAR_JPEG;
     e->near_key = c->feat[ST_JPF_WIDTH] * c->feat[ST_JPF_HEIGHT];
-    e->near_variant = rdb_near_variant(c->feat[ST_JPF_SCALE_NUM], c->feat[ST_JPF_SCALE_DENOM],
-                                       c->feat[ST_JPF_RESTART]);
   }
   e->result = c->result;
   long name = names_intern(&b->names, scan_type_name(f, c->type));
@@ -518,6 +516,15 @@ static void fill_entry(builder *b, scan_file *f, b_entry *e, const st_call *c) {
     e->req_len = 0;
   if (!e->resp1)
     e->resp_len = 0;
+  if (e->near == NEAR_JPEG) { /* planes or pixels: what the request asked for */
+    jpg_params p;
+    const uint8_t *cmap, *jpeg, *req = req_of(b, e);
+    size_t jlen;
+    int planar =
+        req && jpg_req_parse(req, e->req_len, &p, &cmap, &jpeg, &jlen) == 0 && jpg_planar(&p);
+    e->near_variant = rdb_near_variant(c->feat[ST_JPF_SCALE_NUM], c->feat[ST_JPF_SCALE_DENOM],
+                                       c->feat[ST_JPF_RESTART], planar);
+  }
   if ((c->flags & ST_CALL_NO_RESPONSE) || (c->resp_blob && !e->resp1))
     e->flags |= RDB_ENTRY_NO_RESPONSE;
   if (c->api != ST_API_PB_SIZE && !e->resp1 && !(c->flags & ST_CALL_FAILED))

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "jpeg_scan.h"
 
 #define JPG_REQ_MAGIC "SJR1"
@@ -96,6 +97,14 @@ typedef struct {
    * markers so); 0 = the frame's */
   uint32_t image_width, image_height;
 } jpg_params;
+
+/* Whether the decode gives the component planes as sampled (libjpeg's raw
+ * data output, TurboJPEG's YUV functions) instead of converted pixels. */
+static inline int jpg_planar(const jpg_params *p) {
+  return p->api == ST_API_TJ_DECODE
+             ? p->entry == JPG_ENTRY_TJ_YUV_PLANES || p->entry == JPG_ENTRY_TJ_YUV
+             : (p->options & JPG_OPT_RAW_DATA) != 0;
+}
 
 /* Bytes of the request header for these parameters (fixed part and map). */
 size_t jpg_req_header_len(const jpg_params *p);

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 24
+#define RDB_VERSION 25
 /* rdb_header.jpeg_unserved */
 #define RDB_UNSERVED_RAW 1u
 #define RDB_UNSERVED_BUFFERED 2u
@@ -401,11 +401,13 @@ typedef struct {
 } rdb_near_group;
 
 /* A JPEG decode's variant for --on-miss nearest: its scaling (num/den,
- * reduced; unscaled when either is 0) and whether the image has restart
- * markers. A decode that is not recorded is timed only from decodes of the
- * same class and variant, so it is never given the time of one a model
- * serves when it would not serve it itself. */
-static inline uint64_t rdb_near_variant(uint64_t num, uint64_t den, uint64_t restart) {
+ * reduced; unscaled when either is 0), whether the image has restart
+ * markers, and whether it gives the component planes (jpg_planar: raw data
+ * or YUV, which skip colour conversion and upsampling) instead of pixels. A
+ * decode that is not recorded is timed only from decodes of the same class
+ * and variant, so it is never given the time of one a model serves when it
+ * would not serve it itself, nor a decode's that did other work. */
+static inline uint64_t rdb_near_variant(uint64_t num, uint64_t den, uint64_t restart, int planar) {
   if (!num || !den || num == den)
     num = den = 1;
   uint64_t a = num, b = den; /* their greatest common divisor */
@@ -416,7 +418,8 @@ static inline uint64_t rdb_near_variant(uint64_t num, uint64_t den, uint64_t res
   }
   num /= a;
   den /= a;
-  return (num & 0xffff) << 33 | (den & 0xffff) << 1 | (restart != 0);
+  return (uint64_t)(planar != 0) << 49 | (num & 0xffff) << 33 | (den & 0xffff) << 1 |
+         (restart != 0);
 }
 
 typedef struct {

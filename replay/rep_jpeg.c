@@ -791,7 +791,8 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     x->miss_caller = caller;
     x->type = type;
     x->pixels = (uint64_t)o->cinfo->image_width * o->cinfo->image_height;
-    x->variant = rdb_near_variant(x->par.scale_num, x->par.scale_denom, pr.restart);
+    x->variant =
+        rdb_near_variant(x->par.scale_num, x->par.scale_denom, pr.restart, jpg_planar(&x->par));
     go_real(o, x, 1);
     return ID_REAL;
   }
@@ -1473,8 +1474,9 @@ static int tj_replay(const tj_req *q, tj_real_fn real, tj_dest_fn dest, void *ar
       jpg_tj_layout lay; /* the scaling TurboJPEG chose */
       int known = jpg_tj_layout_of(q->jpeg, q->size, q->par.entry, q->width, q->height,
                                    q->pixfmt, &lay) == 0;
-      uint64_t variant = rdb_near_variant(known ? (uint64_t)lay.scale_num : 1,
-                                          known ? (uint64_t)lay.scale_denom : 1, pr.restart);
+      uint64_t variant =
+          rdb_near_variant(known ? (uint64_t)lay.scale_num : 1,
+                           known ? (uint64_t)lay.scale_denom : 1, pr.restart, jpg_planar(&q->par));
       rp_near_done(t0, s, ST_API_TJ_DECODE, type, variant, (uint64_t)pr.width * pr.height, reason,
                    0);
     } else {

@@ -342,6 +342,22 @@ t209_jpeg_miss_falls_back_or_aborts() {
   grep -q "replay miss in jpeg.decode for progressive 4:4:4" err || fail "message: $(cat err)"
 }
 
+# nearest_800x450 DIR: the recorded latencies of DIR's 320x240 and
+# 1920x1080 decodes, and between them the time --on-miss nearest gives an
+# 800x450 one (interpolated by pixels): "lo mid hi"
+nearest_800x450() {
+  "$STANDIN" dump "$1" --format json >"$1.dump.json"
+  python3 - "$1.dump.json" <<'PY'
+import json, sys
+rec = {(r["features"]["width"], r["features"]["height"]): r["latency_ns"]
+       for r in map(json.loads, open(sys.argv[1]))}
+lo, hi = rec[(320, 240)], rec[(1920, 1080)]
+num, den = 800 * 450 - 320 * 240, 1920 * 1080 - 320 * 240
+mid = lo + int((hi - lo) * num / den) if hi >= lo else lo - int((lo - hi) * num / den)
+print(lo, mid, hi)
+PY
+}
+
 # --on-miss nearest times a decode that was not recorded as the recorded
 # decodes of its class nearest in pixels: 800x450 between 320x240 and
 # 1920x1080, interpolated; the same images with another DCT as the ones
@@ -356,17 +372,13 @@ t217_jpeg_miss_timed_as_the_nearest_recorded_decodes() {
     -- "$JD" -dct float $(files c_base_420 m_base_420 l_base_420 s_prog_444_r0) >rep.out 2>err
   cmp nat.out rep.out
   grep -q "3 calls not answered from the recording ran for real, timed from" err || fail "$(cat err)"
-  grep -q "1 call not in the recording had no recorded call of its API and type (for JPEG, of its kind and scaling) to be timed as: counted as fallback" err ||
+  grep -q "1 call not in the recording had no recorded call of its API and type (for JPEG, of its kind, scaling and output: pixels or planes) to be timed as: counted as fallback" err ||
     fail "the progressive one: $(cat err)"
-  "$STANDIN" dump rec --format json >d.json
-  python3 - s.json d.json <<'PY'
+  read -r lo mid hi <<<"$(nearest_800x450 rec)"
+  python3 - s.json "$lo" "$mid" "$hi" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-rec = {(r["features"]["width"], r["features"]["height"]): r["latency_ns"]
-       for r in map(json.loads, open(sys.argv[2]))}
-lo, hi = rec[(320, 240)], rec[(1920, 1080)]
-num, den = 800 * 450 - 320 * 240, 1920 * 1080 - 320 * 240
-mid = lo + int((hi - lo) * num / den) if hi >= lo else lo - int((lo - hi) * num / den)
+lo, mid, hi = map(int, sys.argv[2:5])
 assert s["calls_approximated"] == 3 and s["calls_replayed"] == 0, s
 assert s["calls_fallback"] == 1 and s["fallback_reasons"]["not_in_trace"] == 1, s
 assert s["calls_without_nearest"] == 1, s
@@ -391,6 +403,41 @@ PY
   cmp tnat.out trep.out
   expect_eq "tj approximated" 5 "$(json t.json calls_approximated)"
   expect_eq "tj fallback" 1 "$(json t.json calls_fallback)"
+}
+
+# --on-miss nearest times a decode that gives the component planes (raw
+# data output; TurboJPEG's YUV functions) only from recorded decodes that
+# gave planes, and one that gives pixels only from those that gave pixels:
+# the planes skip colour conversion and upsampling.
+t242_jpeg_nearest_tells_planes_from_pixels() {
+  corpus
+  "$STANDIN" record -o pix -- "$JD" $(files c_base_420 l_base_420) >/dev/null
+  "$STANDIN" record -o raw -- "$JD" -raw $(files c_base_420 l_base_420) >/dev/null
+  "$JD" -raw $(files m_base_420) >nat-raw.out
+  "$JD" $(files m_base_420) >nat-pix.out
+  # planes against a recording of pixels, and pixels against one of planes
+  "$STANDIN" replay -t pix --on-miss nearest --summary a.json -- "$JD" -raw $(files m_base_420) \
+    >a.out 2>a.err
+  cmp nat-raw.out a.out
+  "$STANDIN" replay -t raw --on-miss nearest --summary b.json -- "$JD" $(files m_base_420) \
+    >b.out 2>b.err
+  cmp nat-pix.out b.out
+  for r in a b; do
+    expect_eq "$r: approximated" 0 "$(json $r.json calls_approximated)"
+    expect_eq "$r: without nearest" 1 "$(json $r.json calls_without_nearest)"
+    grep -q "output: pixels or planes) to be timed as" $r.err || fail "$r: $(cat $r.err)"
+  done
+  # planes against planes: timed between the two recorded, by pixels
+  "$STANDIN" replay -t raw --on-miss nearest --summary c.json -- "$JD" -raw $(files m_base_420) \
+    >c.out 2>c.err
+  cmp nat-raw.out c.out
+  read -r lo mid hi <<<"$(nearest_800x450 raw)"
+  python3 - c.json "$mid" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["calls_approximated"] == 1 and s["calls_without_nearest"] == 0, s
+assert abs(s["predicted_ns"] - int(sys.argv[2])) <= 1, (s["predicted_ns"], sys.argv[2])
+PY
 }
 
 # --on-miss nearest groups decodes by restart markers only where the model
