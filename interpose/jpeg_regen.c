@@ -239,6 +239,18 @@ int jpg_regenerate(const uint8_t *req, size_t req_len, const uint8_t *dig, size_
     jpeg_destroy_decompress(&ci);
     return fail(why, whylen, "its JPEG data holds no image");
   }
+  /* An image size set past the frame's (a program may set its own after
+   * jpeg_read_header, as openslide does for a tile) asks for rows the
+   * frame's iMCU rows do not hold: a multi-scan decode then waits at the
+   * end of the data for an iMCU row that never comes (a fuzzed trace did
+   * that), and a huge width takes libjpeg seconds to start. A program
+   * that asked for them hung so too, so no recording holds one. */
+  if (p.image_width > ci.image_width || p.image_height > ci.image_height) {
+    unsigned fw = ci.image_width, fh = ci.image_height;
+    jpeg_destroy_decompress(&ci);
+    return fail(why, whylen, "it asks for an image of %ux%u, larger than its frame's %ux%u",
+                (unsigned)p.image_width, (unsigned)p.image_height, fw, fh);
+  }
   set_params(&ci, &p);
   ci.raw_data_out = (boolean)raw;
   jpeg_start_decompress(&ci);
