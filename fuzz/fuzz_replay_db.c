@@ -11,6 +11,7 @@
 #include "replaydb.h"
 #include "sample.pb-c.h"
 #include "sample3.pb-c.h"
+#include "shim.h"
 
 /* The replay database calibrates the TSC with a 20 ms sleep when
  * /proc/cpuinfo says it may: not here (linked with --wrap=fopen). */
@@ -76,6 +77,21 @@ static void serve(const rdb_built *b) {
   for (uint64_t i = 0; i < h->nentries; i++) {
     if (e[i].api != ST_API_PB_UNPACK || !e[i].resp_len)
       continue;
+    /* the shim answers an unpack on its fingerprint (rep_protobuf.c
+     * lookup_bytes): an entry it answers with a tree (one neither failed
+     * nor without a response) must have the fingerprint of the bytes the
+     * tree was built from, whatever the trace said */
+    const char *name = (const char *)b->base + e[i].type_off;
+    uint64_t hb[2];
+    uint8_t fp[16];
+    if (e[i].type_off >= h->size || !memchr(name, 0, h->size - e[i].type_off) ||
+        e[i].req_off > h->size || e[i].req_len > h->size - e[i].req_off)
+      abort();
+    pbw_hash_bytes(b->base + e[i].req_off, e[i].req_len, hb);
+    pbw_fingerprint_named(pbw_name_hash(name), hb, e[i].req_len, fp);
+    shim_fp_bind(fp, ST_API_PB_UNPACK);
+    if (!(e[i].flags & (RDB_ENTRY_FAILED | RDB_ENTRY_NO_RESPONSE)) && memcmp(fp, e[i].fp, 16) != 0)
+      abort();
     for (size_t k = 0; k < sizeof program / sizeof program[0]; k++) {
       ProtobufCMessage *m = NULL;
       /* with the recorded request, which the shim has compared with the
