@@ -2,14 +2,16 @@
  * program itself, so the same loop can run natively, under record and under
  * replay, side by side in one benchmark run.
  *
- *   pbbench pack|unpack|size|packnew|unpacknew SIZE N
+ *   pbbench pack|unpack|size|packnew|sizenew|unpacknew SIZE N
  *
  * SIZE is the encoded size to aim for (bytes); the message is a Tree with a
  * few fields and one bytes chunk that makes up the size. packnew packs a
- * new message each call (the branch id counts up), as most programs do:
- * a replay must then fingerprint every one; unpacknew unpacks a new
-message each call (all packed before the loop), so a replay builds every
-tree from an image no call of the process has used. Prints "ns_per_call X" for the
+ * new message each call (the branch id counts up), as most programs do: a
+ * replay must then confirm every one by reading it whole; sizenew sizes a
+ * new message and then packs it, two calls a turn, as programs size the
+ * buffer they pack into; unpacknew unpacks a new message each
+ * call (all packed before the loop), so a replay builds every tree from an
+ * image no call of the process has used. Prints "ns_per_call X" for the
  * timed loop (N calls after 100 warm-up calls). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +28,7 @@ static uint64_t now_ns(void) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: pbbench pack|unpack|size|packnew|unpacknew SIZE N\n");
+    fprintf(stderr, "usage: pbbench pack|unpack|size|packnew|sizenew|unpacknew SIZE N\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -50,7 +52,7 @@ int main(int argc, char **argv) {
   t.n_chunks = 1;
   t.chunks = &chunk;
   enum { NEW_ID0 = 1 << 28 };
-  if (!strcmp(mode, "packnew") || !strcmp(mode, "unpacknew"))
+  if (!strcmp(mode, "packnew") || !strcmp(mode, "sizenew") || !strcmp(mode, "unpacknew"))
     br.id = NEW_ID0;
   size_t len = standin__test__tree__get_packed_size(&t);
   uint8_t *buf = malloc(len);
@@ -65,12 +67,14 @@ int main(int argc, char **argv) {
   }
   volatile size_t sink = 0;
   uint64_t t0 = 0;
-  /* decided once: the loop must make exactly one library call per turn, so
-   * that tracers that see every PLT call are compared on the same work */
+  /* decided once: the loop must make exactly one library call per turn
+   * (sizenew two), so that tracers that see every PLT call are compared on
+   * the same work */
   int op = !strcmp(mode, "pack")        ? 0
            : !strcmp(mode, "size")      ? 1
            : !strcmp(mode, "packnew")   ? 3
            : !strcmp(mode, "unpacknew") ? 4
+           : !strcmp(mode, "sizenew")   ? 5
                                         : 2;
   for (long i = -100; i < n; i++) {
     if (i == 0)
@@ -79,6 +83,10 @@ int main(int argc, char **argv) {
       sink += standin__test__tree__pack(&t, buf);
     } else if (op == 3) {
       br.id = NEW_ID0 + i; /* 5-byte varints all: the size stays */
+      sink += standin__test__tree__pack(&t, buf);
+    } else if (op == 5) { /* sized, then packed into a buffer of that size */
+      br.id = NEW_ID0 + i;
+      sink += standin__test__tree__get_packed_size(&t);
       sink += standin__test__tree__pack(&t, buf);
     } else if (op == 1) {
       sink += standin__test__tree__get_packed_size(&t);

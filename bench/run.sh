@@ -161,6 +161,16 @@ new_each_call() { # MODE API WHAT: pbbench MODE's harness, a new message each ca
     "native $nat ($nat_sp); the harness alone $(harness "$T/h.json" "$2")" "\`standin replay --iface constant:ns=0 -- pbbench $1 1024 $NNEW\`"
 }
 new_each_call packnew pb.pack pack
+# a new message sized, then packed into a buffer of that size: the size is
+# confirmed by the walk the pack then reuses; ns per turn of two calls
+rm -rf "$T/rs"
+"$S" record -o "$T/rs" -- "$PBB" sizenew 1024 "$NNEW" >/dev/null 2>&1
+read -r nat nat_sp <<<"$(ns_stats "$PBB" sizenew 1024 "$NNEW")"
+read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rs" --iface constant:ns=0 -- "$PBB" sizenew 1024 "$NNEW")"
+"$S" replay -t "$T/rs" --iface constant:ns=0 --summary "$T/h.json" -- "$PBB" sizenew 1024 "$NNEW" >/dev/null 2>&1
+row "replay harness, constant:ns=0, size then pack 1024 B, a new message each turn: ns per turn" \
+  "$rep ($rep_sp)" "native $nat ($nat_sp); the harness alone: size $(harness "$T/h.json" pb.size), pack $(harness "$T/h.json" pb.pack)" \
+  "\`standin replay --iface constant:ns=0 -- pbbench sizenew 1024 $NNEW\`"
 # and the unpack of a new message each call: its tree is built from an
 # image no call of the process has used (the rows above reuse one)
 new_each_call unpacknew pb.unpack unpack
