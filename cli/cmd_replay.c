@@ -182,6 +182,18 @@ static double approx_gap(const rdb_stats *s) {
              : 0.0;
 }
 
+/* "standin: replay: N replayed decode(s) was/were WHAT[ its/their MID] it
+ * took/each took TOOK": what befell decodes replay served. */
+static void served_note(unsigned long long n, const char *what, const char *mid, const char *took) {
+  char n0[32];
+  if (!n)
+    return;
+  fprintf(stderr, "standin: replay: %s replayed decode%s %s%s%s %s%s\n",
+          cli_fmt_count(n0, sizeof n0, n), n == 1 ? " was" : "s were", what,
+          mid ? (n == 1 ? " its" : " their") : "", mid ? mid : "", n == 1 ? "it took" : "each took",
+          took);
+}
+
 static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall) {
   char a[32], b[32], c[32], d[32], e[32], g[32], direct[64] = "";
   char n0[32], n1[32], n2[32], n3[32], n4[32];
@@ -287,27 +299,16 @@ static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall
   }
   /* a served decode the program gave up (mupdf's bands): an accelerator
    * decodes whole images, the library only the rows read */
-  if (C(s, RDB_C_SERVED_GIVEN_UP)) {
-    unsigned long long n = C(s, RDB_C_SERVED_GIVEN_UP);
-    fprintf(stderr,
-            "standin: replay: %s replayed decode%s given up by the program before %s last "
-            "row; %s the whole image's time, where the library would have stopped at the "
-            "last row read (calls_served_given_up)\n",
-            cli_fmt_count(n0, sizeof n0, n), n == 1 ? " was" : "s were", n == 1 ? "its" : "their",
-            n == 1 ? "it took" : "each took");
-  }
+  served_note(C(s, RDB_C_SERVED_GIVEN_UP), "given up by the program before", " last row;",
+              " the whole image's time, where the library would have stopped at the last row "
+              "read (calls_served_given_up)");
   /* a served decode the program then asked of the library what it alone
    * does (a skip or crop before the rows, an output pass with another
    * IDCT): the recording held such a decode not offloadable */
-  if (C(s, RDB_C_SERVED_THEN_REAL)) {
-    unsigned long long n = C(s, RDB_C_SERVED_THEN_REAL);
-    fprintf(stderr,
-            "standin: replay: %s replayed decode%s then run for real, the program asking for "
-            "what only the library does (a skip, a crop, an output pass with other "
-            "parameters); %s the modelled time and the library's (calls_served_then_real)\n",
-            cli_fmt_count(n0, sizeof n0, n), n == 1 ? " was" : "s were",
-            n == 1 ? "it took" : "each took");
-  }
+  served_note(C(s, RDB_C_SERVED_THEN_REAL),
+              "then run for real, the program asking for what only the library does (a skip, a "
+              "crop, an output pass with other parameters);",
+              NULL, " the modelled time and the library's (calls_served_then_real)");
   /* a program that repeats a request more often than when recorded (a
    * timed benchmark loop that runs faster, a longer run) gets answers, but
    * its later occurrences' latencies are the recorded ones again */

@@ -308,10 +308,6 @@ static const ProtobufCMessageDescriptor *descriptor_of(builder *b, const scan_ty
   return d->ds ? pbw_descset_root(d->ds) : NULL;
 }
 
-/* The recording kept only the bytes an unpack parsed. Parse them here, once,
- * with the real library against descriptors rebuilt from the recorded
- * schema (which carries the program's C layout), and keep the relocatable
- * image that the replayed program will materialise without parsing. */
 /* Whether an unpack entry's fingerprint is that of its saved bytes. The
  * shim answers a request whose fingerprint is the entry's without
  * comparing the bytes (rep_protobuf.c lookup_bytes), so a trace whose
@@ -329,6 +325,10 @@ static int unpack_fp_ok(const scan_file *f, const st_call *c, const b_entry *e,
   return memcmp(fp, e->fp, 16) == 0;
 }
 
+/* The recording kept only the bytes an unpack parsed. Parse them here, once,
+ * with the real library against descriptors rebuilt from the recorded
+ * schema (which carries the program's C layout), and keep the relocatable
+ * image that the replayed program will materialise without parsing. */
 static uint64_t unpack_image(builder *b, scan_file *f, const st_call *c, const b_entry *e,
                              uint64_t *img_len) {
   const uint8_t *req = req_of(b, e);

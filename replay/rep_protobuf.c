@@ -576,11 +576,11 @@ static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t
   if (!e) {
     if (!have_fp)
       unpack_fp(d, len, data, fp);
-    e = rp_lookup(fp);
+    e = rp_lookup(fp); /* the fingerprint compared: its length is left */
     *reason = RDB_FB_NOT_IN_TRACE;
     if (!e)
       return NULL;
-    if (!saved_fp_is(e, len, fp)) {
+    if (e->req_len != len) {
       *reason = RDB_FB_MISMATCH;
       return NULL;
     }

@@ -109,7 +109,6 @@ void rp_spin_held(uint64_t *held, uint64_t keep);
 void rp_to_memory(uint64_t bytes);
 /* A served decode the program gave up before its last row (counted). */
 void rp_served_given_up(void);
-
 /* A served JPEG decode the real library then took over (replay's
  * RDB_C_SERVED_THEN_REAL). */
 void rp_served_then_real(void);
