@@ -2,7 +2,7 @@
  * program itself, so the same loop can run natively, under record and under
  * replay, side by side in one benchmark run.
  *
- *   pbbench pack|unpack|size|packnew|sizenew|unpacknew SIZE N
+ *   pbbench pack|unpack|size|packnew|sizenew|unpacknew SIZE N [CYCLE]
  *
  * SIZE is the encoded size to aim for (bytes); the message is a Tree with a
  * few fields and one bytes chunk that makes up the size. packnew packs a
@@ -11,8 +11,12 @@
  * new message and then packs it, two calls a turn, as programs size the
  * buffer they pack into; unpacknew unpacks a new message each
  * call (all packed before the loop), so a replay builds every tree from an
- * image no call of the process has used. Prints "ns_per_call X" for the
- * timed loop (N calls after 100 warm-up calls). */
+ * image no call of the process has used. With CYCLE, the new-message modes
+ * go round CYCLE different messages (the same CYCLE each round): every call
+ * is still a different message from the call before, but a replay finds
+ * its saved bytes in memory the run has used, which tells the harness's
+ * own work from the first touch of its database. Prints "ns_per_call X"
+ * for the timed loop (N calls after 100 warm-up calls). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +31,13 @@ static uint64_t now_ns(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: pbbench pack|unpack|size|packnew|sizenew|unpacknew SIZE N\n");
+  if (argc != 4 && argc != 5) {
+    fprintf(stderr, "usage: pbbench pack|unpack|size|packnew|sizenew|unpacknew SIZE N [CYCLE]\n");
+    return 2;
+  }
+  long cycle = argc == 5 ? atol(argv[4]) : 0;
+  if (argc == 5 && cycle <= 0) {
+    fprintf(stderr, "pbbench: CYCLE must be a positive number of messages, not '%s'\n", argv[4]);
     return 2;
   }
   const char *mode = argv[1];
@@ -57,12 +66,21 @@ int main(int argc, char **argv) {
   size_t len = standin__test__tree__get_packed_size(&t);
   uint8_t *buf = malloc(len);
   standin__test__tree__pack(&t, buf);
-  uint8_t *news = NULL; /* unpacknew: message i + 100 at news + (i + 100) * len */
+  /* the new-message modes' turn i (from -100) uses message nth(i): its
+   * branch id is NEW_ID0 + 1 + nth(i), never the id of the message packed
+   * before the loop (5-byte varints all: the size stays) */
+#define nth(i) (cycle ? ((i) + 100) % cycle : (i) + 100)
+  uint8_t *news = NULL; /* unpacknew: message k at news + k * len */
   if (!strcmp(mode, "unpacknew")) {
-    news = malloc((size_t)(n + 100) * len);
-    for (long i = -100; i < n; i++) {
-      br.id = NEW_ID0 + 100 + i; /* 5-byte varints all: the size stays */
-      standin__test__tree__pack(&t, news + (size_t)(i + 100) * len);
+    long msgs = cycle ? cycle : n + 100;
+    news = malloc((size_t)msgs * len);
+    if (!news) {
+      fprintf(stderr, "pbbench: out of memory for %ld messages of %zu bytes\n", msgs, len);
+      return 1;
+    }
+    for (long k = 0; k < msgs; k++) {
+      br.id = NEW_ID0 + 1 + k;
+      standin__test__tree__pack(&t, news + (size_t)k * len);
     }
   }
   volatile size_t sink = 0;
@@ -82,17 +100,16 @@ int main(int argc, char **argv) {
     if (op == 0) {
       sink += standin__test__tree__pack(&t, buf);
     } else if (op == 3) {
-      br.id = NEW_ID0 + i; /* 5-byte varints all: the size stays */
+      br.id = NEW_ID0 + 1 + nth(i);
       sink += standin__test__tree__pack(&t, buf);
     } else if (op == 5) { /* sized, then packed into a buffer of that size */
-      br.id = NEW_ID0 + i;
+      br.id = NEW_ID0 + 1 + nth(i);
       sink += standin__test__tree__get_packed_size(&t);
       sink += standin__test__tree__pack(&t, buf);
     } else if (op == 1) {
       sink += standin__test__tree__get_packed_size(&t);
     } else if (op == 4) {
-      Standin__Test__Tree *u =
-          standin__test__tree__unpack(NULL, len, news + (size_t)(i + 100) * len);
+      Standin__Test__Tree *u = standin__test__tree__unpack(NULL, len, news + (size_t)nth(i) * len);
       sink += u->n_chunks;
       standin__test__tree__free_unpacked(u, NULL);
     } else {

@@ -57,6 +57,19 @@ PY
   n=$(calls rec)
   expect_eq "replayed (packnew)" "$n" "$(json sum.json calls_replayed)"
   expect_eq "predicted (packnew)" $((n - 2)) "$(json sum.json lookups_predicted)"
+  # the bench's warm variant: 30 messages in turn, each new to the call
+  # before; every call still answered, as predicted, and unpacks too
+  local mode
+  for mode in packnew unpacknew; do
+    rm -rf rec
+    "$STANDIN" record -o rec -- "$B/progs/pbbench" $mode 1024 300 30 >/dev/null
+    "$STANDIN" replay -t rec --summary sum.json -- "$B/progs/pbbench" $mode 1024 300 30 >/dev/null
+    n=$(calls rec)
+    expect_eq "replayed ($mode, a cycle of 30)" "$n" "$(json sum.json calls_replayed)"
+    expect_eq "fallback ($mode, a cycle of 30)" 0 "$(json sum.json calls_fallback)"
+  done
+  # all but the first call of each API (a size, a pack, an unpack)
+  expect_eq "predicted (unpacknew, a cycle of 30)" $((n - 3)) "$(json sum.json lookups_predicted)"
 }
 
 # replay_other RECORDED_MODE REPLAYED_MODE N: record pbtest in one mode,
