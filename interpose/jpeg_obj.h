@@ -162,6 +162,8 @@ struct jpg_obj {
   size_t drain_seg;        /* of them, taken from the program's buffer since it was
                               last filled (or the drain began): jpg_unread */
   const JOCTET *drain_end; /* where a drain that suspended left the source */
+  size_t drain_lag;        /* the last of them, not yet fed to the scanner
+                              (jpg_drain: small pieces without a 0xFF) */
   int starve;      /* the library gets no data (fill_input_buffer says FALSE) */
   const JOCTET *starve_nib;
   size_t starve_bib;

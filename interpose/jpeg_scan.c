@@ -227,6 +227,12 @@ int jpg_scan_done(const jpg_scan *s) {
   return s->st == S_DONE;
 }
 
+/* A marker is read only after a 0xFF (feed_byte's S_MARK_FF and S_ENT_FF),
+ * and only a marker ends the datastream (on_marker). */
+int jpg_scan_may_end(const jpg_scan *s) {
+  return s->st == S_MARK_FF || s->st == S_ENT_FF || s->st == S_DONE;
+}
+
 int jpg_scan_finish(jpg_scan *s, uint8_t **buf, size_t *len) {
   if (s->st == S_ENT || s->st == S_ENT_FF)
     s->entropy_end = s->out_len; /* the data stops inside a scan */

@@ -70,6 +70,12 @@ size_t jpg_scan_feed(jpg_scan *s, const uint8_t *p, size_t n);
  * just before it. */
 int jpg_scan_done(const jpg_scan *s);
 
+/* Whether bytes fed next could end the datastream (jpg_scan_done) even if
+ * none of them is 0xFF: it has ended, or the last byte fed was a 0xFF, so
+ * the next may be a marker's code. When this is 0, bytes without a 0xFF
+ * may be fed later in one piece: none of them can end it. */
+int jpg_scan_may_end(const jpg_scan *s);
+
 /* End the datastream here (EOI seen or not), append EOI to the output and
  * hand the buffer over: *buf (malloc'd, caller frees) holds `reserve`
  * free bytes then the normalised stream, *len counts both. Returns 0, or

@@ -60,6 +60,28 @@ if have djpeg && have cjpeg; then
   row "replay harness, one 1920x1080 JPEG decode in a fresh process, constant:ns=0 (ms)" \
     "$mhar ($(printf '%s\n' "${har[@]}" | spread))" "timing-only decode $mret ms" \
     "\`standin replay --iface constant:ns=0 --summary\` harness_ns, \`djpeg\`"
+  # The same image from a program's own source that hands the library one
+  # byte a fill (poppler's DCTStream does), against 1000 bytes a fill: a
+  # replay drains the source to the image's end before it answers, so the
+  # fills' cost (natively inside the decode) is the harness's, and so is
+  # whatever the drain adds to each.
+  byte_fill() { # READSIZE: "harness recorded" medians in ms, one recording a round
+    local h=() r=()
+    for _ in $(seq "$REPS"); do
+      rm -rf "$T/bf"
+      "$S" record -o "$T/bf" -- "$B/progs/jpegdec" -src custom -readsize "$1" "$T/big.jpg" >/dev/null 2>&1
+      r+=("$("$S" dump "$T/bf" --format json | json_line_field latency_ns | ms)")
+      "$S" replay -t "$T/bf" --iface constant:ns=0 --summary "$T/bf.json" -- \
+        "$B/progs/jpegdec" -src custom -readsize "$1" "$T/big.jpg" >/dev/null 2>&1
+      h+=("$(json "$T/bf.json" harness_ns | ms)")
+    done
+    echo "$(printf '%s\n' "${h[@]}" | median) $(printf '%s\n' "${r[@]}" | median)"
+  }
+  read -r h1 r1 <<<"$(byte_fill 1)"
+  read -r hk rk <<<"$(byte_fill 1000)"
+  row "replay harness, one 1920x1080 JPEG decode from a source of one byte a fill, constant:ns=0 (ms)" \
+    "$h1" "1000 bytes a fill: $hk; recorded decode $r1 ms (one byte a fill) and $rk ms" \
+    "\`standin replay --iface constant:ns=0 --summary\` harness_ns, \`jpegdec -src custom -readsize 1\`"
 fi
 
 # ---- record: end-to-end slowdown on each bundled workload -----------------

@@ -409,6 +409,31 @@ PY
 # data output; TurboJPEG's YUV functions) only from recorded decodes that
 # gave planes, and one that gives pixels only from those that gave pixels:
 # the planes skip colour conversion and upsampling.
+# A source that hands the library a few bytes a fill, as poppler's
+# DCTStream hands it one: replay's drain keeps such pieces without a 0xFF
+# out of its scanner until a 0xFF comes, where a marker may end the image.
+# Each piece size splits markers, stuffed bytes and restart markers
+# differently; rows, warnings and errors must be the native ones, the
+# drain must stop at each EOI of a concatenation (the next image is its
+# own decode), and a source that fails at the end of a truncated file
+# fails where it did natively.
+t243_jpeg_source_of_a_few_bytes_a_fill() {
+  corpus
+  fs=$(files s_base_420_r1 s_prog_444_r0 m_prog_444_r2 s_base_gray_r0 a_arith_420)
+  ts=$(files t_base_420 t_prog_444_r2)
+  cat $(files s_base_420_r1 s_prog_444_r0 o_prog_422) >concat.jpg
+  {
+    for n in 1 2 3 7 64 65; do
+      echo "$JD -src custom -readsize $n $fs $ts"
+    done
+    echo "$JD -src custom -readsize 1 -concat concat.jpg"
+    echo "$JD -src custom -readsize 2 -eoferr $ts"
+  } >run.sh
+  jpeg_same run.sh --on-miss abort
+  expect_eq "concatenated images" 3 "$(grep -c '^[^ ]*concat.jpg: .* rows=' nat.out)"
+  every_decode_replayed
+}
+
 t242_jpeg_nearest_tells_planes_from_pixels() {
   corpus
   "$STANDIN" record -o pix -- "$JD" $(files c_base_420 l_base_420) >/dev/null

@@ -4,7 +4,9 @@
  *
  *   jpegdec [options] FILE...
  *     -src stdio|mem|custom|suspend   source manager (default stdio); custom
- *                     reads through a 1000-byte buffer of its own; suspend
+ *                     reads through a 1000-byte buffer of its own (-readsize
+ *                     N bytes a fill, 1 to 1000: poppler's DCTStream hands
+ *                     libjpeg one byte a call); suspend
  *                     returns FALSE from fill_input_buffer and is fed
  *                     -chunk bytes at a time (default 777), like an
  *                     incremental decoder (PIL, browsers); forget is
@@ -85,7 +87,7 @@ typedef struct {
   int buffered, bufsimple, passes, passdct, laterdct, emptypass, raw, coef, skip, crop_x, crop_w,
       lines, nofinish, one, strict, eoferr;
   int latecrop, untilcomplete, whole, rawplanes;
-  int threads, repeat, concat, chunk, stop, errno_w, height, pair, unread, giveup;
+  int threads, repeat, concat, chunk, readsize, stop, errno_w, height, pair, unread, giveup;
   const char *tables;
   int stops[64], nstops;
 } opts;
@@ -100,7 +102,8 @@ static opts O = {.src = "stdio",
                  .threads = 0,
                  .repeat = 1,
                  .pair = -1,
-                 .chunk = 777};
+                 .chunk = 777,
+                 .readsize = 1000};
 
 /* Output of one thread, printed in order at the end. */
 typedef struct {
@@ -169,11 +172,13 @@ static unsigned char *slurp(const char *path, size_t *len) {
   return b;
 }
 
-/* A program's own non-suspending source: 1000-byte reads from a FILE. */
+/* A program's own non-suspending source: 1000-byte reads from a FILE,
+ * handed to the library -readsize bytes a fill. */
 typedef struct {
   struct jpeg_source_mgr pub;
   FILE *f;
   JOCTET buf[1000];
+  size_t have, at; /* bytes in buf, and handed over */
 } custom_src;
 
 static void c_init(j_decompress_ptr c) {
@@ -181,17 +186,23 @@ static void c_init(j_decompress_ptr c) {
 }
 static boolean c_fill(j_decompress_ptr c) {
   custom_src *s = (custom_src *)c->src;
-  size_t n = fread(s->buf, 1, sizeof s->buf, s->f);
-  if (n == 0) {
+  if (s->at == s->have) {
+    s->have = fread(s->buf, 1, sizeof s->buf, s->f);
+    s->at = 0;
+  }
+  if (s->have == 0) {
     if (O.eoferr)
       ERREXIT(c, JERR_INPUT_EOF);
     WARNMS(c, JWRN_JPEG_EOF);
-    s->buf[0] = 0xFF;
-    s->buf[1] = JPEG_EOI;
-    n = 2;
+    static const JOCTET eoi[2] = {0xFF, JPEG_EOI};
+    s->pub.next_input_byte = eoi;
+    s->pub.bytes_in_buffer = sizeof eoi;
+    return TRUE;
   }
-  s->pub.next_input_byte = s->buf;
+  size_t n = s->have - s->at < (size_t)O.readsize ? s->have - s->at : (size_t)O.readsize;
+  s->pub.next_input_byte = s->buf + s->at;
   s->pub.bytes_in_buffer = n;
+  s->at += n;
   return TRUE;
 }
 static void c_skip(j_decompress_ptr c, long n) {
@@ -575,6 +586,7 @@ static int open_src(dec_t *d, const char *path) {
       d->csrc.pub =
           (struct jpeg_source_mgr){NULL, 0, c_init, c_fill, c_skip, jpeg_resync_to_restart, c_term};
       d->csrc.f = d->f;
+      d->csrc.have = d->csrc.at = 0;
       c->src = &d->csrc.pub;
     }
     return 0;
@@ -635,7 +647,8 @@ static void decode_file(dec_t *d, const char *path, out_t *out) {
   }
   if (O.concat) {
     for (int k = 0; decode_one(d, path, out) > 0 && k < 1000; k++)
-      if (d->ci.src->bytes_in_buffer == 0 && (d->f ? feof(d->f) : 1))
+      if (d->ci.src->bytes_in_buffer == 0 && (d->f ? feof(d->f) : 1) &&
+          d->csrc.at == d->csrc.have) /* -src custom: none left in its buffer */
         break;
   } else {
     decode_one(d, path, out);
@@ -785,6 +798,8 @@ static int parse(int argc, char **argv) {
       O.tables = v, i++;
     else if (!strcmp(a, "-chunk"))
       O.chunk = atoi(v), i++;
+    else if (!strcmp(a, "-readsize"))
+      O.readsize = atoi(v), i++;
     else if (!strcmp(a, "-nofancy"))
       O.nofancy = 1;
     else if (!strcmp(a, "-nosmooth"))
@@ -833,6 +848,10 @@ static int parse(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   int first = parse(argc, argv);
+  if (O.readsize < 1 || O.readsize > 1000) {
+    fprintf(stderr, "jpegdec: -readsize must be 1 to 1000 bytes, not %d\n", O.readsize);
+    return 2;
+  }
   if (first >= argc) {
     fprintf(stderr, "usage: jpegdec [options] FILE...\n");
     return 2;
