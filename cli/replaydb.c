@@ -194,6 +194,8 @@ typedef struct {
   size_t nstuck, capstuck;
   rdb_drop *drops; /* bytes programs dropped (rdb.h) */
   size_t ndrops, capdrops;
+  rdb_prefix *prefixes; /* how recorded libjpeg requests begin (rdb.h) */
+  size_t nprefixes, capprefixes;
   /* after given_up_attach dropped entries: the ids there were (b_entry.id
    * < nids), and for each the id + 1 of the entry its occurrences joined,
    * 0: none or not dropped; NULL: none dropped */
@@ -707,6 +709,50 @@ static void keep_drop(builder *b, const st_call *c) {
                                      c->feat[ST_JPF_DROP_LEN], c->feat[ST_JPF_DROP_HASH]};
 }
 
+/* How c's request begins, if c is a libjpeg decode whose request the
+ * trace kept (rdb_prefix): every one, so that replay never takes a decode
+ * for a miss that a recorded one may still turn out to be. */
+static int keep_prefixes(builder *b, scan_file *f, const st_call *c) {
+  const void *req;
+  uint64_t len;
+  if (c->api != ST_API_JPEG_DECODE || !c->req_blob ||
+      st_reader_blob(f->r, c->req_blob, &req, &len) != ST_OK || len < RDB_PREFIX_MIN + 2)
+    return 0;
+  for (uint64_t at = RDB_PREFIX_MIN; at <= len - 2; at *= 2) {
+    if (b->nprefixes == b->capprefixes) {
+      size_t cap = b->capprefixes ? b->capprefixes * 2 : 64;
+      rdb_prefix *n = realloc(b->prefixes, cap * sizeof *n);
+      if (!n)
+        return b->oom = 1;
+      b->prefixes = n;
+      b->capprefixes = cap;
+    }
+    b->prefixes[b->nprefixes++] = (rdb_prefix){at, XXH3_64bits(req, (size_t)at)};
+    if (at > (len - 2) / 2)
+      break;
+  }
+  return 0;
+}
+
+static int prefix_cmp(const void *x, const void *y) {
+  const rdb_prefix *a = x, *b = y;
+  if (a->len != b->len)
+    return a->len < b->len ? -1 : 1;
+  return a->hash < b->hash ? -1 : a->hash > b->hash;
+}
+
+/* Sorted, each row once. */
+static void prefixes_sort(builder *b) {
+  if (b->nprefixes < 2)
+    return;
+  qsort(b->prefixes, b->nprefixes, sizeof *b->prefixes, prefix_cmp);
+  size_t k = 1;
+  for (size_t i = 1; i < b->nprefixes; i++)
+    if (prefix_cmp(&b->prefixes[i], &b->prefixes[k - 1]) != 0)
+      b->prefixes[k++] = b->prefixes[i];
+  b->nprefixes = k;
+}
+
 /* Whether c, a later occurrence of e, got e's answer. A request whose
  * occurrences were answered differently answers none (RDB_ENTRY_MIXED):
  * a type the program redefined in place, a sub-message of another
@@ -839,6 +885,8 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   builder *b = arg;
   struct b_stuck *st = keep_stuck(b, f, c);
   keep_drop(b, c);
+  if (keep_prefixes(b, f, c))
+    return 1;
   if (c->flags & ST_CALL_NOT_OFFLOADABLE) {
     b->unusable++;
     b->out->unusable_by[cli_no_slot(c)]++;
@@ -1094,6 +1142,7 @@ static void builder_free(builder *b) {
   free(b->last);
   free(b->stuck);
   free(b->drops);
+  free(b->prefixes);
   free(b->redirect);
   free(b->schemas);
   free(b->slots);
@@ -1389,6 +1438,9 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   off = rdb_al8(off + b->nstuck * sizeof(rdb_stuck));
   uint64_t drops_off = off;
   off = rdb_al8(off + b->ndrops * sizeof(rdb_drop));
+  prefixes_sort(b);
+  uint64_t prefixes_off = off;
+  off = rdb_al8(off + b->nprefixes * sizeof(rdb_prefix));
   uint64_t nschemas = unique_schemas(b), schemas_off = off;
   off = rdb_al8(off + nschemas * sizeof(rdb_schema));
   uint64_t names_off = off;
@@ -1435,7 +1487,9 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
                     .nschemas = nschemas,
                     .schemas_off = schemas_off,
                     .ndrops = b->ndrops,
-                    .drops_off = drops_off};
+                    .drops_off = drops_off,
+                    .nprefixes = b->nprefixes,
+                    .prefixes_off = prefixes_off};
   calibrate_tsc(h);
   rdb_accel *acc = (rdb_accel *)(m + accel_off);
   for (int i = 0; i < p->naccel; i++) {
@@ -1523,6 +1577,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     qsort(b->drops, b->ndrops, sizeof *b->drops, drop_cmp);
     memcpy(m + drops_off, b->drops, b->ndrops * sizeof *b->drops);
   }
+  if (b->nprefixes)
+    memcpy(m + prefixes_off, b->prefixes, b->nprefixes * sizeof *b->prefixes);
   parts.front = m;
   parts.front_len = front;
   parts.size = size;

@@ -71,6 +71,20 @@ static void serve(const rdb_built *b) {
               (sc[k].name_off == sc[k - 1].name_off && sc[k].id == sc[k - 1].id)))
       abort();
   }
+  /* how recorded JPEG requests begin (rdb_prefix): in the read-only part,
+   * powers of two from RDB_PREFIX_MIN, sorted by (len, hash), each once
+   * (the shim's binary search relies on it) */
+  const rdb_prefix *px = (const rdb_prefix *)(b->base + h->prefixes_off);
+  if (h->nprefixes && (h->prefixes_off < h->ro_off || h->prefixes_off > h->size ||
+                       h->nprefixes > (h->size - h->prefixes_off) / sizeof *px))
+    abort();
+  for (uint64_t k = 0; k < h->nprefixes; k++) {
+    if (px[k].len < RDB_PREFIX_MIN || (px[k].len & (px[k].len - 1)))
+      abort();
+    if (k &&
+        (px[k].len < px[k - 1].len || (px[k].len == px[k - 1].len && px[k].hash <= px[k - 1].hash)))
+      abort();
+  }
   for (uint64_t i = 0; i < h->nentries; i++) /* an entry's definition is of its type */
     if (e[i].schema && (e[i].schema > h->nschemas || sc[e[i].schema - 1].name_off != e[i].type_off))
       abort();

@@ -233,6 +233,12 @@ int jpg_scan_may_end(const jpg_scan *s) {
   return s->st == S_MARK_FF || s->st == S_ENT_FF || s->st == S_DONE;
 }
 
+size_t jpg_scan_kept(const jpg_scan *s) {
+  if (s->st == S_ENT || s->st == S_ENT_FF)
+    return s->out_len; /* an 0xFF waiting for the next byte is not in out yet */
+  return s->seen_sos ? s->entropy_end : s->complete_end;
+}
+
 int jpg_scan_finish(jpg_scan *s, uint8_t **buf, size_t *len) {
   if (s->st == S_ENT || s->st == S_ENT_FF)
     s->entropy_end = s->out_len; /* the data stops inside a scan */

@@ -76,6 +76,13 @@ int jpg_scan_done(const jpg_scan *s);
  * may be fed later in one piece: none of them can end it. */
 int jpg_scan_may_end(const jpg_scan *s);
 
+/* How much of the output every datastream that starts with the bytes fed
+ * so far keeps in its request, whatever comes next: all of it inside a
+ * scan's data; after a scan's data, up to where that ended (a segment
+ * after it may follow the last scan, which the request cuts); before the
+ * first scan, the complete segments. The reserved front included. */
+size_t jpg_scan_kept(const jpg_scan *s);
+
 /* End the datastream here (EOI seen or not), append EOI to the output and
  * hand the buffer over: *buf (malloc'd, caller frees) holds `reserve`
  * free bytes then the normalised stream, *len counts both. Returns 0, or

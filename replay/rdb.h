@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 25
+#define RDB_VERSION 26
 /* rdb_header.jpeg_unserved */
 #define RDB_UNSERVED_RAW 1u
 #define RDB_UNSERVED_BUFFERED 2u
@@ -304,6 +304,8 @@ typedef struct {
   uint64_t nschemas, schemas_off;
   /* rdb_drop[], by where they end: the bytes recorded programs dropped */
   uint64_t ndrops, drops_off;
+  /* rdb_prefix[], by length then hash: how recorded libjpeg requests begin */
+  uint64_t nprefixes, prefixes_off;
 } rdb_header;
 
 /* A recorded protobuf message type's schema, by its identity
@@ -364,6 +366,20 @@ typedef struct {
   uint64_t len;
   uint64_t hash;
 } rdb_drop;
+
+/* How a recorded libjpeg decode's request begins: its first len bytes (a
+ * power of two from RDB_PREFIX_MIN, before its EOI) are of XXH3-64 hash.
+ * Every decode whose request the trace kept has its rows here, offloadable
+ * or not, failed or given up; sorted by (len, hash), each once. A replayed
+ * drain that suspends holds the start of a request: when no row has the
+ * largest such len it holds and its hash, no recorded request starts so,
+ * nothing still to come makes it one, and the decode is a miss now
+ * (rep_jpeg.c may_grow_into), where it used to wait for the rest. */
+#define RDB_PREFIX_MIN 64
+typedef struct {
+  uint64_t len;
+  uint64_t hash;
+} rdb_prefix;
 
 /* A message type some of whose APIs stay whole in software: every
  * recorded call of that API and type stays in software for one and the

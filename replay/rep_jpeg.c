@@ -84,6 +84,8 @@ typedef struct {
   jpg_scan scan;
   int scan_on;
   size_t stuck_upto; /* request bytes compared with abandoned decodes so far */
+  size_t grow_ok;    /* the request so far may grow into a recorded one: its
+                        first this many bytes begin one (may_grow_into) */
   int drop_hit;      /* the drain stopped where a recorded program dropped
                         bytes (dropped_here) */
   size_t kept_tail;  /* which the source did not let it give back (one that
@@ -434,16 +436,22 @@ static int answer_failed(jpg_obj *o, rep_dec *x, const rdb_entry *e) {
   return ID_REAL;
 }
 
-/* Whether the request so far starts with st's (the header and tables
- * written into the scanner's reserved front first, once: *wrote). */
+/* The request's header and tables, written into the scanner's reserved
+ * front as jpg_request_finish will (the caller checked that they fit). */
+static void write_front(jpg_obj *o, rep_dec *x) {
+  jpg_req_write_header(x->scan.out, &x->par, x->cmap_in);
+  if (o->tables.len)
+    memcpy(x->scan.out + jpg_req_header_len(&x->par), o->tables.p, o->tables.len);
+}
+
+/* Whether the request so far starts with st's (the front written first,
+ * once: *wrote). */
 static int stuck_is(jpg_obj *o, rep_dec *x, const rdb_stuck *st, int *wrote) {
   jpg_scan *sc = &x->scan;
   if (st->len < sc->reserve)
     return 0;
   if (!*wrote) {
-    jpg_req_write_header(sc->out, &x->par, x->cmap_in);
-    if (o->tables.len)
-      memcpy(sc->out + jpg_req_header_len(&x->par), o->tables.p, o->tables.len);
+    write_front(o, x);
     *wrote = 1;
   }
   return pbw__hash64(sc->out, st->len) == st->hash;
@@ -491,6 +499,52 @@ static const rdb_stuck *stuck_here(jpg_obj *o, rep_dec *x) {
     x->stuck_upto = sc->out_len;
   }
   return found;
+}
+
+/* Whether the request so far (jpg_scan_kept of it, the front written) may
+ * be the start of a recorded decode's request, so that bytes still to come
+ * may make it one the recording holds: replay then waits for them, as an
+ * accelerator decodes whole images. When no recorded request starts so
+ * (no rdb_prefix row has the largest power of two it holds and its hash),
+ * nothing to come makes it one: the decode is a miss now, and the real
+ * library returns the rows the bytes so far decode, as natively. Replay
+ * used to wait all the same, and a program whose source suspends at the
+ * end of a truncated image the recording does not hold got no row
+ * (jpegdec 0 rows against 270; pdftoppm drew nothing of an image whose
+ * top it draws natively). A length found once is not hashed again. Where
+ * it cannot tell (bytes given back to the program, a front that does not
+ * fit, under RDB_PREFIX_MIN bytes), it says yes, as before. */
+static int may_grow_into(jpg_obj *o, rep_dec *x) {
+  jpg_scan *sc = &x->scan;
+  x->par.tables_len = (uint32_t)o->tables.len;
+  if (!sc->out || sc->oom || x->drop_hit ||
+      sc->reserve != jpg_req_header_len(&x->par) + o->tables.len)
+    return 1;
+  size_t len = jpg_scan_kept(sc);
+  if (len < RDB_PREFIX_MIN || len < sc->reserve || len > sc->out_len)
+    return 1;
+  size_t at = RDB_PREFIX_MIN;
+  while (at <= len / 2)
+    at *= 2;
+  if (at == x->grow_ok)
+    return 1;
+  write_front(o, x);
+  rdb_prefix key = {at, pbw__hash64(sc->out, at)};
+  size_t n;
+  const rdb_prefix *p = rp_prefixes(&n);
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p[mid].len < key.len || (p[mid].len == key.len && p[mid].hash < key.hash))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < n && p[lo].len == key.len && p[lo].hash == key.hash) {
+    x->grow_ok = at;
+    return 1;
+  }
+  return 0;
 }
 
 /* Where the recorded program dropped the bytes the library left unread at
@@ -700,16 +754,24 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
   uint8_t *req;
   if (d == JPG_DRAIN_SUSPENDED) {
     /* still waiting for bytes, unless the recording holds the decode of
-     * what is in, its one scan ended at a marker (ended_early) */
+     * what is in, its one scan ended at a marker (ended_early), or none
+     * of its decodes can be what is in (may_grow_into): a miss now */
     req = ended_early(o, x, &len);
     e = req ? find(req, len, &reason) : NULL;
     if (!whole(e)) {
       shim_free(req);
-      return ID_SUSPENDED;
+      req = NULL;
+      e = NULL;
+      if (may_grow_into(o, x))
+        return ID_SUSPENDED;
+      reason = RDB_FB_NOT_IN_TRACE;
+      size_t pre = x->scan.reserve;
+      jpg_probe_header(x->scan.out + pre, jpg_scan_kept(&x->scan) - pre, &pr);
+    } else {
+      size_t pre = x->scan.reserve;
+      jpg_probe_header(req + pre, len - pre, &pr);
+      x->early = 1; /* the scanner stays: jpeg_finish_decompress reads on to EOI */
     }
-    size_t pre = x->scan.reserve;
-    jpg_probe_header(req + pre, len - pre, &pr);
-    x->early = 1; /* the scanner stays: jpeg_finish_decompress reads on to EOI */
   } else {
     if (x->scan.bad_marker) {
       /* Corrupt data: the real library decodes up to a marker it refuses,

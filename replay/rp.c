@@ -454,6 +454,10 @@ static int validate(void) {
       !rp_ptr(hdr->drops_off, hdr->ndrops * sizeof(rdb_drop)) ||
       (hdr->ndrops && (hdr->drops_off < hdr->ro_off || (hdr->drops_off & 7))))
     return -1;
+  if (hdr->nprefixes > db_size / sizeof(rdb_prefix) ||
+      !rp_ptr(hdr->prefixes_off, hdr->nprefixes * sizeof(rdb_prefix)) ||
+      (hdr->nprefixes && (hdr->prefixes_off < hdr->ro_off || (hdr->prefixes_off & 7))))
+    return -1;
   if (hdr->nschemas > db_size / sizeof(rdb_schema) ||
       !rp_ptr(hdr->schemas_off, hdr->nschemas * sizeof(rdb_schema)) ||
       (hdr->nschemas && hdr->schemas_off < hdr->ro_off))
@@ -932,6 +936,11 @@ int rp_next_in_software(const rdb_entry *e) {
     return 0;
   uint64_t k = atomic_load_explicit(occurrences(e), memory_order_relaxed) % e->nsamples;
   return in_software(&samples[k]);
+}
+
+const rdb_prefix *rp_prefixes(size_t *n) {
+  *n = db ? hdr->nprefixes : 0;
+  return *n ? (const rdb_prefix *)(db + hdr->prefixes_off) : NULL;
 }
 
 const rdb_stuck *rp_stuck(size_t *n) {

@@ -60,6 +60,10 @@ int rp_served(const rdb_entry *e);
  * keeps it there), without taking it: rp_begin would return 0. */
 int rp_next_in_software(const rdb_entry *e);
 
+/* How recorded libjpeg requests begin (rdb_prefix, by length then hash),
+ * *n of them; NULL when there are none. */
+const rdb_prefix *rp_prefixes(size_t *n);
+
 /* The recorded decodes the program abandoned (rdb_stuck, by length), *n
  * of them; NULL when there are none. */
 const rdb_stuck *rp_stuck(size_t *n);

@@ -434,6 +434,34 @@ t243_jpeg_source_of_a_few_bytes_a_fill() {
   every_decode_replayed
 }
 
+# A truncated image the recording does not hold, read through a suspending
+# source that runs out at its end: natively the library returns the rows
+# the data holds, then suspends for good and the program gives up. Replay
+# waited for the rest of the image to identify it, and the program got no
+# row (270 natively). No recorded request starts as this one does (the
+# database's rdb_prefix rows), so the decode is a miss at the drain's
+# first suspension and the real library decodes it as natively, counted
+# as not in the recording. (A truncated copy of a recorded image still
+# waits, as the rest may come: only a recording of the truncated one
+# answers that, t208.)
+t244_jpeg_unrecorded_truncated_image_from_a_suspending_source() {
+  corpus
+  "$STANDIN" record -o rec -- "$JD" $(files s_base_420_r1 o_prog_422) >/dev/null
+  for src in "suspend" "suspend -chunk 5000" "forget"; do
+    echo "$JD -src $src -unread $(files t_base_420 t_prog_444_r2)"
+  done >run.sh
+  sh run.sh >nat.out
+  "$STANDIN" replay -t rec --summary sum.json -- sh run.sh >rep.out 2>rep.err
+  cmp nat.out rep.out || fail "replayed output differs: $(diff nat.out rep.out | head -4)"
+  expect_eq "rows before the end" 3 "$(grep -c "t_base_420.jpg: error 'Empty input file' after 270 rows" nat.out)"
+  expect_eq "misses" "6 6" "$(json sum.json calls_intercepted) $(json sum.json calls_fallback)"
+  # a recorded image is still waited for and served whole from such a source
+  "$JD" -src suspend $(files o_prog_422 s_base_420_r1) >nat2.out
+  "$STANDIN" replay -t rec --summary sum2.json -- "$JD" -src suspend $(files o_prog_422 s_base_420_r1) >rep2.out
+  cmp nat2.out rep2.out || fail "recorded images differ"
+  expect_eq "served" "2 0" "$(json sum2.json calls_replayed) $(json sum2.json calls_fallback)"
+}
+
 t242_jpeg_nearest_tells_planes_from_pixels() {
   corpus
   "$STANDIN" record -o pix -- "$JD" $(files c_base_420 l_base_420) >/dev/null

@@ -679,3 +679,22 @@ SH
   replayed_on_both ppm
   expect_eq "software: served" 10 "$(json sum-software.json calls_replayed)"
 }
+
+# pdftoppm's source suspends at the end of an image's stream and poppler
+# then stops reading rows: a page whose JPEG is cut short draws the rows
+# the data holds. Replayed from a recording of other pages, the drain
+# waited for the rest of the image and poppler drew none of it; it is now
+# a miss at the first suspension, and the page is drawn as natively.
+t721_pdftoppm_draws_an_unrecorded_truncated_image() {
+  command -v pdftoppm >/dev/null || { echo "skipped: no pdftoppm"; return 0; }
+  corpus
+  python3 "$(dirname "$B")/tests/e2e/tools/jpeg_pdf.py" doc.pdf "$CORPUS/s_base_420_r1.jpg"
+  python3 "$(dirname "$B")/tests/e2e/tools/jpeg_pdf.py" cut.pdf "$CORPUS/t_base_420.jpg"
+  "$STANDIN" record -o rec -- pdftoppm -r 30 doc.pdf rec >/dev/null 2>&1
+  pdftoppm -r 30 cut.pdf native 2>native.err
+  "$STANDIN" replay -t rec --summary sum.json -- pdftoppm -r 30 cut.pdf rep 2>rep.err
+  cmp native-1.ppm rep-1.ppm || fail "the page differs from the native one"
+  # given up before its last row, as recorded decodes given up are: not
+  # offloadable, so neither served nor counted a miss
+  expect_eq "served, missed" "0 0" "$(json sum.json calls_replayed) $(json sum.json calls_fallback)"
+}
