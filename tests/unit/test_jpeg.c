@@ -374,6 +374,45 @@ START_TEST(test_scan_first_end_is_where_the_first_scan_data_ended) {
 }
 END_TEST
 
+/* Replay's drain, suspended anywhere in a datastream, asks how much of
+ * the output every datastream starting so keeps in its request
+ * (jpg_scan_kept): that much must be the start of the whole stream's
+ * request, wherever it was cut. And bytes that hold no 0xFF may wait for
+ * the scanner while jpg_scan_may_end says no: such a byte never ends it. */
+START_TEST(test_scan_kept_part_begins_the_request_and_waiting_bytes_never_end_it) {
+  stream in = {.n = 0};
+  image(&in);
+  segment(&in, 0xC4, 6, 4); /* a second scan, with its table */
+  segment(&in, 0xDA, 8, 5);
+  put(&in, "\xAA\xFF\x00\xBB\xCC", 5);
+  segment(&in, 0xC4, 4, 9); /* a table and a comment after the last scan */
+  segment(&in, 0xFE, 3, 'z');
+  marker(&in, 0xD9);
+  stream want = normalise(&in, 0, NULL); /* the request, less the 7 reserved */
+  int waited = 0, kept_some = 0;
+  for (size_t cut = 0; cut <= in.n; cut++) {
+    jpg_scan sc;
+    jpg_scan_init(&sc, 7, 1);
+    jpg_scan_feed(&sc, in.b, cut);
+    size_t kept = jpg_scan_kept(&sc);
+    ck_assert_uint_ge(kept, 7);
+    ck_assert_uint_le(kept, sc.out_len);
+    ck_assert_uint_le(kept - 7, want.n);
+    if (kept > 7)
+      ck_assert_int_eq(memcmp(sc.out + 7, want.b, kept - 7), 0);
+    kept_some += kept > 7 && kept < sc.out_len;
+    if (cut < in.n && in.b[cut] != 0xFF && !jpg_scan_may_end(&sc)) {
+      jpg_scan_feed(&sc, in.b + cut, 1);
+      ck_assert(!jpg_scan_done(&sc));
+      waited++;
+    }
+    jpg_scan_free(&sc);
+  }
+  ck_assert_int_gt(waited, 100);
+  ck_assert_int_gt(kept_some, 0); /* some cuts hold output the request may cut */
+}
+END_TEST
+
 START_TEST(test_scan_without_output_still_finds_eoi) {
   stream in = {.n = 0};
   image(&in);
@@ -953,6 +992,7 @@ int main(void) {
   tcase_add_test(scan, test_scan_stops_at_a_marker_libjpeg_refuses);
   tcase_add_test(scan, test_scan_restart_marker_without_interval_ends_the_data);
   tcase_add_test(scan, test_scan_first_end_is_where_the_first_scan_data_ended);
+  tcase_add_test(scan, test_scan_kept_part_begins_the_request_and_waiting_bytes_never_end_it);
   tcase_add_test(scan, test_probe_reads_frame_and_restart_interval);
   tcase_add_test(req, test_subsampling_and_class_names);
   tcase_add_test(req, test_request_header_round_trip);
