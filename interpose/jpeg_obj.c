@@ -66,6 +66,21 @@ static int buf_room(jpg_buf *b, size_t n) {
   return 0;
 }
 
+/* jpg_buf_put of a piece of a few bytes whose room is ready, without the
+ * calls: a source that gives the library a byte a fill (poppler's) had
+ * record keep each byte through jpg_buf_put, buf_room and memcpy, inside
+ * the decode's timed window. */
+static inline void buf_put_small(jpg_buf *b, const uint8_t *p, size_t n) {
+  if (n > 16 || b->failed || b->len + n > b->ready) {
+    jpg_buf_put(b, p, n);
+    return;
+  }
+  uint8_t *q = b->p + b->len;
+  for (size_t i = 0; i < n; i++)
+    q[i] = p[i];
+  b->len += n;
+}
+
 int jpg_buf_put(jpg_buf *b, const void *p, size_t n) {
   if (n == 0)
     return b->failed ? -1 : 0;
@@ -497,7 +512,7 @@ static boolean w_fill(j_decompress_ptr cinfo) {
   size_t mark = o->cap.len;
   int keep = o->capture && !o->in_skip && o->last;
   if (keep && (uintptr_t)o->buf_end >= (uintptr_t)o->last)
-    jpg_buf_put(&o->cap, o->last, (size_t)(o->buf_end - o->last));
+    buf_put_small(&o->cap, o->last, (size_t)(o->buf_end - o->last));
   /* where the library stands: a suspension backs up to it (the decoders
    * write their position back only at a unit they finished) */
   const JOCTET *at = cinfo->src->next_input_byte;
@@ -522,7 +537,7 @@ static boolean w_fill(j_decompress_ptr cinfo) {
     return r;
   }
   mark_buffer(o);
-  if (o->capture)
+  if (o->capture && o->unread_len)
     unread_check(o);
   return r;
 }
