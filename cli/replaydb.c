@@ -728,8 +728,6 @@ static int keep_prefixes(builder *b, scan_file *f, const st_call *c) {
       b->capprefixes = cap;
     }
     b->prefixes[b->nprefixes++] = (rdb_prefix){at, XXH3_64bits(req, (size_t)at)};
-    if (at > (len - 2) / 2)
-      break;
   }
   return 0;
 }

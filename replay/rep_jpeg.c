@@ -765,13 +765,12 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
       if (may_grow_into(o, x))
         return ID_SUSPENDED;
       reason = RDB_FB_NOT_IN_TRACE;
-      size_t pre = x->scan.reserve;
-      jpg_probe_header(x->scan.out + pre, jpg_scan_kept(&x->scan) - pre, &pr);
+      len = jpg_scan_kept(&x->scan); /* the frame header is in, for the miss's class */
     } else {
-      size_t pre = x->scan.reserve;
-      jpg_probe_header(req + pre, len - pre, &pr);
       x->early = 1; /* the scanner stays: jpeg_finish_decompress reads on to EOI */
     }
+    size_t pre = x->scan.reserve;
+    jpg_probe_header((req ? req : x->scan.out) + pre, len - pre, &pr);
   } else {
     if (x->scan.bad_marker) {
       /* Corrupt data: the real library decodes up to a marker it refuses,
