@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "jpeg_req.h" /* JPG_NO_* */
 #include "json.h"
 #include "replaydb.h"
 #include "trace.h"
@@ -327,21 +328,54 @@ static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall
  * given up of images the recording also holds decoded whole: replay finds
  * those as the whole image, and runs them for real in software, counted
  * (RDB_SW_ABANDONED). */
-static void print_unusable(const rdb_built *b) {
-  if (!b->calls_unusable)
-    return;
+_Static_assert(CLI_NO_SLOTS == RDB_NO_SLOTS, "the run's counts by why, as the recording's");
+
+/* This run's decodes no accelerator would serve (rep_jpeg.c
+ * not_offloadable), by why; returns how many. */
+static uint64_t ran_unusable(const rdb_stats *s, uint64_t by[CLI_NO_SLOTS]) {
+  uint64_t n = 0;
+  for (unsigned k = 0; k < CLI_NO_SLOTS; k++)
+    n += by[k] = C(s, RDB_C_RAN_NO0 + k);
+  return n;
+}
+
+/* The calls not offloadable that this run made, and the recording's when
+ * they differ (a run of other input than the recorded, or one that gave
+ * up elsewhere): neither is in the counts of the summary line. */
+static void print_unusable(const rdb_built *b, const rdb_stats *s) {
+  uint64_t ran[CLI_NO_SLOTS], rec[CLI_NO_SLOTS];
+  uint64_t nran = ran_unusable(s, ran);
   unsigned long long n = b->calls_unusable, k = b->given_up_kept;
   char why[512], nb[32], kb[32], but[160] = "";
+  if (nran) {
+    cli_no_list(ran, why, sizeof why);
+    fprintf(stderr,
+            "standin: replay: %s call%s not offloadable (%s) ran for real, outside the counts "
+            "above\n",
+            cli_fmt_count(nb, sizeof nb, nran), nran == 1 ? "" : "s", why);
+  }
+  if (!n)
+    return;
+  /* the recorded given up of images also decoded whole are served as
+   * software (abandoned), not run as not offloadable */
+  memcpy(rec, b->unusable_by, sizeof rec);
+  rec[JPG_NO_ABANDONED] -= k < rec[JPG_NO_ABANDONED] ? k : rec[JPG_NO_ABANDONED];
+  if (nran && !memcmp(rec, ran, sizeof rec) && !k)
+    return;
   cli_no_list(b->unusable_by, why, sizeof why);
   if (k)
     snprintf(but, sizeof but,
              ", but for %s decode%s given up of images also decoded whole, counted in software "
              "(abandoned)",
              cli_fmt_count(kb, sizeof kb, k), k == 1 ? "" : "s");
-  fprintf(stderr,
-          "standin: replay: %s recorded call%s not offloadable (%s); such calls run for "
-          "real, outside the counts above%s\n",
-          cli_fmt_count(nb, sizeof nb, n), n == 1 ? " was" : "s were", why, but);
+  if (nran)
+    fprintf(stderr, "standin: replay: the recording holds %s call%s not offloadable (%s)%s\n",
+            cli_fmt_count(nb, sizeof nb, n), n == 1 ? "" : "s", why, but);
+  else
+    fprintf(stderr,
+            "standin: replay: %s recorded call%s not offloadable (%s); such calls run for "
+            "real, outside the counts above%s\n",
+            cli_fmt_count(nb, sizeof nb, n), n == 1 ? " was" : "s were", why, but);
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -457,6 +491,11 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
    * abandoned), and those of images it does not */
   fprintf(f, ",\n  \"given_up_recorded\": {\"of_whole_images\": %llu, \"alone\": %llu}",
           (unsigned long long)b->given_up_kept, (unsigned long long)b->given_up_alone);
+  /* this run's, run for real outside the counts (print_unusable) */
+  uint64_t ran[CLI_NO_SLOTS];
+  fprintf(f, ",\n  \"calls_not_offloadable_ran\": %llu,\n  \"not_offloadable_ran_reasons\": ",
+          (unsigned long long)ran_unusable(s, ran));
+  cli_no_json(f, ran);
   fprintf(f, ",\n");
   fprintf(f, "  \"bytes_to_memory\": %llu,\n", C(s, RDB_C_TO_MEMORY_BYTES));
   fprintf(f, "  \"predicted_ns\": %llu,\n  \"recorded_ns\": %llu,\n  \"spin_ns\": %llu,\n",
@@ -771,7 +810,7 @@ int cmd_replay(int argc, char **argv) {
             "abort, above), and the program went on without it (exit status %d): this run "
             "is not the recorded one\n",
             rc);
-  print_unusable(&b);
+  print_unusable(&b, s);
   long pid = 0;
   size_t live = cli_procs_with_env(env2, &pid);
   if (live)

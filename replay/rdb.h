@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 26
+#define RDB_VERSION 27
 /* rdb_header.jpeg_unserved */
 #define RDB_UNSERVED_RAW 1u
 #define RDB_UNSERVED_BUFFERED 2u
@@ -99,6 +99,10 @@ typedef struct {
  * running in software). */
 enum { RDB_API_CALLS, RDB_API_OVERRUNS, RDB_API_OVERRUN_NS, RDB_API_HARNESS_NS, RDB_API_N };
 #define RDB_API_SLOTS 32 /* st_api codes are below ST_API_MAX */
+/* Slots of the counts by why a call is not offloadable: JPG_NO_* in all
+ * but the last, any other reason there (as cli.h CLI_NO_SLOTS). */
+#define RDB_NO_SLOTS 15
+
 #define RDB_API(api, k) (RDB_C_API0 + ((unsigned)(api) % RDB_API_SLOTS) * RDB_API_N + (k))
 
 /* Run-wide counters (rdb_stats.c[]). Threads count locally and add their
@@ -154,8 +158,13 @@ enum {
                              or a crop with no rows at hand, an output pass with other
                              parameters): their modelled time and the real decode
                              both count (rep_jpeg.c pass) */
-  RDB_C_SPIN_ERR0,        /* + bin: how late the spin loop saw the deadline */
-  RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
+  RDB_C_RAN_NO0,          /* + JPG_NO_* (the last slot: any other): decodes of this
+                             run that no accelerator would serve (given up, corrupt,
+                             coefficients ...), run for real and counted in none of
+                             the above (rep_jpeg.c not_offloadable) */
+  RDB_C_SPIN_ERR0 = RDB_C_RAN_NO0 + RDB_NO_SLOTS, /* + bin: how late the spin loop saw
+                                                     the deadline */
+  RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS,   /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N
 };
 

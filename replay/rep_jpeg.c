@@ -75,6 +75,8 @@ typedef struct {
   uint8_t *cmap_in;
   int state;
   int pass;         /* not offloadable: real, never identified */
+  unsigned no_why;  /* pass: JPG_NO_* + 1 of why, 0: told by how it ends */
+  int no_counted;   /* pass: counted (rp_not_offloadable), or served before */
   int real_started; /* the real jpeg_start_decompress returned TRUE */
   int multi_scan;   /* identified in jpeg_start_decompress */
   int buffered;     /* buffered-image mode, served (jpg_buffered_served): the
@@ -156,6 +158,30 @@ static int miss_or_near(int reason, int api, const char *type, void *caller) {
   return 0;
 }
 
+/* The decode is one no accelerator would serve (JPG_NO_* why): the real
+ * library runs it, and it is counted as such when it ends (account). */
+static void not_offloadable(rep_dec *x, unsigned why) {
+  x->pass = 1;
+  if (!x->no_why)
+    x->no_why = why + 1;
+}
+
+/* A decode that ran for real as not offloadable, counted once as it ends:
+ * why it is, or else how it ended, as the recorder tells it (a decode of
+ * an image the recording does not hold given up before its last row was
+ * counted nowhere: a replay of pdftoppm on a PDF with a truncated image
+ * said "0 calls"). */
+static void count_pass(jpg_obj *o, rep_dec *x, int ok) {
+  if (!x->pass || x->no_counted)
+    return;
+  x->no_counted = 1;
+  unsigned why = x->no_why                                             ? x->no_why - 1
+                 : !ok                                                 ? JPG_NO_ERROR
+                 : o->cinfo->output_scanline < o->cinfo->output_height ? JPG_NO_ABANDONED
+                                                                       : JPG_NO_NONE;
+  rp_not_offloadable(why);
+}
+
 /* The decode ends (finish, abort, destroy: ok; or an error). A miss is
  * reported only now: a decode may turn out to be one an accelerator would
  * not serve (skip, crop) after it was looked up, and the recording kept no
@@ -177,6 +203,7 @@ static void account(jpg_obj *o, int ok) {
     }
   }
   x->miss = 0;
+  count_pass(o, x, ok);
   if (x->count_sw && o->busy_ns > x->sw_from)
     rp_software_done(o->busy_ns - x->sw_from);
   x->count_sw = 0;
@@ -789,7 +816,7 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
         if (f)
           return answer_failed(o, x, f);
       }
-      x->pass = 1;
+      not_offloadable(x, JPG_NO_BAD_MARKER);
       go_real(o, x, 1);
       return ID_REAL;
     }
@@ -843,7 +870,7 @@ static int identify(jpg_obj *o, rep_dec *x, void *caller) {
     /* a recording made before raw data decodes or buffered-image ones
      * were served (both 2026-11-30) holds them as not offloadable: run
      * for real, as they were then */
-    x->pass = 1;
+    not_offloadable(x, o->cinfo->raw_data_out ? JPG_NO_RAW : JPG_NO_BUFFERED);
     go_real(o, x, 1);
     return ID_REAL;
   }
@@ -1075,7 +1102,9 @@ static boolean start_first(jpg_obj *o, rep_dec *x, void *caller) {
   o->phase = JPG_STARTED;
   if ((ci->buffered_image && !jpg_buffered_served(ci)) || o->inherits ||
       (ci->raw_data_out && ci->num_components > JPG_RAW_MAX)) { /* not offloadable */
-    x->pass = 1;
+    not_offloadable(x, o->inherits        ? JPG_NO_INHERITED
+                       : ci->raw_data_out ? JPG_NO_RAW
+                                          : JPG_NO_BUFFERED);
     return go_real(o, x, 1);
   }
   /* buffered: the real start reads nothing and returns TRUE (below); the
@@ -1255,14 +1284,15 @@ SHIM_EXPORT void jpeg_destroy(j_common_ptr cinfo) {
 /* A mode an accelerator would not serve: the decode leaves replay and the
  * real library runs it from the start (the drained bytes are kept for
  * that until the decode ends). */
-static void pass(jpg_obj *o, rep_dec *x) {
-  x->pass = 1;
+static void pass(jpg_obj *o, rep_dec *x, unsigned why) {
+  not_offloadable(x, why);
   if (x->state == R_SERVE) {
     /* already counted as replayed, its time spun: the real decode comes
      * on top (the recording holds such a decode not offloadable, so this
      * one either decodes otherwise or is another occurrence of an image
      * recorded whole) */
     x->state = R_PENDING;
+    x->no_counted = 1;
     rp_served_then_real();
   }
   to_real(o, x, 1);
@@ -1276,7 +1306,7 @@ SHIM_EXPORT jvirt_barray_ptr *jpeg_read_coefficients(j_decompress_ptr cinfo) {
   rep_dec *x = o->ext;
   if (o->phase == JPG_READY) {
     o->phase = JPG_STARTED;
-    x->pass = 1;
+    not_offloadable(x, JPG_NO_COEF);
     x->state = R_REAL;
     x->real_started = 1; /* no jpeg_start_decompress in this mode */
     x->count_sw = 1;
@@ -1309,7 +1339,7 @@ SHIM_EXPORT JDIMENSION jpeg_skip_scanlines(j_decompress_ptr cinfo, JDIMENSION n)
       r = n;
     cinfo->output_scanline += r;
   } else {
-    pass(o, x);
+    pass(o, x, JPG_NO_SKIP);
     if (go_real(o, x, x->count_sw))
       r = real(cinfo, n);
   }
@@ -1331,7 +1361,7 @@ SHIM_EXPORT void jpeg_crop_scanline(j_decompress_ptr cinfo, JDIMENSION *xoff, JD
    * of a multi-scan image is in another state) */
   if (x->state == R_SERVE && cinfo->output_scanline > 0)
     ERREXIT1(cinfo, JERR_BAD_STATE, DSTATE_SCANNING);
-  pass(o, x);
+  pass(o, x, JPG_NO_CROP);
   go_real(o, x, x->count_sw);
   real(cinfo, xoff, width);
   jpg_leave(o);
@@ -1374,7 +1404,7 @@ SHIM_EXPORT boolean jpeg_start_output(j_decompress_ptr cinfo, int scan) {
   boolean r;
   jpg_enter(o, FRAME);
   if (x->buffered && !jpg_pass_same(cinfo, &x->par))
-    pass(o, x); /* not offloadable (a miss found before it is not one) */
+    pass(o, x, JPG_NO_BUFFERED); /* not offloadable (a miss found before it is not one) */
   if (!x->buffered || x->state == R_REAL)
     go_real(o, x, x->count_sw);
   r = real(cinfo, scan);

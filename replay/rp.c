@@ -1295,6 +1295,10 @@ void rp_served_then_real(void) {
   ADD(RDB_C_SERVED_THEN_REAL, 1);
 }
 
+void rp_not_offloadable(unsigned why) {
+  ADD(RDB_C_RAN_NO0 + (why < RDB_NO_SLOTS - 1 ? why : RDB_NO_SLOTS - 1), 1);
+}
+
 void rp_software_done(uint64_t ns) {
   ADD(RDB_C_SOFTWARE_NS, ns);
   call_done();

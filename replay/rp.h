@@ -116,6 +116,9 @@ void rp_served_given_up(void);
 /* A served JPEG decode the real library then took over (replay's
  * RDB_C_SERVED_THEN_REAL). */
 void rp_served_then_real(void);
+/* A decode of this run that no accelerator would serve (JPG_NO_* why), run
+ * for real: counted apart from the calls looked up. */
+void rp_not_offloadable(unsigned why);
 /* A decode run for real as recorded given up whose program read every row
  * (counted). */
 void rp_given_up_read_whole(void);

@@ -183,8 +183,14 @@ t205_jpeg_modes_an_accelerator_would_not_serve() {
   expect_eq "their reasons, replay" \
     "buffered-image mode=3 ended before its last row=3 jpeg_crop_scanline=3 jpeg_read_coefficients=3 jpeg_skip_scanlines=3" \
     "$(python3 -c 'import json; r = json.load(open("sum.json"))["not_offloadable_reasons"]; print(" ".join("%s=%d" % kv for kv in sorted(r.items())))')"
-  grep -q "^standin: replay: 15 recorded calls were not offloadable (3 buffered-image mode, .*); such calls run for real" rep.err ||
+  # ... and this run's own, which are the recording's: said once
+  expect_eq "run not offloadable, replay" 15 "$(json sum.json calls_not_offloadable_ran)"
+  expect_eq "their reasons, this run" \
+    "buffered-image mode=3 ended before its last row=3 jpeg_crop_scanline=3 jpeg_read_coefficients=3 jpeg_skip_scanlines=3" \
+    "$(python3 -c 'import json; r = json.load(open("sum.json"))["not_offloadable_ran_reasons"]; print(" ".join("%s=%d" % kv for kv in sorted(r.items())))')"
+  grep -q "^standin: replay: 15 calls not offloadable (3 buffered-image mode, .*) ran for real, outside the counts above" rep.err ||
     fail "no line on the calls replay left alone: $(grep '^standin:' rep.err)"
+  grep -q "recording holds" rep.err && fail "the recording's, said again: $(grep '^standin:' rep.err)"
   # report names them too, under the plan's calls left in software
   "$STANDIN" report rec --iface jpeg-core >rep.txt
   grep -q "^  15 calls not offloadable (replay runs them): 3 buffered-image mode, " rep.txt ||
@@ -444,6 +450,36 @@ t243_jpeg_source_of_a_few_bytes_a_fill() {
 # as not in the recording. (A truncated copy of a recorded image still
 # waits, as the rest may come: only a recording of the truncated one
 # answers that, t208.)
+# A decode no accelerator would serve is counted by this run, whatever the
+# recording holds: one given up of an image the recording does not hold
+# (it was counted nowhere: "0 calls"), and the recording's own said only
+# where they differ from this run's.
+t245_jpeg_not_offloadable_decodes_of_the_run_are_counted() {
+  corpus
+  "$STANDIN" record -o whole -- "$JD" $(files s_base_420_r1) >/dev/null
+  "$STANDIN" record -o stop -- "$JD" -stop 10 $(files s_base_420_r1) >/dev/null
+  # an unrecorded image, given up
+  "$STANDIN" replay -t whole --summary a.json -- "$JD" -stop 10 $(files o_prog_422) >a.out 2>a.err
+  expect_eq "a: ran, missed, replayed" "1 0 0" \
+    "$(json a.json calls_not_offloadable_ran) $(json a.json calls_fallback) $(json a.json calls_replayed)"
+  grep -q "^standin: replay: 1 call not offloadable (1 ended before its last row) ran for real" a.err ||
+    fail "a: $(cat a.err)"
+  grep -q "recorded call\|recording holds" a.err && fail "a: the recording holds none: $(cat a.err)"
+  # recorded given up, read whole now: served, and the recording's said
+  "$STANDIN" replay -t stop --summary b.json -- "$JD" $(files s_base_420_r1) >b.out 2>b.err
+  expect_eq "b: ran" 0 "$(json b.json calls_not_offloadable_ran)"
+  grep -q "^standin: replay: 1 recorded call was not offloadable (1 ended before its last row)" b.err ||
+    fail "b: $(cat b.err)"
+  # another mode than recorded: both, each with its reason
+  "$STANDIN" replay -t stop --summary c.json -- "$JD" -coef $(files s_base_420_r1) >c.out 2>c.err
+  expect_eq "c: ran" "{'jpeg_read_coefficients': 1}" \
+    "$(python3 -c 'import json; print(json.load(open("c.json"))["not_offloadable_ran_reasons"])')"
+  grep -q "^standin: replay: 1 call not offloadable (1 jpeg_read_coefficients) ran for real" c.err ||
+    fail "c: $(cat c.err)"
+  grep -q "^standin: replay: the recording holds 1 call not offloadable (1 ended before its last row)" c.err ||
+    fail "c: $(cat c.err)"
+}
+
 t244_jpeg_unrecorded_truncated_image_from_a_suspending_source() {
   corpus
   "$STANDIN" record -o rec -- "$JD" $(files s_base_420_r1 o_prog_422) >/dev/null

@@ -695,6 +695,9 @@ t721_pdftoppm_draws_an_unrecorded_truncated_image() {
   "$STANDIN" replay -t rec --summary sum.json -- pdftoppm -r 30 cut.pdf rep 2>rep.err
   cmp native-1.ppm rep-1.ppm || fail "the page differs from the native one"
   # given up before its last row, as recorded decodes given up are: not
-  # offloadable, so neither served nor counted a miss
+  # offloadable, so neither served nor counted a miss, but said to have run
   expect_eq "served, missed" "0 0" "$(json sum.json calls_replayed) $(json sum.json calls_fallback)"
+  expect_eq "ran, not offloadable" 1 "$(json sum.json calls_not_offloadable_ran)"
+  grep -q "^standin: replay: 1 call not offloadable (1 ended before its last row) ran for real" rep.err ||
+    fail "the decode it gave up is not said: $(cat rep.err)"
 }
