@@ -154,6 +154,7 @@ typedef struct {
   int32_t accel;              /* -1: software */
   uint32_t busy;              /* engine time, when less than service; else EV_BUSY_WHOLE */
   uint32_t fault;             /* plan_decision.fault_ns (record keeps it in 32 bits) */
+  uint32_t source;            /* plan_decision.source_ns, likewise */
 } ev_plan;
 #define EV_BUSY_WHOLE UINT32_MAX
 
@@ -416,13 +417,15 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
     gp->service_ns += d.service_ns;
     gp->link_ns += d.link_in_ns + d.link_out_ns;
     gp->fault_ns += d.fault_ns;
+    gp->source_ns += d.source_ns;
     pr->faults_over_ns += d.faults_over_ns;
     *out = (ev_plan){d.service_ns,
                      d.link_in_ns,
                      d.link_out_ns,
                      d.accel,
                      d.busy_ns < d.service_ns ? (uint32_t)d.busy_ns : EV_BUSY_WHOLE,
-                     (uint32_t)d.fault_ns}; /* plan_decide bounds it */
+                     (uint32_t)d.fault_ns, /* plan_decide bounds them */
+                     (uint32_t)d.source_ns};
     return;
   }
   if (reason == AN_SW_UNSUPPORTED)
@@ -457,18 +460,19 @@ static void place(ctx *x, int k, uint64_t start, const ev_call *e, const ev_plan
   uint64_t pred = e->lat, queue = 0;
   if (d->accel >= 0) {
     const plan_accel *a = &pr->p->accel[d->accel];
-    uint64_t arrive = (uint64_t)((int64_t)start - ch->shift) + d->link_in + d->fault;
+    uint64_t arrive = (uint64_t)((int64_t)start - ch->shift) + d->source + d->link_in + d->fault;
     uint64_t busy = d->busy == EV_BUSY_WHOLE ? d->service : d->busy;
     uint64_t begin =
         a->engines && ps->eng[d->accel].n ? engines_book(&ps->eng[d->accel], arrive, busy) : arrive;
     queue = begin - arrive;
-    pred = d->link_in + d->fault + queue + d->service + d->link_out;
+    pred = d->source + d->link_in + d->fault + queue + d->service + d->link_out;
     an_accel *ac = &pr->accel[d->accel];
     ac->requests++;
     ac->service_ns += d->service;
     ac->busy_ns += busy;
     ac->link_ns += d->link_in + d->link_out;
     ac->fault_ns += d->fault;
+    ac->source_ns += d->source;
     ac->queue_ns += queue;
     ac->rec_ns += e->lat;
     pr->predicted_ns += pred;

@@ -39,7 +39,8 @@ typedef struct {
   uint64_t offloaded, sw[AN_SW_N];
   uint64_t offloaded_rec_ns; /* recorded (software) time of the offloaded calls */
   uint64_t service_ns, link_ns, queue_ns;
-  uint64_t fault_ns; /* page faults the offloaded calls take still (plan_decision) */
+  uint64_t fault_ns;  /* page faults the offloaded calls take still (plan_decision) */
+  uint64_t source_ns; /* time in the program's callbacks making their requests */
 } an_gplan;
 
 typedef struct {
@@ -59,7 +60,9 @@ typedef struct {
 
 typedef struct {
   uint64_t requests, service_ns, link_ns, queue_ns, rec_ns;
-  uint64_t fault_ns; /* page faults its calls take still (plan_decision) */
+  uint64_t fault_ns;  /* page faults its calls take still (plan_decision) */
+  uint64_t source_ns; /* its calls' time in the program's callbacks making their
+                         requests, which they wait for still (plan_decision) */
   uint64_t busy_ns; /* engine time: service, or the model's initiation interval */
 } an_accel;
 
@@ -80,7 +83,8 @@ typedef struct {
   size_t nwhy;
   uint64_t offloaded, sw[AN_SW_N];
   uint64_t offloaded_rec_ns;             /* recorded time of the offloaded calls */
-  uint64_t predicted_ns;                 /* link + faults + queue + service of those calls */
+  uint64_t predicted_ns;                 /* source + link + faults + queue + service of
+                                            those calls */
   uint64_t faults_over_ns;               /* their recorded page faults beyond all the model
                                             predicts (plan_decision): no replay reaches it */
   int64_t saving_sum;                    /* sum of (recorded - predicted) over calls */

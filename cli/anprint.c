@@ -98,6 +98,15 @@ void anp_accels_text(FILE *f, const an_result *r, int k) {
             cli_fmt_ns(fl, sizeof fl, (double)ac->fault_ns),
             cli_fmt_ns(q, sizeof q, (double)ac->queue_ns), u);
   }
+  for (int a = 0; a < pr->p->naccel; a++) { /* not a column: JPEG sources only */
+    const an_accel *ac = &pr->accel[a];
+    char s[32];
+    if (ac->source_ns)
+      fprintf(f,
+              "%s: its requests also waited %s for the program's source callbacks that made "
+              "them (source_ns), before the link\n",
+              pr->p->accel[a].name, cli_fmt_ns(s, sizeof s, (double)ac->source_ns));
+  }
 }
 
 void anp_software_text(FILE *f, const an_result *r, int k) {
@@ -272,11 +281,11 @@ static void accels_json(FILE *f, const an_result *r, int k) {
     json_write_str(f, if_model_describe(pa->model));
     fprintf(f,
             ", \"link\": \"%s\", \"engines\": %u, \"requests\": %llu, \"service_ns\": %llu, "
-            "\"link_ns\": %llu, \"fault_ns\": %llu, \"queue_ns\": %llu, \"busy_ns\": %llu, "
-            "\"recorded_ns\": %llu, \"utilisation\": %.4f, \"unsupported\": {",
+            "\"link_ns\": %llu, \"fault_ns\": %llu, \"source_ns\": %llu, \"queue_ns\": %llu, "
+            "\"busy_ns\": %llu, \"recorded_ns\": %llu, \"utilisation\": %.4f, \"unsupported\": {",
             if_link_name(&pa->link), pa->engines, U(ac->requests), U(ac->service_ns),
-            U(ac->link_ns), U(ac->fault_ns), U(ac->queue_ns), U(ac->busy_ns), U(ac->rec_ns),
-            utilisation(r, k, a));
+            U(ac->link_ns), U(ac->fault_ns), U(ac->source_ns), U(ac->queue_ns), U(ac->busy_ns),
+            U(ac->rec_ns), utilisation(r, k, a));
     int first = 1;
     for (size_t i = 0; i < pr->nwhy; i++)
       if (pr->why[i].accel == a) {

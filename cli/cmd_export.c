@@ -25,8 +25,8 @@ static const char usage_text[] =
     "          thread, seq, start_ns, latency_ns, api, type, site, req_bytes,\n"
     "          resp_bytes, request_size, result, failed, not_offloadable, no_response,\n"
     "          reason, fingerprint, then one column per request feature (protobuf,\n"
-    "          then JPEG: encoded_size ... dropped_hash; fault_ns, which both have, is\n"
-    "          one column), empty where the API has none.\n"
+    "          then JPEG: encoded_size ... dropped_hash, source_ns; fault_ns, which both\n"
+    "          have, is one column), empty where the API has none.\n"
     "  json    one object: {\"format\": \"standin-export\", \"version\": 1, \"recording\",\n"
     "          \"time_base\", \"calls\": [...the same fields and pidns, features as an\n"
     "          object...],\n"
@@ -43,7 +43,8 @@ static const char usage_text[] =
     "accel, predicted_ns, service_ns, link_ns, why after the features (JSON and Chrome:\n"
     "an object \"plan\" with those fields). decision is offload, not_selected, kept,\n"
     "unsupported, no_response or not_offloadable; predicted_ns = service_ns + link_ns\n"
-    "(+ the call's fault_ns feature, for models whose time is not a recorded one),\n"
+    "(+ the call's fault_ns and source_ns features, for models whose time is not a\n"
+    "recorded one),\n"
     "for offloaded calls only: queueing for an engine depends on the other calls\n"
     "(standin whatif adds it).\n"
     "\n"
@@ -99,11 +100,11 @@ static const char *decision_accel(const ex_ctx *x) {
  * service, link), or `none` when the call is not offloaded; then its why. */
 static void decision_times(const ex_ctx *x, FILE *o, const char *fmt, const char *none) {
   if (x->reason < 0)
-    fprintf(
-        o, fmt,
-        (unsigned long long)(x->d.service_ns + x->d.link_in_ns + x->d.fault_ns + x->d.link_out_ns),
-        (unsigned long long)x->d.service_ns,
-        (unsigned long long)(x->d.link_in_ns + x->d.link_out_ns));
+    fprintf(o, fmt,
+            (unsigned long long)(x->d.source_ns + x->d.service_ns + x->d.link_in_ns +
+                                 x->d.fault_ns + x->d.link_out_ns),
+            (unsigned long long)x->d.service_ns,
+            (unsigned long long)(x->d.link_in_ns + x->d.link_out_ns));
   else
     fputs(none, o);
 }

@@ -35,6 +35,9 @@ typedef struct {
   /* calls that took page faults (fault_ns), their time in them,
    * and those calls' whole time */
   uint64_t file_fault_calls, file_fault_ns, file_faulting_ns;
+  /* calls timed in the program's source callbacks (source_ns), their time
+   * there, and those calls' whole time */
+  uint64_t file_source_calls, file_source_ns, file_sourcing_ns;
 } info_agg;
 
 /* The protobuf types' definitions met in the recording, one per (name,
@@ -157,6 +160,13 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
     a->file_fault_calls++;
     a->file_fault_ns += fl < c->latency_ns ? fl : c->latency_ns; /* a trace from elsewhere */
     a->file_faulting_ns += c->latency_ns;
+  }
+  int ss = st_source_slot(c->api);
+  if (ss >= 0 && c->nfeat > ss && c->feat[ss]) {
+    uint64_t sn = c->feat[ss];
+    a->file_source_calls++;
+    a->file_source_ns += sn < c->latency_ns ? sn : c->latency_ns;
+    a->file_sourcing_ns += c->latency_ns;
   }
   if (c->flags & ST_CALL_RESP_DIGEST) {
     a->file_digests++;
@@ -339,6 +349,16 @@ static void print_process(const scan_file *f, uint32_t nth, uint64_t launcher_ns
            cli_fmt_ns(w, sizeof w, (double)agg->file_faulting_ns), n,
            agg->file_fault_calls == 1 ? "" : "s");
   }
+  if (agg->file_source_calls) {
+    char nc[32], t[32], w[32];
+    printf("  the program's source callbacks took %s of the %s of %s decode%s that\n"
+           "  read through them (source_ns): models of devices keep that time, as a device\n"
+           "  fed those bytes waits for them too\n",
+           cli_fmt_ns(t, sizeof t, (double)agg->file_source_ns),
+           cli_fmt_ns(w, sizeof w, (double)agg->file_sourcing_ns),
+           cli_fmt_count(nc, sizeof nc, agg->file_source_calls),
+           agg->file_source_calls == 1 ? "" : "s");
+  }
   scan_status_text(f, st, sizeof st);
   printf("  status: %s\n", st);
   if (f->overhead_ns) {
@@ -514,6 +534,7 @@ int cmd_info(int argc, char **argv) {
     agg.file_digests = agg.file_digest_bytes = 0;
     agg.file_rows_kept = agg.file_rows_kept_bytes = 0;
     agg.file_fault_calls = agg.file_fault_ns = agg.file_faulting_ns = 0;
+    agg.file_source_calls = agg.file_source_ns = agg.file_sourcing_ns = 0;
     if (scan_run(&f, td.paths[i], on_call, &agg) != 0) {
       damaged = 1;
       continue;

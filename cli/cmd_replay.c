@@ -406,12 +406,13 @@ static void write_accels(FILE *f, const rdb_built *b, const plan *p, uint64_t wa
     json_str(f, if_model_describe(p->accel[i].model));
     fprintf(f,
             ", \"link\": \"%s\", \"engines\": %u, \"requests\": %llu, \"service_ns\": %llu, "
-            "\"link_ns\": %llu, \"fault_ns\": %llu, \"queue_ns\": %llu, \"busy_ns\": %llu, "
-            "\"utilisation\": %.4f, \"unsupported\": {",
+            "\"link_ns\": %llu, \"fault_ns\": %llu, \"source_ns\": %llu, \"queue_ns\": %llu, "
+            "\"busy_ns\": %llu, \"utilisation\": %.4f, \"unsupported\": {",
             if_link_name(&p->accel[i].link), a[i].engines, LD(a[i].st.c[RDB_A_REQUESTS]),
             LD(a[i].st.c[RDB_A_SERVICE_NS]), LD(a[i].st.c[RDB_A_LINK_NS]),
-            LD(a[i].st.c[RDB_A_FAULT_NS]), LD(a[i].st.c[RDB_A_QUEUE_NS]),
-            LD(a[i].st.c[RDB_A_BUSY_NS]), cap > 0 ? busy / cap : 0.0);
+            LD(a[i].st.c[RDB_A_FAULT_NS]), LD(a[i].st.c[RDB_A_SOURCE_NS]),
+            LD(a[i].st.c[RDB_A_QUEUE_NS]), LD(a[i].st.c[RDB_A_BUSY_NS]),
+            cap > 0 ? busy / cap : 0.0);
     int first = 1;
     for (size_t k = 0; k < b->nwhy; k++)
       if (b->why[k].accel == (int)i) {

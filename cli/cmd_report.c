@@ -117,6 +117,11 @@ static void print_calls(const an_result *r, const size_t *ix, an_by by, int w) {
 }
 
 /* "not-selected 3, unsupported 9" */
+/* A group's offloaded calls' predicted time (queueing included). */
+static uint64_t gplan_predicted(const an_gplan *gp) {
+  return gp->source_ns + gp->service_ns + gp->link_ns + gp->fault_ns + gp->queue_ns;
+}
+
 static void why_cell(const an_gplan *gp, char *buf, size_t cap) {
   static const char *const shortn[AN_SW_N] = {"not-selected", "kept", "unsupported", "no-response",
                                               "not-offloadable"};
@@ -160,8 +165,7 @@ static void print_plan(const an_result *r, const size_t *ix, an_by by, int w, co
            cli_fmt_ns(lk, sizeof lk, (double)gp->link_ns),
            cli_fmt_ns(fl, sizeof fl, (double)gp->fault_ns),
            cli_fmt_ns(q, sizeof q, (double)gp->queue_ns),
-           cli_fmt_ns(p, sizeof p,
-                      (double)(gp->service_ns + gp->link_ns + gp->fault_ns + gp->queue_ns)));
+           cli_fmt_ns(p, sizeof p, (double)gplan_predicted(gp)));
   }
   printf("\n");
   anp_accels_text(stdout, r, 0);
@@ -229,11 +233,11 @@ static void group_json(const an_result *r, const an_group *g, int with_plan) {
     for (int i = 0; i < AN_SW_N; i++)
       printf("%s\"%s\": %llu", i ? ", " : "", an_sw_names[i], (unsigned long long)gp->sw[i]);
     printf("}, \"offloaded_recorded_ns\": %llu, \"service_ns\": %llu, \"link_ns\": %llu, "
-           "\"fault_ns\": %llu, \"queue_ns\": %llu, \"predicted_ns\": %llu}",
+           "\"fault_ns\": %llu, \"source_ns\": %llu, \"queue_ns\": %llu, \"predicted_ns\": %llu}",
            (unsigned long long)gp->offloaded_rec_ns, (unsigned long long)gp->service_ns,
            (unsigned long long)gp->link_ns, (unsigned long long)gp->fault_ns,
-           (unsigned long long)gp->queue_ns,
-           (unsigned long long)(gp->service_ns + gp->link_ns + gp->fault_ns + gp->queue_ns));
+           (unsigned long long)gp->source_ns, (unsigned long long)gp->queue_ns,
+           (unsigned long long)gplan_predicted(gp));
   }
   printf("}");
 }

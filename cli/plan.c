@@ -766,8 +766,11 @@ void plan_decide(const plan *p, int rule, const standin_request *r, uint64_t res
   d->fault_ns = if_model_fault_ns(a->model, r);
   if (d->fault_ns > UINT32_MAX)
     d->fault_ns = UINT32_MAX;
+  d->source_ns = if_model_source_ns(a->model, r);
+  if (d->source_ns > UINT32_MAX)
+    d->source_ns = UINT32_MAX;
   uint64_t recorded_fault = if_recorded_fault_ns(r),
-           whole = d->service_ns + d->link_in_ns + d->link_out_ns + d->fault_ns;
+           whole = d->service_ns + d->link_in_ns + d->link_out_ns + d->fault_ns + d->source_ns;
   d->faults_over_ns = recorded_fault > whole ? recorded_fault - whole : 0;
   int cold = 0;
   switch (a->deliver) {

@@ -117,6 +117,10 @@ typedef struct {
                            memory, which the served call takes too, before
                            service (if_model_fault_ns; 0 for models whose
                            time is a recorded one); at most UINT32_MAX */
+  uint64_t source_ns;   /* the recorded call's time in the program's callbacks
+                           making its request (a JPEG source's fills), which
+                           the served call spends too, before the link in
+                           (if_model_source_ns); at most UINT32_MAX */
   uint64_t faults_over_ns; /* of the recorded call's page faults
                               (if_recorded_fault_ns), the part beyond all of
                               the predicted time above: a replay writes the

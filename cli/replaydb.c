@@ -38,6 +38,7 @@ typedef struct {
   rdb_sample s;     /* decided when the call is read: the plan needs its site */
   uint32_t next_id; /* b_entry.id + 1 of the call that followed on its thread
                        with the same API (rdb_sample.next), 0: none */
+  uint32_t source;  /* plan_decision.source_ns (rdb_header.sources_off) */
 } b_sample;
 
 typedef struct {
@@ -196,6 +197,7 @@ typedef struct {
   size_t ndrops, capdrops;
   rdb_prefix *prefixes; /* how recorded libjpeg requests begin (rdb.h) */
   size_t nprefixes, capprefixes;
+  int any_source; /* some sample waits for the program's callbacks (b_sample.source) */
   /* after given_up_attach dropped entries: the ids there were (b_entry.id
    * < nids), and for each the id + 1 of the entry its occurrences joined,
    * 0: none or not dropped; NULL: none dropped */
@@ -560,7 +562,7 @@ static int same_decision(const plan_decision *x, const plan_decision *y) {
   return x->outcome == y->outcome && x->accel == y->accel && x->service_ns == y->service_ns &&
          x->busy_ns == y->busy_ns && x->link_in_ns == y->link_in_ns &&
          x->link_out_ns == y->link_out_ns && x->fault_ns == y->fault_ns &&
-         x->out_cold == y->out_cold;
+         x->source_ns == y->source_ns && x->out_cold == y->out_cold;
 }
 
 /* Whether the plan decides a JPEG decode as it decided it (d) with the
@@ -592,8 +594,10 @@ static int restart_blind(const builder *b, const standin_request *r, const st_si
 /* Decide one recorded call (plan_evaluate): which accelerator, its
  * predicted service time and link cost, or why it stays in software. The
  * model sees the entry's saved bytes. */
-static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, rdb_sample *out) {
+static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, b_sample *bs) {
+  rdb_sample *out = &bs->s;
   memset(out, 0, sizeof *out);
+  bs->source = 0;
   out->recorded_ns = c->latency_ns;
   out->accel = -1;
   out->sw_reason = RDB_SW_NOT_SELECTED;
@@ -633,6 +637,8 @@ static void evaluate(builder *b, scan_file *f, b_entry *e, const st_call *c, rdb
   }
   out->link_in_ns = (uint32_t)d.link_in_ns; /* at most IF_MAX_LINK_NS (if_link_cost) */
   out->fault_ns = (uint32_t)d.fault_ns;     /* at most UINT32_MAX (plan_decide) */
+  bs->source = (uint32_t)d.source_ns;       /* likewise */
+  b->any_source |= bs->source != 0;
   out->link_out_ns = (uint32_t)d.link_out_ns;
   out->out_cold = d.out_cold;
   b->out->faults_over_ns[e->api % RDB_API_SLOTS] += d.faults_over_ns;
@@ -923,7 +929,7 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
   b_sample *bs = add_sample(b, e, c);
   if (!bs)
     return 1;
-  evaluate(b, f, e, c, &bs->s);
+  evaluate(b, f, e, c, bs);
   link_next(b, c, e);
   if (e->n == 2)
     keep_stream(b, e);
@@ -1439,6 +1445,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   prefixes_sort(b);
   uint64_t prefixes_off = off;
   off = rdb_al8(off + b->nprefixes * sizeof(rdb_prefix));
+  uint64_t sources_off = b->any_source ? off : 0;
+  off = rdb_al8(off + (b->any_source ? nsamples * sizeof(uint32_t) : 0));
   uint64_t nschemas = unique_schemas(b), schemas_off = off;
   off = rdb_al8(off + nschemas * sizeof(rdb_schema));
   uint64_t names_off = off;
@@ -1487,7 +1495,10 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
                     .ndrops = b->ndrops,
                     .drops_off = drops_off,
                     .nprefixes = b->nprefixes,
-                    .prefixes_off = prefixes_off};
+                    .prefixes_off = prefixes_off,
+                    .nsamples = nsamples,
+                    .samples_off = samples_off,
+                    .sources_off = sources_off};
   calibrate_tsc(h);
   rdb_accel *acc = (rdb_accel *)(m + accel_off);
   for (int i = 0; i < p->naccel; i++) {
@@ -1516,6 +1527,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   rdb_entry *ents = (rdb_entry *)(m + entries_off);
   uint32_t *slots = (uint32_t *)(m + slots_off);
   rdb_sample *smp = (rdb_sample *)(m + samples_off);
+  uint32_t *src = sources_off ? (uint32_t *)(m + sources_off) : NULL;
   uint64_t so = 0;
   for (size_t i = 0; i < b->n; i++) {
     const b_entry *e = &b->e[i];
@@ -1530,6 +1542,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
     d->result = e->result;
     d->samples_off = samples_off + so * sizeof(rdb_sample);
     for (uint32_t k = 0; k < e->n; k++) {
+      if (src)
+        src[so] = e->s[k].source;
       smp[so] = e->s[k].s;
       uint32_t nx = e->s[k].next_id ? index_of[e->s[k].next_id - 1] : UINT32_MAX;
       smp[so++].next = nx == UINT32_MAX ? 0 : nx + 1;

@@ -80,6 +80,15 @@ uint64_t if_model_fault_ns(const if_model *m, const standin_request *r);
  * calls. */
 uint64_t if_recorded_fault_ns(const standin_request *r);
 
+/* The time the recorded call spent in the program's own callbacks making
+ * its request's bytes (ST_JPF_SOURCE_NS: a JPEG source manager's fills),
+ * which a device fed those bytes waits for: added, before the link in, by
+ * the models if_model_fault_ns adds faults for (the JPEG ones: jpeg-core,
+ * jpeg-lpn), 0 for the others, as there. At most the call's latency less
+ * its fault time. */
+uint64_t if_model_source_ns(const if_model *m, const standin_request *r);
+uint64_t if_recorded_source_ns(const standin_request *r);
+
 /* Edits (insert, delete, replace, swap of neighbours) from a to b's first
  * n bytes, capped at 9: for "did you mean" hints ("replya", "optimus_prime"). */
 int if_name_distance(const char *a, const char *b, size_t n);

@@ -686,11 +686,32 @@ int if_model_out_cold(const if_model *m, const standin_request *r) {
   return -1;
 }
 
+_Static_assert((int)STANDIN_JPEG_FAULT_NS == (int)ST_JPF_FAULT_NS &&
+                   (int)STANDIN_JPEG_SOURCE_NS == (int)ST_JPF_SOURCE_NS &&
+                   (int)STANDIN_PB_FAULT_NS == (int)ST_PBF_FAULT_NS,
+               "the plugin interface's feature slots are the trace's");
+
+/* A built-in model of a device, whose time is the device's alone. */
+static int is_device(const if_model *m) {
+  return m->iface == &ifb_protoacc || m->iface == &ifb_protoacc_lpn ||
+         m->iface == &ifb_optimus_prime || m->iface == &ifb_jpeg_core || m->iface == &ifb_jpeg_lpn;
+}
+
 uint64_t if_model_fault_ns(const if_model *m, const standin_request *r) {
-  int device = m->iface == &ifb_protoacc || m->iface == &ifb_protoacc_lpn ||
-               m->iface == &ifb_optimus_prime || m->iface == &ifb_jpeg_core ||
-               m->iface == &ifb_jpeg_lpn;
-  return device ? if_recorded_fault_ns(r) : 0;
+  return is_device(m) ? if_recorded_fault_ns(r) : 0;
+}
+
+uint64_t if_model_source_ns(const if_model *m, const standin_request *r) {
+  return is_device(m) ? if_recorded_source_ns(r) : 0;
+}
+
+uint64_t if_recorded_source_ns(const standin_request *r) {
+  int slot = st_source_slot((uint8_t)r->api);
+  if (slot < 0)
+    return 0;
+  uint64_t s = ifb_feat(r, (unsigned)slot), fault = if_recorded_fault_ns(r);
+  uint64_t room = r->recorded_ns - fault; /* fault is at most recorded_ns */
+  return s < room ? s : room;
 }
 
 uint64_t if_recorded_fault_ns(const standin_request *r) {

@@ -133,7 +133,13 @@ enum {
    * STANDIN_PB_FAULT_NS: the time of the page faults it took writing its
    * rows into memory the program had not touched (a buffer allocated for
    * the image), 0 when none. Added to the built-in device models' time. */
-  STANDIN_JPEG_FAULT_NS = 15
+  STANDIN_JPEG_FAULT_NS = 15,
+  /* Likewise (nfeat > 16 only): the time the decode's calls spent in the
+   * program's own source manager making the bytes the library read (a
+   * program that hands them one at a time out of a PDF stream), 0 when
+   * none was timed. A device fed the same bytes waits for them: added to
+   * the built-in device models' time, before the link in. */
+  STANDIN_JPEG_SOURCE_NS = 16
 };
 
 /* One request. Pointers are valid during the predict call only, and point to

@@ -487,12 +487,52 @@ static jpg_obj *src_owner(j_decompress_ptr cinfo) {
   abort();
 }
 
+/* Record: whether this call of the program's source is timed (jpg_source_ns),
+ * and its time. */
+#define SRC_TIME_ALL 64
+#define SRC_SLOW_NS 1000
+static uint64_t clock_read_ns(void);
+
+/* One in 64 at random, not every 64th: a source whose fills are cheap but
+ * for a refill every so many bytes (poppler's one-byte fills from a
+ * stream that reads 256 bytes at a time) would be timed at the same phase
+ * every time, and its refills never, or always. */
+static inline int src_timing(jpg_obj *o) {
+  if (!cbs.time_source || !o->in_call || o->phase == JPG_IDLE)
+    return 0;
+  if (o->src_calls++ < SRC_TIME_ALL || o->src_ns >= (uint64_t)o->src_timed * SRC_SLOW_NS)
+    return 1;
+  uint32_t x = o->src_rand ? o->src_rand : 0x9E3779B9u; /* xorshift32 */
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  o->src_rand = x;
+  return (x & 63) == 0;
+}
+
+static inline void src_timed(jpg_obj *o, uint64_t t0) {
+  uint64_t ns = now() - t0, read = clock_read_ns();
+  o->src_ns += ns > read ? ns - read : 0;
+  o->src_timed++;
+}
+
+uint64_t jpg_source_ns(const jpg_obj *o) {
+  if (!o->src_timed)
+    return 0;
+  uint64_t rest = o->src_calls > o->src_timed ? o->src_calls - o->src_timed : 0;
+  return o->src_ns + (uint64_t)((unsigned __int128)o->src_ns * rest / o->src_timed);
+}
+
 static void w_init(j_decompress_ptr cinfo) {
   jpg_obj *o = src_owner(cinfo);
   void (*init)(j_decompress_ptr) = o->orig_init;
+  int timed = src_timing(o);
+  uint64_t t0 = timed ? now() : 0;
   o->in_src++;
   JPG_CALLBACK(init(cinfo));
   o->in_src--;
+  if (timed)
+    src_timed(o, t0);
   if (o->cinfo == cinfo)
     mark_buffer(o); /* a source may set up its buffer here */
 }
@@ -522,9 +562,13 @@ static boolean w_fill(j_decompress_ptr cinfo) {
    * write their position back only at a unit they finished) */
   const JOCTET *at = cinfo->src->next_input_byte;
   boolean r;
+  int timed = src_timing(o);
+  uint64_t t0 = timed ? now() : 0;
   o->in_src++;
   JPG_CALLBACK(r = o->orig_fill(cinfo));
   o->in_src--;
+  if (timed)
+    src_timed(o, t0);
   if (!r) {
     /* suspended: the bytes up to that position were used, the rest will
      * be read again. Kept now: a source may forget its buffer when it
@@ -563,9 +607,13 @@ static void w_skip(j_decompress_ptr cinfo, long n) {
     jpg_buf_zero(&o->cap, (size_t)n);
   }
   o->in_skip = 1;
+  int timed = src_timing(o);
+  uint64_t t0 = timed ? now() : 0;
   o->in_src++;
   JPG_CALLBACK(o->orig_skip(cinfo, n));
   o->in_src--;
+  if (timed)
+    src_timed(o, t0);
   o->in_skip = 0;
   mark_buffer(o);
 }
@@ -672,6 +720,8 @@ int jpg_decode_begin(jpg_obj *o) {
   o->t_first = o->busy_ns = 0;
   o->timed = 0;
   o->nwork = 0;
+  o->src_calls = o->src_timed = o->src_rand = 0;
+  o->src_ns = 0;
   o->cap.len = 0;
   o->cap.failed = 0;
   o->nmsgs = o->msg_next = 0;

@@ -182,6 +182,10 @@ struct jpg_obj {
    * another (libvips), and the decode's work is where its time went */
   jpg_work work[JPG_WORK_THREADS];
   int nwork;
+  /* record: the program's source callbacks inside the decode's calls
+   * (jpg_callbacks.time_source): how many, how many timed, their time */
+  uint32_t src_calls, src_timed, src_rand;
+  uint64_t src_ns;
 
   void *ext; /* the shim's own per-decode data */
 };
@@ -198,6 +202,8 @@ typedef struct {
   uint64_t (*now)(void);        /* the shim's clock (default shim_now_ns) */
   uint32_t (*thread)(void);     /* the calling thread's index (record); NULL:
                                    o->work is not kept */
+  int time_source;              /* time the program's source callbacks (record:
+                                   jpg_source_ns) */
 } jpg_callbacks;
 void jpg_set_callbacks(const jpg_callbacks *cb);
 
@@ -241,6 +247,13 @@ void jpg_leave(jpg_obj *o);
 /* A call on o that began at o->t_in took ns: count it towards the
  * decode's time, and the calling thread's. */
 void jpg_busy(jpg_obj *o, uint64_t ns);
+
+/* Of the decode's time so far, the part its calls spent in the program's
+ * source callbacks (with jpg_callbacks.time_source): every callback is
+ * timed while they are few (64) or take 1 us or more on average, then one
+ * in 64 (poppler's one-byte fills: two clock reads each would cost a
+ * third of its decode), the others counted at the mean of those timed. */
+uint64_t jpg_source_ns(const jpg_obj *o);
 
 /* The thread that spent the most of the decode's library time (the first
  * of them on a tie), or NULL when threads are not named or no call was

@@ -183,6 +183,10 @@ static void submit(jpg_obj *o, int failed) {
   c.feat[ST_JPF_OUT_COLD] = place_permille(x->placement.cold, x->placement.probed);
   if ((c.feat[ST_JPF_FAULT_NS] = rt_out_fault_ns(&x->out_pages, c.latency_ns)) != 0)
     c.nfeat = ST_JPF_NFEAT;
+  /* the program's source callbacks: their time stays with the program */
+  uint64_t src = jpg_source_ns(o), room = c.latency_ns - c.feat[ST_JPF_FAULT_NS];
+  if ((c.feat[ST_JPF_SOURCE_NS] = src < room ? src : room) != 0)
+    c.nfeat = ST_JPF_NFEAT;
   if (x->note > 0)
     rt_backoff_found(&note_watch, x->out_pages.fresh != 0);
   if (failed || !complete)
@@ -264,7 +268,7 @@ static void on_error(jpg_obj *o, int stale) {
 }
 
 __attribute__((constructor)) static void rec_jpeg_init(void) {
-  jpg_callbacks cb = {on_error, free_dec, NULL, rt_thread_index};
+  jpg_callbacks cb = {on_error, free_dec, NULL, rt_thread_index, 1};
   jpg_set_callbacks(&cb);
 }
 

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 27
+#define RDB_VERSION 28
 /* rdb_header.jpeg_unserved */
 #define RDB_UNSERVED_RAW 1u
 #define RDB_UNSERVED_BUFFERED 2u
@@ -71,7 +71,8 @@ enum {
   RDB_A_LINK_NS,
   RDB_A_QUEUE_NS,
   RDB_A_BUSY_NS,
-  RDB_A_FAULT_NS, /* the recorded calls' page faults its requests kept (rdb_sample) */
+  RDB_A_FAULT_NS,  /* the recorded calls' page faults its requests kept (rdb_sample) */
+  RDB_A_SOURCE_NS, /* their waits for the program's source callbacks (rdb_header) */
   RDB_A_N
 };
 
@@ -315,6 +316,13 @@ typedef struct {
   uint64_t ndrops, drops_off;
   /* rdb_prefix[], by length then hash: how recorded libjpeg requests begin */
   uint64_t nprefixes, prefixes_off;
+  /* Every entry's samples lie in one run (nsamples from samples_off), and
+   * beside it, at sources_off, a u32 per sample in the same order: how long
+   * the call waits for the program's callbacks making its request (a JPEG
+   * source's fills: plan_decision.source_ns), before the link in. Apart
+   * from rdb_sample, which the hot path reads (it grew once, and a 1 KB
+   * unpack's harness doubled); 0: no sample has any. */
+  uint64_t nsamples, samples_off, sources_off;
 } rdb_header;
 
 /* A recorded protobuf message type's schema, by its identity

@@ -216,7 +216,7 @@ static void on_error(jpg_obj *o, int stale) {
 }
 
 __attribute__((constructor)) static void rep_jpeg_init(void) {
-  jpg_callbacks cb = {on_error, free_dec, rp_now, NULL};
+  jpg_callbacks cb = {on_error, free_dec, rp_now, NULL, 0};
   jpg_set_callbacks(&cb);
 }
 

@@ -458,6 +458,12 @@ static int validate(void) {
       !rp_ptr(hdr->prefixes_off, hdr->nprefixes * sizeof(rdb_prefix)) ||
       (hdr->nprefixes && (hdr->prefixes_off < hdr->ro_off || (hdr->prefixes_off & 7))))
     return -1;
+  if (hdr->sources_off &&
+      (hdr->nsamples > db_size / sizeof(rdb_sample) ||
+       !rp_ptr(hdr->samples_off, hdr->nsamples * sizeof(rdb_sample)) ||
+       !rp_ptr(hdr->sources_off, hdr->nsamples * sizeof(uint32_t)) ||
+       hdr->sources_off < hdr->ro_off || (hdr->sources_off & 3) || (hdr->samples_off & 7)))
+    return -1;
   if (hdr->nschemas > db_size / sizeof(rdb_schema) ||
       !rp_ptr(hdr->schemas_off, hdr->nschemas * sizeof(rdb_schema)) ||
       (hdr->nschemas && hdr->schemas_off < hdr->ro_off))
@@ -1092,7 +1098,18 @@ static uint64_t reserve(rdb_accel *a, uint32_t k, uint64_t arrive, const rdb_sam
   return start;
 }
 
-static void account_accel(uint32_t k, const rdb_sample *s, uint64_t queue) {
+/* How long the call of sample s waits for the program's callbacks making
+ * its request (rdb_header.sources_off): 0 for a sample outside the run. */
+static inline uint32_t source_of(const rdb_sample *s) {
+  if (SHIM_LIKELY(!hdr->sources_off))
+    return 0;
+  uintptr_t d = (uintptr_t)s - (uintptr_t)(db + hdr->samples_off);
+  if (d % sizeof(rdb_sample) || d / sizeof(rdb_sample) >= hdr->nsamples)
+    return 0;
+  return ((const uint32_t *)(db + hdr->sources_off))[d / sizeof(rdb_sample)];
+}
+
+static void account_accel(uint32_t k, const rdb_sample *s, uint32_t source, uint64_t queue) {
   local *l = local_self();
   if (SHIM_UNLIKELY(!l)) { /* no memory for the thread's counters */
     _Atomic uint64_t *c = accels[k].st.c;
@@ -1102,6 +1119,7 @@ static void account_accel(uint32_t k, const rdb_sample *s, uint64_t queue) {
                               memory_order_relaxed);
     atomic_fetch_add_explicit(&c[RDB_A_QUEUE_NS], queue, memory_order_relaxed);
     atomic_fetch_add_explicit(&c[RDB_A_FAULT_NS], s->fault_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c[RDB_A_SOURCE_NS], source, memory_order_relaxed);
     return;
   }
   l->a[k][RDB_A_REQUESTS]++;
@@ -1109,10 +1127,12 @@ static void account_accel(uint32_t k, const rdb_sample *s, uint64_t queue) {
   l->a[k][RDB_A_LINK_NS] += (uint64_t)s->link_in_ns + s->link_out_ns;
   l->a[k][RDB_A_QUEUE_NS] += queue;
   l->a[k][RDB_A_FAULT_NS] += s->fault_ns;
+  l->a[k][RDB_A_SOURCE_NS] += source;
   l->dirty = 1;
 }
 
-static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, uint64_t t0);
+static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, uint32_t source,
+                        uint64_t t0);
 
 int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
   ADD(RDB_C_INTERCEPTED, 1);
@@ -1133,12 +1153,13 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
     __builtin_prefetch(ents + (s->next - 1));
     __builtin_prefetch(&nexts[s->next - 1], 1);
   }
-  return begin_sample(t, e, s, t0);
+  return begin_sample(t, e, s, source_of(s), t0);
 }
 
 /* The deadline of a call of e given sample s (rp_begin), on the shared
  * timeline; 0 when s stays in software. */
-static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, uint64_t t0) {
+static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, uint32_t source,
+                        uint64_t t0) {
   t0 = t0 > outside_ns ? t0 - outside_ns : 0;
   t->e = e;
   t->s = s;
@@ -1159,11 +1180,11 @@ static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, u
   t->debt = l ? l->debt : 0;
   t->shift = hdr->catch_up ? (t0 > t->debt ? t->debt : t0) : 0;
   uint64_t v0 = t0 - t->shift;
-  uint64_t arrive = v0 + s->link_in_ns + s->fault_ns;
+  uint64_t arrive = v0 + source + s->link_in_ns + s->fault_ns;
   uint64_t start = reserve(a, (uint32_t)s->accel, arrive, s);
   uint64_t end = start + s->service_ns + s->link_out_ns;
   t->deadline = end - v0 > tail_ns ? end - tail_ns : v0;
-  account_accel((uint32_t)s->accel, s, start - arrive);
+  account_accel((uint32_t)s->accel, s, source, start - arrive);
   ADD(RDB_C_PREDICTED_NS, end - v0);
   ADD(RDB_C_RECORDED_NS, s->recorded_ns);
   return 1;
@@ -1486,7 +1507,7 @@ static uint32_t link32(uint64_t v) {
  * sample is taken as it is. Between calls served differently, the nearest
  * call's sample is taken as it is. */
 static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rdb_sample *out,
-                   const rdb_entry **ep, uint64_t *near_key) {
+                   uint32_t *source, const rdb_entry **ep, uint64_t *near_key) {
   const rdb_near_group *g = near_group(api, type, variant);
   if (!g)
     return 0;
@@ -1501,6 +1522,7 @@ static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rd
     if (!s)
       return 0;
     *out = *s;
+    *source = source_of(s);
     *near_key = k;
     if ((i != 0 && i != n) || k == key || k == 0)
       return 1;
@@ -1521,6 +1543,7 @@ static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rd
       out->link_in_ns = link32(extrapolate(k, s->link_in_ns, kf, f->link_in_ns, key));
       out->link_out_ns = link32(extrapolate(k, s->link_out_ns, kf, f->link_out_ns, key));
       out->fault_ns = link32(extrapolate(k, s->fault_ns, kf, f->fault_ns, key));
+      *source = link32(extrapolate(k, source_of(s), kf, source_of(f), key));
     } else if (i == n) { /* larger than any recorded: in proportion */
       out->service_ns = lerp(0, s->service_ns, key, k);
       out->recorded_ns = lerp(0, s->recorded_ns, key, k);
@@ -1538,6 +1561,7 @@ static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rd
   if (!s)
     return 0;
   *out = *s;
+  *source = source_of(s);
   *ep = lower ? ea : eb;
   *near_key = lower ? ka : kb;
   if (a && b && a->accel == b->accel) {
@@ -1547,6 +1571,7 @@ static int nearest(int api, const char *type, uint64_t variant, uint64_t key, rd
     out->link_in_ns = (uint32_t)lerp(a->link_in_ns, b->link_in_ns, num, den);
     out->link_out_ns = (uint32_t)lerp(a->link_out_ns, b->link_out_ns, num, den);
     out->fault_ns = (uint32_t)lerp(a->fault_ns, b->fault_ns, num, den);
+    *source = (uint32_t)lerp(source_of(a), source_of(b), num, den);
   }
   return 1;
 }
@@ -1556,7 +1581,8 @@ void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t v
   const rdb_entry *e = NULL;
   uint64_t nk = 0;
   rdb_sample smp;
-  int found = db && nearest(api, type ? type : "", variant, key, &smp, &e, &nk);
+  uint32_t src = 0;
+  int found = db && nearest(api, type ? type : "", variant, key, &smp, &src, &e, &nk);
   uint64_t now = rp_now();
   if (!found) { /* nothing of this API and type was recorded: a fallback */
     ADD(RDB_C_INTERCEPTED, 1);
@@ -1572,7 +1598,7 @@ void rp_near_done(uint64_t t0, uint64_t s, int api, const char *type, uint64_t v
   if (reason == RDB_FB_CHANGED)
     ADD(RDB_C_NEAR_CHANGED, 1);
   rp_ticket tk;
-  if (!begin_sample(&tk, e, &smp, t0)) { /* the nearest call stays in software */
+  if (!begin_sample(&tk, e, &smp, src, t0)) { /* the nearest call stays in software */
     if (unhide)
       rp_unhidden(s - t0, api);
     rp_software_done(now - s);

@@ -29,7 +29,8 @@ static const char *const jpeg_feat[ST_JPF_NFEAT] = {
     "input_bytes", "width",         "height",       "components",
     "subsampling", "progressive",   "restart",      "out_pixels",
     "out_bytes",   "scale_num",     "scale_denom",  "out_cold_permille",
-    "dropped_at",  "dropped_bytes", "dropped_hash", "fault_ns"};
+    "dropped_at",  "dropped_bytes", "dropped_hash", "fault_ns",
+    "source_ns"};
 
 int st_fault_slot(int api) {
   switch (st_api_family(api)) {
@@ -37,6 +38,10 @@ int st_fault_slot(int api) {
   case ST_FAMILY_JPEG: return ST_JPF_FAULT_NS;
   default: return -1;
   }
+}
+
+int st_source_slot(int api) {
+  return st_api_family(api) == ST_FAMILY_JPEG ? ST_JPF_SOURCE_NS : -1;
 }
 
 const char *st_feature_name(int api, int slot) {

@@ -23,7 +23,9 @@ typedef enum {
 /* The API family an accelerator serves ("protobuf" or "jpeg"). */
 typedef enum { ST_FAMILY_NONE = 0, ST_FAMILY_PROTOBUF = 1, ST_FAMILY_JPEG = 2 } st_family;
 
-#define ST_MAX_FEAT 16
+/* Feature slots a call carries (st_call.feat); a trace may hold more
+ * (STF_MAX_NFEAT), which a reader that does not know them ignores. */
+#define ST_MAX_FEAT 17
 
 /* Feature slots of protobuf calls (st_call.feat[]). The request is the
  * message tree for pack/size/pack_to_buffer and the encoded bytes for
@@ -81,7 +83,15 @@ enum {
    * measured cost of one (record/faults.h); 0 when none (traces before
    * 2026-11-30 have no such slot). Models of devices add it to their time. */
   ST_JPF_FAULT_NS = 15,
-  ST_JPF_NFEAT = 16
+  /* Not of the image either: the time the decode's calls spent in the
+   * program's own source manager (fill_input_buffer, skip_input_data,
+   * init_source) producing the bytes (poppler's DCTStream hands them one
+   * at a time out of a PDF stream: ~a fifth of its decode); estimated from
+   * a sample of the callbacks when they are many and short (record/
+   * rec_jpeg.c); 0 when none was timed (traces before 2026-12-01). A
+   * device fed the same bytes waits for them: models of devices add it. */
+  ST_JPF_SOURCE_NS = 16,
+  ST_JPF_NFEAT = 17
 };
 
 typedef enum {
@@ -127,5 +137,8 @@ const char *st_feature_name(int api, int slot);
 /* The slot of an API's calls that holds their page-fault time
  * (ST_PBF_FAULT_NS, ST_JPF_FAULT_NS), or -1. */
 int st_fault_slot(int api);
+/* The slot of an API's calls that holds their time in the program's own
+ * callbacks feeding the request (ST_JPF_SOURCE_NS), or -1. */
+int st_source_slot(int api);
 
 #endif

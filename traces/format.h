@@ -32,8 +32,14 @@
 /* Required bit 0: calls may carry ST_CALL_RESP_DIGEST (their response blob
  * is a digest, not the bytes). Every file this code writes sets it. */
 #define STF_FEAT_RESP_DIGEST 0x00000001u
-#define STF_FEATURES_KNOWN STF_FEAT_RESP_DIGEST
-#define STF_FEATURES_WRITTEN STF_FEAT_RESP_DIGEST
+/* Required bit 1: a call may carry more than 16 features (at most
+ * STF_MAX_NFEAT; a reader keeps the slots it knows and skips the rest).
+ * Every file this code writes sets it: readers before it took a 17th
+ * feature for damage. */
+#define STF_FEAT_MANY_FEATURES 0x00000002u
+#define STF_MAX_NFEAT 64
+#define STF_FEATURES_KNOWN (STF_FEAT_RESP_DIGEST | STF_FEAT_MANY_FEATURES)
+#define STF_FEATURES_WRITTEN (STF_FEAT_RESP_DIGEST | STF_FEAT_MANY_FEATURES)
 /* The writer truncates each header string to this many bytes. */
 #define STF_HDR_MAX_STR 4096u
 /* A reader refuses a header payload larger than this (ST_E_HEADER). */

@@ -457,13 +457,16 @@ static void decode_call(st_reader *r, stf_cur *b, st_call *c) {
   c->req_len = stf_get_varint(b);
   c->resp_len = stf_get_varint(b);
   c->result = stf_get_varint(b);
-  c->nfeat = stf_get_byte(b);
-  if (c->nfeat > ST_MAX_FEAT) {
+  unsigned nfeat = stf_get_byte(b);
+  if (nfeat > STF_MAX_NFEAT) {
     b->bad = 1;
-    c->nfeat = 0;
+    nfeat = 0;
   }
   for (unsigned i = 0; i < ST_MAX_FEAT; i++)
-    c->feat[i] = i < c->nfeat ? stf_get_varint(b) : 0;
+    c->feat[i] = i < nfeat ? stf_get_varint(b) : 0;
+  for (unsigned i = ST_MAX_FEAT; i < nfeat; i++) /* a newer writer's: skipped */
+    (void)stf_get_varint(b);
+  c->nfeat = (uint8_t)(nfeat < ST_MAX_FEAT ? nfeat : ST_MAX_FEAT);
 }
 
 static void decode_type(st_reader *r, stf_cur *b, st_type *t) {

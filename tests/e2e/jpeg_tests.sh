@@ -480,6 +480,41 @@ t245_jpeg_not_offloadable_decodes_of_the_run_are_counted() {
     fail "c: $(cat c.err)"
 }
 
+# The time a decode spends in the program's own source callbacks (a source
+# that makes its bytes as the library asks: -fillwork busy-waits 100 us a
+# fill) is recorded, and the device models keep it: whatif and replay
+# predict it on top of the device's time, alike; software's time holds it.
+t246_jpeg_source_callback_time_kept_by_device_models() {
+  corpus
+  f=$(files c_base_420)
+  fills=$((($(stat -c %s $f) + 999) / 1000)) # 1000 bytes a fill
+  "$STANDIN" record -o rec -- "$JD" -src custom -fillwork 100 $f >rec.out
+  read -r src lat <<<"$("$STANDIN" dump rec --format json | python3 -c '
+import json, sys
+c = [json.loads(l) for l in sys.stdin]
+assert len(c) == 1, c
+print(c[0]["features"].get("source_ns", 0), c[0]["latency_ns"])')"
+  # every fill waited 100 us: a lower bound, whatever the machine's load
+  [ "$src" -ge $((fills * 99000)) ] && [ "$src" -le "$lat" ] ||
+    fail "source_ns $src for $fills fills of 100 us, of a $lat ns decode"
+  "$STANDIN" whatif rec --iface jpeg-core --format json >w.json
+  read -r wsrc wpred <<<"$(python3 -c '
+import json, sys
+p = json.load(open("w.json"))["plans"][0]
+a = p["accelerators"][0]
+assert p["predicted_ns"] == a["service_ns"] + a["source_ns"] + a["fault_ns"] + a["link_ns"], (p, a)
+print(a["source_ns"], p["predicted_ns"])')"
+  expect_eq "whatif's source_ns" "$src" "$wsrc"
+  "$STANDIN" replay -t rec --iface jpeg-core --summary s.json -- "$JD" -src custom -fillwork 100 $f >rep.out
+  cmp rec.out rep.out || fail "replayed output differs"
+  expect_eq "replay: source_ns, predicted" "$src $wpred" \
+    "$(python3 -c 'import json; s = json.load(open("s.json")); print(s["accelerators"][0]["source_ns"], s["predicted_ns"])')"
+  "$STANDIN" replay -t rec --summary sw.json -- "$JD" -src custom -fillwork 100 $f >sw.out
+  expect_eq "software: source_ns" 0 \
+    "$(python3 -c 'import json; print(json.load(open("sw.json"))["accelerators"][0]["source_ns"])')"
+  "$STANDIN" info rec | grep -q "source callbacks took" || fail "info does not say: $("$STANDIN" info rec)"
+}
+
 t244_jpeg_unrecorded_truncated_image_from_a_suspending_source() {
   corpus
   "$STANDIN" record -o rec -- "$JD" $(files s_base_420_r1 o_prog_422) >/dev/null
@@ -1412,12 +1447,14 @@ print(len(v), len(set(x for x, c in zip(v, f) if x < c["latency_ns"]) or {0}))')
   sum=$(python3 -c 'import json; print(sum(json.loads(l)["features"]["fault_ns"] for l in open("d.json")))')
   # the device model keeps it: service and link as before, and the faults
   "$STANDIN" export -t rec --format csv --iface jpeg-core >e.csv
-  expect_eq "predicted = service + link + faults" "3" "$(python3 -c '
+  expect_eq "predicted = service + link + faults + source" "3" "$(python3 -c '
 import csv
 n = 0
 for r in csv.DictReader(open("e.csv")):
     assert r["decision"] == "offload", r
-    want = int(r["service_ns"]) + int(r["link_ns"]) + min(int(r["fault_ns"]), int(r["latency_ns"]))
+    fault = min(int(r["fault_ns"]), int(r["latency_ns"]))
+    source = min(int(r["source_ns"] or 0), int(r["latency_ns"]) - fault)
+    want = int(r["service_ns"]) + int(r["link_ns"]) + fault + source
     assert int(r["predicted_ns"]) == want, (r["predicted_ns"], want)
     n += 1
 print(n)')"

@@ -327,7 +327,8 @@ t310_jpeg_lpn_counts_coefficients() {
   cmp out.pgm out2.pgm
   expect_eq "lpn service" 80000 "$(accel s.json jpeg-lpn service_ns)"
   "$STANDIN" whatif rec --iface jpeg=jpeg-lpn --format json >w.json
-  python3 -c 'import json; p = json.load(open("w.json"))["plans"][0]; assert p["offloaded"] == 1 and p["predicted_ns"] == 80000, p'
+  # and djpeg's file reads (stdio's fills), which the device waits for too
+  python3 -c 'import json; p = json.load(open("w.json"))["plans"][0]; a = p["accelerators"][0]; assert p["offloaded"] == 1 and p["predicted_ns"] == 80000 + a["source_ns"], p'
 }
 
 t311_types_kept_whole_run_without_a_lookup() {

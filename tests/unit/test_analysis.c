@@ -449,6 +449,26 @@ START_TEST(test_plan_keeps_recorded_page_faults) {
 }
 END_TEST
 
+/* A recorded 5 ms decode of an 800x450 4:2:0 baseline image. */
+static void decode_800x450(st_call *c) {
+  *c = (st_call){.api = ST_API_JPEG_DECODE, .latency_ns = 5000000, .nfeat = ST_JPF_NFEAT};
+  c->feat[ST_JPF_INPUT_BYTES] = 90000;
+  c->feat[ST_JPF_WIDTH] = 800;
+  c->feat[ST_JPF_HEIGHT] = 450;
+  c->feat[ST_JPF_COMPONENTS] = 3;
+  c->feat[ST_JPF_SUBSAMPLING] = ST_SUBSAMP_420;
+  c->feat[ST_JPF_OUT_PIXELS] = 800 * 450;
+  c->feat[ST_JPF_OUT_BYTES] = 800 * 450 * 3;
+  c->feat[ST_JPF_SCALE_NUM] = c->feat[ST_JPF_SCALE_DENOM] = 1;
+}
+
+/* p's decision for c as an 800x450 decode's request (decode_800x450). */
+static void decide_800x450(const plan *p, const st_call *c, plan_decision *d) {
+  standin_request r;
+  plan_request(&r, c, "baseline 4:2:0");
+  plan_evaluate(p, &r, NULL, 90000, 1080000, d);
+}
+
 /* A decode's page faults (ST_JPF_FAULT_NS: rows written into a buffer the
  * program had just allocated) are kept by the JPEG device models as the
  * protobuf ones are (jpeg-lpn, which needs the image's bytes, by the same
@@ -462,26 +482,49 @@ START_TEST(test_plan_keeps_recorded_decode_faults) {
   for (int i = 0; i < 3; i++) {
     plan p;
     load_plan(&p, specs[i]);
-    st_call c = {.api = ST_API_JPEG_DECODE, .latency_ns = 5000000, .nfeat = ST_JPF_NFEAT};
-    c.feat[ST_JPF_INPUT_BYTES] = 90000;
-    c.feat[ST_JPF_WIDTH] = 800;
-    c.feat[ST_JPF_HEIGHT] = 450;
-    c.feat[ST_JPF_COMPONENTS] = 3;
-    c.feat[ST_JPF_SUBSAMPLING] = ST_SUBSAMP_420;
-    c.feat[ST_JPF_OUT_PIXELS] = 800 * 450;
-    c.feat[ST_JPF_OUT_BYTES] = 800 * 450 * 3;
-    c.feat[ST_JPF_SCALE_NUM] = c.feat[ST_JPF_SCALE_DENOM] = 1;
+    st_call c;
+    decode_800x450(&c);
     c.feat[ST_JPF_FAULT_NS] = 2000000;
-    standin_request r;
     plan_decision d;
-    plan_request(&r, &c, "baseline 4:2:0");
-    plan_evaluate(&p, &r, NULL, 90000, 1080000, &d);
+    decide_800x450(&p, &c, &d);
     ck_assert_msg(d.outcome == PLAN_OFFLOAD, "%d: %d %s", i, d.outcome, d.why ? d.why : "");
     ck_assert_uint_eq(d.fault_ns, want[i]);
     c.nfeat = ST_JPF_FAULT_NS; /* recorded before the slot */
-    plan_request(&r, &c, "baseline 4:2:0");
-    plan_evaluate(&p, &r, NULL, 90000, 1080000, &d);
+    decide_800x450(&p, &c, &d);
     ck_assert_uint_eq(d.fault_ns, 0);
+    plan_free(&p);
+  }
+}
+END_TEST
+
+/* A decode's time in the program's source callbacks (ST_JPF_SOURCE_NS) is
+ * kept by the JPEG device models as its page faults are, within what the
+ * call took beside them; software's and scale's time holds it; a trace
+ * without the slot has none. */
+START_TEST(test_plan_keeps_recorded_source_time) {
+  const char *specs[] = {"accel a jpeg-core\noffload to a\n",
+                         "accel a scale:factor=0.5\noffload to a\n",
+                         "accel a software\noffload to a\n"};
+  uint64_t want[] = {1500000, 0, 0};
+  for (int i = 0; i < 3; i++) {
+    plan p;
+    load_plan(&p, specs[i]);
+    st_call c;
+    decode_800x450(&c);
+    c.feat[ST_JPF_SOURCE_NS] = 1500000;
+    plan_decision d;
+    decide_800x450(&p, &c, &d);
+    ck_assert_msg(d.outcome == PLAN_OFFLOAD, "%d: %d %s", i, d.outcome, d.why ? d.why : "");
+    ck_assert_uint_eq(d.source_ns, want[i]);
+    ck_assert_uint_eq(d.fault_ns, 0);
+    /* with 4 ms of faults, 1 ms is left of the call for its source */
+    c.feat[ST_JPF_FAULT_NS] = 4000000;
+    decide_800x450(&p, &c, &d);
+    ck_assert_uint_eq(d.source_ns, want[i] ? 1000000 : 0);
+    ck_assert_uint_eq(d.fault_ns, want[i] ? 4000000 : 0);
+    c.nfeat = ST_JPF_SOURCE_NS; /* recorded before the slot */
+    decide_800x450(&p, &c, &d);
+    ck_assert_uint_eq(d.source_ns, 0);
     plan_free(&p);
   }
 }
@@ -1009,6 +1052,7 @@ static Suite *suite(void) {
   tcase_add_test(t, test_plan_decide_outcomes_and_link_cost);
   tcase_add_test(t, test_plan_keeps_recorded_page_faults);
   tcase_add_test(t, test_plan_keeps_recorded_decode_faults);
+  tcase_add_test(t, test_plan_keeps_recorded_source_time);
   tcase_add_test(t, test_plan_save_and_variants);
   tcase_add_test(t, test_report_counts_times_shares_and_percentiles);
   tcase_add_test(t, test_report_plan_offload_decisions_and_predictions);

@@ -128,7 +128,7 @@ static void gen_call(int i, st_call *c) {
   c->result = (uint64_t)-1;
   c->nfeat = (uint8_t)(i % (ST_MAX_FEAT + 1));
   for (int k = 0; k < c->nfeat; k++)
-    c->feat[k] = (uint64_t)i << (k * 4);
+    c->feat[k] = (uint64_t)i << (k * 4 % 64);
 }
 
 static void gen_site(int i, gen_rec *g) {
@@ -1253,7 +1253,8 @@ START_TEST(test_trace_reader_feature_flags) {
   const char *p = tpath("t");
   write_trace(p, 20, 0, 1);
   ck_assert_int_eq(open_patched(p, 1, 1, STF_FEAT_RESP_DIGEST), ST_OK); /* known required */
-  ck_assert_int_eq(open_patched(p, 1, 1, 1u << 1), ST_E_VERSION);       /* unknown required */
+  ck_assert_int_eq(open_patched(p, 1, 1, STF_FEAT_MANY_FEATURES), ST_OK); /* known required */
+  ck_assert_int_eq(open_patched(p, 1, 1, 1u << 2), ST_E_VERSION);         /* unknown required */
   ck_assert_int_eq(open_patched(p, 1, 1, 1u << 15), ST_E_VERSION); /* unknown required */
   ck_assert_int_eq(open_patched(p, 1, 1, 1u << 16), ST_OK);        /* optional: ignored */
 }
@@ -1371,11 +1372,27 @@ static uint32_t call_prefix(uint8_t *b, uint32_t body_len) {
   return (uint32_t)(p - b);
 }
 
+/* The call record b[0..n) in a chunk after a good one reads back as *c,
+ * and is the file's last record. */
+static void read_appended_call(const uint8_t *b, uint32_t n, st_call *c) {
+  const char *p = file_with_good_chunk();
+  append_chunk(p, 1, b, n, 1);
+  st_reader *r;
+  st_record rec;
+  ck_assert_int_eq(st_reader_open(&r, p), ST_OK);
+  ck_assert_int_eq(st_reader_next(r, &rec), ST_OK);
+  ck_assert_int_eq(st_reader_next(r, &rec), ST_OK);
+  ck_assert_int_eq(rec.kind, ST_REC_CALL);
+  *c = rec.u.call;
+  ck_assert_int_eq(st_reader_next(r, &rec), ST_E_END);
+  st_reader_close(r);
+}
+
 START_TEST(test_trace_reader_rejects_too_many_features) {
-  uint8_t b[64];
+  uint8_t b[128];
   uint32_t n = call_prefix(b, 0);
-  b[n++] = ST_MAX_FEAT + 1;
-  for (int i = 0; i < ST_MAX_FEAT + 1; i++)
+  b[n++] = STF_MAX_NFEAT + 1;
+  for (int i = 0; i < STF_MAX_NFEAT + 1; i++)
     b[n++] = 1;
   b[1] = (uint8_t)(n - 2);
   expect_bad_second_chunk(b, n, 1, ST_E_CORRUPT);
@@ -1386,18 +1403,28 @@ START_TEST(test_trace_reader_rejects_too_many_features) {
   b[n++] = 6;
   b[n++] = 0xee; /* a field added by a newer writer: ignored */
   b[1] = (uint8_t)(n - 2);
-  const char *p = file_with_good_chunk();
-  append_chunk(p, 1, b, n, 1);
-  st_reader *r;
-  st_record rec;
-  ck_assert_int_eq(st_reader_open(&r, p), ST_OK);
-  ck_assert_int_eq(st_reader_next(r, &rec), ST_OK);
-  ck_assert_int_eq(st_reader_next(r, &rec), ST_OK);
-  ck_assert_int_eq(rec.kind, ST_REC_CALL);
-  ck_assert_uint_eq(rec.u.call.nfeat, 2);
-  ck_assert_uint_eq(rec.u.call.feat[1], 6);
-  ck_assert_int_eq(st_reader_next(r, &rec), ST_E_END);
-  st_reader_close(r);
+  st_call c;
+  read_appended_call(b, n, &c);
+  ck_assert_uint_eq(c.nfeat, 2);
+  ck_assert_uint_eq(c.feat[1], 6);
+}
+END_TEST
+
+/* A newer writer's call with more feature slots than this reader knows:
+ * the known ones kept, the others skipped, what follows read as before. */
+START_TEST(test_trace_reader_skips_features_it_does_not_know) {
+  uint8_t b[128];
+  uint32_t n = call_prefix(b, 0);
+  b[n++] = ST_MAX_FEAT + 3;
+  for (int i = 0; i < ST_MAX_FEAT + 3; i++)
+    b[n++] = (uint8_t)(i + 1);
+  b[n++] = 0xee; /* a field added by a newer writer: ignored */
+  b[1] = (uint8_t)(n - 2);
+  st_call c;
+  read_appended_call(b, n, &c);
+  ck_assert_uint_eq(c.nfeat, ST_MAX_FEAT);
+  for (int i = 0; i < ST_MAX_FEAT; i++)
+    ck_assert_uint_eq(c.feat[i], (uint64_t)i + 1);
 }
 END_TEST
 
@@ -1575,6 +1602,7 @@ static Suite *trace_suite(void) {
   tcase_add_test(tc, test_trace_reader_feature_flags);
   tcase_add_test(tc, test_trace_reader_rejects_bad_header_crc);
   tcase_add_test(tc, test_trace_reader_rejects_too_many_features);
+  tcase_add_test(tc, test_trace_reader_skips_features_it_does_not_know);
   tcase_add_test(tc, test_trace_reader_rejects_too_many_frames);
   tcase_add_test(tc, test_trace_reader_rejects_string_outside_record);
   tcase_add_test(tc, test_trace_reader_rejects_record_outside_chunk);

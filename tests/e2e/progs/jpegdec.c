@@ -55,6 +55,9 @@
  *     -one           one decompression object for every file
  *     -strict        warnings are fatal (emit_message longjmps)
  *     -eoferr        the custom source raises an error at end of file
+ *     -fillwork US   the custom source works US microseconds (a busy wait)
+ *                    before each fill, as a program that makes its bytes as
+ *                    the library asks (poppler inflating a PDF stream)
  *     -threads N     N threads each decode every file (own objects)
  *     -repeat N      decode the file list N times
  *     -concat        a file holds several JPEGs back to back (one source)
@@ -85,7 +88,7 @@ typedef struct {
   const char *src;
   int scale_num, scale_denom, cs, dct, nofancy, nosmooth, quant, onepass;
   int buffered, bufsimple, passes, passdct, laterdct, emptypass, raw, coef, skip, crop_x, crop_w,
-      lines, nofinish, one, strict, eoferr;
+      lines, nofinish, one, strict, eoferr, fillwork;
   int latecrop, untilcomplete, whole, rawplanes;
   int threads, repeat, concat, chunk, readsize, stop, errno_w, height, pair, unread, giveup;
   const char *tables;
@@ -184,8 +187,18 @@ typedef struct {
 static void c_init(j_decompress_ptr c) {
   (void)c;
 }
+static void busy_us(int us) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do
+    clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < us * 1000L);
+}
+
 static boolean c_fill(j_decompress_ptr c) {
   custom_src *s = (custom_src *)c->src;
+  if (O.fillwork)
+    busy_us(O.fillwork);
   if (s->at == s->have) {
     s->have = fread(s->buf, 1, sizeof s->buf, s->f);
     s->at = 0;
@@ -836,6 +849,8 @@ static int parse(int argc, char **argv) {
       O.strict = 1;
     else if (!strcmp(a, "-eoferr"))
       O.eoferr = 1;
+    else if (!strcmp(a, "-fillwork"))
+      O.fillwork = atoi(v), i++;
     else if (!strcmp(a, "-concat"))
       O.concat = 1;
     else {
