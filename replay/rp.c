@@ -872,6 +872,15 @@ static inline void prefetch_next(unsigned api) {
   if (p < hdr->nentries)
     __builtin_prefetch((const rdb_entry *)(db + hdr->entries_off) + p);
   prefetch_entry(p - 1);
+  /* and the bytes after its response, the next entry's response most
+   * often (the database lays them out in the entries' order): two calls
+   * ahead, ~240 ns before they are read where one call ahead leaves ~120
+   * and a load from memory takes ~190 (a new 1 KB pack each call, harness
+   * alone, 16 rounds side by side: median 123.8 -> 118.4 ns; a cycle of
+   * 100 messages, whose bytes are in the caches, 103.4 and 103.0) */
+  const rdb_entry *e = (const rdb_entry *)(db + hdr->entries_off) + (p - 1);
+  int lines = (int)((e->resp_len + 63) / 64);
+  prefetch_lines(db + e->resp_off + e->resp_len, lines < 32 ? lines : 32);
   ahead = p;
 }
 
