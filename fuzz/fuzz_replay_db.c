@@ -37,6 +37,18 @@ static void serve(const rdb_built *b) {
         abort(); /* the builder laid out a stream outside the database */
       streamed = &e[i];
     }
+  /* every entry's samples lie in the one run the sources array stands
+   * beside (rdb_header.sources_off), in entry order */
+  uint64_t run = h->samples_off;
+  for (uint64_t i = 0; i < h->nentries; i++) {
+    if (e[i].samples_off != run)
+      abort();
+    run += (uint64_t)e[i].nsamples * sizeof(rdb_sample);
+  }
+  if (run != h->samples_off + h->nsamples * sizeof(rdb_sample) ||
+      (h->sources_off && (h->sources_off < h->ro_off || h->sources_off > h->size ||
+                          h->nsamples * sizeof(uint32_t) > h->size - h->sources_off)))
+    abort();
   /* --on-miss nearest's table (rdb.h): groups tile the items, keys rise
    * within a group, every item names an entry of its group's API and type */
   const rdb_near_group *g = (const rdb_near_group *)(b->base + h->near_groups_off);

@@ -183,9 +183,14 @@ struct jpg_obj {
   jpg_work work[JPG_WORK_THREADS];
   int nwork;
   /* record: the program's source callbacks inside the decode's calls
-   * (jpg_callbacks.time_source): how many, how many timed, their time */
-  uint32_t src_calls, src_timed, src_rand;
+   * (jpg_callbacks.time_source): how many, how many timed, their time as
+   * timed; and an empty callback timed beside them (jpg_source_ns) */
+  uint32_t src_calls, src_timed, src_rand, src_zeros;
   uint64_t src_ns;
+#define SRC_ZEROS 63
+  uint16_t src_zero[SRC_ZEROS]; /* ns, the first SRC_ZEROS */
+#define SRC_GROUPS 8
+  uint64_t src_group_ns[SRC_GROUPS]; /* src_ns of the timed calls dealt round */
 
   void *ext; /* the shim's own per-decode data */
 };
@@ -251,8 +256,9 @@ void jpg_busy(jpg_obj *o, uint64_t ns);
 /* Of the decode's time so far, the part its calls spent in the program's
  * source callbacks (with jpg_callbacks.time_source): every callback is
  * timed while they are few (64) or take 1 us or more on average, then one
- * in 64 (poppler's one-byte fills: two clock reads each would cost a
- * third of its decode), the others counted at the mean of those timed. */
+ * in 64 at random (poppler's one-byte fills: two clock reads each would
+ * cost a third of its decode); every call is counted at the mean of those
+ * timed, less the mean of an empty callback timed beside them. */
 uint64_t jpg_source_ns(const jpg_obj *o);
 
 /* The thread that spent the most of the decode's library time (the first

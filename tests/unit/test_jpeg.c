@@ -946,6 +946,35 @@ static void work_call(jpg_obj *o, uint32_t thread, int phase, int log_phase, uin
   jpg_busy(o, ns);
 }
 
+/* The time of a decode's source callbacks from a sample of them: one
+ * call an interrupt held among a thousand, and empty calls timed beside
+ * them with an outlier of their own, do not move it; every call timed is
+ * counted whole. */
+START_TEST(test_source_time_from_a_sample_ignores_an_interrupted_call) {
+  jpg_obj o;
+  memset(&o, 0, sizeof o);
+  o.src_calls = 64000;
+  o.src_timed = 1000; /* 125 in each group, 20 ns each */
+  for (int g = 0; g < SRC_GROUPS; g++)
+    o.src_group_ns[g] = 125 * 20;
+  o.src_group_ns[3] += 20000; /* one held for 20 us */
+  for (int g = 0; g < SRC_GROUPS; g++)
+    o.src_ns += o.src_group_ns[g];
+  o.src_zeros = SRC_ZEROS;
+  for (int i = 0; i < SRC_ZEROS; i++)
+    o.src_zero[i] = i == 7 || i == 40 ? 5000 : 10;
+  ck_assert_uint_eq(jpg_source_ns(&o), (20 - 10) * 64000);
+  /* the mean would have made it 1.3 ms more */
+  o.src_calls = o.src_timed = 10; /* every one timed: their sum, less the empty calls */
+  o.src_ns = 10 * 1000;
+  ck_assert_uint_eq(jpg_source_ns(&o), 10 * (1000 - 10));
+  o.src_zeros = 0;
+  ck_assert_uint_eq(jpg_source_ns(&o), 10 * 1000);
+  o.src_timed = 0;
+  ck_assert_uint_eq(jpg_source_ns(&o), 0);
+}
+END_TEST
+
 START_TEST(test_decode_is_the_thread_that_made_the_image) {
   jpg_set_callbacks(&(jpg_callbacks){.thread = work_thread});
   jpg_obj *o = calloc(1, sizeof *o);
@@ -1005,6 +1034,7 @@ int main(void) {
   tcase_add_test(req, test_digest_rebuilds_the_rows_and_checks_them);
   tcase_add_test(req, test_raw_planes_laid_out_and_rebuilt);
   tcase_add_test(req, test_decode_is_the_thread_that_made_the_image);
+  tcase_add_test(req, test_source_time_from_a_sample_ignores_an_interrupted_call);
   suite_add_tcase(s, scan);
   suite_add_tcase(s, req);
   SRunner *r = srunner_create(s);
