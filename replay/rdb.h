@@ -98,7 +98,17 @@ typedef struct {
 /* Per API: where the harness could not hide (rdb_stats.c[RDB_API(...)]).
  * CALLS: calls whose harness time is counted (served, or looked up before
  * running in software). */
-enum { RDB_API_CALLS, RDB_API_OVERRUNS, RDB_API_OVERRUN_NS, RDB_API_HARNESS_NS, RDB_API_N };
+/* SOURCE_NS: of the served calls' modelled time, the recorded wait for the
+ * program's source callbacks (rdb_header.sources_off), which a JPEG
+ * drain spends running them, inside HARNESS_NS. */
+enum {
+  RDB_API_CALLS,
+  RDB_API_OVERRUNS,
+  RDB_API_OVERRUN_NS,
+  RDB_API_HARNESS_NS,
+  RDB_API_SOURCE_NS,
+  RDB_API_N
+};
 #define RDB_API_SLOTS 32 /* st_api codes are below ST_API_MAX */
 /* Slots of the counts by why a call is not offloadable: JPG_NO_* in all
  * but the last, any other reason there (as cli.h CLI_NO_SLOTS). */

@@ -1194,6 +1194,8 @@ static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, u
   uint64_t end = start + s->service_ns + s->link_out_ns;
   t->deadline = end - v0 > tail_ns ? end - tail_ns : v0;
   account_accel((uint32_t)s->accel, s, source, start - arrive);
+  if (source)
+    ADD(RDB_API(e->api, RDB_API_SOURCE_NS), source);
   ADD(RDB_C_PREDICTED_NS, end - v0);
   ADD(RDB_C_RECORDED_NS, s->recorded_ns);
   return 1;

@@ -507,8 +507,8 @@ print(a["source_ns"], p["predicted_ns"])')"
   expect_eq "whatif's source_ns" "$src" "$wsrc"
   "$STANDIN" replay -t rec --iface jpeg-core --summary s.json -- "$JD" -src custom -fillwork 100 $f >rep.out
   cmp rec.out rep.out || fail "replayed output differs"
-  expect_eq "replay: source_ns, predicted" "$src $wpred" \
-    "$(python3 -c 'import json; s = json.load(open("s.json")); print(s["accelerators"][0]["source_ns"], s["predicted_ns"])')"
+  expect_eq "replay: source_ns, its API's, predicted" "$src $src $wpred" \
+    "$(python3 -c 'import json; s = json.load(open("s.json")); print(s["accelerators"][0]["source_ns"], s["by_api"]["jpeg.decode"]["source_ns"], s["predicted_ns"])')"
   "$STANDIN" replay -t rec --summary sw.json -- "$JD" -src custom -fillwork 100 $f >sw.out
   expect_eq "software: source_ns" 0 \
     "$(python3 -c 'import json; print(json.load(open("sw.json"))["accelerators"][0]["source_ns"])')"
