@@ -104,6 +104,12 @@ typedef struct {
 } jpg_work;
 #define JPG_WORK_THREADS 4 /* threads followed per decode; later ones are not */
 
+/* Record, timing a decode's source callbacks (jpg_source_ns): the empty
+ * callbacks timed beside them, and the groups whose means' median is
+ * taken. */
+#define SRC_ZEROS 63
+#define SRC_GROUPS 8
+
 typedef struct jpg_obj jpg_obj;
 struct jpg_obj {
   j_decompress_ptr cinfo;
@@ -187,9 +193,7 @@ struct jpg_obj {
    * timed; and an empty callback timed beside them (jpg_source_ns) */
   uint32_t src_calls, src_timed, src_rand, src_zeros;
   uint64_t src_ns;
-#define SRC_ZEROS 63
-  uint16_t src_zero[SRC_ZEROS]; /* ns, the first SRC_ZEROS */
-#define SRC_GROUPS 8
+  uint16_t src_zero[SRC_ZEROS];      /* ns, the first SRC_ZEROS */
   uint64_t src_group_ns[SRC_GROUPS]; /* src_ns of the timed calls dealt round */
 
   void *ext; /* the shim's own per-decode data */
