@@ -513,7 +513,7 @@ static inline int src_timing(jpg_obj *o) {
  * call through a pointer, as in the wrappers) is timed beside the timed
  * callbacks, in the same conditions, and its median taken off them. The
  * reads are fenced (src_clock). jpegdec's one-byte fills of a 4000x3000
- * image (1.8 million; perf: 8.7 ms of c_fill) read 22 ms with one plain
+ * image (1.8 million; perf: 8.7 ms of c_fill, under load) read 22 ms with one plain
  * read's cost taken off each, 0.4-0.9 ms with an empty call's (the fill
  * ran under the reads' latency), 8.6-9.4 ms fenced. Not beside callbacks
  * of 1 us or more on average, where the difference is lost in their time. */
@@ -578,7 +578,8 @@ uint64_t jpg_source_ns(const jpg_obj *o) {
    * (by the mean, a pdftoppm decode's fills read 0.9 to 4.1 ms from run to
    * run; so, 22-31% of the decode in 9 runs, as its time moved); calls
    * that take long in turn (poppler's refill every 256 bytes, 23 of the
-   * 6,000) are in every group. */
+   * 6,000) are in every group: with 32 groups, half had none, and the
+   * fills read 10% less. */
   double m[SRC_GROUPS];
   int n = 0;
   for (unsigned g = 0; g < SRC_GROUPS; g++) {
