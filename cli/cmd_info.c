@@ -151,23 +151,23 @@ static info_row *row_of(info_agg *a, scan_file *f, const st_call *c) {
   return r;
 }
 
+/* A call's time in something a device keeps (feature slot, -1: none), at
+ * most its latency (a trace from elsewhere may claim more): the calls that
+ * had some, their time in it, and those calls' whole time. */
+static void add_kept(const st_call *c, int slot, uint64_t *calls, uint64_t *ns, uint64_t *whole) {
+  if (slot < 0 || c->nfeat <= slot || !c->feat[slot])
+    return;
+  (*calls)++;
+  *ns += c->feat[slot] < c->latency_ns ? c->feat[slot] : c->latency_ns;
+  *whole += c->latency_ns;
+}
+
 static int on_call(scan_file *f, const st_call *c, void *arg) {
   info_agg *a = arg;
   a->file_ns += c->latency_ns;
-  int fs = st_fault_slot(c->api);
-  if (fs >= 0 && c->nfeat > fs && c->feat[fs]) {
-    uint64_t fl = c->feat[fs];
-    a->file_fault_calls++;
-    a->file_fault_ns += fl < c->latency_ns ? fl : c->latency_ns; /* a trace from elsewhere */
-    a->file_faulting_ns += c->latency_ns;
-  }
-  int ss = st_source_slot(c->api);
-  if (ss >= 0 && c->nfeat > ss && c->feat[ss]) {
-    uint64_t sn = c->feat[ss];
-    a->file_source_calls++;
-    a->file_source_ns += sn < c->latency_ns ? sn : c->latency_ns;
-    a->file_sourcing_ns += c->latency_ns;
-  }
+  add_kept(c, st_fault_slot(c->api), &a->file_fault_calls, &a->file_fault_ns, &a->file_faulting_ns);
+  add_kept(c, st_source_slot(c->api), &a->file_source_calls, &a->file_source_ns,
+           &a->file_sourcing_ns);
   if (c->flags & ST_CALL_RESP_DIGEST) {
     a->file_digests++;
     a->file_digest_bytes += c->resp_len;

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "jpeg_req.h" /* JPG_NO_* */
 #include "json.h"
 #include "replaydb.h"
 #include "trace.h"
@@ -351,7 +350,7 @@ static uint64_t ran_unusable(const rdb_stats *s, uint64_t by[CLI_NO_SLOTS]) {
  * they differ (a run of other input than the recorded, or one that gave
  * up elsewhere): neither is in the counts of the summary line. */
 static void print_unusable(const rdb_built *b, const rdb_stats *s) {
-  uint64_t ran[CLI_NO_SLOTS], rec[CLI_NO_SLOTS];
+  uint64_t ran[CLI_NO_SLOTS];
   uint64_t nran = ran_unusable(s, ran);
   unsigned long long n = b->calls_unusable, k = b->given_up_kept;
   char why[512], nb[32], kb[32], but[160] = "";
@@ -364,11 +363,9 @@ static void print_unusable(const rdb_built *b, const rdb_stats *s) {
   }
   if (!n)
     return;
-  /* the recorded given up of images also decoded whole are served as
-   * software (abandoned), not run as not offloadable */
-  memcpy(rec, b->unusable_by, sizeof rec);
-  rec[JPG_NO_ABANDONED] -= k < rec[JPG_NO_ABANDONED] ? k : rec[JPG_NO_ABANDONED];
-  if (nran && !memcmp(rec, ran, sizeof rec) && !k)
+  /* said once when this run's are the recording's (the recorded given up
+   * of images also decoded whole, served as software, make them differ) */
+  if (nran && !k && !memcmp(b->unusable_by, ran, sizeof ran))
     return;
   cli_no_list(b->unusable_by, why, sizeof why);
   if (k)

@@ -1372,20 +1372,26 @@ static uint32_t call_prefix(uint8_t *b, uint32_t body_len) {
   return (uint32_t)(p - b);
 }
 
-/* The call record b[0..n) in a chunk after a good one reads back as *c,
- * and is the file's last record. */
-static void read_appended_call(const uint8_t *b, uint32_t n, st_call *c) {
+/* The records b[0..n) (nrec of them) in a chunk after a good one: the one
+ * record read back from them, of kind `kind`, into *out; the file ends
+ * after it. */
+static void read_appended(const uint8_t *b, uint32_t n, uint32_t nrec, int kind, st_record *out) {
   const char *p = file_with_good_chunk();
-  append_chunk(p, 1, b, n, 1);
+  append_chunk(p, 1, b, n, nrec);
   st_reader *r;
   st_record rec;
   ck_assert_int_eq(st_reader_open(&r, p), ST_OK);
   ck_assert_int_eq(st_reader_next(r, &rec), ST_OK);
-  ck_assert_int_eq(st_reader_next(r, &rec), ST_OK);
-  ck_assert_int_eq(rec.kind, ST_REC_CALL);
-  *c = rec.u.call;
+  ck_assert_int_eq(st_reader_next(r, out), ST_OK);
+  ck_assert_int_eq(out->kind, kind);
   ck_assert_int_eq(st_reader_next(r, &rec), ST_E_END);
   st_reader_close(r);
+}
+
+static void read_appended_call(const uint8_t *b, uint32_t n, st_call *c) {
+  st_record rec;
+  read_appended(b, n, 1, ST_REC_CALL, &rec);
+  *c = rec.u.call;
 }
 
 START_TEST(test_trace_reader_rejects_too_many_features) {
@@ -1479,16 +1485,8 @@ END_TEST
 
 START_TEST(test_trace_reader_skips_unknown_record_kind) {
   uint8_t b[] = {99, 3, 1, 2, 3, ST_REC_NOTE, 4, 1, 'a', 1, 'b'};
-  const char *p = file_with_good_chunk();
-  append_chunk(p, 1, b, sizeof b, 2);
-  st_reader *r;
   st_record rec;
-  ck_assert_int_eq(st_reader_open(&r, p), ST_OK);
-  ck_assert_int_eq(st_reader_next(r, &rec), ST_OK);
-  ck_assert_int_eq(st_reader_next(r, &rec), ST_OK);
-  ck_assert_int_eq(rec.kind, ST_REC_NOTE);
-  ck_assert_int_eq(st_reader_next(r, &rec), ST_E_END);
-  st_reader_close(r);
+  read_appended(b, sizeof b, 2, ST_REC_NOTE, &rec);
   uint8_t z[] = {0, 0}; /* kind 0 is never valid */
   expect_bad_second_chunk(z, sizeof z, 1, ST_E_CORRUPT);
 }
