@@ -1424,6 +1424,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   off = rdb_al8(off + (uint64_t)p->naccel * sizeof(rdb_accel));
   uint64_t next_off = off;
   off = rdb_al8(off + b->n * sizeof(uint64_t));
+  uint64_t once_off = off;
+  off = rdb_al8(off + (b->n + 63) / 64 * sizeof(uint64_t));
   off = (off + 4095) & ~4095ull; /* the read-only part starts on a page */
   uint64_t ro_off = off;
   uint64_t entries_off = off;
@@ -1498,7 +1500,8 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
                     .prefixes_off = prefixes_off,
                     .nsamples = nsamples,
                     .samples_off = samples_off,
-                    .sources_off = sources_off};
+                    .sources_off = sources_off,
+                    .once_off = once_off};
   calibrate_tsc(h);
   rdb_accel *acc = (rdb_accel *)(m + accel_off);
   for (int i = 0; i < p->naccel; i++) {

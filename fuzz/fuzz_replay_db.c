@@ -30,6 +30,10 @@ static void serve(const rdb_built *b) {
   const rdb_header *h = (const rdb_header *)b->base;
   const rdb_entry *e = (const rdb_entry *)(b->base + h->entries_off);
   const rdb_entry *streamed = NULL; /* a tree-side entry with a plain stream */
+  /* the counters and the bits of entries recorded once: apart, writable */
+  if (h->next_off + h->nentries * 8 > h->once_off ||
+      h->once_off + (h->nentries + 63) / 64 * 8 > h->ro_off)
+    abort();
   for (uint64_t i = 0; i < h->nentries; i++)
     if (e[i].stream_len) {
       if (e[i].stream_off > h->size || e[i].stream_len > h->size - e[i].stream_off ||

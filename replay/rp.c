@@ -436,7 +436,8 @@ static int validate(void) {
     return -1;
   if (!rp_ptr(hdr->stats_off, sizeof(rdb_stats)))
     return -1;
-  if (!rp_ptr(hdr->next_off, hdr->nentries * sizeof(uint64_t)))
+  if (!rp_ptr(hdr->next_off, hdr->nentries * sizeof(uint64_t)) ||
+      !rp_ptr(hdr->once_off, (hdr->nentries + 63) / 64 * sizeof(uint64_t)))
     return -1;
   if (hdr->nclasses > db_size / sizeof(rdb_class) ||
       !rp_ptr(hdr->classes_off, hdr->nclasses * sizeof(rdb_class)))
@@ -469,13 +470,14 @@ static int validate(void) {
       (hdr->nschemas && hdr->schemas_off < hdr->ro_off))
     return -1;
   if ((hdr->entries_off | hdr->slots_off | hdr->accel_off | hdr->stats_off | hdr->next_off |
-       hdr->classes_off | hdr->near_groups_off | hdr->near_off | hdr->schemas_off) &
+       hdr->once_off | hdr->classes_off | hdr->near_groups_off | hdr->near_off | hdr->schemas_off) &
       7)
     return -1;
   /* the writable part (header, stats, timelines, occurrence counters) lies
    * before it, the tables the hot path reads after it */
   if ((hdr->ro_off & 4095) || hdr->ro_off > db_size ||
       hdr->next_off + hdr->nentries * sizeof(uint64_t) > hdr->ro_off ||
+      hdr->once_off + (hdr->nentries + 63) / 64 * sizeof(uint64_t) > hdr->ro_off ||
       hdr->stats_off + sizeof(rdb_stats) > hdr->ro_off ||
       hdr->accel_off + hdr->naccel * sizeof(rdb_accel) > hdr->ro_off ||
       hdr->slots_off < hdr->ro_off || hdr->entries_off < hdr->ro_off ||
@@ -805,6 +807,15 @@ static SHIM_TLS uint32_t pred[RDB_API_SLOTS]; /* entry index + 1, 0: none */
 static SHIM_TLS uint32_t pred_fails, pred_skip;
 static SHIM_TLS uint64_t last_used = UINT64_MAX; /* entry the thread served last */
 
+/* Where entry i (e) counts the occurrences served so far, whole run: its
+ * counter (rdb_header.next_off), or for an entry recorded once the word
+ * holding its bit (once_off), set at its first occurrence. */
+static inline _Atomic uint64_t *occurrence_word(const rdb_entry *e, uint64_t i) {
+  if (e->nsamples == 1)
+    return (_Atomic uint64_t *)(db + hdr->once_off) + i / 64;
+  return (_Atomic uint64_t *)(db + hdr->next_off) + i;
+}
+
 static inline void prefetch_lines(const void *p, int lines) {
   for (int i = 0; i < lines; i++)
     __builtin_prefetch((const char *)p + 64 * i);
@@ -816,7 +827,7 @@ static void prefetch_entry(uint64_t i) {
   const rdb_entry *e = (const rdb_entry *)(db + hdr->entries_off) + i;
   /* its occurrence counter, which rp_begin's atomic add would otherwise
    * wait for (an entry first served: a line nothing has touched) */
-  __builtin_prefetch((const uint64_t *)(db + hdr->next_off) + i, 1);
+  __builtin_prefetch(occurrence_word(e, i), 1);
   /* prefetches never fault: a wild offset costs nothing but the hint. A
    * request seen for the first time is memory nothing has touched: all of
    * a response up to 2 KiB is fetched while the hook fingerprints (a new
@@ -884,13 +895,14 @@ static inline void prefetch_next(unsigned api) {
   ahead = p;
 }
 
-static inline int served_index(uint64_t i) {
-  return atomic_load_explicit((_Atomic uint64_t *)(db + hdr->next_off) + i, memory_order_relaxed) !=
-         0;
+/* Entry i (e) served before in this run. */
+static inline int served_index(const rdb_entry *e, uint64_t i) {
+  uint64_t v = atomic_load_explicit(occurrence_word(e, i), memory_order_relaxed);
+  return e->nsamples == 1 ? (int)(v >> (i % 64) & 1) : v != 0;
 }
 
 int rp_served(const rdb_entry *e) {
-  return served_index((uint64_t)(e - (const rdb_entry *)(db + hdr->entries_off)));
+  return served_index(e, (uint64_t)(e - (const rdb_entry *)(db + hdr->entries_off)));
 }
 
 const rdb_entry *rp_predicted(int api, int served) {
@@ -899,9 +911,9 @@ const rdb_entry *rp_predicted(int api, int served) {
     return NULL;
   if (pred_fails >= 4 && (++pred_skip & 7) != 0)
     return NULL;
-  if (served && !served_index(p - 1))
-    return NULL;
   const rdb_entry *e = (const rdb_entry *)(db + hdr->entries_off) + (p - 1);
+  if (served && !served_index(e, p - 1))
+    return NULL;
   return e->api == api ? e : NULL;
 }
 
@@ -927,12 +939,6 @@ static inline const rdb_entry *found(const rdb_entry *ents, uint64_t i) {
   return &ents[i];
 }
 
-/* e's count of occurrences served so far, whole run (rdb_header.next_off) */
-static inline _Atomic uint64_t *occurrences(const rdb_entry *e) {
-  const rdb_entry *ents = (const rdb_entry *)(db + hdr->entries_off);
-  return (_Atomic uint64_t *)(db + hdr->next_off) + (e - ents);
-}
-
 /* e's recorded occurrences, or NULL */
 static inline const rdb_sample *samples_of(const rdb_entry *e) {
   if (e->nsamples == 0)
@@ -949,7 +955,11 @@ int rp_next_in_software(const rdb_entry *e) {
   const rdb_sample *samples = samples_of(e);
   if (!samples)
     return 0;
-  uint64_t k = atomic_load_explicit(occurrences(e), memory_order_relaxed) % e->nsamples;
+  uint64_t i = (uint64_t)(e - (const rdb_entry *)(db + hdr->entries_off));
+  uint64_t k =
+      e->nsamples == 1
+          ? 0
+          : atomic_load_explicit(occurrence_word(e, i), memory_order_relaxed) % e->nsamples;
   return in_software(&samples[k]);
 }
 
@@ -1147,8 +1157,14 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
   ADD(RDB_C_INTERCEPTED, 1);
   const rdb_entry *ents = (const rdb_entry *)(db + hdr->entries_off);
   _Atomic uint64_t *nexts = (_Atomic uint64_t *)(db + hdr->next_off);
-  uint64_t k = atomic_fetch_add_explicit(occurrences(e), 1, memory_order_relaxed);
-  last_used = (uint64_t)(e - ents);
+  uint64_t i = (uint64_t)(e - ents), k;
+  if (e->nsamples == 1) { /* its first occurrence, or one past the recorded count */
+    uint64_t bit = 1ull << (i % 64);
+    k = (atomic_fetch_or_explicit(occurrence_word(e, i), bit, memory_order_relaxed) & bit) != 0;
+  } else {
+    k = atomic_fetch_add_explicit(occurrence_word(e, i), 1, memory_order_relaxed);
+  }
+  last_used = i;
   const rdb_sample *samples = samples_of(e);
   if (!samples)
     return 0;
@@ -1160,6 +1176,8 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
   pred[e->api % RDB_API_SLOTS] = s->next;
   if (s->next != 0 && s->next <= hdr->nentries) {
     __builtin_prefetch(ents + (s->next - 1));
+    /* its counter, if it was recorded more than once (the bits of those
+     * recorded once share a line per 512 entries: in the caches) */
     __builtin_prefetch(&nexts[s->next - 1], 1);
   }
   return begin_sample(t, e, s, source_of(s), t0);

@@ -1134,6 +1134,29 @@ t121_replay_more_occurrences_than_recorded_reuses_samples() {
   return 0
 }
 
+# Requests recorded once each are counted by a bit, not a counter
+# (rdb_header.once_off): three processes at once each make basic's 120
+# calls, recorded once by one process, so exactly one of each three takes
+# the recorded occurrence and 240 calls reuse it, whichever comes first;
+# the second of two runs in a row reuses all of its calls.
+t145_replay_requests_recorded_once_counted_across_processes() {
+  "$PB" basic 30 >native.out
+  "$STANDIN" record -o rec -- "$PB" basic 30 >/dev/null
+  expect_eq "recorded" 120 "$(calls rec)"
+  "$STANDIN" replay -t rec --summary s.json -- \
+    sh -c "'$PB' basic 30 >a.out & '$PB' basic 30 >b.out & '$PB' basic 30 >c.out; wait" 2>err
+  for f in a b c; do
+    cmp native.out $f.out || fail "replayed output differs ($f)"
+  done
+  expect_eq "replayed" 360 "$(json s.json calls_replayed)"
+  expect_eq "reused" 240 "$(json s.json reused_samples)"
+  grep -q "240 calls repeated a request more often than the recording did" err || fail "$(cat err)"
+  "$STANDIN" replay -t rec --summary s2.json -- "$PB" twice 30 >rep2.out
+  cat native.out native.out | cmp - rep2.out || fail "replayed output differs, twice"
+  expect_eq "replayed, twice" 240 "$(json s2.json calls_replayed)"
+  expect_eq "reused, twice" 120 "$(json s2.json reused_samples)"
+}
+
 # A program run in a PID namespace with a /proc of its own (unshare
 # --mount-proc, bwrap) cannot reach the launcher's /proc/PID/fd/N: it ran
 # without replay ("cannot open the replay database"). The database is also
