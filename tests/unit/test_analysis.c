@@ -469,30 +469,40 @@ static void decide_800x450(const plan *p, const st_call *c, plan_decision *d) {
   plan_evaluate(p, &r, NULL, 90000, 1080000, d);
 }
 
+/* The models the recorded-time tests below go through: a device model
+ * (which keeps recorded faults and source time), then two that hold them
+ * in the recorded time they scale or repeat. */
+#define KEEP_SPECS 3
+static const char *const keep_specs[KEEP_SPECS] = {"accel a jpeg-core\noffload to a\n",
+                                                   "accel a scale:factor=0.5\noffload to a\n",
+                                                   "accel a software\noffload to a\n"};
+
+/* c's decision under keep_specs[i], offloaded. */
+static void decide_kept(int i, const st_call *c, plan_decision *d) {
+  plan p;
+  load_plan(&p, keep_specs[i]);
+  decide_800x450(&p, c, d);
+  ck_assert_msg(d->outcome == PLAN_OFFLOAD, "%d: %d %s", i, d->outcome, d->why ? d->why : "");
+  plan_free(&p);
+}
+
 /* A decode's page faults (ST_JPF_FAULT_NS: rows written into a buffer the
  * program had just allocated) are kept by the JPEG device models as the
  * protobuf ones are (jpeg-lpn, which needs the image's bytes, by the same
  * test of the model); software's and scale's time holds them; a trace
  * without the slot has none. */
 START_TEST(test_plan_keeps_recorded_decode_faults) {
-  const char *specs[] = {"accel a jpeg-core\noffload to a\n",
-                         "accel a scale:factor=0.5\noffload to a\n",
-                         "accel a software\noffload to a\n"};
-  uint64_t want[] = {2000000, 0, 0};
-  for (int i = 0; i < 3; i++) {
-    plan p;
-    load_plan(&p, specs[i]);
+  uint64_t want[KEEP_SPECS] = {2000000, 0, 0};
+  for (int i = 0; i < KEEP_SPECS; i++) {
     st_call c;
     decode_800x450(&c);
     c.feat[ST_JPF_FAULT_NS] = 2000000;
     plan_decision d;
-    decide_800x450(&p, &c, &d);
-    ck_assert_msg(d.outcome == PLAN_OFFLOAD, "%d: %d %s", i, d.outcome, d.why ? d.why : "");
+    decide_kept(i, &c, &d);
     ck_assert_uint_eq(d.fault_ns, want[i]);
     c.nfeat = ST_JPF_FAULT_NS; /* recorded before the slot */
-    decide_800x450(&p, &c, &d);
+    decide_kept(i, &c, &d);
     ck_assert_uint_eq(d.fault_ns, 0);
-    plan_free(&p);
   }
 }
 END_TEST
@@ -502,30 +512,23 @@ END_TEST
  * call took beside them; software's and scale's time holds it; a trace
  * without the slot has none. */
 START_TEST(test_plan_keeps_recorded_source_time) {
-  const char *specs[] = {"accel a jpeg-core\noffload to a\n",
-                         "accel a scale:factor=0.5\noffload to a\n",
-                         "accel a software\noffload to a\n"};
-  uint64_t want[] = {1500000, 0, 0};
-  for (int i = 0; i < 3; i++) {
-    plan p;
-    load_plan(&p, specs[i]);
+  uint64_t want[KEEP_SPECS] = {1500000, 0, 0};
+  for (int i = 0; i < KEEP_SPECS; i++) {
     st_call c;
     decode_800x450(&c);
     c.feat[ST_JPF_SOURCE_NS] = 1500000;
     plan_decision d;
-    decide_800x450(&p, &c, &d);
-    ck_assert_msg(d.outcome == PLAN_OFFLOAD, "%d: %d %s", i, d.outcome, d.why ? d.why : "");
+    decide_kept(i, &c, &d);
     ck_assert_uint_eq(d.source_ns, want[i]);
     ck_assert_uint_eq(d.fault_ns, 0);
     /* with 4 ms of faults, 1 ms is left of the call for its source */
     c.feat[ST_JPF_FAULT_NS] = 4000000;
-    decide_800x450(&p, &c, &d);
+    decide_kept(i, &c, &d);
     ck_assert_uint_eq(d.source_ns, want[i] ? 1000000 : 0);
     ck_assert_uint_eq(d.fault_ns, want[i] ? 4000000 : 0);
     c.nfeat = ST_JPF_SOURCE_NS; /* recorded before the slot */
-    decide_800x450(&p, &c, &d);
+    decide_kept(i, &c, &d);
     ck_assert_uint_eq(d.source_ns, 0);
-    plan_free(&p);
   }
 }
 END_TEST
