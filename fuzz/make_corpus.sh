@@ -11,7 +11,8 @@ T=$(mktemp -d /tmp/standin-seeds.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 C=fuzz/corpus
 rm -rf "$C"
-mkdir -p $C/trace_reader $C/trace_cli $C/replay_db $C/plan $C/model_spec $C/schema $C/pb_image $C/elf
+mkdir -p $C/trace_reader $C/trace_cli $C/replay_db $C/plan $C/model_spec $C/schema $C/pb_image $C/elf \
+  $C/jpeg_scan
 
 mkdir -p "$T/pb" "$T/jpeg"
 "$STANDIN" record -o "$T/pb/basic" -- "$PB" basic 3 >/dev/null 2>&1
@@ -90,6 +91,43 @@ for rec in basic p3; do
     for f in "$T/seeds-$rec/$k"/*; do cp "$f" "$C/$k/$rec-$(basename "$f")"; done
   done
 done
+
+# JPEG datastreams for the marker scanner (fuzz_jpeg_scan): the tiny
+# images above and arithmetic, grayscale and commented ones, whole, with
+# trailing bytes, cut short and with fill bytes, behind control bytes
+# (colour map, chunk sizes: see the harness); and corrupt corners.
+cjpeg -arithmetic "$T/t.ppm" >"$T/a.jpg"
+cjpeg -grayscale "$T/t.ppm" >"$T/g.jpg"
+wrjpgcom -comment "a comment" "$T/b.jpg" >"$T/c.jpg"
+python3 - "$T" "$C/jpeg_scan" <<'EOF'
+import sys, os
+t, c = sys.argv[1], sys.argv[2]
+ctl = [b"\x00\x00", b"\x03\x03\x00\x0f\x3f", b"\x00\x01\x00", b"\x05\x02\xf0\x07"]
+n = 0
+for name in "bacgpr":
+    d = open(os.path.join(t, name + ".jpg"), "rb").read()
+    variants = {
+        "whole": d,
+        "trailing": d + b"\x00\x11garbage\xff\xd8",
+        "truncated": d[: len(d) * 2 // 3],
+        "fill": d.replace(b"\xff\xda", b"\xff\xff\xff\xda", 1),
+    }
+    for vn, v in variants.items():
+        for i, pre in enumerate(ctl):
+            if (n + i) % 2 == 0 or vn == "whole":
+                open(os.path.join(c, "seed-%s-%s-%d" % (name, vn, i)), "wb").write(pre + v)
+        n += 1
+b = open(os.path.join(t, "b.jpg"), "rb").read()
+k = b.index(b"\xff\xda")
+ent = k + 2 + ((b[k + 2] << 8) | b[k + 3]) + 10
+# a restart marker in a scan without a restart interval, a second SOI, a
+# reserved marker
+open(os.path.join(c, "seed-rst-without-dri"), "wb").write(
+    b"\x00\x04\x01\x02\x03\x04" + b[:ent] + b"\xff\xd3" + b[ent:])
+open(os.path.join(c, "seed-second-soi"), "wb").write(b"\x00\x00" + b[:20] + b"\xff\xd8" + b[20:])
+open(os.path.join(c, "seed-reserved-marker"), "wb").write(
+    b"\x02\x00" + b[:20] + b"\xff\xc8\x00\x04\x00\x00" + b[20:])
+EOF
 
 # Plans: the examples of docs/PLANS.md and the tests, and the odd corners.
 i=0

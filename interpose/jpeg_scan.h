@@ -84,10 +84,10 @@ int jpg_scan_may_end(const jpg_scan *s);
 size_t jpg_scan_kept(const jpg_scan *s);
 
 /* End the datastream here (EOI seen or not), append EOI to the output and
- * hand the buffer over: *buf (malloc'd, caller frees) holds `reserve`
- * free bytes then the normalised stream, *len counts both. Returns 0, or
- * -1 if memory ran out (nothing is handed over). The scanner is empty
- * afterwards. */
+ * hand the buffer over: *buf (the caller frees it with shim_free) holds
+ * `reserve` free bytes then the normalised stream, *len counts both.
+ * Returns 0, or -1 if memory ran out (nothing is handed over). The scanner
+ * is empty afterwards. */
 int jpg_scan_finish(jpg_scan *s, uint8_t **buf, size_t *len);
 
 /* Free the output of an unfinished scan. */
