@@ -7,7 +7,6 @@
  * of the end-to-end estimate — sees calls in start order. */
 #include "analysis.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -779,7 +778,7 @@ static int setup(ctx *x, an_result *r, const an_opts *o) {
   for (int i = 0; i < ST_API_MAX; i++)
     x->api_group[i] = -1;
   hist_init(&r->all);
-  r->cpus = o->cpus ? o->cpus : an_cpus_here();
+  r->cpus = o->cpus ? o->cpus : cli_cpus_here();
   r->nplans = o->nplans;
   r->plans = calloc((size_t)o->nplans + 1, sizeof *r->plans);
   x->ps = calloc((size_t)o->nplans + 1, sizeof *x->ps);
@@ -1030,14 +1029,6 @@ char *an_fmt_naive(char *buf, size_t cap, const an_result *r, int k) {
     return buf;
   }
   return cli_fmt_ns(buf, cap, (double)an_estimate_naive(r, k));
-}
-
-uint32_t an_cpus_here(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return (uint32_t)CPU_COUNT(&set);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (uint32_t)n : 1;
 }
 
 static void say_damaged(const char *dir, const char *what, int damaged) {

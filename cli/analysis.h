@@ -134,9 +134,6 @@ typedef struct {
   uint64_t native_wall_ns; /* the program's wall time without standin; 0: unknown */
 } an_opts;
 
-/* CPUs this process may run on. */
-uint32_t an_cpus_here(void);
-
 /* Analyse every trace of dir. Prints why and returns -1 when the
  * directory or a file cannot be opened or memory runs out; a damaged file
  * is read up to the damage (warned, r->damaged set). */

@@ -162,6 +162,24 @@ int cli_find_program(const char *prog, char *out, size_t cap);
  * while the program runs. Returns the exit code standin should use (the program's status, or
  * 128+signal), and the wall time in *wall_ns. */
 int cli_run(char *const argv[], char *const extra_env[], uint64_t *wall_ns);
+
+/* CPUs this process may run on. */
+uint32_t cli_cpus_here(void);
+
+/* The last program run (cli_run and the like): how long its first
+ * process's main thread waited for a CPU while it could run, and how long
+ * it ran on one (/proc/PID/schedstat as it ended). 0, or -1 where that
+ * is not known (no /proc, a kernel without scheduler statistics). */
+int cli_run_cpu_wait(uint64_t *wait_ns, uint64_t *oncpu_ns);
+/* `  "main_thread_cpu_wait_ns": N,` and `"main_thread_cpu_ns"` (null
+ * where not known): --summary lines. */
+void cli_json_cpu_wait(FILE *f);
+/* Whether such a wait is worth a warning: 2 ms and 10% of the time the
+ * thread could run, or more. cli_cpu_wait_say writes what it was into buf
+ * when it is (returns 1), else "" (returns 0; also with
+ * STANDIN_QUIET_WAITS=1); cpus: the CPUs the run had (0: not known). */
+int cli_cpu_wait_matters(uint64_t wait_ns, uint64_t oncpu_ns);
+int cli_cpu_wait_say(char *buf, size_t cap, uint64_t wait_ns, uint64_t oncpu_ns, uint32_t cpus);
 /* CLOCK_MONOTONIC in ns, as the kernel has it even when a library
  * preloaded into standin fakes clock_gettime (faketime). */
 uint64_t cli_mono_ns(void);

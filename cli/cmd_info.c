@@ -235,6 +235,22 @@ static size_t unfollowed_note(const char *dir, const char *indent) {
   return n;
 }
 
+/* A recording whose main thread waited for a CPU (run.info, since
+ * 2026-12-01): the calls timed then may include the waits. */
+static void cpu_wait_note(const char *dir) {
+  const char *v = cli_runinfo_get(dir, "main_cpu_wait_ns");
+  unsigned long long waited, oncpu;
+  unsigned cpus = 0;
+  if (!v || sscanf(v, "%llu", &waited) != 1 || !(v = cli_runinfo_get(dir, "main_cpu_ns")) ||
+      sscanf(v, "%llu", &oncpu) != 1)
+    return;
+  if ((v = cli_runinfo_get(dir, "cpus")) != NULL && sscanf(v, "%u", &cpus) != 1)
+    cpus = 0;
+  char said[512];
+  if (cli_cpu_wait_say(said, sizeof said, waited, oncpu, cpus))
+    printf("  while recording, %s: calls timed then may include those waits\n", said);
+}
+
 /* Returns 1 when dir is not a recording at all (said on stderr). */
 static int explain_empty(const char *dir) {
   if (!cli_runinfo_get(dir, "command")) {
@@ -518,6 +534,7 @@ int cmd_info(int argc, char **argv) {
   if (cli_recording_busy(dir))
     printf("  still being recorded into: a 'standin record' is running, and its processes' "
            "traces are not closed yet\n");
+  cpu_wait_note(dir);
   putchar('\n');
   info_agg agg = {0};
   info_defs defs = {0};

@@ -28,8 +28,12 @@ static const char usage_text[] =
     "the time to whatif, report, compare or sweep with --native-wall, as a duration or\n"
     "as the --summary file itself (--native-wall native.json).\n"
     "\n"
-    "  -S, --summary FILE  also write {\"exit_status\", \"wall_ns\", \"command\"} as\n"
-    "                      JSON to FILE (- is standard output, after the program's)\n"
+    "When its main thread waited for a CPU for 10% or more of the time it could run, it\n"
+    "says so: the time then includes those waits.\n"
+    "\n"
+    "  -S, --summary FILE  also write {\"exit_status\", \"wall_ns\", \"command\",\n"
+    "                      \"main_thread_cpu_wait_ns\", \"main_thread_cpu_ns\"} as JSON to\n"
+    "                      FILE (- is standard output, after the program's)\n"
     "  -q, --quiet         do not print the time\n";
 
 int cmd_native(int argc, char **argv) {
@@ -65,12 +69,18 @@ int cmd_native(int argc, char **argv) {
     fprintf(stderr, "standin: native: %s ran %s (%llu ns), exit status %d\n", argv[optind],
             cli_fmt_ns(t, sizeof t, (double)wall), (unsigned long long)wall, rc);
   }
+  uint64_t waited = 0, oncpu = 0;
+  char said[512];
+  if (cli_run_cpu_wait(&waited, &oncpu) == 0 &&
+      cli_cpu_wait_say(said, sizeof said, waited, oncpu, cli_cpus_here()))
+    fprintf(stderr, "standin: native: %s; its time includes those waits\n", said);
   if (summary) {
     cli_out o;
     if (cli_out_open(&o, summary, NULL) != 0)
       return rc ? rc : 1;
-    fprintf(o.f, "{\n  \"exit_status\": %d,\n  \"wall_ns\": %llu,\n  \"command\": [", rc,
-            (unsigned long long)wall);
+    fprintf(o.f, "{\n  \"exit_status\": %d,\n  \"wall_ns\": %llu,\n", rc, (unsigned long long)wall);
+    cli_json_cpu_wait(o.f);
+    fprintf(o.f, "  \"command\": [");
     for (int i = optind; i < argc; i++) {
       fputs(i > optind ? ", " : "", o.f);
       json_write_str(o.f, argv[i]);

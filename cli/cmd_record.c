@@ -323,6 +323,12 @@ static void write_runinfo(const char *dir, char **argv, const char *path, int dy
           "launcher_pidns=%llu\n",
           path, dynamic, status, (unsigned long long)wall_ns, (long long)time(NULL), (long)getpid(),
           stat("/proc/self/ns/pid", &ns) == 0 ? (unsigned long long)ns.st_ino : 0ull);
+  /* how long the main thread waited for a CPU during the run (cli_run_cpu_wait):
+   * info says when the recorded latencies may include such waits */
+  uint64_t waited, oncpu;
+  if (wall_ns && cli_run_cpu_wait(&waited, &oncpu) == 0)
+    fprintf(f, "main_cpu_wait_ns=%llu\nmain_cpu_ns=%llu\ncpus=%u\n", (unsigned long long)waited,
+            (unsigned long long)oncpu, cli_cpus_here());
   errno = 0;
   int bad = fflush(f) != 0 || ferror(f);
   long len = ftell(f);
@@ -603,10 +609,17 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
               "standard output discarded%s)\n",
               p + 1, o->retime,
               p == 0 ? ", files it writes written again; a server must be stopped again" : "");
-    uint64_t wall;
+    uint64_t wall, waited, oncpu;
     int rc = cli_run_again(argv, env2, &wall);
     if (rc != 0)
       cli_warn("--retime: timing-only run %u exited with status %d", p + 1, rc);
+    char said[512];
+    if (cli_run_cpu_wait(&waited, &oncpu) == 0 &&
+        cli_cpu_wait_say(said, sizeof said, waited, oncpu, cli_cpus_here()))
+      fprintf(stderr,
+              "standin: --retime: timing-only run %u: %s; its latencies include those "
+              "waits\n",
+              p + 1, said);
     pdir[done++] = pdirs[p];
   }
   free(env2);
@@ -713,6 +726,15 @@ int cmd_record(int argc, char **argv) {
   write_runinfo(o.dir, argv + first, path, dyn, status, wall);
   const char *slash = strrchr(argv[first], '/');
   summary(o.dir, absdir, slash ? slash + 1 : argv[first], builtin, rc, o.no_follow);
+  uint64_t waited = 0, oncpu = 0;
+  char said[512];
+  if (!o.retime && cli_run_cpu_wait(&waited, &oncpu) == 0 &&
+      cli_cpu_wait_say(said, sizeof said, waited, oncpu, cli_cpus_here()))
+    fprintf(stderr,
+            "standin: record: %s (the trace writer's among them); the latencies recorded "
+            "include those waits: record on a quiet machine, or add --retime (its timing runs "
+            "have no writer)\n",
+            said);
   if (o.retime)
     retime(&o, absdir, argv + first, env);
   for (int i = 0; env[i]; i++)

@@ -459,6 +459,7 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
   fprintf(f, "{\n  \"recording\": ");
   json_write_str(f, realpath(dir, real) ? real : dir);
   fprintf(f, ",\n  \"exit_status\": %d,\n  \"wall_ns\": %llu,\n", rc, (unsigned long long)wall);
+  cli_json_cpu_wait(f);
   fprintf(f, "  \"calls_intercepted\": %llu,\n  \"calls_replayed\": %llu,\n", C(s, RDB_C_INTERCEPTED),
           C(s, RDB_C_REPLAYED));
   fprintf(f, "  \"calls_software\": %llu,\n  \"software_reasons\": {", C(s, RDB_C_SOFTWARE));
@@ -829,6 +830,15 @@ int cmd_replay(int argc, char **argv) {
             live == 1 ? "its" : "their");
   warn_misfit(&b, s, (int)h->on_miss);
   warn_short_calls(&b, s);
+  uint64_t waited = 0, oncpu = 0;
+  char said[512];
+  if (cli_run_cpu_wait(&waited, &oncpu) == 0 &&
+      cli_cpu_wait_say(said, sizeof said, waited, oncpu, cli_cpus_here()))
+    fprintf(stderr,
+            "standin: replay: %s. A replayed call spins on its CPU where the program would "
+            "wait for the device and leave it to another thread, so these times are less "
+            "reliable: replay on a quiet machine, with no more busy threads than CPUs\n",
+            said);
   /* decided when the database was built: about the recording's calls, which
    * this run may not all have made */
   char nb[32];

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -998,6 +999,84 @@ void cli_signals_as_given(void) {
     sigaction(calm[i], &calm_given[i], NULL);
 }
 
+/* ---- waiting for a CPU ------------------------------------------------------
+ *
+ * /proc/PID/schedstat gives a task's time on a CPU and its time runnable
+ * but waiting for one (the scheduler's run_delay, in ns). Read for the
+ * program's first process as it ends (a zombie not yet reaped), it says
+ * whether its main thread had a CPU whenever it could run: other
+ * processes, or more runnable threads than CPUs, make it wait, and times
+ * taken then are not the program's own. Other threads and processes are
+ * not seen (gone by then): a program whose work is elsewhere reads low. */
+static uint64_t last_wait_ns, last_oncpu_ns;
+static int last_wait_known;
+
+static int read_schedstat(pid_t pid, uint64_t *oncpu, uint64_t *wait) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%ld/schedstat", (long)pid);
+  FILE *f = fopen(p, "re");
+  if (!f)
+    return -1;
+  unsigned long long a, b;
+  int ok = fscanf(f, "%llu %llu", &a, &b) == 2;
+  fclose(f);
+  if (!ok)
+    return -1;
+  *oncpu = a;
+  *wait = b;
+  return 0;
+}
+
+uint32_t cli_cpus_here(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return (uint32_t)CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (uint32_t)n : 1;
+}
+
+int cli_run_cpu_wait(uint64_t *wait_ns, uint64_t *oncpu_ns) {
+  if (!last_wait_known)
+    return -1;
+  *wait_ns = last_wait_ns;
+  *oncpu_ns = last_oncpu_ns;
+  return 0;
+}
+
+void cli_json_cpu_wait(FILE *f) {
+  uint64_t w, c;
+  if (cli_run_cpu_wait(&w, &c) == 0)
+    fprintf(f, "  \"main_thread_cpu_wait_ns\": %llu,\n  \"main_thread_cpu_ns\": %llu,\n",
+            (unsigned long long)w, (unsigned long long)c);
+  else
+    fprintf(f, "  \"main_thread_cpu_wait_ns\": null,\n  \"main_thread_cpu_ns\": null,\n");
+}
+
+int cli_cpu_wait_matters(uint64_t wait_ns, uint64_t oncpu_ns) {
+  return wait_ns >= 2000000 && wait_ns * 10 >= wait_ns + oncpu_ns;
+}
+
+int cli_cpu_wait_say(char *buf, size_t cap, uint64_t wait_ns, uint64_t oncpu_ns, uint32_t cpus) {
+  const char *quiet = getenv("STANDIN_QUIET_WAITS"); /* docs/INTERNALS.md */
+  if (!cli_cpu_wait_matters(wait_ns, oncpu_ns) || (quiet && *quiet && strcmp(quiet, "0") != 0)) {
+    if (cap)
+      buf[0] = 0;
+    return 0;
+  }
+  char t[32], r[32], n[48] = "CPUs";
+  if (cpus == 1)
+    snprintf(n, sizeof n, "the one CPU it had");
+  else if (cpus)
+    snprintf(n, sizeof n, "the %u CPUs it had", cpus);
+  snprintf(buf, cap,
+           "the program's main thread waited for a CPU %.0f%% of the time it could run (%s of "
+           "%s): other processes, or more runnable threads than %s",
+           100.0 * (double)wait_ns / (double)(wait_ns + oncpu_ns),
+           cli_fmt_ns(t, sizeof t, (double)wait_ns),
+           cli_fmt_ns(r, sizeof r, (double)(wait_ns + oncpu_ns)), n);
+  return 1;
+}
+
 /* The program is started with posix_spawn (a vfork, not a fork): the
  * launcher may hold hundreds of MiB (the replay database it just built),
  * and copying its page tables into a child that execs at once took
@@ -1041,6 +1120,7 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
   posix_spawnattr_init(&at);
   posix_spawnattr_setsigmask(&at, &mask);
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+  last_wait_known = 0;
   uint64_t t0 = mono_ns();
   pid_t pid;
   int e = posix_spawnp(&pid, argv[0], &fa, &at, argv, env);
@@ -1066,9 +1146,16 @@ static int run(char *const argv[], char *const extra_env[], uint64_t *wall_ns, i
   }
   sigprocmask(SIG_SETMASK, &mask, NULL);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+  /* ended but not reaped: its schedstat is still there to read */
+  siginfo_t si;
+  int waited;
+  while ((waited = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT)) < 0 && errno == EINTR)
     ;
   *wall_ns = mono_ns() - t0;
+  if (waited == 0)
+    last_wait_known = read_schedstat(pid, &last_oncpu_ns, &last_wait_ns) == 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
   for (int i = 0; i < NPASSED; i++)
     sigaction(passed_on[i], &old[i], NULL);
   child_pid = 0;

@@ -1664,3 +1664,63 @@ t684_record_and_replay_without_proc() {
   expect_eq "calls" 80 "$(calls rec)"
   expect_eq "replayed" 80 "$(json s.json calls_replayed)"
 }
+
+# A program that shares its one CPU with two busy loops waits for it, and
+# replay, native and record say so: its main thread's wait as it ended
+# (/proc/PID/schedstat) in --summary (main_thread_cpu_wait_ns), run.info and
+# info. Without scheduler statistics the summary says null and nothing is
+# said.
+t685_runs_whose_main_thread_waited_for_a_cpu_say_so() {
+  unset STANDIN_QUIET_WAITS # (run.sh sets it for the other tests)
+  "$STANDIN" record -o rec -- "$PB" basic 2000 >rec.out 2>rec.err
+  local cpu hogs=()
+  cpu=$(python3 -c 'import os; print(min(os.sched_getaffinity(0)))')
+  for _ in 1 2; do
+    timeout 60 taskset -c "$cpu" sh -c 'while :; do :; done' &
+    hogs+=($!)
+  done
+  trap 'kill ${hogs[*]} 2>/dev/null || true' EXIT
+  taskset -c "$cpu" "$STANDIN" native --summary n.json -- "$PB" basic 2000 >nat.out 2>nat.err
+  taskset -c "$cpu" "$STANDIN" replay -t rec --summary s.json -- "$PB" basic 2000 >rep.out 2>rep.err
+  taskset -c "$cpu" "$STANDIN" record -o rec2 -- "$PB" basic 2000 >rec2.out 2>rec2.err
+  kill "${hogs[@]}" 2>/dev/null || true
+  cmp rec.out rep.out
+  cmp rec.out nat.out
+  "$STANDIN" info rec2 >info.txt
+  local waited
+  waited=$(json n.json main_thread_cpu_wait_ns)
+  if [ "$waited" = None ]; then # no scheduler statistics here: nothing is said
+    expect_eq "replay" None "$(json s.json main_thread_cpu_wait_ns)"
+    ! grep -q "waited for a CPU" nat.err rep.err rec2.err info.txt || fail "said without statistics"
+    ! grep -q "^main_cpu_wait_ns=" rec2/run.info || fail "run.info: $(cat rec2/run.info)"
+    echo "no /proc/PID/schedstat here: checked that nothing is said"
+    return 0
+  fi
+  [ "$waited" -gt 0 ] || fail "native: main_thread_cpu_wait_ns $waited"
+  [ "$(json n.json main_thread_cpu_ns)" -gt 0 ] || fail "native: main_thread_cpu_ns"
+  [ "$(json s.json main_thread_cpu_wait_ns)" -gt 0 ] || fail "replay: $(cat s.json)"
+  local said="the program's main thread waited for a CPU [0-9]*% of the time it could run (.* of .*): other processes, or more runnable threads than the one CPU it had"
+  grep -q "^standin: native: $said; its time includes those waits" nat.err ||
+    fail "native: $(cat nat.err)"
+  grep -q "^standin: replay: $said\. A replayed call spins .*replay on a quiet machine" rep.err ||
+    fail "replay: $(cat rep.err)"
+  grep -q "^standin: record: $said (the trace writer's among them); the latencies recorded include those waits" rec2.err ||
+    fail "record: $(cat rec2.err)"
+  grep -q "^main_cpu_wait_ns=[1-9][0-9]*$" rec2/run.info || fail "run.info: $(cat rec2/run.info)"
+  grep -q "^  while recording, $said: calls timed then may include those waits" info.txt ||
+    fail "info: $(head -5 info.txt)"
+  # STANDIN_QUIET_WAITS=1 keeps the line back, not the figures
+  taskset -c "$cpu" timeout 60 sh -c 'while :; do :; done' &
+  hogs+=($!)
+  taskset -c "$cpu" timeout 60 sh -c 'while :; do :; done' &
+  hogs+=($!)
+  STANDIN_QUIET_WAITS=1 taskset -c "$cpu" "$STANDIN" native --summary q.json -- "$PB" basic 2000 \
+    >/dev/null 2>q.err
+  kill "${hogs[@]}" 2>/dev/null || true
+  ! grep -q "waited for a CPU" q.err || fail "quiet: $(cat q.err)"
+  [ "$(json q.json main_thread_cpu_wait_ns)" -gt 0 ] || fail "quiet: $(cat q.json)"
+  # the recording made before the busy loops has the figures too (whether
+  # they are worth a line depends on the machine: on two CPUs the trace
+  # writer and the kernel's writeback may take the program's)
+  grep -q "^main_cpu_wait_ns=[0-9]*$" rec/run.info || fail "quiet run.info: $(cat rec/run.info)"
+}

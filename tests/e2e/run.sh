@@ -11,6 +11,10 @@ T=$(mktemp -d /tmp/standin-e2e.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 # the TSC calibration cache (cli/util.c) goes here, not in the user's home
 export STANDIN_CACHE_DIR="$T/cache"
+# tests compare standin's standard error, and run two at a time: the line
+# that says a run's main thread waited for a CPU would come and go with
+# the machine's load (t685 checks it)
+export STANDIN_QUIET_WAITS=1
 # Debian's python3, where scripts/deps.sh installs what the tests import.
 # The first python3 on PATH may be a version manager's shim instead: pyenv's
 # took 0.37 s a start against 0.04 s (a 2-core VM), and the tests start
