@@ -180,6 +180,10 @@ void cli_json_cpu_wait(FILE *f);
  * STANDIN_QUIET_WAITS=1); cpus: the CPUs the run had (0: not known). */
 int cli_cpu_wait_matters(uint64_t wait_ns, uint64_t oncpu_ns);
 int cli_cpu_wait_say(char *buf, size_t cap, uint64_t wait_ns, uint64_t oncpu_ns, uint32_t cpus);
+/* The same of a replay or native --summary document (0: nothing to say,
+ * or figures it does not have). */
+struct json;
+int cli_cpu_wait_of_summary(const struct json *doc, char *buf, size_t cap);
 /* CLOCK_MONOTONIC in ns, as the kernel has it even when a library
  * preloaded into standin fakes clock_gettime (faketime). */
 uint64_t cli_mono_ns(void);

@@ -122,6 +122,9 @@ static int load(const cmp_opts *o, summary *s) {
               o->files[i]);
       return -1;
     }
+    char said[512];
+    if (cli_cpu_wait_of_summary(s[i].doc, said, sizeof said))
+      cli_warn("%s: %s: its wall time includes those waits", o->files[i], said);
     /* a replay whose calls all missed ran the program for real: its wall
      * time says nothing of the plan */
     if (s[i].replayed + s[i].approx == 0 && s[i].fallback > 0) {

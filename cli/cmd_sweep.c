@@ -281,6 +281,9 @@ static uint64_t replay_once(const sw_opts *o, int v, const char *plan_path, cons
   unlink(errpath);
   uint64_t wall = (uint64_t)json_num(json_get(j, "wall_ns"), 0);
   *unhidden = anp_replay_unhidden(j);
+  char said[512]; /* the replay said it on the standard error we drop */
+  if (cli_cpu_wait_of_summary(j, said, sizeof said))
+    cli_warn("replay with %s: %s: its wall time includes those waits", plan_path, said);
   int status = (int)json_num(json_get(j, "exit_status"), -1);
   if (status == 0) {
     m->replayed += (uint64_t)json_num(json_get(j, "calls_replayed"), 0);

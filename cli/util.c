@@ -1077,6 +1077,18 @@ int cli_cpu_wait_say(char *buf, size_t cap, uint64_t wait_ns, uint64_t oncpu_ns,
   return 1;
 }
 
+int cli_cpu_wait_of_summary(const struct json *doc, char *buf, size_t cap) {
+  const json *w = json_get(doc, "main_thread_cpu_wait_ns"),
+             *c = json_get(doc, "main_thread_cpu_ns");
+  uint64_t wait, oncpu;
+  if (!w || !c || json_count(w, &wait) != 0 || json_count(c, &oncpu) != 0) {
+    if (cap)
+      buf[0] = 0;
+    return 0; /* a summary from before 2026-12-01, or without scheduler statistics */
+  }
+  return cli_cpu_wait_say(buf, cap, wait, oncpu, 0);
+}
+
 /* The program is started with posix_spawn (a vfork, not a fork): the
  * launcher may hold hundreds of MiB (the replay database it just built),
  * and copying its page tables into a child that execs at once took

@@ -1683,6 +1683,9 @@ t685_runs_whose_main_thread_waited_for_a_cpu_say_so() {
   taskset -c "$cpu" "$STANDIN" native --summary n.json -- "$PB" basic 2000 >nat.out 2>nat.err
   taskset -c "$cpu" "$STANDIN" replay -t rec --summary s.json -- "$PB" basic 2000 >rep.out 2>rep.err
   taskset -c "$cpu" "$STANDIN" record -o rec2 -- "$PB" basic 2000 >rec2.out 2>rec2.err
+  # sweep runs its replays itself and drops their standard error
+  taskset -c "$cpu" "$STANDIN" sweep rec --iface constant:ns=1000 --vary constant.ns=1000 \
+    --runs 1 --native-wall 10ms --replay -- "$PB" basic 2000 >sweep.out 2>sweep.err
   kill "${hogs[@]}" 2>/dev/null || true
   cmp rec.out rep.out
   cmp rec.out nat.out
@@ -1707,6 +1710,11 @@ t685_runs_whose_main_thread_waited_for_a_cpu_say_so() {
   grep -q "^standin: record: $said (the trace writer's among them); the latencies recorded include those waits" rec2.err ||
     fail "record: $(cat rec2.err)"
   grep -q "^main_cpu_wait_ns=[1-9][0-9]*$" rec2/run.info || fail "run.info: $(cat rec2/run.info)"
+  # compare and sweep say it of the replays they take
+  local said_any="the program's main thread waited for a CPU [0-9]*% of the time it could run (.* of .*): other processes, or more runnable threads than CPUs: its wall time includes those waits"
+  "$STANDIN" compare rec s.json --iface software >cmp.out 2>cmp.err
+  grep -q "^standin: warning: s.json: $said_any" cmp.err || fail "compare: $(cat cmp.err)"
+  grep -q "^standin: warning: replay with .*: $said_any" sweep.err || fail "sweep: $(cat sweep.err)"
   grep -q "^  while recording, $said: calls timed then may include those waits" info.txt ||
     fail "info: $(head -5 info.txt)"
   # STANDIN_QUIET_WAITS=1 keeps the line back, not the figures
