@@ -180,6 +180,8 @@ void cli_json_cpu_wait(FILE *f);
  * STANDIN_QUIET_WAITS=1); cpus: the CPUs the run had (0: not known). */
 int cli_cpu_wait_matters(uint64_t wait_ns, uint64_t oncpu_ns);
 int cli_cpu_wait_say(char *buf, size_t cap, uint64_t wait_ns, uint64_t oncpu_ns, uint32_t cpus);
+/* The same of the last program run, on this machine's CPUs. */
+int cli_run_cpu_wait_said(char *buf, size_t cap);
 /* The same of a replay or native --summary document (0: nothing to say,
  * or figures it does not have). */
 struct json;

@@ -69,10 +69,8 @@ int cmd_native(int argc, char **argv) {
     fprintf(stderr, "standin: native: %s ran %s (%llu ns), exit status %d\n", argv[optind],
             cli_fmt_ns(t, sizeof t, (double)wall), (unsigned long long)wall, rc);
   }
-  uint64_t waited = 0, oncpu = 0;
   char said[512];
-  if (cli_run_cpu_wait(&waited, &oncpu) == 0 &&
-      cli_cpu_wait_say(said, sizeof said, waited, oncpu, cli_cpus_here()))
+  if (cli_run_cpu_wait_said(said, sizeof said))
     fprintf(stderr, "standin: native: %s; its time includes those waits\n", said);
   if (summary) {
     cli_out o;

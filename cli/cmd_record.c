@@ -609,13 +609,12 @@ static void retime(const rec_opts *o, const char *absdir, char **argv, char **en
               "standard output discarded%s)\n",
               p + 1, o->retime,
               p == 0 ? ", files it writes written again; a server must be stopped again" : "");
-    uint64_t wall, waited, oncpu;
+    uint64_t wall;
     int rc = cli_run_again(argv, env2, &wall);
     if (rc != 0)
       cli_warn("--retime: timing-only run %u exited with status %d", p + 1, rc);
     char said[512];
-    if (cli_run_cpu_wait(&waited, &oncpu) == 0 &&
-        cli_cpu_wait_say(said, sizeof said, waited, oncpu, cli_cpus_here()))
+    if (cli_run_cpu_wait_said(said, sizeof said))
       fprintf(stderr,
               "standin: --retime: timing-only run %u: %s; its latencies include those "
               "waits\n",
@@ -726,10 +725,8 @@ int cmd_record(int argc, char **argv) {
   write_runinfo(o.dir, argv + first, path, dyn, status, wall);
   const char *slash = strrchr(argv[first], '/');
   summary(o.dir, absdir, slash ? slash + 1 : argv[first], builtin, rc, o.no_follow);
-  uint64_t waited = 0, oncpu = 0;
   char said[512];
-  if (!o.retime && cli_run_cpu_wait(&waited, &oncpu) == 0 &&
-      cli_cpu_wait_say(said, sizeof said, waited, oncpu, cli_cpus_here()))
+  if (!o.retime && cli_run_cpu_wait_said(said, sizeof said))
     fprintf(stderr,
             "standin: record: %s (the trace writer's among them); the latencies recorded "
             "include those waits: record on a quiet machine, or add --retime (its timing runs "

@@ -830,10 +830,8 @@ int cmd_replay(int argc, char **argv) {
             live == 1 ? "its" : "their");
   warn_misfit(&b, s, (int)h->on_miss);
   warn_short_calls(&b, s);
-  uint64_t waited = 0, oncpu = 0;
   char said[512];
-  if (cli_run_cpu_wait(&waited, &oncpu) == 0 &&
-      cli_cpu_wait_say(said, sizeof said, waited, oncpu, cli_cpus_here()))
+  if (cli_run_cpu_wait_said(said, sizeof said))
     fprintf(stderr,
             "standin: replay: %s. A replayed call spins on its CPU where the program would "
             "wait for the device and leave it to another thread, so these times are less "

@@ -1077,6 +1077,16 @@ int cli_cpu_wait_say(char *buf, size_t cap, uint64_t wait_ns, uint64_t oncpu_ns,
   return 1;
 }
 
+int cli_run_cpu_wait_said(char *buf, size_t cap) {
+  uint64_t wait, oncpu;
+  if (cli_run_cpu_wait(&wait, &oncpu) != 0) {
+    if (cap)
+      buf[0] = 0;
+    return 0;
+  }
+  return cli_cpu_wait_say(buf, cap, wait, oncpu, cli_cpus_here());
+}
+
 int cli_cpu_wait_of_summary(const struct json *doc, char *buf, size_t cap) {
   const json *w = json_get(doc, "main_thread_cpu_wait_ns"),
              *c = json_get(doc, "main_thread_cpu_ns");
