@@ -6,7 +6,10 @@
  * runs on the same bytes with an allocator that keeps what it handed out.
  * Images that refer to their request (IMG_REFS) get a fixed 64 KiB one:
  * the seeds' refs (fuzz/seeds.c) lie inside it, so their pieces are
- * filled, and any ref past it must be refused. */
+ * filled, and any ref past it must be refused. An image first seen is
+ * built as it is with shapes (pb_image.c: the plan of an image of the same
+ * shape seen before) and without: both must give the same verdict and
+ * allocate the same pieces. */
 #include <stdatomic.h>
 
 #include "fuzz_common.h"
@@ -22,6 +25,7 @@ static const ProtobufCMessageDescriptor *const descs[] = {
 /* Allocations of one pieces build; freed by the harness. */
 static struct {
   void *p[1 << 16];
+  size_t size[1 << 16];
   size_t n;
   int lost; /* more pieces than that: the build fails with PBW_E_NOMEM */
 } pieces;
@@ -33,8 +37,10 @@ static void *piece_alloc(void *ad, size_t size) {
     return NULL;
   }
   void *p = malloc(size ? size : 1);
-  if (p)
+  if (p) {
+    pieces.size[pieces.n] = size;
     pieces.p[pieces.n++] = p;
+  }
   return p;
 }
 
@@ -50,6 +56,46 @@ static void piece_free(void *ad, void *p) { /* only on failure: forget it */
 }
 
 static uint8_t req[1 << 16];
+
+/* The sizes of the last build's pieces, when built without shapes. */
+static size_t alone[1 << 16], n_alone;
+static int lost_alone;
+
+/* One build piece by piece without a memo, its pieces freed: the result. */
+static int pieces_build(const uint8_t *img, size_t n, const ProtobufCMessageDescriptor *d,
+                        ProtobufCAllocator *a) {
+  ProtobufCMessage *m = NULL;
+  pieces.n = 0;
+  pieces.lost = 0;
+  int rc = pbw_image_materialise_req(img, n, req, sizeof req, d, a, &m, NULL, 1);
+  if (rc != PBW_OK && (m || pieces.n))
+    abort(); /* failure must leave nothing allocated */
+  for (size_t k = 0; k < pieces.n; k++)
+    free(pieces.p[k]);
+  return rc;
+}
+
+static int pieces_alone(const uint8_t *img, size_t n, const ProtobufCMessageDescriptor *d,
+                        ProtobufCAllocator *a) {
+  pbw__shapes_off = 1;
+  int rc = pieces_build(img, n, d, a);
+  pbw__shapes_off = 0;
+  n_alone = pieces.n;
+  memcpy(alone, pieces.size, pieces.n * sizeof alone[0]);
+  lost_alone = pieces.lost;
+  return rc;
+}
+
+/* A build with shapes: its result, -1 when either build ran out of room
+ * for pieces; a tree must be allocated as the build without them did. */
+static int pieces_shaped(const uint8_t *img, size_t n, const ProtobufCMessageDescriptor *d,
+                         ProtobufCAllocator *a) {
+  int rc = pieces_build(img, n, d, a);
+  if (rc == PBW_OK && !pieces.lost && !lost_alone &&
+      (pieces.n != n_alone || memcmp(pieces.size, alone, n_alone * sizeof alone[0]) != 0))
+    abort();
+  return pieces.lost || lost_alone ? -1 : rc;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   if (req[1] == 0)
@@ -75,14 +121,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
       abort(); /* failure must leave nothing allocated */
     /* piece by piece: every allocation freed here (a damaged image's slots
      * need not make a tree that free_unpacked could walk) */
-    pieces.n = 0;
     ProtobufCAllocator a = {piece_alloc, piece_free, &pieces};
-    int rc = pbw_image_materialise_req(img, n, req, sizeof req, descs[i], &a, &m, NULL, 1);
-    if (rc != PBW_OK && (m || pieces.n))
-      abort();
-    for (size_t k = 0; k < pieces.n; k++)
-      free(pieces.p[k]);
-    pieces.lost = 0;
+    int rc = pieces_alone(img, n, descs[i], &a);
+    /* with shapes: the first build records the shape, the second makes its
+     * plan, the third builds from it (when nothing else took its slot).
+     * Which check refuses an image first may differ (a damaged default or
+     * a damaged piece), not whether one does */
+    for (int k = 0; k < 3; k++) {
+      int rs = pieces_shaped(img, n, descs[i], &a);
+      if (rs != -1 && (rs == PBW_OK) != (rc == PBW_OK))
+        abort();
+    }
+    pieces.n = 0;
     /* an image that passed, again through a memo, as the replay shim does:
      * the first call builds as without one, the second keeps a split plan
      * with its other fix-ups resolved, the third builds from that plan alone */

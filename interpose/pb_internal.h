@@ -149,6 +149,14 @@ extern int pbw__plans_off;
  * (fp_ref_find), counted for tests. */
 extern unsigned long pbw__ref_searches;
 
+/* Trees the calling thread built from a shape's plan (pb_image.c: images
+ * first seen, of a shape seen before), counted for tests. */
+extern __thread __attribute__((tls_model("initial-exec"))) unsigned long pbw__shape_builds;
+
+/* Nonzero: images first seen are built alone (build_split), never from a
+ * shape's plan. The image fuzzer sets it to compare the two. */
+extern int pbw__shapes_off;
+
 /* ---- Schemas (pb_schema.c), read by pb_json.c and pb_descset.c ---------- */
 
 /* Schema record fields are u32 offsets into the blob (names) or indices;

@@ -207,6 +207,11 @@ typedef struct {
  * a memo. The structural checks still run on every image. Off by default. */
 void pbw_image_trust(int on);
 
+/* A library was unloaded: descriptors, defaults and the empty string may
+ * have gone with it. Images first seen after this are not built from
+ * plans made before (the shapes of pb_image.c); memos are the caller's. */
+void pbw_image_types_changed(void);
+
 int pbw_image_materialise_memo(const void *img, size_t len, const ProtobufCMessageDescriptor *d,
                                ProtobufCAllocator *alloc, ProtobufCMessage **out,
                                pbw_image_memo *memo);

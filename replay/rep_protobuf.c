@@ -725,11 +725,14 @@ SHIM_EXPORT int dlclose(void *handle) {
   shim_loader_counts(&adds, &subs);
   if (subs < 0) { /* no count from the loader: every dlclose counts */
     atomic_fetch_add(&rp_unloads, 1);
+    pbw_image_types_changed();
     return r;
   }
   uint64_t seen = atomic_load(&rp_unloads);
   while ((uint64_t)subs > seen && !atomic_compare_exchange_weak(&rp_unloads, &seen, (uint64_t)subs))
     ;
+  if ((uint64_t)subs > seen)
+    pbw_image_types_changed();
   return r;
 }
 

@@ -1437,6 +1437,111 @@ START_TEST(test_image_split_section_checks) {
 }
 END_TEST
 
+/* Tree variant i of the rich tree: other values in its scalars, a title of
+ * another length that fits the same piece, so that its image has the
+ * shape of every other variant's (pb_image.c "Shapes") while its bytes,
+ * and the places of its long bytes in its request, differ. */
+static owned unpacked_variant(int i, size_t big) {
+  tree_store s;
+  owned o = {0};
+  make_tree(&s, STANDIN__TEST__TREE__PAYLOAD_LEAF, big);
+  s.tree.title = i % 2 ? "forestA" : "forest";
+  s.br[2].id = 100 + i;
+  s.values[1] = i;
+  s.leaf[0].weight = i / 4.0;
+  o.bytes = pack(&s.tree.base);
+  o.tree = unpack(&standin__test__tree__descriptor, o.bytes);
+  free(s.big);
+  return o;
+}
+
+/* Variant i's image (referring to its request when refs), built piece by
+ * piece without a memo, as replay builds a request seen for the first
+ * time: the result code, and how many trees shapes built meanwhile. When
+ * the build succeeds the tree must pack to the variant's bytes and free
+ * whole. damage 1: the slot of the image's second internal pointer copied
+ * over its first (two pointers naming one piece); 2 (without refs): its
+ * split section's first two internal pointers' pieces swapped, a section
+ * its fix-ups do not agree with; resealed. */
+static int build_variant(int i, int refs, int damage, unsigned long *by_shape) {
+  owned o = unpacked_variant(i, refs ? 200 : 5);
+  buf img;
+  ck_assert_int_eq(pbw_image_build(o.tree, (void **)&img.p, &img.n), PBW_OK);
+  if (refs)
+    ck_assert_int_eq(pbw_image_refer((void **)&img.p, &img.n, o.bytes.p, o.bytes.n), PBW_OK);
+  if (damage == 2) {
+    size_t targets =
+        split_start(img.p, img.n) + 8 + (size_t)ld32_at(img.p, split_start(img.p, img.n)) * 4;
+    uint8_t t0[4];
+    memcpy(t0, img.p + targets, 4);
+    memmove(img.p + targets, img.p + targets + 4, 4);
+    memcpy(img.p + targets + 4, t0, 4);
+    reseal(img.p, img.n);
+  } else if (damage) {
+    img_layout l = layout_of(img.p, img.n);
+    uint32_t ints[2], k = 0;
+    for (uint32_t j = 0; j < l.n_fix && k < 2; j++)
+      if (ld64_at(img.p, l.blk + (size_t)fix_word(&img, &l, j) * 8) >> 56 == 1)
+        ints[k++] = j;
+    ck_assert_uint_eq(k, 2);
+    memcpy(img.p + l.blk + (size_t)fix_word(&img, &l, ints[0]) * 8,
+           img.p + l.blk + (size_t)fix_word(&img, &l, ints[1]) * 8, 8);
+    reseal(img.p, img.n);
+  }
+  static tracking t;
+  memset(&t, 0, sizeof t);
+  ProtobufCAllocator a = {track_alloc, track_free, &t};
+  ProtobufCMessage *m = NULL;
+  unsigned long before = pbw__shape_builds;
+  int rc = pbw_image_materialise_req(img.p, img.n, o.bytes.p, o.bytes.n,
+                                     &standin__test__tree__descriptor, &a, &m, NULL, 1);
+  *by_shape = pbw__shape_builds - before;
+  if (rc == PBW_OK) {
+    assert_packs_to(m, o.bytes);
+    protobuf_c_message_free_unpacked(m, &a);
+  } else {
+    ck_assert_ptr_null(m);
+  }
+  ck_assert_uint_eq(t.n_live, 0);
+  ck_assert_uint_eq(t.bad_frees, 0);
+  free(img.p);
+  free_owned(&o);
+  return rc;
+}
+
+/* A tree from an image seen for the first time is built from the plan of
+ * its shape from the third image of that shape on (the first is built
+ * alone, the second makes the plan), and is each image's own tree: its
+ * values, its strings and the request bytes it refers to. An image whose
+ * slots differ from the shape's is not built from it (and is refused, as
+ * a damaged image is), a shape whose split section its fix-ups do not
+ * agree with makes no plan (refused, every time), and a library unloaded
+ * retires every shape. */
+START_TEST(test_image_shapes_build_alike_images) {
+  unsigned long by_shape;
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(build_variant(i, 0, 2, &by_shape), PBW_E_BADIMAGE);
+    ck_assert_uint_eq(by_shape, 0);
+  }
+  for (int refs = 0; refs < 2; refs++) {
+    pbw_image_types_changed(); /* shapes of the tests before, in this process */
+    for (int i = 0; i < 6; i++) {
+      ck_assert_int_eq(build_variant(i, refs, 0, &by_shape), PBW_OK);
+      ck_assert_uint_eq(by_shape, i >= 2);
+    }
+    ck_assert_int_eq(build_variant(6, refs, 1, &by_shape), PBW_E_BADIMAGE);
+    ck_assert_uint_eq(by_shape, 0);
+    ck_assert_int_eq(build_variant(7, refs, 0, &by_shape), PBW_OK);
+    ck_assert_uint_eq(by_shape, 1);
+    pbw_image_types_changed();
+    for (int i = 8; i < 11; i++) {
+      ck_assert_int_eq(build_variant(i, refs, 0, &by_shape), PBW_OK);
+      ck_assert_uint_eq(by_shape, i >= 10);
+    }
+  }
+}
+END_TEST
+
 START_TEST(test_image_structural_checks) {
   owned o;
   buf img = small_image(&o);
@@ -3189,6 +3294,7 @@ int main(void) {
   tcase_add_test(bad, test_image_refer_finds_runs_past_false_starts);
   tcase_add_test(bad, test_image_split_section_checks);
   tcase_add_test(bad, test_image_structural_checks);
+  tcase_add_test(bad, test_image_shapes_build_alike_images);
   tcase_add_test(fp, test_fp_equal_trees_give_equal_fingerprints);
   tcase_add_test(fp, test_fp_golden_value);
   tcase_add_test(fp, test_fp_bytes_without_data_are_not_empty_bytes);
