@@ -182,6 +182,38 @@ row "replay harness, constant:ns=0, size then pack 1024 B, a new message each tu
 # image no call of the process has used (the rows above reuse one)
 new_each_call unpacknew pb.unpack unpack
 new_each_call unpacknew pb.unpack unpack 100
+# The rows above time the harness in a loop that does nothing else, its
+# best case. A program does its own work between calls, which evicts the
+# harness's code and data as it does the library's. Here the loop writes
+# 1 MiB between calls (PBBENCH_BETWEEN_KB) and is replayed with software
+# from a --retime recording: the harness alone against the call alone as
+# recorded, and the share of calls the harness made late (overruns), in a
+# tight loop and with the eviction, side by side.
+between_row() { # MODE API WHAT
+  local k harn rec ovr desc=()
+  for k in 0 1024; do
+    rm -rf "$T/rb"
+    PBBENCH_BETWEEN_KB=$k "$S" record --retime -o "$T/rb" -- "$PBB" "$1" 1024 "$NNEW" >/dev/null 2>&1
+    harn=() ovr=()
+    for _ in $(seq "$REPS"); do
+      PBBENCH_BETWEEN_KB=$k "$S" replay -t "$T/rb" --summary "$T/b.json" -- "$PBB" "$1" 1024 "$NNEW" >/dev/null 2>&1
+      harn+=("$(harness "$T/b.json" "$2")")
+      ovr+=("$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["by_api"][sys.argv[2]]
+print("%.0f" % (100.0 * d["overruns"] / max(d["calls"], 1)))' "$T/b.json" "$2")")
+    done
+    # the API's median recorded latency (the loop's calls; the packs that
+    # make unpacknew's messages before it are not of its API)
+    rec=$("$S" dump "$T/rb" --format json | python3 -c 'import json,sys
+l = sorted(j["latency_ns"] for j in map(json.loads, sys.stdin) if j["api"] == sys.argv[1])
+print(l[len(l) // 2] if l else 0)' "$2")
+    desc+=("$(printf '%s\n' "${harn[@]}" | median) ($(printf '%s\n' "${harn[@]}" | spread)) ns against $rec ns recorded (median), $(printf '%s\n' "${ovr[@]}" | median)% of calls late")
+  done
+  row "replay software, $3 1024 B, a new message each call, 1 MiB of the program's writes between calls: harness alone" \
+    "${desc[1]}" "no writes between calls: ${desc[0]}" \
+    "\`standin record --retime\`, then \`standin replay --summary\` by_api, \`PBBENCH_BETWEEN_KB=1024 pbbench $1 1024 $NNEW\`"
+}
+between_row unpacknew pb.unpack unpack
+between_row packnew pb.pack pack
 rm -rf "$T/r1"
 "$S" record -o "$T/r1" -- "$PBB" pack 1024 1000 >/dev/null 2>&1
 "$S" replay -t "$T/r1" --iface constant:ns=2000 --summary "$T/spin.json" -- "$PBB" pack 1024 "$N" >/dev/null 2>&1

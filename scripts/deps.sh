@@ -17,6 +17,7 @@ PKGS=(
   clang libclang-rt-dev    # fuzzing: libFuzzer with ASan/UBSan (make fuzz, make check)
   uftrace ltrace time      # make bench compares against them; /usr/bin/time for peak memory
   knot-dnsutils dnstap-ldns  # real protobuf-c programs the tests record and replay (kdig, dnstap-ldns)
+  bind9-dnsutils           # dnstap-read: bind9 unpacks dnstap frames through libdns and jemalloc (t722)
   maptool                  # navit's OpenStreetMap converter: large protobuf-c unpacks the tests replay
   riemann-c-client         # riemann-client: a protobuf-c network client the tests record and replay
   poppler-utils webp       # pdftoppm and cwebp: real libjpeg programs the tests record and replay

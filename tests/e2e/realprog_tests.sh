@@ -701,3 +701,29 @@ t721_pdftoppm_draws_an_unrecorded_truncated_image() {
   grep -q "^standin: replay: 1 call not offloadable (1 ended before its last row) ran for real" rep.err ||
     fail "the decode it gave up is not said: $(cat rep.err)"
 }
+
+# bind9's dnstap-read (bind9-dnsutils) unpacks each frame through libdns,
+# which links protobuf-c, and allocates with jemalloc; -y prints every
+# field it reads as YAML. Replayed over the file it recorded, every unpack
+# is answered from the trace; over another file, whose messages were never
+# recorded, every one runs for real and the output is that file's.
+t722_bind9_dnstap_read_replays_and_misses_other_files() {
+  command -v kdig >/dev/null && command -v dnstap-read >/dev/null || { echo "skipped: no kdig/dnstap-read"; return 0; }
+  make_dnstap q.tap 60
+  make_dnstap q2.tap 30
+  dnstap-read -y q.tap >native.out
+  dnstap-read -y q2.tap >native2.out
+  [ "$(grep -c '^type: MESSAGE' native.out)" = 120 ] || fail "expected 120 messages natively"
+  "$STANDIN" record -o rec -- dnstap-read -y q.tap >rec.out
+  cmp native.out rec.out
+  expect_eq "unpack calls" 120 "$(calls rec pb.unpack)"
+  "$STANDIN" replay -t rec --summary s.json -- dnstap-read -y q.tap >rep.out
+  cmp native.out rep.out
+  expect_eq "replayed" 120 "$(json s.json calls_replayed)"
+  expect_eq "fallback" 0 "$(json s.json calls_fallback)"
+  "$STANDIN" replay -t rec --summary s2.json -- dnstap-read -y q2.tap >rep2.out
+  cmp native2.out rep2.out
+  expect_eq "replayed, other file" 0 "$(json s2.json calls_replayed)"
+  expect_eq "not in trace, other file" 60 \
+    "$(python3 -c 'import json; print(json.load(open("s2.json"))["fallback_reasons"]["not_in_trace"])')"
+}
