@@ -89,7 +89,14 @@ int main(int argc, char **argv) {
     }
   }
   const char *between_env = getenv("PBBENCH_BETWEEN_KB");
-  size_t between = between_env ? (size_t)atol(between_env) * 1024 : 0;
+  char *between_end = NULL;
+  unsigned long between_kb = between_env ? strtoul(between_env, &between_end, 10) : 0;
+  if (between_env && (between_end == between_env || *between_end || between_kb > (1ul << 22))) {
+    fprintf(stderr, "pbbench: PBBENCH_BETWEEN_KB must be a number of KiB up to 4194304, not '%s'\n",
+            between_env);
+    return 2;
+  }
+  size_t between = (size_t)between_kb * 1024;
   volatile uint8_t *evict = between ? calloc(between, 1) : NULL;
   if (between && !evict) {
     fprintf(stderr, "pbbench: out of memory for PBBENCH_BETWEEN_KB=%s\n", between_env);
