@@ -186,7 +186,7 @@ demo: deps
 	@B=$(B) ./scripts/demo.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all $(PROG_BIN)
+	@$(MAKE) --no-print-directory all $(PROG_BIN) $(FASTPB)
 	@B=$(B) ./bench/run.sh
 
 # The bundled workloads' JPEG corpus, thumbnails to 12 megapixels; files
