@@ -241,13 +241,21 @@ static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall
     if (sns && ncalls)
       snprintf(src, sizeof src, ", of which the program's source callbacks ~%s as recorded",
                cli_fmt_ns(sn, sizeof sn, (double)sns / (double)ncalls));
+    /* the model's time for the same calls: a harness slower than it
+     * overruns on every call, and no slack pays that back */
+    char mod[96] = "", mn[32];
+    uint64_t nmod = C(s, RDB_API(top, RDB_API_MODELLED));
+    if (nmod)
+      snprintf(mod, sizeof mod, ", the model %s",
+               cli_fmt_ns(mn, sizeof mn,
+                          (double)C(s, RDB_API(top, RDB_API_MODELLED_NS)) / (double)nmod));
     fprintf(stderr,
             "standin: replay: most overrun time in %s: %s overrun%s, %s (%.0f%% of it); its "
-            "harness took %s a call%s (--summary: by_api)\n",
+            "harness took %s a call%s%s (--summary: by_api)\n",
             st_api_name(top), cli_fmt_count(n0, sizeof n0, n), n == 1 ? "" : "s",
             cli_fmt_ns(h, sizeof h, (double)C(s, RDB_API(top, RDB_API_OVERRUN_NS))),
             100.0 * (double)C(s, RDB_API(top, RDB_API_OVERRUN_NS)) / (double)over_ns,
-            cli_fmt_ns(g, sizeof g, per_call(s, top)), src);
+            cli_fmt_ns(g, sizeof g, per_call(s, top)), src, mod);
     /* a model faster than the recorded call's page faults: the harness
      * writes the same fresh memory (a tree, a buffer) and takes them */
     uint64_t over_top = C(s, RDB_API(top, RDB_API_OVERRUN_NS)), beyond = built->faults_over_ns[top];
@@ -518,11 +526,13 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
       continue;
     fprintf(f,
             "%s\n    \"%s\": {\"calls\": %llu, \"harness_ns\": %llu, \"overruns\": %llu, "
-            "\"overrun_ns\": %llu, \"faults_over_model_ns\": %llu, \"source_ns\": %llu}",
+            "\"overrun_ns\": %llu, \"faults_over_model_ns\": %llu, \"source_ns\": %llu, "
+            "\"modelled\": %llu, \"modelled_ns\": %llu}",
             first ? "" : ",", st_api_name(api), C(s, RDB_API(api, RDB_API_CALLS)),
             C(s, RDB_API(api, RDB_API_HARNESS_NS)), C(s, RDB_API(api, RDB_API_OVERRUNS)),
             C(s, RDB_API(api, RDB_API_OVERRUN_NS)), (unsigned long long)b->faults_over_ns[api],
-            C(s, RDB_API(api, RDB_API_SOURCE_NS)));
+            C(s, RDB_API(api, RDB_API_SOURCE_NS)), C(s, RDB_API(api, RDB_API_MODELLED)),
+            C(s, RDB_API(api, RDB_API_MODELLED_NS)));
     first = 0;
   }
   fprintf(f, "},\n");

@@ -100,13 +100,17 @@ typedef struct {
  * running in software). */
 /* SOURCE_NS: of the served calls' modelled time, the recorded wait for the
  * program's source callbacks (rdb_header.sources_off), which a JPEG
- * drain spends running them, inside HARNESS_NS. */
+ * drain spends running them, inside HARNESS_NS. MODELLED, MODELLED_NS:
+ * the calls timed by a model (served, not kept in software) and the time
+ * it gave them (as RDB_C_PREDICTED_NS), to set the harness's time beside. */
 enum {
   RDB_API_CALLS,
   RDB_API_OVERRUNS,
   RDB_API_OVERRUN_NS,
   RDB_API_HARNESS_NS,
   RDB_API_SOURCE_NS,
+  RDB_API_MODELLED,
+  RDB_API_MODELLED_NS,
   RDB_API_N
 };
 #define RDB_API_SLOTS 32 /* st_api codes are below ST_API_MAX */

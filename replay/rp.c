@@ -1215,6 +1215,8 @@ static int begin_sample(rp_ticket *t, const rdb_entry *e, const rdb_sample *s, u
   if (source)
     ADD(RDB_API(e->api, RDB_API_SOURCE_NS), source);
   ADD(RDB_C_PREDICTED_NS, end - v0);
+  ADD(RDB_API(e->api, RDB_API_MODELLED), 1);
+  ADD(RDB_API(e->api, RDB_API_MODELLED_NS), end - v0);
   ADD(RDB_C_RECORDED_NS, s->recorded_ns);
   return 1;
 }

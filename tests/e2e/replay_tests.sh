@@ -1481,3 +1481,26 @@ C
     done
   done
 }
+
+# by_api's modelled and modelled_ns split the run's predicted time by API
+# (every replayed call once), and the line naming the API with the most
+# overrun time sets its harness's time beside the model's.
+t146_replay_says_the_models_time_beside_the_harness() {
+  "$PB" basic 200 >native.out
+  "$STANDIN" record -o rec -- "$PB" basic 200 >/dev/null
+  for spec in software constant:ns=0; do
+    "$STANDIN" replay -t rec --iface "$spec" --summary s.json -- "$PB" basic 200 >rep.out 2>err
+    cmp native.out rep.out || fail "replayed output differs ($spec)"
+    python3 - s.json "$spec" <<'PY' || fail "by_api modelled ($spec): $(cat s.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = d["by_api"]
+assert sum(v["modelled"] for v in b.values()) == d["calls_replayed"] == 800, b
+assert sum(v["modelled_ns"] for v in b.values()) == d["predicted_ns"], (b, d["predicted_ns"])
+assert (d["predicted_ns"] == 0) == (sys.argv[2] == "constant:ns=0"), d["predicted_ns"]
+PY
+  done
+  # with a model of 0 ns every call overruns, and the line says so
+  grep -q "^standin: replay: most overrun time in pb\.[a-z_]*: .*its harness took .* a call, the model 0 ns (--summary: by_api)$" err ||
+    fail "no model time beside the harness's: $(cat err)"
+}
