@@ -30,8 +30,6 @@ RECORD_FLAGS=${VALIDATE_RECORD_FLAGS---retime}
 OUT=validate/results.md
 T=$(mktemp -d /tmp/standin-validate.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-CORPUS="$B/corpus-quick"
-workloads/corpus/make_corpus.sh "$CORPUS" --quick >/dev/null
 FASTPB="$(pwd)/$B/validate/libfastpb.so"
 # Without it, LD_PRELOAD of a missing file only makes ld.so print a line
 # (which the timed runs drop) and the "accelerator" runs are the CPU's.
@@ -39,6 +37,8 @@ if [ ! -f "$FASTPB" ]; then
   echo "validate: $FASTPB is missing: build it with 'make validate' (or 'make $B/validate/libfastpb.so')" >&2
   exit 1
 fi
+CORPUS="$B/corpus-quick"
+workloads/corpus/make_corpus.sh "$CORPUS" --quick >/dev/null
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 spread() { sort -g | awk '{a[NR]=$1} END {printf "%.1f..%.1f", a[1], a[NR]}'; }
