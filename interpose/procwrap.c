@@ -50,15 +50,7 @@ int shim_env_follows(char *const envp[], const char *lib, const char *var) {
 /* prctl and syscall are called from other libraries' constructors (libcap's
  * calls prctl), which may run before the shim's and, in a sanitizer build,
  * before the ASan runtime is set up: they touch nothing instrumented, and
- * find the real function with dlsym itself. */
-#define EARLY_REAL(var, fn)                                                                        \
-  static __typeof__(&fn) var##_cache;                                                              \
-  __typeof__(&fn) var = __atomic_load_n(&var##_cache, __ATOMIC_RELAXED);                           \
-  if (SHIM_UNLIKELY(!var)) {                                                                       \
-    var = (__typeof__(&fn))dlsym(RTLD_NEXT, #fn);                                                  \
-    __atomic_store_n(&var##_cache, var, __ATOMIC_RELAXED);                                         \
-  }
-
+ * find the real function with EARLY_REAL. */
 SHIM_UNINSTRUMENTED SHIM_EXPORT int prctl(int option, ...) {
   EARLY_REAL(real, prctl);
   va_list ap;

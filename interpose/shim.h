@@ -130,6 +130,16 @@ int shim_clock_init(const char *spec);
  * libraries' constructors call dlsym and prctl): not instrumented. */
 #define SHIM_UNINSTRUMENTED __attribute__((no_sanitize("address", "thread")))
 
+/* SHIM_REAL for SHIM_UNINSTRUMENTED code: the real `fn` from dlsym itself,
+ * touching nothing instrumented. */
+#define EARLY_REAL(var, fn)                                                                        \
+  static __typeof__(&fn) var##_cache;                                                              \
+  __typeof__(&fn) var = __atomic_load_n(&var##_cache, __ATOMIC_RELAXED);                           \
+  if (SHIM_UNLIKELY(!var)) {                                                                       \
+    var = (__typeof__(&fn))dlsym(RTLD_NEXT, #fn);                                                  \
+    __atomic_store_n(&var##_cache, var, __ATOMIC_RELAXED);                                         \
+  }
+
 /* Declare `var` as the real `fn`, resolved on first use:
  *   SHIM_REAL(real, protobuf_c_message_pack);
  * The cache is read and written with relaxed atomics: racing threads store

@@ -64,7 +64,7 @@ SHIM_EXPORT int pipe(int fds[2]) {
   return rc;
 }
 
-SHIM_EXPORT int close(int fd) {
+static __attribute__((noinline)) int guarded_close(int fd) {
   SHIM_REAL(real, close);
   if (rt_in_unwind) { /* libunwind closing its pipe, to open another */
     for (int k = 0; k < 2; k++) {
@@ -78,6 +78,19 @@ SHIM_EXPORT int close(int fd) {
     return -1;
   }
   return real(fd);
+}
+
+/* Other libraries' constructors close descriptors, and may run before the
+ * shim's (rt_init, which sets rt_cfg.pid) and, in a sanitizer build, before
+ * the ASan runtime is set up, when nothing instrumented may run: libcap-ng's,
+ * in every PostgreSQL server process. None of standin's descriptors exists
+ * before rt_init. */
+SHIM_UNINSTRUMENTED SHIM_EXPORT int close(int fd) {
+  if (SHIM_UNLIKELY(rt_cfg.pid == 0)) {
+    EARLY_REAL(early, close);
+    return early(fd);
+  }
+  return guarded_close(fd);
 }
 
 SHIM_EXPORT int dup2(int oldfd, int newfd) {

@@ -727,3 +727,102 @@ t722_bind9_dnstap_read_replays_and_misses_other_files() {
   expect_eq "not in trace, other file" 60 \
     "$(python3 -c 'import json; print(json.load(open("s2.json"))["fallback_reasons"]["not_in_trace"])')"
 }
+
+# PostGIS's ST_AsMVT and ST_AsGeobuf pack with protobuf-c inside a
+# PostgreSQL server: a postmaster that forks a backend per connection and
+# parallel workers per query, each loading postgis-3.so (and with it
+# libprotobuf-c) with dlopen after the fork. A parallel ST_AsMVT packs each
+# worker's partial tile in the worker and unpacks them in the backend.
+# Replayed, the backend's tiles must come out byte-identical; the workers
+# split the table by timing, so their partial tiles may be new requests
+# (misses run for real), and the tile they make has the same length.
+t723_postgis_vector_tiles_in_a_forking_server() {
+  local pgb=/usr/lib/postgresql/15/bin
+  [ -x $pgb/postgres ] && [ -e /usr/lib/postgresql/15/lib/postgis-3.so ] ||
+    { echo "skipped: no postgresql-15-postgis-3"; return 0; }
+  # postgres refuses to run as root: as root, the server runs as postgres
+  local as=()
+  [ "$(id -u)" != 0 ] || as=(runuser -u postgres --)
+  local d
+  d=$(mktemp -d /tmp/standin-t723.XXXXXX)
+  chmod 755 "$d"
+  # standin and its shims where the server's user can read them (the
+  # checkout may be in a home only its owner can enter)
+  mkdir -p "$d/b/lib/standin"
+  cp "$STANDIN" "$d/b/"
+  cp "$B"/lib/standin/*.so "$d/b/lib/standin/"
+  [ "$(id -u)" != 0 ] || chown -R postgres "$d"
+  (cd "$d" && "${as[@]}" $pgb/initdb -D "$d/data" -A trust) >initdb.log 2>&1 || { cat initdb.log; fail "initdb"; }
+  cat >q.sql <<'EOF2'
+\pset format unaligned
+\pset tuples_only on
+select z||'/'||x||'/'||y, length(t), md5(t) from (
+  select z, x, y, (select ST_AsMVT(q, 'pts', 4096, 'geom') from (
+     select id, name, ST_AsMVTGeom(geom, ST_TileEnvelope(z, x, y, ST_MakeEnvelope(0,0,4000,4000,3857))) as geom
+     from pts where geom && ST_TileEnvelope(z, x, y, ST_MakeEnvelope(0,0,4000,4000,3857))) q) as t
+  from (select 2 z, x, y from generate_series(0,3) x, generate_series(0,3) y) tiles) s order by 1;
+select length(ST_AsGeobuf(q, 'geom')), md5(ST_AsGeobuf(q, 'geom')) from (select * from pts where id < 500) q;
+set max_parallel_workers_per_gather = 2; set parallel_setup_cost = 0; set parallel_tuple_cost = 0;
+set min_parallel_table_scan_size = 0; set parallel_leader_participation = off;
+select length(ST_AsMVT(q, 'big')) from (select k, ST_AsMVTGeom(geom, ST_MakeEnvelope(0,0,4000,4000,3857)) geom from big) q;
+EOF2
+  chmod 644 q.sql
+  cp q.sql "$d/"
+  serve() { # serve OUT [STANDIN ARGS...]: start the server, run q.sql, stop it
+    local out=$1
+    shift
+    # from a directory the server's user can enter
+    (cd "$d" && exec "${as[@]}" "$@" $pgb/postgres -D "$d/data" -k "$d" -p 5432 \
+      -c listen_addresses= -c max_worker_processes=4 >>"$d/server.log" 2>&1) &
+    local pid=$!
+    for _ in $(seq 100); do
+      (cd "$d" && "${as[@]}" psql -h "$d" -p 5432 -X -q -d postgres -c 'select 1') >/dev/null 2>&1 && break
+      sleep 0.2
+    done
+    local rc=0
+    (cd "$d" && "${as[@]}" psql -h "$d" -p 5432 -X -q -v ON_ERROR_STOP=1 -d postgres -f q.sql) \
+      >"$out" || rc=$?
+    # a fast shutdown, to the postmaster itself (runuser does not pass
+    # SIGINT on); the server is stopped whether the queries ran or not
+    local pm
+    pm=$(head -1 "$d/data/postmaster.pid" 2>/dev/null || true)
+    kill -INT "${pm:-$pid}" 2>/dev/null || true
+    wait $pid || true
+    return $rc
+  }
+  # the tables, natively: points with a name each, and points whose one
+  # attribute takes 50 values (a tile's length then does not depend on the
+  # order the workers' partial tiles come in)
+  cat >"$d/setup.sql" <<'EOF2'
+create extension postgis;
+create table pts as select i as id, 'name '||i as name,
+  ST_SetSRID(ST_MakePoint((i*37)%1000 * 4.0, (i*91)%1000 * 4.0), 3857) as geom from generate_series(1, 3000) i;
+create table big as select i % 50 as k,
+  ST_SetSRID(ST_MakePoint((i*37)%4000, (i*91)%4000), 3857) as geom from generate_series(1, 40000) i;
+EOF2
+  chmod 644 "$d/setup.sql"
+  cp "$d/q.sql" "$d/q.keep"
+  cp "$d/setup.sql" "$d/q.sql"
+  serve setup.out
+  cp "$d/q.keep" "$d/q.sql"
+  serve native.out
+  expect_eq "tiles and the geobuf natively" 17 "$(grep -c '|' native.out)"
+  local s="$d/b/standin"
+  serve rec.out "$s" record -o "$d/rec" --
+  cmp native.out rec.out || fail "recorded output differs"
+  "$STANDIN" info "$d/rec" >info.txt
+  grep -q 'parallel worker' info.txt || fail "no parallel worker recorded"
+  expect_eq "traces closed" 0 "$(grep -c 'not closed' info.txt)"
+  [ "$(calls "$d/rec" pb.unpack)" -ge 1 ] || fail "no partial tile unpacked"
+  serve rep.out "$s" replay -t "$d/rec" --summary "$d/s.json" --
+  cmp native.out rep.out || fail "replayed output differs"
+  # the backend's 16 tiles and its geobuf, each sized and packed
+  [ "$(json "$d/s.json" calls_replayed)" -ge 34 ] || fail "too few replayed"
+  python3 - "$d/s.json" <<'EOF2' || fail "fallbacks other than not_in_trace"
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad = {k: v for k, v in d["fallback_reasons"].items() if v and k != "not_in_trace"}
+sys.exit(1 if bad or d["processes"] < 2 else 0)
+EOF2
+  rm -rf "$d"
+}
