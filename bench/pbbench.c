@@ -2,7 +2,7 @@
  * program itself, so the same loop can run natively, under record and under
  * replay, side by side in one benchmark run.
  *
- *   pbbench pack|unpack|size|packnew|sizenew|unpacknew SIZE N [CYCLE]
+ *   pbbench pack|unpack|size|packnew|sizenew|unpacknew|treenew SIZE N [CYCLE]
  *
  * SIZE is the encoded size to aim for (bytes); the message is a Tree with a
  * few fields and one bytes chunk that makes up the size. packnew packs a
@@ -11,7 +11,11 @@
  * new message and then packs it, two calls a turn, as programs size the
  * buffer they pack into; unpacknew unpacks a new message each
  * call (all packed before the loop), so a replay builds every tree from an
- * image no call of the process has used. With CYCLE, the new-message modes
+ * image no call of the process has used; treenew sizes and packs, as
+ * sizenew, a new tree of many small messages (SIZE bytes of branches, each
+ * with a leaf: ~15 bytes and two messages a branch, as vector tiles hold
+ * hundreds of small features), so a replay walks hundreds of messages to
+ * confirm each. With CYCLE, the new-message modes
  * go round CYCLE different messages (the same CYCLE each round): every call
  * is still a different message from the call before, but a replay finds
  * its saved bytes in memory the run has used, which tells the harness's
@@ -37,7 +41,8 @@ static uint64_t now_ns(void) {
 
 int main(int argc, char **argv) {
   if (argc != 4 && argc != 5) {
-    fprintf(stderr, "usage: pbbench pack|unpack|size|packnew|sizenew|unpacknew SIZE N [CYCLE]\n");
+    fprintf(stderr,
+            "usage: pbbench pack|unpack|size|packnew|sizenew|unpacknew|treenew SIZE N [CYCLE]\n");
     return 2;
   }
   long cycle = argc == 5 ? atol(argv[4]) : 0;
@@ -68,6 +73,39 @@ int main(int argc, char **argv) {
   enum { NEW_ID0 = 1 << 28 };
   if (!strcmp(mode, "packnew") || !strcmp(mode, "sizenew") || !strcmp(mode, "unpacknew"))
     br.id = NEW_ID0;
+  /* treenew: branches of one leaf each, added until the tree packs to SIZE
+   * bytes, and no chunk */
+  Standin__Test__Branch *tb = NULL, **tbp = NULL;
+  Standin__Test__Leaf *tl = NULL, **tlp = NULL;
+  char(*tnames)[16] = NULL;
+  if (!strcmp(mode, "treenew")) {
+    size_t cap = size / 8 + 1;
+    tb = calloc(cap, sizeof *tb);
+    tbp = calloc(cap, sizeof *tbp);
+    tl = calloc(cap, sizeof *tl);
+    tlp = calloc(cap, sizeof *tlp);
+    tnames = calloc(cap, sizeof *tnames);
+    if (!tb || !tbp || !tl || !tlp || !tnames) {
+      fprintf(stderr, "pbbench: out of memory for a tree of %zu bytes\n", size);
+      return 1;
+    }
+    t.n_chunks = 0;
+    t.branches = tbp;
+    t.n_branches = 0;
+    while (t.n_branches < cap && standin__test__tree__get_packed_size(&t) < size) {
+      size_t k = t.n_branches++;
+      standin__test__branch__init(&tb[k]);
+      standin__test__leaf__init(&tl[k]);
+      snprintf(tnames[k], sizeof tnames[k], "leaf%zu", k);
+      tl[k].name = tnames[k];
+      tl[k].weight = (double)k * 0.25;
+      tlp[k] = &tl[k];
+      tb[k].id = k == 0 ? NEW_ID0 : k;
+      tb[k].n_leaves = 1;
+      tb[k].leaves = &tlp[k];
+      tbp[k] = &tb[k];
+    }
+  }
   size_t len = standin__test__tree__get_packed_size(&t);
   uint8_t *buf = malloc(len);
   standin__test__tree__pack(&t, buf);
@@ -113,6 +151,7 @@ int main(int argc, char **argv) {
            : !strcmp(mode, "packnew")   ? 3
            : !strcmp(mode, "unpacknew") ? 4
            : !strcmp(mode, "sizenew")   ? 5
+           : !strcmp(mode, "treenew")   ? 6
                                         : 2;
   for (long i = -100; i < n; i++) {
     if (i == 0)
@@ -133,6 +172,10 @@ int main(int argc, char **argv) {
       br.id = NEW_ID0 + 1 + nth(i);
       sink += standin__test__tree__get_packed_size(&t);
       sink += standin__test__tree__pack(&t, buf);
+    } else if (op == 6) { /* a new tree of many messages, sized and packed */
+      tb[0].id = NEW_ID0 + 1 + nth(i);
+      sink += standin__test__tree__get_packed_size(&t);
+      sink += standin__test__tree__pack(&t, buf);
     } else if (op == 1) {
       sink += standin__test__tree__get_packed_size(&t);
     } else if (op == 4) {
@@ -150,6 +193,11 @@ int main(int argc, char **argv) {
   free(blob);
   free(buf);
   free(news);
+  free(tb);
+  free(tbp);
+  free(tl);
+  free(tlp);
+  free(tnames);
   free((void *)evict);
   return sink == 0;
 }

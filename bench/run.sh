@@ -168,16 +168,27 @@ new_each_call packnew pb.pack pack
 # saves against the row above is the first touch of the database's memory;
 # what is left is the harness's own work on a new message.
 new_each_call packnew pb.pack pack 100
+# MODE SIZE N WHAT: pbbench MODE sizes, then packs, a new message each turn:
+# ns per turn of the two calls natively and replayed, and each one's
+# harness alone
+size_pack_row() {
+  rm -rf "$T/rs"
+  "$S" record -o "$T/rs" -- "$PBB" "$1" "$2" "$3" >/dev/null 2>&1
+  read -r nat nat_sp <<<"$(ns_stats "$PBB" "$1" "$2" "$3")"
+  read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rs" --iface constant:ns=0 -- "$PBB" "$1" "$2" "$3")"
+  "$S" replay -t "$T/rs" --iface constant:ns=0 --summary "$T/h.json" -- "$PBB" "$1" "$2" "$3" >/dev/null 2>&1
+  row "replay harness, constant:ns=0, size then pack $4: ns per turn" \
+    "$rep ($rep_sp)" "native $nat ($nat_sp); the harness alone: size $(harness "$T/h.json" pb.size), pack $(harness "$T/h.json" pb.pack)" \
+    "\`standin replay --iface constant:ns=0 -- pbbench $1 $2 $3\`"
+}
 # a new message sized, then packed into a buffer of that size: the size is
-# confirmed by the walk the pack then reuses; ns per turn of two calls
-rm -rf "$T/rs"
-"$S" record -o "$T/rs" -- "$PBB" sizenew 1024 "$NNEW" >/dev/null 2>&1
-read -r nat nat_sp <<<"$(ns_stats "$PBB" sizenew 1024 "$NNEW")"
-read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rs" --iface constant:ns=0 -- "$PBB" sizenew 1024 "$NNEW")"
-"$S" replay -t "$T/rs" --iface constant:ns=0 --summary "$T/h.json" -- "$PBB" sizenew 1024 "$NNEW" >/dev/null 2>&1
-row "replay harness, constant:ns=0, size then pack 1024 B, a new message each turn: ns per turn" \
-  "$rep ($rep_sp)" "native $nat ($nat_sp); the harness alone: size $(harness "$T/h.json" pb.size), pack $(harness "$T/h.json" pb.pack)" \
-  "\`standin replay --iface constant:ns=0 -- pbbench sizenew 1024 $NNEW\`"
+# confirmed by the walk the pack then reuses
+size_pack_row sizenew 1024 "$NNEW" "1024 B, a new message each turn"
+# A new tree of many small messages each turn (4 KB of branches with a leaf
+# each, 271 branches: as vector tiles hold hundreds of small features):
+# confirming it walks every message, which costs about what the library's
+# own passes over it cost.
+size_pack_row treenew 4096 $((NNEW / 10)) "a 4 KB tree of 543 small messages, a new tree each turn"
 # and the unpack of a new message each call: its tree is built from an
 # image no call of the process has used (the rows above reuse one)
 new_each_call unpacknew pb.unpack unpack
