@@ -375,13 +375,14 @@ static ProtobufCMessage *pack_tree(builder *b, scan_file *f, const b_entry *e, c
 }
 
 /* e's tree's plain stream, its references into e's response (which pack
- * wrote from that tree); one longer than RDB_SHORT_STREAM only with long_ok. */
+ * wrote from that tree); one longer than RDB_SHORT_STREAM only with long_ok,
+ * and none longer than RDB_LONG_STREAM. */
 static void make_stream(builder *b, b_entry *e, const ProtobufCMessage *m, int long_ok) {
   uint8_t *st;
   size_t len;
   if (pbw_tree_stream(m, resp_of(b, e), e->resp_len, &st, &len) != PBW_OK)
     return;
-  if (long_ok || len <= RDB_SHORT_STREAM) {
+  if (len <= (long_ok ? RDB_LONG_STREAM : RDB_SHORT_STREAM)) {
     e->stream1 = keep_bytes(b, &b->streams, st, len);
     e->stream_len = e->stream1 ? len : 0;
     e->ref_id1 = e->stream1 ? e->id + 1 : 0;

@@ -217,8 +217,9 @@ static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *
  * stream nothing has touched yet costs more than hashing the tree the
  * program just built (on rpc, whose requests are all different, pack's
  * harness took 233 ns a call against 214 by fingerprint when every entry
- * was tried). An unpack's bytes are read either way (a found entry's are
- * compared too), so its guesses are always tried. */
+ * was tried); and no entry keeps one longer than RDB_LONG_STREAM. An
+ * unpack's bytes are read either way (a found entry's are compared too),
+ * so its guesses are always tried. */
 static const rdb_entry *predicted_tree(const ProtobufCMessage *m, int api) {
   const rdb_entry *e = rp_predicted(api, 0);
   if (!e || !e->stream_len || (e->stream_len > RDB_SHORT_STREAM && !rp_served(e)))
