@@ -98,7 +98,6 @@ int main(int argc, char **argv) {
       standin__test__leaf__init(&tl[k]);
       snprintf(tnames[k], sizeof tnames[k], "leaf%zu", k);
       tl[k].name = tnames[k];
-      tl[k].weight = (double)k * 0.25;
       tlp[k] = &tl[k];
       tb[k].id = k == 0 ? NEW_ID0 : k;
       tb[k].n_leaves = 1;

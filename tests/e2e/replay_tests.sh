@@ -71,7 +71,7 @@ PY
   # all but the first call of each API (a size, a pack, an unpack)
   expect_eq "predicted (unpacknew, a cycle of 30)" $((n - 3)) "$(json sum.json lookups_predicted)"
   # a tree whose stream is longer than RDB_LONG_STREAM keeps none, even
-  # recorded many times: five trees of 543 messages (14 KB streams) in
+  # recorded many times: five trees of 543 messages (streams over 4 KiB) in
   # turn, each sized and packed 24 times, are confirmed by fingerprints,
   # as a stream read long ago is read from memory (231 compares before)
   rm -rf rec
