@@ -151,7 +151,15 @@ int main(int argc, char **argv) {
            : !strcmp(mode, "unpacknew") ? 4
            : !strcmp(mode, "sizenew")   ? 5
            : !strcmp(mode, "treenew")   ? 6
-                                        : 2;
+           : !strcmp(mode, "unpack")    ? 2
+                                        : -1;
+  if (op < 0) {
+    fprintf(stderr,
+            "pbbench: unknown mode '%s' (pack, unpack, size, packnew, sizenew, "
+            "unpacknew or treenew)\n",
+            mode);
+    return 2;
+  }
   for (long i = -100; i < n; i++) {
     if (i == 0)
       t0 = now_ns();
