@@ -311,6 +311,7 @@ typedef struct {
   uint64_t chunks;         /* good chunks read so far */
   uint64_t raw_bytes;      /* uncompressed bytes of those chunks */
   uint64_t records;        /* records returned so far */
+  uint64_t blob_chunk_loads; /* chunks decoded (again) for st_reader_blob */
   int clean;               /* 1 if the end mark was found (writer closed) */
   int error;               /* st_err that stopped reading, ST_OK if none */
   uint64_t error_offset;   /* file offset where that error was found */

@@ -829,6 +829,52 @@ START_TEST(test_trace_blob_pointer_survives_next_chunk) {
 }
 END_TEST
 
+/* Blobs of several earlier chunks named in turn while the stream moves on
+ * (a builder reading what a program packed chunks before) are decoded once
+ * each, not once a lookup. */
+START_TEST(test_trace_blob_lookups_keep_earlier_chunks) {
+  const char *p = tpath("t");
+  st_header h = test_header();
+  st_writer *w;
+  enum { NB = 4, NOTES = 6 };
+  uint8_t b[NB][300];
+  uint64_t id[NB];
+  ck_assert_int_eq(st_writer_open(&w, p, &h), ST_OK);
+  st_writer_set_chunk_size(w, 128);
+  for (int i = 0; i < NB; i++) { /* chunks 0 .. NB - 1 */
+    memset(b[i], 0x11 * (i + 1), sizeof b[i]);
+    ck_assert_int_eq(st_writer_add_blob(w, b[i], sizeof b[i], &id[i]), ST_OK);
+  }
+  st_note n = {"k", "v"};
+  for (int i = 0; i < NOTES; i++)
+    ck_assert_int_eq(st_writer_add_note(w, &n), ST_OK);
+  ck_assert_int_eq(st_writer_close(w), ST_OK);
+
+  st_reader *r;
+  st_record rec;
+  st_read_status rs;
+  const void *d;
+  uint64_t len;
+  ck_assert_int_eq(st_reader_open(&r, p), ST_OK);
+  for (int i = 0; i < NB; i++)
+    ck_assert_int_eq(st_reader_next(r, &rec), ST_OK); /* past the blobs */
+  int lookups = 0;
+  while (st_reader_next(r, &rec) == ST_OK) { /* each note: every blob, in turn */
+    ck_assert_int_eq(rec.kind, ST_REC_NOTE);
+    for (int i = 0; i < NB; i++, lookups++) {
+      ck_assert_int_eq(st_reader_blob(r, id[i], &d, &len), ST_OK);
+      ck_assert_uint_eq(len, sizeof b[i]);
+      ck_assert_mem_eq(d, b[i], sizeof b[i]);
+    }
+  }
+  ck_assert_int_eq(lookups, NB * NOTES);
+  st_reader_status(r, &rs);
+  /* each blob's chunk decoded once (one slot for them: NB * NOTES) */
+  ck_assert_uint_eq(rs.blob_chunk_loads, NB);
+  st_reader_close(r);
+}
+END_TEST
+
 static void fill_random(uint8_t *b, size_t n, uint64_t seed) {
   for (size_t i = 0; i < n; i++) {
     seed ^= seed << 13;
@@ -1584,6 +1630,7 @@ static Suite *trace_suite(void) {
   tcase_add_test(tc, test_trace_blob_lookup_after_stream);
   tcase_add_test(tc, test_trace_blob_lookup_via_index);
   tcase_add_test(tc, test_trace_blob_pointer_survives_next_chunk);
+  tcase_add_test(tc, test_trace_blob_lookups_keep_earlier_chunks);
   tcase_add_test(tc, test_trace_large_blob_round_trip);
   tcase_add_test(tc, test_trace_writer_refuses_existing_file);
   tcase_add_test(tc, test_trace_writer_open_failure_keeps_errno);
