@@ -543,10 +543,12 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
    * it stores once each, and what building it took (replaydb.c) */
   fprintf(f,
           "  \"database\": {\"bytes\": %llu, \"strings\": %llu, \"string_bytes\": %llu, "
-          "\"referred_bytes\": %llu, \"build_ns\": %llu, \"build_peak_rss_bytes\": %llu},\n",
+          "\"referred_bytes\": %llu, \"build_ns\": %llu, \"build_peak_rss_bytes\": %llu, "
+          "\"trace_chunks\": %llu, \"trace_chunks_decoded_again\": %llu},\n",
           (unsigned long long)b->size, (unsigned long long)b->strings,
           (unsigned long long)b->string_bytes, (unsigned long long)b->referred_bytes,
-          (unsigned long long)b->build_ns, (unsigned long long)b->build_peak_rss);
+          (unsigned long long)b->build_ns, (unsigned long long)b->build_peak_rss,
+          (unsigned long long)b->trace_chunks, (unsigned long long)b->chunk_reloads);
   fprintf(f, "  \"trace_entries\": %llu,\n  \"trace_samples\": %llu\n}\n",
           (unsigned long long)b->entries, (unsigned long long)b->samples);
   /* a summary cut short is not put where a later compare would take it */

@@ -1733,6 +1733,8 @@ static int scan_dir(const char *dir, builder *b) {
     }
     if (!b->start_ns || f.h.start_mono_ns < b->start_ns)
       b->start_ns = f.h.start_mono_ns;
+    b->out->trace_chunks += f.status.chunks;
+    b->out->chunk_reloads += f.status.blob_chunk_loads;
     b->files++;
     scan_close(&f);
   }

@@ -27,6 +27,10 @@ typedef struct {
   uint64_t referred_bytes;
   /* building it: its time, and the CLI's peak resident memory then */
   uint64_t build_ns, build_peak_rss;
+  /* the trace chunks it read, and those it decoded again to look up blobs
+   * of calls (st_read_status.blob_chunk_loads): far more of those than
+   * chunks makes a slow build */
+  uint64_t trace_chunks, chunk_reloads;
   /* recorded calls flagged not offloadable: replay does not intercept
    * them. By why (cli_no_slot). */
   uint64_t calls_unusable;
