@@ -313,6 +313,24 @@ static b_entry *find_or_add(builder *b, const uint8_t fp[16], int *created) {
   return e;
 }
 
+/* *p, an array of *n elements of `size` bytes, grown (doubling, from
+ * `first`) to hold `need`, the new elements zeroed; -1 out of memory, *p
+ * as it was. */
+static int grow_zeroed(void **p, size_t *n, size_t need, size_t size, size_t first) {
+  if (need <= *n)
+    return 0;
+  size_t m = *n ? *n : first;
+  while (m < need)
+    m *= 2;
+  void *q = realloc(*p, m * size);
+  if (!q)
+    return -1;
+  memset((char *)q + *n * size, 0, (m - *n) * size);
+  *p = q;
+  *n = m;
+  return 0;
+}
+
 /* Another file is read next: its blob ids name other blobs. */
 static void kept_forget(builder *b) {
   if (b->kept)
@@ -322,17 +340,8 @@ static void kept_forget(builder *b) {
 /* Remember that blob id (one the reader found) of the file being read was
  * kept at off1 (offset + 1) in b->data; out of memory, it is not. */
 static void kept_put(builder *b, uint64_t id, uint64_t off1, uint64_t len) {
-  if (id > b->nkept) {
-    size_t n = b->nkept ? b->nkept : 1024;
-    while (n < id)
-      n *= 2;
-    struct b_kept *k = realloc(b->kept, n * sizeof *k);
-    if (!k)
-      return;
-    memset(k + b->nkept, 0, (n - b->nkept) * sizeof *k);
-    b->kept = k;
-    b->nkept = n;
-  }
+  if (grow_zeroed((void **)&b->kept, &b->nkept, id, sizeof *b->kept, 1024) != 0)
+    return;
   b->kept[id - 1] = (struct b_kept){off1, len};
 }
 
@@ -716,17 +725,8 @@ static void link_next(builder *b, const st_call *c, const b_entry *e) {
   if (c->thread >= 65536 || c->api >= ST_API_MAX)
     return;
   size_t k = (size_t)c->thread * ST_API_MAX + c->api;
-  if (k >= b->nlast) {
-    size_t n = b->nlast ? b->nlast : 8 * ST_API_MAX;
-    while (n <= k)
-      n *= 2;
-    struct b_last *l = realloc(b->last, n * sizeof *l);
-    if (!l)
-      return;
-    memset(l + b->nlast, 0, (n - b->nlast) * sizeof *l);
-    b->last = l;
-    b->nlast = n;
-  }
+  if (grow_zeroed((void **)&b->last, &b->nlast, k + 1, sizeof *b->last, 8 * ST_API_MAX) != 0)
+    return;
   struct b_last *l = &b->last[k];
   if (l->id1)
     b->e[l->id1 - 1].s[l->sample].next_id = e->id + 1; /* ids are indices until layout */
