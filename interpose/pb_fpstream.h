@@ -67,6 +67,10 @@ typedef struct {
   /* FP_EMIT: the blob being written cannot occur in ref (an array of
    * numbers pack writes as varints, or with a tag each): not looked for */
   int noref;
+  /* pb_walk.c's snapshot walk (WM_SNAP) only: the snapshot it takes, and
+   * whether it was given up (a block did not fit, a type without a plan) */
+  pbw_snap *snap;
+  int snap_bad;
   uint8_t buf[FP_BUF];
 } walk_ctx;
 

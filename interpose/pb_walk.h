@@ -95,7 +95,7 @@ int pbw_tree_matches(const ProtobufCMessage *m, const void *stream, size_t len, 
  * whose bytes are all still the same (pbw_snap_holds) walks to the same
  * stream, so a thread that packs or sizes one tree again confirms it with
  * a few memcmps instead of a walk. */
-#define PBW_SNAP_BYTES 4096
+#define PBW_SNAP_BYTES 16384
 typedef struct {
   const ProtobufCMessage *m; /* NULL: empty */
   size_t n;                  /* bytes of rec used */
@@ -106,6 +106,15 @@ typedef struct {
  * result PBW_E_NOMEM (the tree's bytes do not fit in rec), PBW_E_DEPTH or
  * PBW_E_UNSUPPORTED (a type without a walk plan). Does not allocate. */
 int pbw_snap_take(const ProtobufCMessage *m, pbw_snap *s);
+
+/* pbw_fingerprint_tree_memo (keeping the stream in memo) and
+ * pbw_snap_take in one walk: s holds what pbw_snap_take would give, or
+ * s->m is NULL when that would fail (the walk's result is then still the
+ * fingerprint's). For a tree a thread fingerprints and then looks up
+ * again: the later lookups compare the snapshot instead of walking. Does
+ * not allocate. */
+int pbw_fingerprint_tree_snap(const ProtobufCMessage *m, uint8_t fp[16], pbw_fp_memo *memo,
+                              pbw_snap *s);
 
 /* Whether m is s's tree with every byte its walk reads unchanged: then it
  * has the fingerprint it had when s was taken. Each byte is read through a

@@ -1821,6 +1821,91 @@ START_TEST(test_snap_keeps_proto3_strings_pack_leaves_out) {
 }
 END_TEST
 
+/* The snapshot a size's walk takes with its fingerprint is pbw_snap_take's,
+ * record for record, and the fingerprint is pbw_fingerprint_tree's: on
+ * trees with every kind of field, unknown fields, proto3's empty strings
+ * (kept though pack leaves them out), and one whose bytes do not fit. */
+static void check_snap_walk(const ProtobufCMessage *m, int fits) {
+  static pbw_snap alone, walked;
+  static pbw_fp_memo memo;
+  uint8_t ref[16], fp[16];
+  ck_assert_int_eq(pbw_fingerprint_tree(m, ref, NULL), PBW_OK);
+  int rc = pbw_snap_take(m, &alone);
+  memset(&walked, 0xA5, sizeof walked);
+  memo.m = NULL;
+  ck_assert_int_eq(pbw_fingerprint_tree_snap(m, fp, &memo, &walked), PBW_OK);
+  ck_assert(memcmp(ref, fp, 16) == 0);
+  ck_assert_int_eq(rc == PBW_OK, fits);
+  if (!fits) {
+    ck_assert_ptr_null(walked.m);
+    return;
+  }
+  ck_assert_ptr_eq(walked.m, m);
+  ck_assert_uint_eq(walked.n, alone.n);
+  /* each record (address, length, kind) and its bytes; not the padding
+   * to 8 bytes after them, which neither writes */
+  for (size_t o = 0; o < alone.n;) {
+    uint32_t len;
+    memcpy(&len, alone.rec + o + sizeof(void *), 4);
+    ck_assert(memcmp(walked.rec + o, alone.rec + o, sizeof(void *) + 8 + len) == 0);
+    o += sizeof(void *) + 8 + ((len + 7) & ~(size_t)7);
+  }
+  ck_assert(pbw_snap_holds(&walked, m));
+  /* the memo holds the stream: the next walk of the same tree gets the
+   * fingerprint from it */
+  ck_assert_ptr_eq(memo.m, m);
+  ck_assert_int_eq(pbw_fingerprint_tree_memo(m, fp, &memo, 0), PBW_OK);
+  ck_assert(memcmp(ref, fp, 16) == 0);
+}
+
+START_TEST(test_snap_walk_is_snap_take) {
+  int payloads[] = {STANDIN__TEST__TREE__PAYLOAD__NOT_SET, STANDIN__TEST__TREE__PAYLOAD_TEXT,
+                    STANDIN__TEST__TREE__PAYLOAD_LEAF};
+  for (size_t i = 0; i < sizeof payloads / sizeof *payloads; i++) {
+    owned o = unpacked_tree(payloads[i], 300); /* unknown fields too */
+    ck_assert_uint_gt(o.tree->n_unknown_fields, 0);
+    check_snap_walk(o.tree, 1);
+    free_owned(&o);
+    tree_store b; /* built by hand: NULL and default pointers */
+    make_tree(&b, payloads[i], 40);
+    check_snap_walk(&b.tree.base, 1);
+    free(b.big);
+  }
+  for (int v = 0; v < 4; v++) {
+    owned o = unpacked_variant(v, 5);
+    check_snap_walk(o.tree, 1);
+    free_owned(&o);
+  }
+  int picks[] = {STANDIN__TEST3__BATCH__PICK__NOT_SET, STANDIN__TEST3__BATCH__PICK_CHOSEN,
+                 STANDIN__TEST3__BATCH__PICK_LABEL};
+  for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) {
+    owned o = unpacked_batch(picks[i]);
+    check_snap_walk(o.tree, 1);
+    free_owned(&o);
+  }
+  int choices[] = {STANDIN__PBW__SCALARS__CHOICE_O_STR, STANDIN__PBW__SCALARS__CHOICE_O_BYT,
+                   STANDIN__PBW__SCALARS__CHOICE_O_DB};
+  for (size_t i = 0; i < sizeof choices / sizeof *choices; i++) {
+    owned o = unpacked_scalars(choices[i]);
+    check_snap_walk(o.tree, 1);
+    free_owned(&o);
+  }
+  for (int zeros = 0; zeros < 2; zeros++) {
+    owned o = unpacked_all3(zeros);
+    check_snap_walk(o.tree, 1);
+    free_owned(&o);
+  }
+  Standin__Test3__Item x = STANDIN__TEST3__ITEM__INIT;
+  char key[4] = "";
+  x.key = key;
+  check_snap_walk(&x.base, 1);
+  tree_store big;
+  make_tree(&big, STANDIN__TEST__TREE__PAYLOAD_LEAF, PBW_SNAP_BYTES);
+  check_snap_walk(&big.tree.base, 0);
+  free(big.big);
+}
+END_TEST
+
 /* Bytes with a length and no data: get_packed_size counts the length (pack
  * would crash). Hashed as empty bytes, a size call was answered with the
  * size of a tree without them. */
@@ -3302,6 +3387,7 @@ int main(void) {
   tcase_add_test(fp, test_fp_any_single_change_changes_fingerprint);
   tcase_add_test(fp, test_snap_holds_until_any_change);
   tcase_add_test(fp, test_snap_keeps_proto3_strings_pack_leaves_out);
+  tcase_add_test(fp, test_snap_walk_is_snap_take);
   tcase_add_test(fp, test_fp_long_streams_depend_on_every_chunk);
   tcase_add_test(fp, test_fp_follows_what_pack_writes);
   tcase_add_test(fp, test_fp_depth_limit);
