@@ -482,9 +482,9 @@ static void snap_unknown(walk_ctx *c, const ProtobufCMessage *m) {
  * with statistics, for record; without, for replay's lookups, which need
  * the fingerprint alone and run on every replayed pack; and with a
  * snapshot, for a replayed size whose tree the thread will likely pack
- * next. All write the same stream as the interpreted walk. Repeated fields are handled here by
- * the kind the plan resolved, and the elements of a repeated message field
- * look up their plan once, not once each. */
+ * next. All write the same stream as the interpreted walk. Repeated
+ * fields are handled here by the kind the plan resolved, and the elements
+ * of a repeated message field look up their plan once, not once each. */
 
 static int walk_msg_st(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p);
 static int walk_msg_fp(walk_ctx *c, const ProtobufCMessage *m, unsigned depth, const wplan *p);
