@@ -448,7 +448,9 @@ static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *rea
   int have_fp = 0;
   if (!e) {
     pbw_fp_memo *memo = sized_memo();
-    tree_snap *ts = api == ST_API_PB_SIZE && memo && !held ? size_snap() : NULL;
+    /* a size of a tree no snapshot holds chooses whether to take one */
+    int sizing = api == ST_API_PB_SIZE && memo && !held;
+    tree_snap *ts = sizing ? size_snap() : NULL;
     int rc = ts     ? pbw_fingerprint_tree_snap(m, fp, memo, &ts->snap)
              : memo ? pbw_fingerprint_tree_memo(m, fp, memo, api == ST_API_PB_SIZE)
                     : pbw_fingerprint_tree(m, fp, NULL);
@@ -462,7 +464,7 @@ static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *rea
     have_fp = 1;
     shim_fp_bind(fp, api);
     e = rp_lookup(fp);
-    if (api == ST_API_PB_SIZE && memo && !held) {
+    if (sizing) {
       last_tree = m;
       last_sized = 1;
     }
@@ -480,7 +482,6 @@ static const rdb_entry *lookup_tree(const ProtobufCMessage *m, int api, int *rea
       goto kept;
     }
   }
-  *reason = RDB_FB_NOT_IN_TRACE;
   if (e)
     keep_tree(m, api, e, held, have_fp ? tree_fp : NULL);
 kept:

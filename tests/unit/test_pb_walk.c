@@ -1858,6 +1858,12 @@ static void check_snap_walk(const ProtobufCMessage *m, int fits) {
   ck_assert(memcmp(ref, fp, 16) == 0);
 }
 
+/* check_snap_walk of an unpacked tree that fits, which is then freed. */
+static void check_snap_walk_owned(owned o) {
+  check_snap_walk(o.tree, 1);
+  free_owned(&o);
+}
+
 START_TEST(test_snap_walk_is_snap_take) {
   int payloads[] = {STANDIN__TEST__TREE__PAYLOAD__NOT_SET, STANDIN__TEST__TREE__PAYLOAD_TEXT,
                     STANDIN__TEST__TREE__PAYLOAD_LEAF};
@@ -1871,30 +1877,16 @@ START_TEST(test_snap_walk_is_snap_take) {
     check_snap_walk(&b.tree.base, 1);
     free(b.big);
   }
-  for (int v = 0; v < 4; v++) {
-    owned o = unpacked_variant(v, 5);
-    check_snap_walk(o.tree, 1);
-    free_owned(&o);
-  }
-  int picks[] = {STANDIN__TEST3__BATCH__PICK__NOT_SET, STANDIN__TEST3__BATCH__PICK_CHOSEN,
-                 STANDIN__TEST3__BATCH__PICK_LABEL};
-  for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) {
-    owned o = unpacked_batch(picks[i]);
-    check_snap_walk(o.tree, 1);
-    free_owned(&o);
-  }
-  int choices[] = {STANDIN__PBW__SCALARS__CHOICE_O_STR, STANDIN__PBW__SCALARS__CHOICE_O_BYT,
-                   STANDIN__PBW__SCALARS__CHOICE_O_DB};
-  for (size_t i = 0; i < sizeof choices / sizeof *choices; i++) {
-    owned o = unpacked_scalars(choices[i]);
-    check_snap_walk(o.tree, 1);
-    free_owned(&o);
-  }
-  for (int zeros = 0; zeros < 2; zeros++) {
-    owned o = unpacked_all3(zeros);
-    check_snap_walk(o.tree, 1);
-    free_owned(&o);
-  }
+  for (int v = 0; v < 4; v++)
+    check_snap_walk_owned(unpacked_variant(v, 5));
+  check_snap_walk_owned(unpacked_batch(STANDIN__TEST3__BATCH__PICK__NOT_SET));
+  check_snap_walk_owned(unpacked_batch(STANDIN__TEST3__BATCH__PICK_CHOSEN));
+  check_snap_walk_owned(unpacked_batch(STANDIN__TEST3__BATCH__PICK_LABEL));
+  check_snap_walk_owned(unpacked_scalars(STANDIN__PBW__SCALARS__CHOICE_O_STR));
+  check_snap_walk_owned(unpacked_scalars(STANDIN__PBW__SCALARS__CHOICE_O_BYT));
+  check_snap_walk_owned(unpacked_scalars(STANDIN__PBW__SCALARS__CHOICE_O_DB));
+  check_snap_walk_owned(unpacked_all3(0));
+  check_snap_walk_owned(unpacked_all3(1));
   Standin__Test3__Item x = STANDIN__TEST3__ITEM__INIT;
   char key[4] = "";
   x.key = key;
