@@ -409,6 +409,13 @@ static void print_process(const scan_file *f, uint32_t nth, uint64_t launcher_ns
            f->stacks_unwound < f->calls ? "; the other calls' came from the thread's memo of stacks"
                                         : "; none came from the thread's memo of stacks");
   }
+  if (f->calls_left) {
+    /* shim_left_behind: found by the thread's next call, recorded again */
+    char l[32];
+    printf("  the program left %s call%s by a longjmp past the hook (a signal handler or a\n"
+           "  callback jumping out): not recorded; its thread's later calls were\n",
+           cli_fmt_count(l, sizeof l, f->calls_left), f->calls_left == 1 ? "" : "s");
+  }
   if (f->ring_waits) {
     char w[32], r[32], rb[32], pk[32], mx[32];
     printf("  the program's threads waited %s time%s for ring space (%s in all): the writer\n"

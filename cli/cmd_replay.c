@@ -325,6 +325,15 @@ static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall
               "then run for real, the program asking for what only the library does (a skip, a "
               "crop, an output pass with other parameters);",
               NULL, " the modelled time and the library's (calls_served_then_real)");
+  /* a program that jumps out of a call (a timeout's handler, a callback's
+   * error path): found by its thread's next call, which is replayed */
+  unsigned long long left = C(s, RDB_C_LEFT);
+  if (left)
+    fprintf(stderr,
+            "standin: replay: the program left %s call%s by a longjmp past the hook (a signal "
+            "handler or a callback jumping out), not counted as replayed; the calls after "
+            "were replayed (calls_left_by_longjmp)\n",
+            cli_fmt_count(n0, sizeof n0, left), left == 1 ? "" : "s");
   /* a program that repeats a request more often than when recorded (a
    * timed benchmark loop that runs faster, a longer run) gets answers, but
    * its later occurrences' latencies are the recorded ones again */
@@ -497,6 +506,7 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
   fprintf(f, "  \"calls_served_given_up\": %llu,\n", C(s, RDB_C_SERVED_GIVEN_UP));
   fprintf(f, "  \"calls_given_up_read_whole\": %llu,\n", C(s, RDB_C_GIVEN_UP_WHOLE));
   fprintf(f, "  \"calls_served_then_real\": %llu,\n", C(s, RDB_C_SERVED_THEN_REAL));
+  fprintf(f, "  \"calls_left_by_longjmp\": %llu,\n", C(s, RDB_C_LEFT));
   /* recorded calls not intercepted at all (print_unusable) */
   fprintf(f, "  \"calls_not_offloadable\": %llu,\n  \"not_offloadable_reasons\": ",
           (unsigned long long)b->calls_unusable);

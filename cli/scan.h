@@ -48,6 +48,7 @@ typedef struct scan_file {
   st_read_status status;
   int stopped_seccomp; /* recording stopped when the process installed a seccomp filter */
   uint64_t calls_no_ring; /* calls not recorded: their thread's ring could not be mapped */
+  uint64_t calls_left;    /* calls the program left by a longjmp past the hook: not recorded */
   int end_signal;   /* the writer closed because the program got this signal */
   int created_only; /* the file ends inside its header: r is NULL */
 } scan_file;

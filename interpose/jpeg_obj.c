@@ -15,7 +15,6 @@
 #include <string.h>
 
 static jpg_callbacks cbs;
-static SHIM_TLS void *tls_frame; /* frame of the outermost JPEG hook running */
 
 void jpg_set_callbacks(const jpg_callbacks *cb) {
   cbs = *cb;
@@ -764,7 +763,7 @@ static void w_exit(j_common_ptr c) {
     o->in_call = 0;
   /* The program's handler usually longjmps past every hook frame. */
   shim_depth = 0;
-  tls_frame = NULL;
+  shim_frame = NULL;
 #if defined(__SANITIZE_ADDRESS__)
   /* In a program built without ASan that longjmp is libc's, not the
    * runtime's (libc comes before the runtime the preloaded shim pulls in),
@@ -890,10 +889,12 @@ void jpg_check_stale(jpg_obj *o) {
 int jpg_outermost(void *frame) {
   if (shim_depth == 0)
     return 1;
-  if (tls_frame && (uintptr_t)frame >= (uintptr_t)tls_frame) {
-    /* a JPEG call was left by a longjmp the shim did not see */
+  if (shim_frame && (uintptr_t)frame >= (uintptr_t)shim_frame) {
+    /* a call was left by a longjmp the shim did not see */
     shim_depth = 0;
-    tls_frame = NULL;
+    shim_frame = NULL;
+    if (shim_on_left)
+      shim_on_left();
     return 1;
   }
   return 0;
@@ -903,7 +904,8 @@ static void overlay_on(jpg_obj *o);
 
 void jpg_enter(jpg_obj *o, void *frame) {
   shim_depth++;
-  tls_frame = frame;
+  shim_frame = frame;
+  shim_frame_ret = ((const void *const *)frame)[1];
   if (!o)
     return;
   o->in_call = 1;
@@ -957,7 +959,7 @@ void jpg_leave(jpg_obj *o) {
     o->in_call = 0;
   }
   shim_depth--;
-  tls_frame = NULL;
+  shim_frame = NULL;
 }
 
 void jpg_busy(jpg_obj *o, uint64_t ns) {
@@ -1031,6 +1033,8 @@ static void drain_catch_up(jpg_obj *o, jpg_scan *sc) {
 int jpg_drain(jpg_obj *o, jpg_scan *sc) {
   jmp_buf jb;
   int depth = shim_depth;
+  void *frame = shim_frame;
+  const void *frame_ret = shim_frame_ret;
   struct jpeg_source_mgr *s = o->cinfo->src;
   o->drain_jb = &jb;
   o->draining = 1;
@@ -1040,6 +1044,8 @@ int jpg_drain(jpg_obj *o, jpg_scan *sc) {
     o->draining = 0;
     o->drain_jb = NULL;
     shim_depth = depth;
+    shim_frame = frame;
+    shim_frame_ret = frame_ret;
     return JPG_DRAIN_ERROR;
   }
   volatile unsigned empty = 0;

@@ -288,13 +288,18 @@ uint64_t jpg_data_consumed(const jpg_obj *o);
 boolean jpg_start_starved(jpg_obj *o);
 
 /* Call a program callback with shim_depth as outside the library, so a
- * longjmp out of it leaves the counter right. */
+ * longjmp out of it leaves the counter right; the hooked calls it makes
+ * leave shim_frame to their own, which is put back. */
 #define JPG_CALLBACK(expr)                                                                         \
   do {                                                                                             \
     int saved_depth_ = shim_depth;                                                                 \
+    void *saved_frame_ = shim_frame;                                                               \
+    const void *saved_ret_ = shim_frame_ret;                                                       \
     shim_depth = 0;                                                                                \
     expr;                                                                                          \
     shim_depth = saved_depth_;                                                                     \
+    shim_frame = saved_frame_;                                                                     \
+    shim_frame_ret = saved_ret_;                                                                   \
   } while (0)
 
 /* Re-emit a message through the program's error manager. */

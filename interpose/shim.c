@@ -1,11 +1,15 @@
 #include "shim.h"
 
 #include <link.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
@@ -14,7 +18,49 @@
 #include "shim_alloc.h"
 
 SHIM_TLS int shim_depth;
+SHIM_TLS void *shim_frame;
+SHIM_TLS const void *shim_frame_ret;
 SHIM_TLS uint32_t shim_nested;
+void (*shim_on_left)(void);
+
+/* Frames further apart than this are on different stacks (shim_left_behind):
+ * a thread's stack is 8 MiB by default, and a recursion between a hooked
+ * call and a nested one that used more is not expected. */
+#define SAME_STACK_SPAN ((uintptr_t)64 << 20)
+/* A return address this near a hooked library's function is the library's
+ * own call (its text is well under this). */
+#define LIB_SPAN ((uintptr_t)2 << 20)
+
+static inline uintptr_t gap(uintptr_t a, uintptr_t b) {
+  return a > b ? a - b : b - a;
+}
+
+int shim_left_behind(void *frame, const void *lib) {
+  uintptr_t f = (uintptr_t)frame, top = (uintptr_t)shim_frame;
+  if (top == 0 || gap(f, top) > SAME_STACK_SPAN)
+    return 0;
+  if (f < top) { /* deeper: nested, if the call counted is still running */
+    if (gap(((const uintptr_t *)frame)[1], (uintptr_t)lib) < LIB_SPAN)
+      return 0;
+    const void *ret = NULL;
+    struct iovec here = {&ret, sizeof ret}, there = {(void *)(top + sizeof(void *)), sizeof ret};
+    if (process_vm_readv(getpid(), &here, 1, &there, 1, 0) != (ssize_t)sizeof ret ||
+        ret == shim_frame_ret)
+      return 0; /* or cannot tell: nested, as before */
+  }
+  shim_depth = 0;
+  shim_frame = NULL;
+  shim_frame_ret = NULL;
+  if (shim_on_left)
+    shim_on_left();
+#if defined(__SANITIZE_ADDRESS__)
+  /* the longjmp was libc's, past instrumented hook frames whose redzones
+   * stay poisoned where this call's frames will be (as jpeg_obj.c's error
+   * exit) */
+  __asan_handle_no_return();
+#endif
+  return 1;
+}
 
 void shim_say(const char *fmt, ...) {
   char buf[512];

@@ -21,6 +21,61 @@
  * decoder that used protobuf-c internally would still count once). */
 extern SHIM_TLS int shim_depth;
 
+/* The outermost hooked call running on this thread: its hook's frame,
+ * __builtin_frame_address(0), and the return address that frame held when
+ * the call began; NULL when none runs, or shim_depth was raised without
+ * one (a nested call then passes through whatever its frame). */
+extern SHIM_TLS void *shim_frame;
+extern SHIM_TLS const void *shim_frame_ret;
+
+/* A call the program left by a longjmp past the hook (a signal handler's
+ * timeout, an allocator or buffer callback that jumps out on error) never
+ * lowers shim_depth: without a check, every later call on the thread
+ * would pass through as nested. shim_left_behind is that check, for a hook
+ * with frame `frame`, calling into the library at `lib` (its real
+ * function), that finds shim_depth up. The counted call was left when, on
+ * the same stack (frames far apart are a signal handler's alternate stack
+ * or a coroutine's: nested, as before):
+ *   - this frame is not deeper than its frame; or
+ *   - this call does not come from the library itself (its return address
+ *     is not near `lib`), and that frame no longer holds its return
+ *     address (read with process_vm_readv, so a stack unmapped since
+ *     cannot fault).
+ * It then resets shim_depth and returns 1. x86-64 only, as the
+ * library-side bypass (bypass.c). */
+int shim_left_behind(void *frame, const void *lib);
+/* Called on the thread when shim_left_behind finds a call left, if set (the
+ * runtimes count them). */
+extern void (*shim_on_left)(void);
+
+/* Whether a hook whose frame is `frame` makes the outermost hooked call on
+ * its thread. */
+static inline int shim_outermost(void *frame, const void *lib) {
+#if defined(__x86_64__)
+  return __builtin_expect(shim_depth == 0, 1) || shim_left_behind(frame, lib);
+#else
+  (void)frame, (void)lib;
+  return shim_depth == 0;
+#endif
+}
+
+/* Enter the outermost hooked call, at frame `frame` (its hook's
+ * __builtin_frame_address(0)); shim_leave when it returns. Code that runs a
+ * program callback with shim_depth at 0 inside a call (JPG_CALLBACK) puts
+ * shim_frame and shim_frame_ret back with it. */
+static inline void shim_enter(void *frame) {
+  shim_depth++;
+  shim_frame = frame;
+  shim_frame_ret = ((const void *const *)frame)[1];
+}
+
+static inline void shim_leave(void) {
+  /* 0 already if a call inside reset it, from an alternate stack */
+  if (shim_depth > 0 && --shim_depth == 0)
+    shim_frame = NULL; /* code that raises shim_depth by hand (sink.c's
+                          calibration) then counts as no call left */
+}
+
 /* Nested calls that passed through a record hook on this thread. Each adds a
  * few ns to the measured latency of the outermost call that the program
  * would not pay natively; the writer subtracts a calibrated cost per pass. */

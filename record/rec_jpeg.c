@@ -784,13 +784,14 @@ static SHIM_TLS struct {
 SHIM_EXPORT int tjDecompressHeader3(tjhandle h, const unsigned char *buf, unsigned long size,
                                     int *width, int *height, int *subsamp, int *colorspace) {
   JPG_REAL(real, tjDecompressHeader3, JPG_LIBTJ);
-  if (shim_depth || !rt_active(ST_FAMILY_JPEG))
+  void *frame = __builtin_frame_address(0);
+  if (!shim_outermost(frame, (const void *)real) || !rt_active(ST_FAMILY_JPEG))
     return real(h, buf, size, width, height, subsamp, colorspace);
-  shim_depth++;
+  shim_enter(frame);
   uint64_t t0 = shim_now_ns();
   int r = real(h, buf, size, width, height, subsamp, colorspace);
   uint64_t t1 = shim_now_ns();
-  shim_depth--;
+  shim_leave();
   tj_header.h = h;
   tj_header.buf = buf;
   tj_header.size = size;
@@ -944,18 +945,21 @@ static void tj_submit(tj_call *t, void *const *ips, int nips, const jpg_tj_layou
   rt_submit(&c, ips, nips);
 }
 
-static int tj_skip(tjhandle h, const unsigned char *jpeg, unsigned long size, const void *dst) {
-  return shim_depth || !rt_active(ST_FAMILY_JPEG) || !h || !jpeg || !size || !dst;
+/* frame: the hook's; lib: the real function (shim_outermost) */
+static int tj_skip(void *frame, const void *lib, tjhandle h, const unsigned char *jpeg,
+                   unsigned long size, const void *dst) {
+  return !shim_outermost(frame, lib) || !rt_active(ST_FAMILY_JPEG) || !h || !jpeg || !size || !dst;
 }
 
 SHIM_EXPORT int tjDecompress2(tjhandle h, const unsigned char *jpeg, unsigned long size,
                               unsigned char *dst, int width, int pitch, int height, int pixfmt,
                               int flags) {
   JPG_REAL(real, tjDecompress2, JPG_LIBTJ);
-  if (tj_skip(h, jpeg, size, dst))
+  void *frame = __builtin_frame_address(0);
+  if (tj_skip(frame, (const void *)real, h, jpeg, size, dst))
     return real(h, jpeg, size, dst, width, pitch, height, pixfmt, flags);
   tj_call t = {h, jpeg, size, {0}, width, height, pixfmt, 0, 0, 0, 0};
-  shim_depth++;
+  shim_enter(frame);
   tj_pages pg = {.n = 1};
   tj_snap(&pg.s[0], jpeg, size, dst, width, pitch, height, pixfmt);
   t.t0 = shim_now_ns();
@@ -978,7 +982,7 @@ SHIM_EXPORT int tjDecompress2(tjhandle h, const unsigned char *jpeg, unsigned lo
     pg.span[0] = plane_span(&L, &d, 0);
   }
   tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, &pg);
-  shim_depth--;
+  shim_leave();
   return t.ret;
 }
 
@@ -986,10 +990,11 @@ SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, u
                                         unsigned char **planes, int width, int *strides, int height,
                                         int flags) {
   JPG_REAL(real, tjDecompressToYUVPlanes, JPG_LIBTJ);
-  if (tj_skip(h, jpeg, size, planes) || !planes[0])
+  void *frame = __builtin_frame_address(0);
+  if (tj_skip(frame, (const void *)real, h, jpeg, size, planes) || !planes[0])
     return real(h, jpeg, size, planes, width, strides, height, flags);
   tj_call t = {h, jpeg, size, {0}, width, height, -1, 0, 0, 0, 0};
-  shim_depth++;
+  shim_enter(frame);
   /* the layout first (the header only), for the planes' snapshots */
   jpg_tj_layout L;
   jpg_tj_dest d;
@@ -1011,17 +1016,18 @@ SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, u
   void *ips[ST_MAX_FRAMES];
   int nips = rt_stack(ips, ST_MAX_FRAMES);
   tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, &pg);
-  shim_depth--;
+  shim_leave();
   return t.ret;
 }
 
 SHIM_EXPORT int tjDecompressToYUV2(tjhandle h, const unsigned char *jpeg, unsigned long size,
                                    unsigned char *dst, int width, int pad, int height, int flags) {
   JPG_REAL(real, tjDecompressToYUV2, JPG_LIBTJ);
-  if (tj_skip(h, jpeg, size, dst))
+  void *frame = __builtin_frame_address(0);
+  if (tj_skip(frame, (const void *)real, h, jpeg, size, dst))
     return real(h, jpeg, size, dst, width, pad, height, flags);
   tj_call t = {h, jpeg, size, {0}, width, height, -1, pad, 0, 0, 0};
-  shim_depth++;
+  shim_enter(frame);
   /* the layout first (the header only), for the buffer's snapshot */
   jpg_tj_layout L;
   jpg_tj_dest d;
@@ -1043,6 +1049,6 @@ SHIM_EXPORT int tjDecompressToYUV2(tjhandle h, const unsigned char *jpeg, unsign
   void *ips[ST_MAX_FRAMES];
   int nips = rt_stack(ips, ST_MAX_FRAMES);
   tj_submit(&t, ips, nips, ok ? &L : NULL, ok ? &d : NULL, &pg);
-  shim_depth--;
+  shim_leave();
   return t.ret;
 }

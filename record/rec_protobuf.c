@@ -133,13 +133,14 @@ static inline __attribute__((always_inline)) void submit(rt_call *c) {
 
 SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *out) {
   SHIM_REAL(real, protobuf_c_message_pack);
-  if (shim_depth) {
+  void *frame = __builtin_frame_address(0);
+  if (!shim_outermost(frame, (const void *)real)) {
     shim_nested++;
     return real(m, out);
   }
   if (!rt_active(ST_FAMILY_PROTOBUF))
     return real(m, out);
-  shim_depth++;
+  shim_enter(frame);
   uint32_t n0 = shim_nested;
   RT_FAULT_BEGIN(&watch_pack);
   uint64_t t0 = shim_now_ns();
@@ -147,7 +148,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   uint64_t t1 = shim_now_ns();
   if (SHIM_UNLIKELY(rt_cfg.timing)) { /* the timing-only pass: nothing else */
     rt_timing_add(ST_API_PB_PACK, t0, t1 - t0, shim_nested - n0, r);
-    shim_depth--;
+    shim_leave();
     return r;
   }
   uint32_t fault_ns = RT_FAULT_END(&watch_pack, t1 - t0);
@@ -160,26 +161,27 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   int paired = pairs_with_pending(ST_API_PB_PACK, m, r);
   tree_call(&c, ST_API_PB_PACK, m, t0, t1, r, rt_keep_whole(&c.resp) == 0, paired);
   submit(&c);
-  shim_depth--;
+  shim_leave();
   return r;
 }
 
 SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m) {
   SHIM_REAL(real, protobuf_c_message_get_packed_size);
-  if (shim_depth) {
+  void *frame = __builtin_frame_address(0);
+  if (!shim_outermost(frame, (const void *)real)) {
     shim_nested++;
     return real(m);
   }
   if (!rt_active(ST_FAMILY_PROTOBUF))
     return real(m);
-  shim_depth++;
+  shim_enter(frame);
   uint32_t n0 = shim_nested;
   uint64_t t0 = shim_now_ns();
   size_t r = real(m);
   uint64_t t1 = shim_now_ns();
   if (SHIM_UNLIKELY(rt_cfg.timing)) { /* the timing-only pass: nothing else */
     rt_timing_add(ST_API_PB_SIZE, t0, t1 - t0, shim_nested - n0, r);
-    shim_depth--;
+    shim_leave();
     return r;
   }
   pairs_with_pending(ST_API_PB_SIZE, m, r);
@@ -211,7 +213,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   pending.at = rt_submitted();
   pending.slot = slot;
   pending.deferred = defer;
-  shim_depth--;
+  shim_leave();
   return r;
 }
 
@@ -224,13 +226,14 @@ _Atomic uint64_t rt_pb_buf_read_back;
 SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
                                                      ProtobufCBuffer *buf) {
   SHIM_REAL(real, protobuf_c_message_pack_to_buffer);
-  if (shim_depth) {
+  void *frame = __builtin_frame_address(0);
+  if (!shim_outermost(frame, (const void *)real)) {
     shim_nested++;
     return real(m, buf);
   }
   if (!rt_active(ST_FAMILY_PROTOBUF))
     return real(m, buf);
-  shim_depth++;
+  shim_enter(frame);
   /* a ProtobufCBufferSimple (the common sink) keeps what was appended */
   ProtobufCBufferSimple *sb =
       simple_append && buf && buf->append == simple_append ? (ProtobufCBufferSimple *)buf : NULL;
@@ -242,7 +245,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   uint64_t t1 = shim_now_ns();
   if (SHIM_UNLIKELY(rt_cfg.timing)) { /* the timing-only pass: nothing else */
     rt_timing_add(ST_API_PB_PACK_BUF, t0, t1 - t0, shim_nested - n0, r);
-    shim_depth--;
+    shim_leave();
     return r;
   }
   uint32_t fault_ns = RT_FAULT_END(&watch_pack_buf, t1 - t0);
@@ -276,7 +279,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
     c.reason = PB_REASON_NOMEM;
   }
   submit(&c);
-  shim_depth--;
+  shim_leave();
   return r;
 }
 
@@ -284,13 +287,14 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
                                                         ProtobufCAllocator *a, size_t len,
                                                         const uint8_t *data) {
   SHIM_REAL(real, protobuf_c_message_unpack);
-  if (shim_depth) {
+  void *frame = __builtin_frame_address(0);
+  if (!shim_outermost(frame, (const void *)real)) {
     shim_nested++;
     return real(d, a, len, data);
   }
   if (!rt_active(ST_FAMILY_PROTOBUF))
     return real(d, a, len, data);
-  shim_depth++;
+  shim_enter(frame);
   uint32_t n0 = shim_nested;
   RT_FAULT_BEGIN(&watch_unpack);
   uint64_t t0 = shim_now_ns();
@@ -298,7 +302,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   uint64_t t1 = shim_now_ns();
   if (SHIM_UNLIKELY(rt_cfg.timing)) { /* the timing-only pass: nothing else */
     rt_timing_add(ST_API_PB_UNPACK, t0, t1 - t0, shim_nested - n0, len);
-    shim_depth--;
+    shim_leave();
     return m;
   }
   uint32_t fault_ns = RT_FAULT_END(&watch_unpack, t1 - t0);
@@ -330,7 +334,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   put_size_only(&c, len);
   c.result = m != NULL;
   submit(&c);
-  shim_depth--;
+  shim_leave();
   return m;
 }
 

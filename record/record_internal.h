@@ -145,6 +145,10 @@ uint64_t rt_writer_cpu_ns(void);
  * hooks at start (bypass.h). */
 extern int rt_pb_bypassed;
 
+/* Calls the program left by a longjmp past the hook, found by the thread's
+ * next call (shim_left_behind): not recorded. */
+extern _Atomic uint64_t rt_calls_left;
+
 /* pack_to_buffer calls whose bytes were read back from the program's
  * ProtobufCBufferSimple instead of packed again. */
 extern _Atomic uint64_t rt_pb_buf_read_back;

@@ -1773,8 +1773,15 @@ void rt_before_chroot(void) {
 #endif
 }
 
+_Atomic uint64_t rt_calls_left;
+
+static void count_left(void) {
+  atomic_fetch_add_explicit(&rt_calls_left, 1, memory_order_relaxed);
+}
+
 __attribute__((constructor)) static void rt_init(int argc, char **argv, char **envp) {
   (void)envp;
+  shim_on_left = count_left;
   keep_start_cmd(argc, argv);
   rt_my_index = 0; /* the thread running constructors is the main thread */
   rt_my_parent = 0;

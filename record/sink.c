@@ -341,6 +341,7 @@ void wr_close(void) {
     note_u64("latency_correction_nested_ns", S.pass_ns);
     note_u64("pb_own_calls_bypassed", (uint64_t)rt_pb_bypassed);
     note_u64("pack_to_buffer_read_back", atomic_load(&rt_pb_buf_read_back));
+    note_u64("calls_left_by_longjmp", atomic_load(&rt_calls_left));
     note_u64("record_overhead_ns", rt_overhead_ns());
     note_u64("writer_cpu_ns", rt_writer_cpu_ns());
     note_u64("stacks_unwound", rt_stacks_unwound());

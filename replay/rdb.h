@@ -173,6 +173,8 @@ enum {
                              or a crop with no rows at hand, an output pass with other
                              parameters): their modelled time and the real decode
                              both count (rep_jpeg.c pass) */
+  RDB_C_LEFT,             /* calls the program left by a longjmp past the hook, found by
+                             its thread's next call (shim_left_behind) */
   RDB_C_RAN_NO0,          /* + JPG_NO_* (the last slot: any other): decodes of this
                              run that no accelerator would serve (given up, corrupt,
                              coefficients ...), run for real and counted in none of

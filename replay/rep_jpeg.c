@@ -1459,13 +1459,14 @@ static SHIM_TLS struct {
 SHIM_EXPORT int tjDecompressHeader3(tjhandle h, const unsigned char *buf, unsigned long size,
                                     int *width, int *height, int *subsamp, int *colorspace) {
   JPG_REAL(real, tjDecompressHeader3, JPG_LIBTJ);
-  if (shim_depth || !rp_on())
+  void *frame = __builtin_frame_address(0);
+  if (!shim_outermost(frame, (const void *)real) || !rp_on())
     return real(h, buf, size, width, height, subsamp, colorspace);
-  shim_depth++;
+  shim_enter(frame);
   uint64_t t0 = rp_now();
   int r = real(h, buf, size, width, height, subsamp, colorspace);
   tj_header.ns = rp_now() - t0;
-  shim_depth--;
+  shim_leave();
   tj_header.h = h;
   tj_header.buf = buf;
   tj_header.size = size;
@@ -1525,7 +1526,8 @@ typedef int (*tj_dest_fn)(const jpg_tj_layout *L, void *args, jpg_tj_dest *d);
 
 static int tj_replay(const tj_req *q, tj_real_fn real, tj_dest_fn dest, void *args) {
   uint64_t t0 = rp_now();
-  shim_depth++;
+  /* its own frame: below the hook's, live as long as the call */
+  shim_enter(__builtin_frame_address(0));
   if (tj_header.h == q->h && tj_header.buf == q->jpeg && tj_header.size == q->size)
     t0 -= tj_header.ns; /* the header read belongs to this decode */
   tj_header.h = NULL;
@@ -1579,7 +1581,7 @@ static int tj_replay(const tj_req *q, tj_real_fn real, tj_dest_fn dest, void *ar
   }
   if (served)
     rp_finish(&tk);
-  shim_depth--;
+  shim_leave();
   return ret;
 }
 
@@ -1624,15 +1626,18 @@ static int dest_yuv(const jpg_tj_layout *L, void *a, jpg_tj_dest *d) {
   return jpg_tj_dest_yuv(L, t->dst, t->width, t->pad, t->height, d);
 }
 
-static int tj_skip(tjhandle h, const unsigned char *jpeg, unsigned long size, const void *dst) {
-  return shim_depth || !rp_on() || !h || !jpeg || !size || !dst;
+/* frame: the hook's (shim_outermost; libturbojpeg never calls these hooks
+ * from inside, so no library address is given) */
+static int tj_skip(void *frame, tjhandle h, const unsigned char *jpeg, unsigned long size,
+                   const void *dst) {
+  return !shim_outermost(frame, NULL) || !rp_on() || !h || !jpeg || !size || !dst;
 }
 
 SHIM_EXPORT int tjDecompress2(tjhandle h, const unsigned char *jpeg, unsigned long size,
                               unsigned char *dst, int width, int pitch, int height, int pixfmt,
                               int flags) {
   tj_args a = {h, jpeg, size, dst, NULL, width, pitch, height, pixfmt, flags, 0, NULL};
-  if (tj_skip(h, jpeg, size, dst))
+  if (tj_skip(__builtin_frame_address(0), h, jpeg, size, dst))
     return real_rgb(&a);
   tj_req q = {h,
               jpeg,
@@ -1654,7 +1659,7 @@ SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, u
                                         unsigned char **planes, int width, int *strides, int height,
                                         int flags) {
   tj_args a = {h, jpeg, size, NULL, planes, width, 0, height, -1, flags, 0, strides};
-  if (tj_skip(h, jpeg, size, planes) || !planes[0])
+  if (tj_skip(__builtin_frame_address(0), h, jpeg, size, planes) || !planes[0])
     return real_planes(&a);
   tj_req q = {h,
               jpeg,
@@ -1675,7 +1680,7 @@ SHIM_EXPORT int tjDecompressToYUVPlanes(tjhandle h, const unsigned char *jpeg, u
 SHIM_EXPORT int tjDecompressToYUV2(tjhandle h, const unsigned char *jpeg, unsigned long size,
                                    unsigned char *dst, int width, int pad, int height, int flags) {
   tj_args a = {h, jpeg, size, dst, NULL, width, 0, height, -1, flags, pad, NULL};
-  if (tj_skip(h, jpeg, size, dst))
+  if (tj_skip(__builtin_frame_address(0), h, jpeg, size, dst))
     return real_yuv(&a);
   tj_req q = {h,
               jpeg,

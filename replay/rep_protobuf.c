@@ -183,9 +183,9 @@ static inline const ProtobufCMessageDescriptor *desc_of(const ProtobufCMessage *
  * calls pass through, as in the harness's own software path. */
 #define DIRECT(r, call, how)                                                                       \
   do {                                                                                             \
-    shim_depth++;                                                                                  \
+    shim_enter(frame);                                                                             \
     r = call;                                                                                      \
-    shim_depth--;                                                                                  \
+    shim_leave();                                                                                  \
     rp_direct(how > 1);                                                                            \
   } while (0)
 
@@ -532,7 +532,8 @@ static const uint8_t *resp_of(const rdb_entry *e) {
 
 SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *out) {
   SHIM_REAL(real, protobuf_c_message_pack);
-  if (shim_depth || !rp_on())
+  void *frame = __builtin_frame_address(0);
+  if (!shim_outermost(frame, (const void *)real) || !rp_on())
     return real(m, out);
   int how = kept(desc_of(m), ST_API_PB_PACK);
   if (how) {
@@ -542,7 +543,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
   }
   uint64_t t0 = rp_now();
   rp_prefetch(ST_API_PB_PACK);
-  shim_depth++;
+  shim_enter(frame);
   int reason;
   const rdb_entry *e = lookup_sized(m, ST_API_PB_PACK, &reason);
   const uint8_t *resp = e ? resp_of(e) : NULL;
@@ -556,13 +557,14 @@ SHIM_EXPORT size_t protobuf_c_message_pack(const ProtobufCMessage *m, uint8_t *o
     int why = e && resp ? -1 : e ? RDB_FB_NO_RESPONSE : reason;
     RUN_REAL(r, real(m, out), why, ST_API_PB_PACK, type_of(m), r);
   }
-  shim_depth--;
+  shim_leave();
   return r;
 }
 
 SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m) {
   SHIM_REAL(real, protobuf_c_message_get_packed_size);
-  if (shim_depth || !rp_on())
+  void *frame = __builtin_frame_address(0);
+  if (!shim_outermost(frame, (const void *)real) || !rp_on())
     return real(m);
   int how = kept(desc_of(m), ST_API_PB_SIZE);
   if (how) {
@@ -572,7 +574,7 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   }
   uint64_t t0 = rp_now();
   rp_prefetch(ST_API_PB_SIZE);
-  shim_depth++;
+  shim_enter(frame);
   int reason;
   const rdb_entry *e = lookup_sized(m, ST_API_PB_SIZE, &reason);
   rp_ticket tk;
@@ -583,14 +585,15 @@ SHIM_EXPORT size_t protobuf_c_message_get_packed_size(const ProtobufCMessage *m)
   } else {
     RUN_REAL(r, real(m), e ? -1 : reason, ST_API_PB_SIZE, type_of(m), r);
   }
-  shim_depth--;
+  shim_leave();
   return r;
 }
 
 SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
                                                      ProtobufCBuffer *buf) {
   SHIM_REAL(real, protobuf_c_message_pack_to_buffer);
-  if (shim_depth || !rp_on())
+  void *frame = __builtin_frame_address(0);
+  if (!shim_outermost(frame, (const void *)real) || !rp_on())
     return real(m, buf);
   int how = kept(desc_of(m), ST_API_PB_PACK_BUF);
   if (how) {
@@ -600,7 +603,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
   }
   uint64_t t0 = rp_now();
   rp_prefetch(ST_API_PB_PACK_BUF);
-  shim_depth++;
+  shim_enter(frame);
   int reason;
   const rdb_entry *e = lookup_sized(m, ST_API_PB_PACK_BUF, &reason);
   const uint8_t *resp = e ? resp_of(e) : NULL;
@@ -615,7 +618,7 @@ SHIM_EXPORT size_t protobuf_c_message_pack_to_buffer(const ProtobufCMessage *m,
     int why = e && resp ? -1 : e ? RDB_FB_NO_RESPONSE : reason;
     RUN_REAL(r, real(m, buf), why, ST_API_PB_PACK_BUF, type_of(m), r);
   }
-  shim_depth--;
+  shim_leave();
   return r;
 }
 
@@ -755,7 +758,8 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
                                                         ProtobufCAllocator *a, size_t len,
                                                         const uint8_t *data) {
   SHIM_REAL(real, protobuf_c_message_unpack);
-  if (shim_depth || !rp_on())
+  void *frame = __builtin_frame_address(0);
+  if (!shim_outermost(frame, (const void *)real) || !rp_on())
     return real(d, a, len, data);
   int how = kept(d, ST_API_PB_UNPACK);
   if (how) {
@@ -765,7 +769,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   }
   uint64_t t0 = rp_now();
   rp_prefetch(ST_API_PB_UNPACK);
-  shim_depth++;
+  shim_enter(frame);
   int reason;
   const rdb_entry *e = lookup_bytes(d, len, data, &reason);
   ProtobufCMessage *m = NULL;
@@ -809,7 +813,7 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
   if (!served)
     RUN_REAL(m, real(d, a, len, data), !e && reason >= 0 ? reason : -1, ST_API_PB_UNPACK,
              d && d->name ? d->name : "?", len);
-  shim_depth--;
+  shim_leave();
   return m;
 }
 

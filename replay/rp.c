@@ -640,7 +640,12 @@ static int hooked_lib(struct dl_phdr_info *info, size_t size, void *data) {
  * library at start do not map the database unless they load one and call
  * it (rp_on): mapping it and calibrating cost ~0.2 ms a process on the
  * test VM, most of it system calls. */
+static void count_left(void) {
+  ADD(RDB_C_LEFT, 1);
+}
+
 __attribute__((constructor)) static void rp_init(void) {
+  shim_on_left = count_left;
   const char *path = getenv("STANDIN_REPLAY_DB");
   if (!path || !*path)
     return;

@@ -1049,6 +1049,38 @@ t117_replay_trees_piece_by_piece_can_be_changed() {
   cmp b.out rep3.out
 }
 
+# A call the program leaves by a longjmp (an allocator or buffer callback
+# that jumps out on error, a timeout's signal handler) never returns to the
+# hook: the next hooked call recognises it was left (shim_left_behind), and
+# every later call on the thread is recorded and replayed, even when made
+# from a deeper frame than the one left (pbtest escape: every other
+# pack_to_buffer jumps out of its buffer's append, every fourth unpack out
+# of its allocator; before, a thread recorded nothing after the first). A
+# call made from a program callback inside a running call still passes
+# through.
+t147_calls_after_a_longjmp_out_of_a_hook() {
+  "$PB" escape 12 >native.out
+  grep -q "escape 11: left pack_to_buffer" native.out || fail "pbtest escape: $(tail -3 native.out)"
+  "$STANDIN" record -o rec -- "$PB" escape 12 >rec.out
+  cmp native.out rec.out
+  grep -q "nesting 8: [1-9][0-9]* bytes appended, [1-9][0-9]* sized inside" native.out ||
+    fail "pbtest escape: $(grep nesting native.out)"
+  # each message: basic's 4 calls and a size and pack; every fourth, a
+  # pack_to_buffer whose append's size passes through; the calls left are
+  # not recorded
+  expect_eq "recorded" 75 "$(calls rec)"
+  expect_eq "recorded pack_to_buffer" 15 "$(calls rec pb.pack_to_buffer)"
+  expect_eq "recorded sizes" 24 "$(calls rec pb.size)"
+  # 9 calls left; the last one is followed by no call that would find it
+  "$STANDIN" info rec >info.txt
+  grep -q "the program left 8 calls by a longjmp" info.txt || fail "info: $(cat info.txt)"
+  "$STANDIN" replay -t rec --summary s.json -- "$PB" escape 12 >rep.out
+  cmp native.out rep.out || fail "replayed output differs: $(diff native.out rep.out | head -5)"
+  expect_eq "replayed" 75 "$(json s.json calls_replayed)"
+  expect_eq "fallback" 0 "$(json s.json calls_fallback)"
+  expect_eq "left" 8 "$(json s.json calls_left_by_longjmp)"
+}
+
 # Trees as one block are built from the entry's kept plan (its header read
 # and its outside pointers resolved once), by threads at once too: the
 # same output as native, every unpack answered.

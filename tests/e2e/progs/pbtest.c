@@ -26,11 +26,15 @@
  *                         size of another Tree and no pack (a lone size)
  *   pbtest sizeedit N     N rounds of get_packed_size then pack of a
  *                         Tree, every third edited in between
+ *   pbtest escape N       basic's work on N messages, with calls the
+ *                         program leaves by siglongjmp from a buffer's
+ *                         append and from an allocator (run_escape)
  *
  * Output is deterministic (independent of thread scheduling), so a replayed
  * run must print exactly what the recorded run printed. */
 #include <limits.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -287,6 +291,92 @@ static int run_surgery(int n) {
     }
     printf("surgery %d hash %016llx\n", i, (unsigned long long)tree_hash(t));
     standin__test__tree__free_unpacked(t, NULL);
+    free(buf);
+    free(m);
+  }
+  return 0;
+}
+
+/* Calls left by a longjmp, as a program's timeout handler or error path
+ * leaves them: every other message's pack_to_buffer goes to a buffer whose
+ * append jumps out of the library, and every fourth message's unpack to an
+ * allocator that jumps out at its second allocation. Every hooked call
+ * after one that was left is made from a deeper frame than it. Every
+ * fourth message is also packed to a buffer whose append makes a nested
+ * call. */
+static sigjmp_buf escape_jb;
+
+static void escape_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
+  (void)b, (void)len, (void)data;
+  siglongjmp(escape_jb, 1);
+}
+
+/* An append that sizes the tree from inside the call, as a program
+ * callback may: a nested call, which passes through. */
+typedef struct {
+  ProtobufCBuffer base;
+  const Tree *tree;
+  size_t len, nested;
+} nesting_buffer;
+
+static void nesting_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
+  nesting_buffer *nb = (nesting_buffer *)b;
+  (void)data;
+  nb->len += len;
+  nb->nested = standin__test__tree__get_packed_size(nb->tree);
+}
+
+static int escape_allocs;
+
+static void *escape_alloc(void *data, size_t size) {
+  (void)data;
+  if (++escape_allocs == 2)
+    siglongjmp(escape_jb, 1);
+  return malloc(size);
+}
+
+static void escape_free(void *data, void *p) {
+  (void)data;
+  free(p);
+}
+
+static __attribute__((noinline)) uint8_t *escape_packed(const Tree *t, size_t *len) {
+  *len = standin__test__tree__get_packed_size(t);
+  uint8_t *buf = malloc(*len);
+  standin__test__tree__pack(t, buf);
+  return buf;
+}
+
+static int run_escape(int n) {
+  char line[160];
+  for (volatile int i = 0; i < n; i++) {
+    one(i, line, sizeof line);
+    fputs(line, stdout);
+    msg_store *volatile m = malloc(sizeof *m);
+    build(m, i);
+    size_t len;
+    uint8_t *volatile buf = escape_packed(&m->tree, &len);
+    ProtobufCAllocator a = {escape_alloc, escape_free, NULL};
+    escape_allocs = 0;
+    if (i % 4 == 3 && sigsetjmp(escape_jb, 0) == 0) {
+      Tree *t = standin__test__tree__unpack(&a, len, buf);
+      printf("escape %d: unpack returned %s\n", i, t ? "a tree" : "NULL");
+      standin__test__tree__free_unpacked(t, &a);
+    } else if (i % 4 == 3) {
+      printf("escape %d: left unpack\n", i);
+    }
+    if (i % 4 == 0) {
+      nesting_buffer nb = {{nesting_append}, &m->tree, 0, 0};
+      standin__test__tree__pack_to_buffer(&m->tree, &nb.base);
+      printf("nesting %d: %zu bytes appended, %zu sized inside\n", (int)i, nb.len, nb.nested);
+    }
+    if (i % 2 == 1 && sigsetjmp(escape_jb, 0) == 0) {
+      ProtobufCBuffer b = {escape_append};
+      standin__test__tree__pack_to_buffer(&m->tree, &b);
+      printf("escape %d: pack_to_buffer returned\n", i);
+    } else if (i % 2 == 1) {
+      printf("escape %d: left pack_to_buffer\n", i);
+    }
     free(buf);
     free(m);
   }
@@ -789,7 +879,7 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: pbtest "
             "basic|reverse|threads|pool|rotpool|fork|forkpar|exec|p3|bad|deep|oddunknown|same|"
-            "lonesize|sizeedit|edits|stacks|linger|surgery|maps|userstack|fresh|unpackfresh "
+            "lonesize|sizeedit|edits|stacks|linger|surgery|escape|maps|userstack|fresh|unpackfresh "
             "[args]\n");
     return 2;
   }
@@ -844,6 +934,8 @@ int main(int argc, char **argv) {
     rc = run_edits(a);
   else if (!strcmp(mode, "sizeedit"))
     rc = run_sizeedit(a);
+  else if (!strcmp(mode, "escape"))
+    rc = run_escape(a);
   else if (!strcmp(mode, "surgery"))
     rc = run_surgery(a);
   else if (!strcmp(mode, "maps"))
