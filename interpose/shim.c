@@ -27,10 +27,6 @@ void (*shim_on_left)(void);
  * a thread's stack is 8 MiB by default, and a recursion between a hooked
  * call and a nested one that used more is not expected. */
 #define SAME_STACK_SPAN ((uintptr_t)64 << 20)
-/* A return address this near a hooked library's function is the library's
- * own call (its text is well under this). */
-#define LIB_SPAN ((uintptr_t)2 << 20)
-
 static inline uintptr_t gap(uintptr_t a, uintptr_t b) {
   return a > b ? a - b : b - a;
 }
@@ -40,7 +36,11 @@ int shim_left_behind(void *frame, const void *lib) {
   if (top == 0 || gap(f, top) > SAME_STACK_SPAN)
     return 0;
   if (f < top) { /* deeper: nested, if the call counted is still running */
-    if (gap(((const uintptr_t *)frame)[1], (uintptr_t)lib) < LIB_SPAN)
+    /* called from inside the library that `lib` is in: its own call */
+    struct dl_find_object in;
+    const void *from = ((const void *const *)frame)[1];
+    if (lib && _dl_find_object((void *)lib, &in) == 0 && from >= in.dlfo_map_start &&
+        from < in.dlfo_map_end)
       return 0;
     const void *ret = NULL;
     struct iovec here = {&ret, sizeof ret}, there = {(void *)(top + sizeof(void *)), sizeof ret};

@@ -38,9 +38,9 @@ extern SHIM_TLS const void *shim_frame_ret;
  * or a coroutine's: nested, as before):
  *   - this frame is not deeper than its frame; or
  *   - this call does not come from the library itself (its return address
- *     is not near `lib`), and that frame no longer holds its return
- *     address (read with process_vm_readv, so a stack unmapped since
- *     cannot fault).
+ *     is not in the object `lib` is in; lib may be NULL), and that frame
+ *     no longer holds its return address (read with process_vm_readv, so
+ *     a stack unmapped since cannot fault).
  * It then resets shim_depth and returns 1. x86-64 only, as the
  * library-side bypass (bypass.c). */
 int shim_left_behind(void *frame, const void *lib);
