@@ -12,20 +12,23 @@
  *       exactly the processes, threads, types, sites and calls FILE lists:
  *
  *       process PID [ppid=N] [exec=N] [start=NS] [end=NS] [overhead=NS]
- *                                       (a new file; end= writes the
+ *               [miss=NS]               (a new file; end= writes the
  *                                       end_mono_ns note, overhead= the
- *                                       record_overhead_ns one)
+ *                                       record_overhead_ns one, miss= the
+ *                                       place_miss_ns one)
  *       thread INDEX [parent=N]
  *       type ID NAME
  *       site ID SYMBOL [MODULE]
  *       call thread=T api=API type=ID site=ID start=NS lat=NS [req=B]
- *            [resp=B] [size=B] [fault=NS] [flags=failed|not_offloadable|no_response]
+ *            [resp=B] [size=B] [fault=NS] [out=B] [cold=PERMILLE]
+ *            [flags=failed|not_offloadable|no_response]
  *       runinfo wall_ns=NS               (DIR/run.info, as `standin record`)
  *
  *       API is pb.pack, pb.size, pb.pack_to_buffer, pb.unpack, jpeg.decode
  *       or tj.decode; size= is the encoded_size feature (the request size a
  *       plan's size= selector compares for message trees), fault= a protobuf
- *       call's fault_ns (its page faults' time). '#' starts a
+ *       call's fault_ns (its page faults' time), out= and cold= a JPEG
+ *       decode's out_bytes and out_cold_permille. '#' starts a
  *       comment. */
 #include <errno.h>
 #include <math.h>
@@ -75,11 +78,13 @@ static void add_note_u64(st_writer *w, const char *key, uint64_t v) {
   st_writer_add_note(w, &n);
 }
 
-static void close_trace(st_writer *w, uint64_t end, uint64_t overhead) {
+static void close_trace(st_writer *w, uint64_t end, uint64_t overhead, uint64_t miss) {
   if (end)
     add_note_u64(w, "end_mono_ns", end);
   if (overhead)
     add_note_u64(w, "record_overhead_ns", overhead);
+  if (miss)
+    add_note_u64(w, "place_miss_ns", miss);
   int rc = st_writer_close(w);
   if (rc)
     die("close", rc);
@@ -166,7 +171,7 @@ static int synthetic(const char *dir, uint64_t n, int threads, uint64_t seed) {
         seq[t]++;
       }
   }
-  close_trace(w, last_end + 1000, 0);
+  close_trace(w, last_end + 1000, 0, 0);
   free(now);
   free(seq);
   return 0;
@@ -207,7 +212,7 @@ static uint64_t num(char **w, int n, const char *key, uint64_t dflt) {
 typedef struct {
   const char *dir;
   st_writer *w;
-  uint64_t end, overhead, seq;
+  uint64_t end, overhead, miss, seq;
   int line;
 } spec_state;
 
@@ -229,8 +234,12 @@ static void spec_call(spec_state *st, char **w, int n) {
   c.resp_len = num(w, n, "resp", 0);
   c.nfeat = st_api_family(api) == ST_FAMILY_PROTOBUF ? ST_PBF_NFEAT : ST_JPF_NFEAT;
   c.feat[0] = num(w, n, "size", c.req_len);
-  if (st_api_family(api) == ST_FAMILY_PROTOBUF)
+  if (st_api_family(api) == ST_FAMILY_PROTOBUF) {
     c.feat[ST_PBF_FAULT_NS] = num(w, n, "fault", 0);
+  } else {
+    c.feat[ST_JPF_OUT_BYTES] = num(w, n, "out", 0);
+    c.feat[ST_JPF_OUT_COLD] = num(w, n, "cold", 0);
+  }
   const char *fl = kv(w, n, "flags", "");
   c.flags = (uint8_t)((strstr(fl, "failed") ? ST_CALL_FAILED : 0) |
                       (strstr(fl, "not_offloadable") ? ST_CALL_NOT_OFFLOADABLE : 0) |
@@ -244,12 +253,13 @@ static void spec_call(spec_state *st, char **w, int n) {
 static void spec_line(spec_state *st, char **w, int n) {
   if (!strcmp(w[0], "process")) {
     if (st->w)
-      close_trace(st->w, st->end, st->overhead);
+      close_trace(st->w, st->end, st->overhead, st->miss);
     uint32_t pid = (uint32_t)strtoul(w[1], NULL, 10);
     st->w = open_trace(st->dir, pid, (uint32_t)num(w, n, "ppid", 1), (uint32_t)num(w, n, "exec", 0),
                        num(w, n, "start", 1000000000ull));
     st->end = num(w, n, "end", 0);
     st->overhead = num(w, n, "overhead", 0);
+    st->miss = num(w, n, "miss", 0);
     st->seq = 0;
   } else if (!strcmp(w[0], "thread") && st->w) {
     st_thread t = {.index = (uint32_t)strtoul(w[1], NULL, 10),
@@ -305,7 +315,7 @@ static int from_spec(const char *dir, const char *path) {
   }
   fclose(f);
   if (st.w)
-    close_trace(st.w, st.end, st.overhead);
+    close_trace(st.w, st.end, st.overhead, st.miss);
   return 0;
 }
 

@@ -418,6 +418,13 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
     gp->fault_ns += d.fault_ns;
     gp->source_ns += d.source_ns;
     pr->faults_over_ns += d.faults_over_ns;
+    if (st_api_family(c->api) == ST_FAMILY_JPEG && c->nfeat > ST_JPF_OUT_COLD) {
+      /* where the rows land: the model's placement against the recording's */
+      uint64_t rows = c->feat[ST_JPF_OUT_BYTES], rec = c->feat[ST_JPF_OUT_COLD];
+      pr->rows_to_memory += rows / 1000 * d.out_cold + rows % 1000 * d.out_cold / 1000;
+      rec = rec > 1000 ? 1000 : rec;
+      pr->rows_rec_memory += rows / 1000 * rec + rows % 1000 * rec / 1000;
+    }
     *out = (ev_plan){d.service_ns,
                      d.link_in_ns,
                      d.link_out_ns,
@@ -733,6 +740,8 @@ static int read_file(ctx *x, const tfile *tf, uint64_t *first, uint64_t *last) {
   x->r->processes++;
   x->r->run_ns += run;
   x->r->rec_overhead_ns += f.overhead_ns;
+  if (f.place_miss_ns > x->r->miss_ns)
+    x->r->miss_ns = f.place_miss_ns;
   x->r->run_approx |= approx;
   if (x->launcher_pid && f.h.ppid == x->launcher_pid)
     x->r->root_traced = 1;
@@ -1013,6 +1022,12 @@ const char *an_method(const an_result *r, int k) {
     return "single-thread Amdahl";
   return an_estimate_cp(r, k) >= an_estimate_cpu(r, k) ? "per-thread critical path"
                                                        : "CPU capacity";
+}
+
+int64_t an_rows_bound_ns(const an_result *r, int k) {
+  const an_plan *pr = &r->plans[k];
+  double lines = ((double)pr->rows_to_memory - (double)pr->rows_rec_memory) / 64;
+  return (int64_t)(lines * (double)r->miss_ns);
 }
 
 uint64_t an_estimate_naive(const an_result *r, int k) {

@@ -87,6 +87,9 @@ typedef struct {
                                             those calls */
   uint64_t faults_over_ns;               /* their recorded page faults beyond all the model
                                             predicts (plan_decision): no replay reaches it */
+  uint64_t rows_to_memory;               /* decoded bytes the offloaded calls' models leave
+                                            in memory (plan_decision out_cold) */
+  uint64_t rows_rec_memory;              /* of the same calls, as recorded (out_cold_permille) */
   int64_t saving_sum;                    /* sum of (recorded - predicted) over calls */
   int64_t saving_cpu;                    /* the same without queueing (CPU time saved) */
   int64_t saving_crit;                   /* the per-thread critical path's saving */
@@ -103,6 +106,9 @@ typedef struct {
   uint64_t not_offloadable_by[CLI_NO_SLOTS];
   uint64_t run_ns;         /* sum of the processes' run times */
   uint64_t rec_overhead_ns; /* standin's own time on the program's threads, summed */
+  uint64_t miss_ns;         /* a cache line read from memory over one from the caches, as
+                               record measured it (the largest of the processes'); 0:
+                               not measured */
   int run_approx;          /* a process's end is its last call's (writer killed) */
   int busy;                /* a `standin record` was still writing into the recording */
   int cut;                 /* a trace ends inside a chunk (killed, a full disk): not damage */
@@ -185,6 +191,14 @@ int an_naive_means(const an_result *r, int plan);
 /* The naive sum as text, "-" where it means nothing. */
 char *an_fmt_naive(char *buf, size_t cap, const an_result *r, int plan);
 const char *an_method(const an_result *r, int plan);
+
+/* Decoded rows plan k's models leave in memory, less those the recording
+ * found there (an_plan rows_to_memory - rows_rec_memory, in cache lines),
+ * times what record measured a line read from memory to cost (miss_ns):
+ * the most the program's reads of those rows can add to the estimate, or
+ * (below 0) take from it, were each line's miss paid in full; no estimate
+ * includes it (replay measures it). 0 when record measured no miss cost. */
+int64_t an_rows_bound_ns(const an_result *r, int plan);
 
 /* Bin of a request size, and the smallest size in a bin. */
 unsigned an_size_bin(uint64_t size);

@@ -246,7 +246,7 @@ void anp_recording_json(FILE *f, const an_result *r, const char *dir) {
           "\"late_calls\": %llu, \"processes_overlap\": %s, \"damaged\": %s, \"cut_off\": %s, "
           "\"cpus\": %u, "
           "\"span_ns\": %llu, \"thread_span_ns\": %llu, \"record_overhead_ns\": %llu, "
-          "\"still_recording\": %s, \"first_process_made_calls\": %s",
+          "\"still_recording\": %s, \"first_process_made_calls\": %s, \"cache_miss_ns\": %llu",
           U(r->processes), U(r->chains), U(r->calls), U(r->call_ns), U(r->run_ns),
           r->run_approx ? "true" : "false", U(r->wall_ns),
           r->wall_recorded == 2 ? "native-wall"
@@ -257,7 +257,8 @@ void anp_recording_json(FILE *f, const an_result *r, const char *dir) {
           U(r->rec_overhead_ns), r->busy ? "true" : "false",
           r->root_traced < 0 ? "null"
           : r->root_traced   ? "true"
-                             : "false");
+                             : "false",
+          U(r->miss_ns));
   fprintf(f, ", \"not_offloadable_reasons\": ");
   cli_no_json(f, r->not_offloadable_by);
 }
@@ -322,6 +323,16 @@ void anp_plan_json(FILE *f, const an_result *r, int k, const char *name) {
   else
     fprintf(f, "null");
   fprintf(f, ", \"wall_ns\": %llu,\n    ", U(r->wall_ns));
+  /* where the models leave decoded rows, against the recording: what the
+   * estimate leaves out (an_rows_bound_ns) */
+  fprintf(f,
+          "\"rows_to_memory_bytes\": %llu, \"recorded_rows_to_memory_bytes\": %llu, "
+          "\"rows_miss_bound_ns\": ",
+          U(pr->rows_to_memory), U(pr->rows_rec_memory));
+  if (r->miss_ns)
+    fprintf(f, "%lld,\n    ", (long long)an_rows_bound_ns(r, k));
+  else
+    fprintf(f, "null,\n    ");
   accels_json(f, r, k);
   fprintf(f, "}");
 }

@@ -124,6 +124,8 @@ static void add_site(scan_file *f, const st_site *st) {
 static void on_note(scan_file *f, const st_note *n) {
   if (!strcmp(n->key, "end_mono_ns"))
     f->end_mono_ns = strtoull(n->value, NULL, 10);
+  else if (!strcmp(n->key, "place_miss_ns"))
+    f->place_miss_ns = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "calls_left_by_longjmp"))
     f->calls_left = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "calls_without_ring"))

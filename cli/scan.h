@@ -49,6 +49,8 @@ typedef struct scan_file {
   int stopped_seccomp; /* recording stopped when the process installed a seccomp filter */
   uint64_t calls_no_ring; /* calls not recorded: their thread's ring could not be mapped */
   uint64_t calls_left;    /* calls the program left by a longjmp past the hook: not recorded */
+  uint64_t place_miss_ns; /* a cache line read from memory over one from L1 (placement.h);
+                             0: not measured */
   int end_signal;   /* the writer closed because the program got this signal */
   int created_only; /* the file ends inside its header: r is NULL */
 } scan_file;

@@ -45,6 +45,13 @@ size_t place_sample_offsets(place_sampler *s, size_t len, size_t *off, size_t ma
  * a line brings it into the caches: call before copying it. */
 void place_sample(place_sampler *s, const void *p, size_t len);
 
+/* What reading a line from memory costs over reading it from L1 (ns), as
+ * measured when the first sample was probed (a few lines flushed from
+ * the caches and read back: the median); 0 before, or without a TSC.
+ * Recordings keep it (the note place_miss_ns): whatif bounds with it
+ * what the program's reads of rows a model leaves in memory may cost. */
+uint64_t place_miss_ns(void);
+
 /* cold of probed lines, per mille (rounded); 0 when none was probed. */
 static inline uint32_t place_permille(uint64_t cold, uint64_t probed) {
   return probed ? (uint32_t)((cold * 1000 + probed / 2) / probed) : 0;

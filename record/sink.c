@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "pb_walk.h"
+#include "placement.h"
 #include "record_internal.h"
 #include "rt.h"
 #include "shim_alloc.h"
@@ -342,6 +343,8 @@ void wr_close(void) {
     note_u64("pb_own_calls_bypassed", (uint64_t)rt_pb_bypassed);
     note_u64("pack_to_buffer_read_back", atomic_load(&rt_pb_buf_read_back));
     note_u64("calls_left_by_longjmp", atomic_load(&rt_calls_left));
+    if (place_miss_ns()) /* a JPEG decode's output was probed */
+      note_u64("place_miss_ns", place_miss_ns());
     note_u64("record_overhead_ns", rt_overhead_ns());
     note_u64("writer_cpu_ns", rt_writer_cpu_ns());
     note_u64("stacks_unwound", rt_stacks_unwound());

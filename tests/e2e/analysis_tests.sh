@@ -1776,3 +1776,44 @@ assert [r["fault_ns"] for r in rows] == ["8000", "0"], rows
 assert [r["predicted_ns"] for r in rows] == ["9500", "1500"], rows
 PY
 }
+
+# Where a model leaves decoded rows (deliver=) against where the recorded
+# decodes left them (out_cold_permille): the program's reads of those rows,
+# after the calls, are in no estimate. whatif counts the bytes each way and,
+# with the miss cost record measured (the place_miss_ns note), bounds what
+# they can add or take: 8,000,000 more bytes in memory are 125,000 lines at
+# 100 ns, up to 12.5 ms; 1,600,000 fewer, up to 2.5 ms less.
+t495_whatif_bounds_the_reads_of_rows_a_model_leaves_in_memory_golden() {
+  cat >rows.spec <<'EOF2'
+process 100 start=1000000000 end=1100000000 miss=100
+thread 0
+type 1 baseline
+call thread=0 api=jpeg.decode type=1 start=1010000000 lat=20000000 req=50000 resp=6400000 out=6400000 cold=0
+call thread=0 api=jpeg.decode type=1 start=1050000000 lat=10000000 req=30000 resp=3200000 out=3200000 cold=500
+EOF2
+  "$GEN" -o rows --spec rows.spec
+  "$STANDIN" whatif rows --iface jpeg=software:deliver=memory --format json >m.json
+  expect_eq "miss cost" 100 "$(pyj m.json 'd["cache_miss_ns"]')"
+  expect_eq "to memory" 9600000 "$(pyj m.json 'd["plans"][0]["rows_to_memory_bytes"]')"
+  expect_eq "recorded there" 1600000 "$(pyj m.json 'd["plans"][0]["recorded_rows_to_memory_bytes"]')"
+  expect_eq "bound" 12500000 "$(pyj m.json 'd["plans"][0]["rows_miss_bound_ns"]')"
+  "$STANDIN" whatif rows --iface jpeg=software:deliver=memory >m.txt
+  grep -q "leave 9.2 MiB of the decoded rows in memory, where the recorded decodes left 1.5 MiB: .* up to 12.50 ms (12.5%) more, were each of the 125,000 cache lines a miss (100 ns a line" m.txt ||
+    fail "deliver=memory: $(cat m.txt)"
+  "$STANDIN" whatif rows --iface jpeg=software:deliver=cache --format json >c.json
+  expect_eq "cache: bound" -2500000 "$(pyj c.json 'd["plans"][0]["rows_miss_bound_ns"]')"
+  "$STANDIN" whatif rows --iface jpeg=software:deliver=cache >c.txt
+  grep -q "miss the caches less, .* up to 2.50 ms (2.5%) less" c.txt || fail "deliver=cache: $(cat c.txt)"
+  # as recorded: nothing moves, nothing said
+  "$STANDIN" whatif rows --iface jpeg=software --format json >s.json
+  expect_eq "recorded: bound" 0 "$(pyj s.json 'd["plans"][0]["rows_miss_bound_ns"]')"
+  "$STANDIN" whatif rows --iface jpeg=software >s.txt
+  ! grep -q "decoded rows" s.txt || fail "recorded: $(cat s.txt)"
+  # a recording without the miss cost: the bytes alone, no bound
+  sed 's/ miss=100//' rows.spec >old.spec
+  "$GEN" -o old --spec old.spec
+  "$STANDIN" whatif old --iface jpeg=software:deliver=memory --format json >o.json
+  expect_eq "no miss cost: bound" None "$(pyj o.json 'd["plans"][0]["rows_miss_bound_ns"]')"
+  "$STANDIN" whatif old --iface jpeg=software:deliver=memory >o.txt
+  grep -q "which this estimate leaves out; replay runs them" o.txt || fail "no miss cost: $(cat o.txt)"
+}
