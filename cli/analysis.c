@@ -420,10 +420,15 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
     pr->faults_over_ns += d.faults_over_ns;
     if (st_api_family(c->api) == ST_FAMILY_JPEG && c->nfeat > ST_JPF_OUT_COLD) {
       /* where the rows land: the model's placement against the recording's */
-      uint64_t rows = c->feat[ST_JPF_OUT_BYTES], rec = c->feat[ST_JPF_OUT_COLD];
-      pr->rows_to_memory += rows / 1000 * d.out_cold + rows % 1000 * d.out_cold / 1000;
+      uint64_t rows = c->feat[ST_JPF_OUT_BYTES], rec = c->feat[ST_JPF_OUT_COLD], add;
       rec = rec > 1000 ? 1000 : rec;
-      pr->rows_rec_memory += rows / 1000 * rec + rows % 1000 * rec / 1000;
+      /* saturating: out_bytes come from the trace */
+      add = rows / 1000 * d.out_cold + rows % 1000 * d.out_cold / 1000;
+      pr->rows_to_memory =
+          add > UINT64_MAX - pr->rows_to_memory ? UINT64_MAX : pr->rows_to_memory + add;
+      add = rows / 1000 * rec + rows % 1000 * rec / 1000;
+      pr->rows_rec_memory =
+          add > UINT64_MAX - pr->rows_rec_memory ? UINT64_MAX : pr->rows_rec_memory + add;
     }
     *out = (ev_plan){d.service_ns,
                      d.link_in_ns,
@@ -1027,7 +1032,8 @@ const char *an_method(const an_result *r, int k) {
 int64_t an_rows_bound_ns(const an_result *r, int k) {
   const an_plan *pr = &r->plans[k];
   double lines = ((double)pr->rows_to_memory - (double)pr->rows_rec_memory) / 64;
-  return (int64_t)(lines * (double)r->miss_ns);
+  double ns = lines * (double)r->miss_ns, cap = 9e18; /* out_bytes come from the trace */
+  return (int64_t)(ns > cap ? cap : ns < -cap ? -cap : ns);
 }
 
 uint64_t an_estimate_naive(const an_result *r, int k) {

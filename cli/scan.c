@@ -124,9 +124,11 @@ static void add_site(scan_file *f, const st_site *st) {
 static void on_note(scan_file *f, const st_note *n) {
   if (!strcmp(n->key, "end_mono_ns"))
     f->end_mono_ns = strtoull(n->value, NULL, 10);
-  else if (!strcmp(n->key, "place_miss_ns"))
-    f->place_miss_ns = strtoull(n->value, NULL, 10);
-  else if (!strcmp(n->key, "calls_left_by_longjmp"))
+  else if (!strcmp(n->key, "place_miss_ns")) {
+    /* a trace is untrusted: no line takes a millisecond */
+    uint64_t v = strtoull(n->value, NULL, 10);
+    f->place_miss_ns = v <= 1000000 ? v : 0;
+  } else if (!strcmp(n->key, "calls_left_by_longjmp"))
     f->calls_left = strtoull(n->value, NULL, 10);
   else if (!strcmp(n->key, "calls_without_ring"))
     f->calls_no_ring = strtoull(n->value, NULL, 10);

@@ -1816,4 +1816,9 @@ EOF2
   expect_eq "no miss cost: bound" None "$(pyj o.json 'd["plans"][0]["rows_miss_bound_ns"]')"
   "$STANDIN" whatif old --iface jpeg=software:deliver=memory >o.txt
   grep -q "which this estimate leaves out; replay runs them" o.txt || fail "no miss cost: $(cat o.txt)"
+  # a trace is untrusted: a miss cost no machine has is not one
+  sed 's/ miss=100/ miss=99999999999/' rows.spec >bad.spec
+  "$GEN" -o bad --spec bad.spec
+  "$STANDIN" whatif bad --iface jpeg=software:deliver=memory --format json >b.json
+  expect_eq "absurd miss cost" 0 "$(pyj b.json 'd["cache_miss_ns"]')"
 }
