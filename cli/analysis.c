@@ -7,6 +7,7 @@
  * of the end-to-end estimate — sees calls in start order. */
 #include "analysis.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -113,6 +114,8 @@ typedef struct {
   int64_t prev_shift; /* before its latest call */
   uint64_t last_end;  /* recorded end of its latest call */
   uint64_t max_end;   /* the latest recorded end of its calls so far */
+  double rows_delta;  /* bytes of decoded rows its offloaded calls' models leave in
+                         memory less those recorded there (an_rows_bound_ns) */
   int started;
 } chain;
 
@@ -393,7 +396,9 @@ int an_rule(const plan *p, const scan_file *f, const st_call *c) {
 }
 
 /* Plan k's decision for a call, counted in the plan and the group. */
-static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t *masks,
+static chain *chain_of(ctx *x, uint32_t thread, int k);
+
+static void decide(ctx *x, int k, scan_file *f, const st_call *c, uint32_t t, const uint64_t *masks,
                    an_group *g, ev_plan *out) {
   const plan *p = x->o->plans[k];
   an_plan *pr = &x->r->plans[k];
@@ -426,9 +431,11 @@ static void decide(ctx *x, int k, scan_file *f, const st_call *c, const uint64_t
       add = rows / 1000 * d.out_cold + rows % 1000 * d.out_cold / 1000;
       pr->rows_to_memory =
           add > UINT64_MAX - pr->rows_to_memory ? UINT64_MAX : pr->rows_to_memory + add;
+      uint64_t to = add;
       add = rows / 1000 * rec + rows % 1000 * rec / 1000;
       pr->rows_rec_memory =
           add > UINT64_MAX - pr->rows_rec_memory ? UINT64_MAX : pr->rows_rec_memory + add;
+      chain_of(x, t, k)->rows_delta += (double)to - (double)add;
     }
     *out = (ev_plan){d.service_ns,
                      d.link_in_ns,
@@ -602,7 +609,7 @@ static int on_call(scan_file *f, const st_call *c, void *arg) {
     ev_plan *d = (ev_plan *)(x->ev + sizeof *e);
     const uint64_t *masks = rule_masks(x, f, c);
     for (int k = 0; k < x->np; k++)
-      decide(x, k, f, c, masks, g, &d[k]);
+      decide(x, k, f, c, t, masks, g, &d[k]);
     merge_push(x->mg, t, c->start_ns, x->ev);
   }
   tick(x, f);
@@ -699,6 +706,16 @@ static void end_process(ctx *x, uint64_t end) {
   *d = (proc_done){.end = end, .Lp = lp};
   for (int k = 0; k < x->np; k++) {
     plan_state *ps = &x->ps[k];
+    /* the thread of this process whose rows moved most, each way: under
+     * the per-thread critical path, the most its reads can move the run */
+    double hi = 0, lo = 0;
+    for (uint32_t t = 0; t < x->nthreads; t++) {
+      double v = chain_of(x, t, k)->rows_delta;
+      hi = v > hi ? v : hi;
+      lo = v < lo ? v : lo;
+    }
+    x->r->plans[k].rows_crit_more += hi;
+    x->r->plans[k].rows_crit_less += lo;
     if (!ps->any)
       continue;
     ps->Lp = chains_latest_end(x, k);
@@ -1031,7 +1048,18 @@ const char *an_method(const an_result *r, int k) {
 
 int64_t an_rows_bound_ns(const an_result *r, int k) {
   const an_plan *pr = &r->plans[k];
-  double lines = ((double)pr->rows_to_memory - (double)pr->rows_rec_memory) / 64;
+  double bytes = (double)pr->rows_to_memory - (double)pr->rows_rec_memory;
+  if (!single_thread(r)) {
+    /* as the estimates take threads: the most one thread's reads move its
+     * path (summed over processes, as if one after another), or all of
+     * them spread over the CPUs; never more than all of them */
+    double crit = bytes >= 0 ? pr->rows_crit_more : -pr->rows_crit_less;
+    double spread = fabs(bytes) / (r->cpus ? r->cpus : 1);
+    double most = crit > spread ? crit : spread;
+    most = most < fabs(bytes) ? most : fabs(bytes);
+    bytes = bytes >= 0 ? most : -most;
+  }
+  double lines = bytes / 64;
   double ns = lines * (double)r->miss_ns, cap = 9e18; /* out_bytes come from the trace */
   return (int64_t)(ns > cap ? cap : ns < -cap ? -cap : ns);
 }

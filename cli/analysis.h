@@ -90,6 +90,9 @@ typedef struct {
   uint64_t rows_to_memory;               /* decoded bytes the offloaded calls' models leave
                                             in memory (plan_decision out_cold) */
   uint64_t rows_rec_memory;              /* of the same calls, as recorded (out_cold_permille) */
+  double rows_crit_more, rows_crit_less; /* per process, the thread's rows_to_memory -
+                                            rows_rec_memory that is largest (>= 0) and
+                                            smallest (<= 0), summed */
   int64_t saving_sum;                    /* sum of (recorded - predicted) over calls */
   int64_t saving_cpu;                    /* the same without queueing (CPU time saved) */
   int64_t saving_crit;                   /* the per-thread critical path's saving */
@@ -197,7 +200,10 @@ const char *an_method(const an_result *r, int plan);
  * times what record measured a line read from memory to cost (miss_ns):
  * the most the program's reads of those rows can add to the estimate, or
  * (below 0) take from it, were each line's miss paid in full; no estimate
- * includes it (replay measures it). 0 when record measured no miss cost. */
+ * includes it (replay measures it). With several threads, as the estimates
+ * take them: the one thread whose rows moved most, or all of them over the
+ * CPUs, whichever is more (never more than all). 0 when record measured no
+ * miss cost. */
 int64_t an_rows_bound_ns(const an_result *r, int plan);
 
 /* Bin of a request size, and the smallest size in a bin. */

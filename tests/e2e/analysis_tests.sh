@@ -1782,7 +1782,8 @@ PY
 # after the calls, are in no estimate. whatif counts the bytes each way and,
 # with the miss cost record measured (the place_miss_ns note), bounds what
 # they can add or take: 8,000,000 more bytes in memory are 125,000 lines at
-# 100 ns, up to 12.5 ms; 1,600,000 fewer, up to 2.5 ms less.
+# 100 ns, up to 12.5 ms; 1,600,000 fewer, up to 2.5 ms less. Threads are
+# taken as the estimates take them.
 t495_whatif_bounds_the_reads_of_rows_a_model_leaves_in_memory_golden() {
   cat >rows.spec <<'EOF2'
 process 100 start=1000000000 end=1100000000 miss=100
@@ -1821,4 +1822,20 @@ EOF2
   "$GEN" -o bad --spec bad.spec
   "$STANDIN" whatif bad --iface jpeg=software:deliver=memory --format json >b.json
   expect_eq "absurd miss cost" 0 "$(pyj b.json 'd["cache_miss_ns"]')"
+  # two threads, as the estimates take them: the thread whose rows moved
+  # most (100,000 lines: 10 ms), or all 150,000 over the CPUs, whichever
+  # is more, never more than all
+  cat >two.spec <<'EOF2'
+process 100 start=1000000000 end=1100000000 miss=100
+thread 0
+thread 1
+type 1 baseline
+call thread=0 api=jpeg.decode type=1 start=1010000000 lat=20000000 req=50000 resp=6400000 out=6400000
+call thread=1 api=jpeg.decode type=1 start=1010000000 lat=10000000 req=30000 resp=3200000 out=3200000
+EOF2
+  "$GEN" -o two --spec two.spec
+  "$STANDIN" whatif two --cpus 2 --iface jpeg=software:deliver=memory --format json >t2.json
+  expect_eq "two threads, 2 CPUs" 10000000 "$(pyj t2.json 'd["plans"][0]["rows_miss_bound_ns"]')"
+  "$STANDIN" whatif two --cpus 1 --iface jpeg=software:deliver=memory --format json >t1.json
+  expect_eq "two threads, 1 CPU" 15000000 "$(pyj t1.json 'd["plans"][0]["rows_miss_bound_ns"]')"
 }
