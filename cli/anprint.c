@@ -1,6 +1,7 @@
 /* anprint.c — text and JSON for analysis results (see anprint.h). */
 #include "anprint.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,34 @@ void anp_estimate_text(FILE *f, const an_result *r, int k) {
     fprintf(f, "; subtracting every call's saving would give %s (%+.1f%%)",
             cli_fmt_ns(c, sizeof c, (double)naive), pct(naive, r->wall_ns));
   fputc('\n', f);
+}
+
+void anp_rows_note_text(FILE *f, const an_result *r, int k, const char *label) {
+  const an_plan *pr = &r->plans[k];
+  int64_t bound = an_rows_bound_ns(r, k);
+  double more = (double)pr->rows_to_memory - (double)pr->rows_rec_memory;
+  if (!r->wall_ns ||
+      (r->miss_ns ? (double)llabs(bound) * 100 < (double)r->wall_ns : fabs(more) < 1024.0 * 1024))
+    return;
+  char a[32], b[32], c[32], d[32];
+  cli_fmt_bytes(a, sizeof a, (double)pr->rows_to_memory);
+  cli_fmt_bytes(b, sizeof b, (double)pr->rows_rec_memory);
+  fprintf(f,
+          "  under %s, the models leave %s of the decoded rows in memory, where the recorded "
+          "decodes left %s%s: the program's own reads of them, after the calls, %s, which this "
+          "estimate leaves out",
+          label, a, b,
+          more > 0 ? "" : " (libjpeg-turbo's SIMD colour conversion leaves aligned rows there)",
+          more > 0 ? "miss the caches more" : "miss the caches less");
+  if (r->miss_ns)
+    fprintf(f,
+            ": up to %s (%.1f%%) %s, were each of the %s cache lines a miss (%s a line, as "
+            "record measured on its host)",
+            cli_fmt_ns(c, sizeof c, fabs((double)bound)),
+            100.0 * fabs((double)bound) / (double)r->wall_ns, bound > 0 ? "more" : "less",
+            cli_fmt_count(d, sizeof d, (uint64_t)(fabs(more) / 64)),
+            cli_fmt_ns(b, sizeof b, (double)r->miss_ns));
+  fprintf(f, "; replay runs them (deliver= says where a model's rows land)\n");
 }
 
 void anp_notes_text(FILE *f, const an_result *r) {

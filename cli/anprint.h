@@ -28,6 +28,11 @@ void anp_accels_text(FILE *f, const an_result *r, int k);
 void anp_software_text(FILE *f, const an_result *r, int k);
 void anp_estimate_text(FILE *f, const an_result *r, int k);
 void anp_notes_text(FILE *f, const an_result *r);
+/* Plan k's note on decoded rows its models leave elsewhere than the
+ * recording did (an_rows_bound_ns), as "  under LABEL, ..."; nothing when
+ * it would move the run by under 1% (or, with no measured miss cost, when
+ * under 1 MiB moves). */
+void anp_rows_note_text(FILE *f, const an_result *r, int k, const char *label);
 
 /* JSON: the recording's top-level members (no braces), and one plan as an
  * object with its accelerators and estimates. */

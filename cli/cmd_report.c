@@ -174,6 +174,9 @@ static void print_plan(const an_result *r, const size_t *ix, an_by by, int w, co
   anp_software_text(stdout, r, 0);
   printf("\n");
   anp_estimate_text(stdout, r, 0);
+  /* decoded rows the models leave elsewhere than the recorded decodes did:
+   * the program's reads of them, which the estimate leaves out */
+  anp_rows_note_text(stdout, r, 0, name);
 }
 
 static void print_text(const an_result *r, const rep_opts *o, const size_t *ix) {

@@ -144,32 +144,6 @@ static void print_verdict(const an_result *r, const wi_opts *o) {
            100 * WI_CLOSE, next >= 0 ? ", or 'standin sweep --replay'" : "");
 }
 
-static void print_rows_note(const an_result *r, int k, const char *label) {
-  const an_plan *pr = &r->plans[k];
-  int64_t bound = an_rows_bound_ns(r, k);
-  double more = (double)pr->rows_to_memory - (double)pr->rows_rec_memory;
-  if (!r->wall_ns ||
-      (r->miss_ns ? (double)llabs(bound) * 100 < (double)r->wall_ns : fabs(more) < 1024.0 * 1024))
-    return;
-  char a[32], b[32], c[32], d[32];
-  cli_fmt_bytes(a, sizeof a, (double)pr->rows_to_memory);
-  cli_fmt_bytes(b, sizeof b, (double)pr->rows_rec_memory);
-  printf("  under %s, the models leave %s of the decoded rows in memory, where the recorded "
-         "decodes left %s%s: the program's own reads of them, after the calls, %s, which this "
-         "estimate leaves out",
-         label, a, b,
-         more > 0 ? "" : " (libjpeg-turbo's SIMD colour conversion leaves aligned rows there)",
-         more > 0 ? "miss the caches more" : "miss the caches less");
-  if (r->miss_ns)
-    printf(": up to %s (%.1f%%) %s, were each of the %s cache lines a miss (%s a line, as "
-           "record measured on its host)",
-           cli_fmt_ns(c, sizeof c, fabs((double)bound)),
-           100.0 * fabs((double)bound) / (double)r->wall_ns, bound > 0 ? "more" : "less",
-           cli_fmt_count(d, sizeof d, (uint64_t)(fabs(more) / 64)),
-           cli_fmt_ns(b, sizeof b, (double)r->miss_ns));
-  printf("; replay runs them (deliver= says where a model's rows land)\n");
-}
-
 static void print_text(const an_result *r, const wi_opts *o) {
   char a[32], b[32], c[32];
   printf("recording %s: %s%s, %llu process%s, %llu thread%s with calls, %s call%s, %s in calls\n",
@@ -229,7 +203,7 @@ static void print_text(const an_result *r, const wi_opts *o) {
    * decodes: the program's own reads of them change, which no estimate
    * includes and replay measures (placement.h) */
   for (int k = 0; k < r->nplans; k++)
-    print_rows_note(r, k, plan_label(&o->a.ps, k));
+    anp_rows_note_text(stdout, r, k, plan_label(&o->a.ps, k));
   /* what each plan leaves in software, and why (as report prints it) */
   for (int k = 0; k < r->nplans; k++) {
     const an_plan *pr = &r->plans[k];

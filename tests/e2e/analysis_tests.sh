@@ -1805,6 +1805,12 @@ EOF2
   expect_eq "cache: bound" -2500000 "$(pyj c.json 'd["plans"][0]["rows_miss_bound_ns"]')"
   "$STANDIN" whatif rows --iface jpeg=software:deliver=cache >c.txt
   grep -q "miss the caches less, .* up to 2.50 ms (2.5%) less" c.txt || fail "deliver=cache: $(cat c.txt)"
+  # report's plan says it too, and its JSON carries the bound
+  "$STANDIN" report rows --iface jpeg=software:deliver=memory >r.txt
+  grep -q "under .*leave 9.2 MiB of the decoded rows in memory.* up to 12.50 ms (12.5%) more" r.txt ||
+    fail "report: $(cat r.txt)"
+  "$STANDIN" report rows --iface jpeg=software:deliver=memory --format json >r.json
+  expect_eq "report: bound" 12500000 "$(pyj r.json 'd["plan"]["rows_miss_bound_ns"]')"
   # as recorded: nothing moves, nothing said
   "$STANDIN" whatif rows --iface jpeg=software --format json >s.json
   expect_eq "recorded: bound" 0 "$(pyj s.json 'd["plans"][0]["rows_miss_bound_ns"]')"
