@@ -156,12 +156,19 @@ void anp_estimate_text(FILE *f, const an_result *r, int k) {
   fputc('\n', f);
 }
 
+int anp_rows_note_due(const an_result *r, int k) {
+  const an_plan *pr = &r->plans[k];
+  double more = (double)pr->rows_to_memory - (double)pr->rows_rec_memory;
+  return r->wall_ns &&
+         (r->miss_ns ? (double)llabs(an_rows_bound_ns(r, k)) * 100 >= (double)r->wall_ns
+                     : fabs(more) >= 1024.0 * 1024);
+}
+
 void anp_rows_note_text(FILE *f, const an_result *r, int k, const char *label) {
   const an_plan *pr = &r->plans[k];
   int64_t bound = an_rows_bound_ns(r, k);
   double more = (double)pr->rows_to_memory - (double)pr->rows_rec_memory;
-  if (!r->wall_ns ||
-      (r->miss_ns ? (double)llabs(bound) * 100 < (double)r->wall_ns : fabs(more) < 1024.0 * 1024))
+  if (!anp_rows_note_due(r, k))
     return;
   char a[32], b[32], c[32], d[32];
   cli_fmt_bytes(a, sizeof a, (double)pr->rows_to_memory);

@@ -32,6 +32,7 @@ void anp_notes_text(FILE *f, const an_result *r);
  * recording did (an_rows_bound_ns), as "  under LABEL, ..."; nothing when
  * it would move the run by under 1% (or, with no measured miss cost, when
  * under 1 MiB moves). */
+int anp_rows_note_due(const an_result *r, int k);
 void anp_rows_note_text(FILE *f, const an_result *r, int k, const char *label);
 
 /* JSON: the recording's top-level members (no braces), and one plan as an

@@ -456,6 +456,17 @@ static void print_text(const an_result *r, const sw_opts *o, const measured *m,
     }
     printf("  %s\n", an_method(r, v + 1));
   }
+  /* decoded rows a value's models leave elsewhere than the recording did:
+   * the program's reads of them, which the estimates leave out */
+  int rows = 0;
+  for (int v = 0; v < o->nvalues; v++) {
+    if (!anp_rows_note_due(r, v + 1))
+      continue;
+    char l[512];
+    snprintf(l, sizeof l, "%s.%s=%s", o->accel, o->key, o->values[v]);
+    printf("%s", rows++ ? "" : "\n");
+    anp_rows_note_text(stdout, r, v + 1, l);
+  }
   if (m)
     note_unhidden(r, o, m);
   anp_notes_text(stdout, r);
