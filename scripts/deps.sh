@@ -31,6 +31,7 @@ PKGS=(
   gstreamer1.0-tools gstreamer1.0-plugins-good  # gst-launch-1.0 with jpegdec: raw data (planar YUV) decodes on a streaming thread (t719)
   exactimage               # econvert: a real libjpeg program that decodes in buffered-image mode (t720)
   postgresql-15-postgis-3  # PostGIS's vector tiles: protobuf-c in a forking PostgreSQL server and its parallel workers (t723)
+  postgresql-15-decoderbufs  # Debezium's logical decoding plugin: protobuf-c packs in a PostgreSQL backend (t724)
 )
 
 missing=()

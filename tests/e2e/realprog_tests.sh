@@ -728,6 +728,54 @@ t722_bind9_dnstap_read_replays_and_misses_other_files() {
     "$(python3 -c 'import json; print(json.load(open("s2.json"))["fallback_reasons"]["not_in_trace"])')"
 }
 
+# A PostgreSQL server of a test's own, for extensions that use protobuf-c:
+# pg_init makes PGD (a directory the server's user can enter, with a copy
+# of standin and its shims: the checkout may be in a home only its owner
+# can enter) and a cluster in it; pg_serve OUT [STANDIN ARGS...] starts the
+# server (under standin with them), runs $PGD/q.sql into OUT and stops it.
+# PG_OPTS holds the server's extra options. postgres refuses to run as
+# root: as root, the server runs as postgres.
+PGB=/usr/lib/postgresql/15/bin
+pg_init() {
+  PG_AS=()
+  [ "$(id -u)" != 0 ] || PG_AS=(runuser -u postgres --)
+  PGD=$(mktemp -d "/tmp/standin-$1.XXXXXX")
+  chmod 755 "$PGD"
+  mkdir -p "$PGD/b/lib/standin"
+  cp "$STANDIN" "$PGD/b/"
+  cp "$B"/lib/standin/*.so "$PGD/b/lib/standin/"
+  [ "$(id -u)" != 0 ] || chown -R postgres "$PGD"
+  (cd "$PGD" && "${PG_AS[@]}" $PGB/initdb -D "$PGD/data" -A trust) >initdb.log 2>&1 ||
+    { cat initdb.log; fail "initdb"; }
+}
+pg_sql() { # FILE: the queries pg_serve runs next (readable by the server's user)
+  cp "$1" "$PGD/q.sql"
+  chmod 644 "$PGD/q.sql"
+}
+pg_serve() {
+  local out=$1
+  shift
+  # from a directory the server's user can enter
+  (cd "$PGD" && exec "${PG_AS[@]}" "$@" $PGB/postgres -D "$PGD/data" -k "$PGD" -p 5432 \
+    -c listen_addresses= "${PG_OPTS[@]}" >>"$PGD/server.log" 2>&1) &
+  local pid=$!
+  for _ in $(seq 100); do
+    (cd "$PGD" && "${PG_AS[@]}" psql -h "$PGD" -p 5432 -X -q -d postgres -c 'select 1') >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  local rc=0
+  (cd "$PGD" && "${PG_AS[@]}" psql -h "$PGD" -p 5432 -X -q -v ON_ERROR_STOP=1 -d postgres -f q.sql) \
+    >"$out" 2>psql.err || rc=$?
+  # a fast shutdown, to the postmaster itself (runuser does not pass
+  # SIGINT on); the server is stopped whether the queries ran or not
+  local pm
+  pm=$(head -1 "$PGD/data/postmaster.pid" 2>/dev/null || true)
+  kill -INT "${pm:-$pid}" 2>/dev/null || true
+  wait $pid || true
+  [ $rc = 0 ] || cat psql.err
+  return $rc
+}
+
 # PostGIS's ST_AsMVT and ST_AsGeobuf pack with protobuf-c inside a
 # PostgreSQL server: a postmaster that forks a backend per connection and
 # parallel workers per query, each loading postgis-3.so (and with it
@@ -736,23 +784,23 @@ t722_bind9_dnstap_read_replays_and_misses_other_files() {
 # Replayed, the backend's tiles must come out byte-identical; the workers
 # split the table by timing, so their partial tiles may be new requests
 # (misses run for real), and the tile they make has the same length.
+pg_record() { # setup.sql once, then q.sql natively (native.out) and recorded ($PGD/rec)
+  pg_sql setup.sql
+  pg_serve setup.out
+  pg_sql q.sql
+  pg_serve native.out
+  pg_serve rec.out "$PGD/b/standin" record -o "$PGD/rec" --
+  cmp native.out rec.out || fail "recorded output differs"
+  "$STANDIN" info "$PGD/rec" >info.txt
+  expect_eq "traces closed" 0 "$(grep -c 'not closed' info.txt)"
+}
+
 t723_postgis_vector_tiles_in_a_forking_server() {
-  local pgb=/usr/lib/postgresql/15/bin
-  [ -x $pgb/postgres ] && [ -e /usr/lib/postgresql/15/lib/postgis-3.so ] ||
+  [ -x $PGB/postgres ] && [ -e /usr/lib/postgresql/15/lib/postgis-3.so ] ||
     { echo "skipped: no postgresql-15-postgis-3"; return 0; }
-  # postgres refuses to run as root: as root, the server runs as postgres
-  local as=()
-  [ "$(id -u)" != 0 ] || as=(runuser -u postgres --)
-  local d
-  d=$(mktemp -d /tmp/standin-t723.XXXXXX)
-  chmod 755 "$d"
-  # standin and its shims where the server's user can read them (the
-  # checkout may be in a home only its owner can enter)
-  mkdir -p "$d/b/lib/standin"
-  cp "$STANDIN" "$d/b/"
-  cp "$B"/lib/standin/*.so "$d/b/lib/standin/"
-  [ "$(id -u)" != 0 ] || chown -R postgres "$d"
-  (cd "$d" && "${as[@]}" $pgb/initdb -D "$d/data" -A trust) >initdb.log 2>&1 || { cat initdb.log; fail "initdb"; }
+  pg_init t723
+  local d=$PGD
+  PG_OPTS=(-c max_worker_processes=4)
   cat >q.sql <<'EOF2'
 \pset format unaligned
 \pset tuples_only on
@@ -766,55 +814,21 @@ set max_parallel_workers_per_gather = 2; set parallel_setup_cost = 0; set parall
 set min_parallel_table_scan_size = 0; set parallel_leader_participation = off;
 select length(ST_AsMVT(q, 'big')) from (select k, ST_AsMVTGeom(geom, ST_MakeEnvelope(0,0,4000,4000,3857)) geom from big) q;
 EOF2
-  chmod 644 q.sql
-  cp q.sql "$d/"
-  serve() { # serve OUT [STANDIN ARGS...]: start the server, run q.sql, stop it
-    local out=$1
-    shift
-    # from a directory the server's user can enter
-    (cd "$d" && exec "${as[@]}" "$@" $pgb/postgres -D "$d/data" -k "$d" -p 5432 \
-      -c listen_addresses= -c max_worker_processes=4 >>"$d/server.log" 2>&1) &
-    local pid=$!
-    for _ in $(seq 100); do
-      (cd "$d" && "${as[@]}" psql -h "$d" -p 5432 -X -q -d postgres -c 'select 1') >/dev/null 2>&1 && break
-      sleep 0.2
-    done
-    local rc=0
-    (cd "$d" && "${as[@]}" psql -h "$d" -p 5432 -X -q -v ON_ERROR_STOP=1 -d postgres -f q.sql) \
-      >"$out" || rc=$?
-    # a fast shutdown, to the postmaster itself (runuser does not pass
-    # SIGINT on); the server is stopped whether the queries ran or not
-    local pm
-    pm=$(head -1 "$d/data/postmaster.pid" 2>/dev/null || true)
-    kill -INT "${pm:-$pid}" 2>/dev/null || true
-    wait $pid || true
-    return $rc
-  }
   # the tables, natively: points with a name each, and points whose one
   # attribute takes 50 values (a tile's length then does not depend on the
   # order the workers' partial tiles come in)
-  cat >"$d/setup.sql" <<'EOF2'
+  cat >setup.sql <<'EOF2'
 create extension postgis;
 create table pts as select i as id, 'name '||i as name,
   ST_SetSRID(ST_MakePoint((i*37)%1000 * 4.0, (i*91)%1000 * 4.0), 3857) as geom from generate_series(1, 3000) i;
 create table big as select i % 50 as k,
   ST_SetSRID(ST_MakePoint((i*37)%4000, (i*91)%4000), 3857) as geom from generate_series(1, 40000) i;
 EOF2
-  chmod 644 "$d/setup.sql"
-  cp "$d/q.sql" "$d/q.keep"
-  cp "$d/setup.sql" "$d/q.sql"
-  serve setup.out
-  cp "$d/q.keep" "$d/q.sql"
-  serve native.out
+  pg_record
   expect_eq "tiles and the geobuf natively" 17 "$(grep -c '|' native.out)"
-  local s="$d/b/standin"
-  serve rec.out "$s" record -o "$d/rec" --
-  cmp native.out rec.out || fail "recorded output differs"
-  "$STANDIN" info "$d/rec" >info.txt
   grep -q 'parallel worker' info.txt || fail "no parallel worker recorded"
-  expect_eq "traces closed" 0 "$(grep -c 'not closed' info.txt)"
   [ "$(calls "$d/rec" pb.unpack)" -ge 1 ] || fail "no partial tile unpacked"
-  serve rep.out "$s" replay -t "$d/rec" --summary "$d/s.json" --
+  pg_serve rep.out "$d/b/standin" replay -t "$d/rec" --summary "$d/s.json" --
   cmp native.out rep.out || fail "replayed output differs"
   # the backend's 16 tiles and its geobuf, each sized and packed
   [ "$(json "$d/s.json" calls_replayed)" -ge 34 ] || fail "too few replayed"
@@ -824,5 +838,43 @@ d = json.load(open(sys.argv[1]))
 bad = {k: v for k, v in d["fallback_reasons"].items() if v and k != "not_in_trace"}
 sys.exit(1 if bad or d["processes"] < 2 else 0)
 EOF2
+  rm -rf "$d"
+}
+
+# Debezium's decoderbufs, a PostgreSQL logical decoding output plugin:
+# the backend that reads a replication slot sizes and packs one protobuf
+# RowMessage per change (inserts, updates and deletes of a table with text,
+# double and bytea columns) with protobuf-c, loaded into the forked backend
+# by name. Peeking does not consume the slot, so every server run decodes
+# the same changes; replayed, they come out byte-identical, each answered
+# from the recording.
+t724_decoderbufs_logical_decoding_in_a_postgres_backend() {
+  [ -x $PGB/postgres ] && [ -e /usr/lib/postgresql/15/lib/decoderbufs.so ] ||
+    { echo "skipped: no postgresql-15-decoderbufs"; return 0; }
+  pg_init t724
+  local d=$PGD
+  PG_OPTS=(-c wal_level=logical -c max_wal_senders=2 -c max_replication_slots=2)
+  cat >setup.sql <<'EOF2'
+create table t (id int primary key, name text, v double precision, b bytea);
+select 'slot' from pg_create_logical_replication_slot('s', 'decoderbufs');
+insert into t select i, 'name '||i, i*0.5, decode(repeat('ab', i % 40), 'hex') from generate_series(1, 300) i;
+update t set name = name || '!' where id % 7 = 0;
+delete from t where id % 11 = 0;
+EOF2
+  cat >q.sql <<'EOF2'
+\pset format unaligned
+\pset tuples_only on
+select count(*), md5(string_agg(encode(data, 'hex'), ',' order by lsn)) from pg_logical_slot_peek_binary_changes('s', NULL, NULL);
+select encode(data, 'hex') from pg_logical_slot_peek_binary_changes('s', NULL, NULL) order by lsn limit 3;
+EOF2
+  pg_record
+  # 300 inserts, 42 updates and 27 deletes, and each transaction's begin
+  # and commit
+  expect_eq "changes natively" 375 "$(head -1 native.out | cut -d'|' -f1)"
+  [ "$(calls "$d/rec" pb.pack)" -ge 375 ] || fail "the changes were not packed: $(cat info.txt)"
+  pg_serve rep.out "$d/b/standin" replay -t "$d/rec" --summary "$d/s.json" --
+  cmp native.out rep.out || fail "replayed output differs"
+  expect_eq "every call replayed" "$(json "$d/s.json" calls_intercepted)" "$(json "$d/s.json" calls_replayed)"
+  expect_eq "fallbacks" 0 "$(json "$d/s.json" calls_fallback)"
   rm -rf "$d"
 }
