@@ -184,12 +184,13 @@ static double approx_gap(const rdb_stats *s) {
 
 /* "standin: replay: N replayed decode(s) was/were WHAT[ its/their MID] it
  * took/each took TOOK": what befell decodes replay served. */
-static void served_note(unsigned long long n, const char *what, const char *mid, const char *took) {
+static void served_note(unsigned long long n, const char *noun, const char *what, const char *mid,
+                        const char *took) {
   char n0[32];
   if (!n)
     return;
-  fprintf(stderr, "standin: replay: %s replayed decode%s %s%s%s %s%s\n",
-          cli_fmt_count(n0, sizeof n0, n), n == 1 ? " was" : "s were", what,
+  fprintf(stderr, "standin: replay: %s replayed %s%s %s%s%s %s%s\n",
+          cli_fmt_count(n0, sizeof n0, n), noun, n == 1 ? " was" : "s were", what,
           mid ? (n == 1 ? " its" : " their") : "", mid ? mid : "", n == 1 ? "it took" : "each took",
           took);
 }
@@ -315,13 +316,13 @@ static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall
   }
   /* a served decode the program gave up (mupdf's bands): an accelerator
    * decodes whole images, the library only the rows read */
-  served_note(C(s, RDB_C_SERVED_GIVEN_UP), "given up by the program before", " last row;",
+  served_note(C(s, RDB_C_SERVED_GIVEN_UP), "decode", "given up by the program before", " last row;",
               " the whole image's time, where the library would have stopped at the last row "
               "read (calls_served_given_up)");
   /* a served decode the program then asked of the library what it alone
    * does (a skip or crop before the rows, an output pass with another
    * IDCT): the recording held such a decode not offloadable */
-  served_note(C(s, RDB_C_SERVED_THEN_REAL),
+  served_note(C(s, RDB_C_SERVED_THEN_REAL), "decode",
               "then run for real, the program asking for what only the library does (a skip, a "
               "crop, an output pass with other parameters);",
               NULL, " the modelled time and the library's (calls_served_then_real)");
@@ -334,6 +335,12 @@ static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall
             "handler or a callback jumping out), not counted as replayed; the calls after "
             "were replayed (calls_left_by_longjmp)\n",
             cli_fmt_count(n0, sizeof n0, left), left == 1 ? "" : "s");
+  /* a served unpack whose tree could not be built in the program (its
+   * allocator ran out): the library answered in the modelled time */
+  served_note(C(s, RDB_C_UNBUILT), "unpack", "left without",
+              " tree in the program (its allocator ran out, or a saved tree that does not build "
+              "there);",
+              " the modelled time, libprotobuf-c answering (calls_served_unbuilt)");
   /* a program that repeats a request more often than when recorded (a
    * timed benchmark loop that runs faster, a longer run) gets answers, but
    * its later occurrences' latencies are the recorded ones again */
@@ -507,6 +514,7 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
   fprintf(f, "  \"calls_given_up_read_whole\": %llu,\n", C(s, RDB_C_GIVEN_UP_WHOLE));
   fprintf(f, "  \"calls_served_then_real\": %llu,\n", C(s, RDB_C_SERVED_THEN_REAL));
   fprintf(f, "  \"calls_left_by_longjmp\": %llu,\n", C(s, RDB_C_LEFT));
+  fprintf(f, "  \"calls_served_unbuilt\": %llu,\n", C(s, RDB_C_UNBUILT));
   /* recorded calls not intercepted at all (print_unusable) */
   fprintf(f, "  \"calls_not_offloadable\": %llu,\n  \"not_offloadable_reasons\": ",
           (unsigned long long)b->calls_unusable);

@@ -175,6 +175,10 @@ enum {
                              both count (rep_jpeg.c pass) */
   RDB_C_LEFT,             /* calls the program left by a longjmp past the hook, found by
                              its thread's next call (shim_left_behind) */
+  RDB_C_UNBUILT,          /* served unpacks whose tree could not be built in the
+                             program (its allocator ran out, an image that does not
+                             build): the library answered in the call's window
+                             (rep_protobuf.c) */
   RDB_C_RAN_NO0,          /* + JPG_NO_* (the last slot: any other): decodes of this
                              run that no accelerator would serve (given up, corrupt,
                              coefficients ...), run for real and counted in none of

@@ -787,27 +787,23 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
       rp_finish(&tk);
     }
   } else if (e) {
-    int owned;
-    m = materialise(e, d, a, len, data, &reason, &owned);
+    /* The call is taken before its tree is built: rp_begin's claim of the
+     * occurrence is an atomic that would otherwise wait for every store of
+     * the tree to reach the cache (a repeated 1 KB unpack's harness: 108
+     * -> 100 ns, medians of ten alternating rounds). */
     rp_ticket tk;
-    if (m && (served = rp_begin(&tk, e, t0)) != 0) {
-      rp_finish(&tk);
-    } else if (m) { /* kept in software: the real call decides */
-      if (!owned) {
-        SHIM_REAL(real_free, protobuf_c_message_free_unpacked);
-        real_free(m, a);
-      } else {
-        rp_own_take(m);
-        if (a)
-          a->free(a->allocator_data, m);
-        else
-          free(m);
+    if ((served = rp_begin(&tk, e, t0)) != 0) {
+      int owned;
+      m = materialise(e, d, a, len, data, &reason, &owned);
+      if (!m) { /* the library answers, inside the window, as it would natively */
+        rp_unbuilt(reason, ST_API_PB_UNPACK, d && d->name ? d->name : "?",
+                   __builtin_return_address(0));
+        m = real(d, a, len, data);
       }
-      m = NULL;
+      rp_finish(&tk);
+    } else { /* kept in software: the real call decides */
       e = NULL;
       reason = -1;
-    } else {
-      e = NULL;
     }
   }
   if (!served)

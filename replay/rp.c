@@ -1348,6 +1348,12 @@ void rp_given_up_read_whole(void) {
   ADD(RDB_C_GIVEN_UP_WHOLE, 1);
 }
 
+void rp_unbuilt(int reason, int api, const char *type, void *caller) {
+  ADD(RDB_C_UNBUILT, 1);
+  if (db && hdr->on_miss == RDB_MISS_ABORT && reason != RDB_FB_NOMEM)
+    rp_miss(reason, api, type, caller);
+}
+
 void rp_served_then_real(void) {
   ADD(RDB_C_SERVED_THEN_REAL, 1);
 }

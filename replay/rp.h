@@ -116,6 +116,12 @@ void rp_served_given_up(void);
 /* A served JPEG decode the real library then took over (replay's
  * RDB_C_SERVED_THEN_REAL). */
 void rp_served_then_real(void);
+/* A served unpack whose tree could not be built (materialise's reason):
+ * counted (RDB_C_UNBUILT); the hook has the library answer inside the
+ * call's window. A tree that does not fit the program's type (not the
+ * program's allocator running out) stops the program under --on-miss
+ * abort, as a miss does. */
+void rp_unbuilt(int reason, int api, const char *type, void *caller);
 /* A decode of this run that no accelerator would serve (JPG_NO_* why), run
  * for real: counted apart from the calls looked up. */
 void rp_not_offloadable(unsigned why);
