@@ -905,10 +905,29 @@ publish_tab(const ProtobufCMessageDescriptor *root, uint64_t key, uint32_t n,
   return t->tab;
 }
 
+static int (*block_hook)(void *blk);
+
+void pbw_image_block_hook(int (*fn)(void *blk)) {
+  block_hook = fn;
+}
+
+/* A tree's one block, offered to the block hook before it is written. */
+static uint8_t *alloc_block(ProtobufCAllocator *alloc, size_t size) {
+  uint8_t *blk = alloc ? alloc->alloc(alloc->allocator_data, size) : malloc(size);
+  if (blk != NULL && block_hook != NULL && block_hook(blk) != 0) {
+    if (alloc)
+      alloc->free(alloc->allocator_data, blk);
+    else
+      free(blk);
+    return NULL;
+  }
+  return blk;
+}
+
 /* The one allocation, the copy and the fix-ups, for a checked image. */
 static int build_tree(const img_view *v, const binder *b, const img_req *rq,
                       ProtobufCAllocator *alloc, ProtobufCMessage **out) {
-  uint8_t *blk = alloc ? alloc->alloc(alloc->allocator_data, v->block_size) : malloc(v->block_size);
+  uint8_t *blk = alloc_block(alloc, v->block_size);
   if (blk == NULL)
     return PBW_E_NOMEM;
   fill_block(v, rq, blk);
@@ -1436,8 +1455,7 @@ static __attribute__((noinline)) int build_split_rec(const img_view *v, const bi
  * the copy, the others to what the plan resolved them to. */
 static int build_block(const split_plan *sp, const img_req *rq, ProtobufCAllocator *alloc,
                        ProtobufCMessage **out) {
-  uint64_t size = sp->view.block_size;
-  uint8_t *blk = alloc ? alloc->alloc(alloc->allocator_data, size) : malloc(size);
+  uint8_t *blk = alloc_block(alloc, sp->view.block_size);
   if (blk == NULL)
     return PBW_E_NOMEM;
   fill_block(&sp->view, rq, blk);

@@ -298,6 +298,14 @@ uint64_t pbw_schema_id(const void *schema, size_t len);
  * program's. Set once, before any image is built. */
 void pbw_image_allocator(void *(*alloc_fn)(size_t), void (*free_fn)(void *));
 
+/* A function the one-block builds call with each block as soon as it is
+ * allocated, before anything is written to it; nonzero refuses the block
+ * (the build frees it and fails with PBW_E_NOMEM). The replay shim
+ * registers its blocks so (rp_own_add), before the copy: a registration's
+ * atomics would otherwise wait for every store of the copy. NULL (the
+ * default): none. Set once, before any image is built. */
+void pbw_image_block_hook(int (*fn)(void *blk));
+
 /* Decode `data` (an encoded message of the schema's root type) to a JSON
  * object in a malloc'd NUL-terminated string (*json). Unknown fields are
  * shown by number. PBW_E_BADSCHEMA / PBW_E_BADDATA on damaged input; never

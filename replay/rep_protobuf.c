@@ -741,15 +741,8 @@ static ProtobufCMessage *materialise(const rdb_entry *e, const ProtobufCMessageD
              : PBW_E_BADIMAGE;
     *owned = 1;
   }
-  if (rc == PBW_OK && rp_own_add(m) == 0)
+  if (rc == PBW_OK) /* a block: registered for free_unpacked as it was allocated (own_block) */
     return m;
-  if (rc == PBW_OK) { /* cannot track it for free_unpacked: give it up */
-    if (a)
-      a->free(a->allocator_data, m);
-    else
-      free(m);
-    rc = PBW_E_NOMEM;
-  }
   *reason = rc == PBW_E_NOMEM ? RDB_FB_NOMEM : RDB_FB_SCHEMA;
   return NULL;
 }
@@ -858,8 +851,16 @@ SHIM_EXPORT int dlclose(void *handle) {
 
 /* libprotobuf-c's calls to itself skip the hooks (bypass.c): the calls
  * replay runs for real then cost what they cost natively. */
+/* A tree's block, registered before it is filled (pbw_image_block_hook):
+ * one our free_unpacked must free; one that cannot be tracked is refused
+ * (the unpack then has no tree: the library answers). */
+static int own_block(void *blk) {
+  return rp_own_add(blk);
+}
+
 __attribute__((constructor)) static void rep_protobuf_init(void) {
   shim_bypass_protobuf();
+  pbw_image_block_hook(own_block);
   pbw_image_allocator(shim_alloc, shim_free);
   pbw_schema_allocator(shim_realloc, shim_free);
 }
