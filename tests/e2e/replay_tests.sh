@@ -671,6 +671,8 @@ PY
 # once in the recording (the same bytes unpacked before and after) failed
 # every time, or returned a tree where the library fails. The sub's type is
 # in the fingerprint; an unpack that failed once runs the library each time.
+# An arena that runs out where the library's parse-time allocations do, and
+# not before, runs out for the replay too.
 t134_replay_other_subtype_and_a_failing_allocator() {
   cat >st.proto <<'EOF'
 syntax = "proto2";
@@ -678,11 +680,14 @@ package st;
 message Inner { optional int32 a = 1; }
 message Inner2 { optional sint32 a = 1; }
 message Outer { optional Inner sub = 1; repeated int32 nums = 2; optional string name = 3; }
+message Deep { optional Outer o = 1; repeated int32 more = 2; }
 EOF
   cat >prog.c <<'EOF'
 /* argv: a word per call. inner, inner2: pack an Outer whose sub is an
  * Inner{a=10} or an Inner2{a=10}; capN: unpack one Outer through an arena
- * allocator of N bytes whose free does nothing */
+ * allocator of N bytes whose free does nothing; deepN: a Deep holding
+ * such an Outer, the same way; count: that Deep through an allocator that
+ * counts its allocations, then freed with it */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -698,6 +703,9 @@ static void *ar_alloc(void *d, size_t n) {
   return arena + used - n;
 }
 static void ar_free(void *d, void *p) { (void)d; (void)p; }
+static long live, taken;
+static void *ct_alloc(void *d, size_t n) { (void)d; live++; taken++; return malloc(n); }
+static void ct_free(void *d, void *p) { (void)d; if (p) live--; free(p); }
 int main(int argc, char **argv) {
   St__Outer o = ST__OUTER__INIT;
   int32_t nums[20];
@@ -706,7 +714,25 @@ int main(int argc, char **argv) {
   o.n_nums = 20, o.nums = nums, o.name = "hello";
   uint8_t buf[256];
   size_t len = st__outer__pack(&o, buf); /* the bytes capN unpacks */
+  St__Deep dp = ST__DEEP__INIT;
+  dp.o = &o, dp.n_more = 20, dp.more = nums;
+  uint8_t dbuf[512];
+  size_t dlen = st__deep__pack(&dp, dbuf); /* the bytes deepN and count unpack */
   for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "count")) {
+      ProtobufCAllocator a = {ct_alloc, ct_free, NULL};
+      St__Deep *u = st__deep__unpack(&a, dlen, dbuf);
+      st__deep__free_unpacked(u, &a);
+      printf("count: %s, %ld allocations, %ld live\n", u ? "ok" : "NULL", taken, live);
+      continue;
+    }
+    if (!strncmp(argv[i], "deep", 4)) {
+      ProtobufCAllocator a = {ar_alloc, ar_free, NULL};
+      used = 0, cap = (size_t)atoi(argv[i] + 4);
+      St__Deep *u = st__deep__unpack(&a, dlen, dbuf);
+      printf("%s: %s\n", argv[i], u ? "ok" : "NULL");
+      continue;
+    }
     if (!strncmp(argv[i], "cap", 3)) {
       ProtobufCAllocator a = {ar_alloc, ar_free, NULL};
       used = 0, cap = (size_t)atoi(argv[i] + 3);
@@ -745,12 +771,9 @@ EOF
     cmp native.out rep.out || fail "block: recorded '$r', replayed '$p': $(diff native.out rep.out)"
   done
   expect_eq "the other type's pack" 1 "$(json s.json calls_fallback)"
-  # an allocator that runs out in the replay only, before the tree's
-  # pieces fit: the tree is not built and the library answers in the
-  # call's window (NULL, as natively), counted apart; not a miss, so
-  # --on-miss abort does not stop for it. (The library also allocates
-  # while it parses, ~1 KB more here, which replay does not: 176-1,100
-  # bytes give a tree replayed where the library fails; README.)
+  # an allocator that runs out in the replay only: the tree is not built
+  # and the library answers in the call's window (NULL, as natively),
+  # counted apart; not a miss, so --on-miss abort does not stop for it
   ./prog cap100 >native.out
   "$STANDIN" record -f -o rec1 -- ./prog cap4096 >/dev/null
   local trees
@@ -759,9 +782,29 @@ EOF
       >rep.out 2>err || fail "$trees: exit $?: $(cat err)"
     cmp native.out rep.out || fail "$trees: $(diff native.out rep.out)"
     expect_eq "$trees: unbuilt" 1 "$(json u.json calls_served_unbuilt)"
-    expect_eq "$trees: replayed (its pack too)" 2 "$(json u.json calls_replayed)"
+    expect_eq "$trees: replayed (its two packs too)" 3 "$(json u.json calls_replayed)"
     expect_eq "$trees: fallback" 0 "$(json u.json calls_fallback)"
     grep -q "1 replayed unpack was left without its tree in the program" err || fail "$trees: $(cat err)"
+  done
+  # the library also allocates while it parses (past 16 fields, a list of
+  # them: 1 KB for 20 integers, a nested message's its own): replay takes
+  # the same from the program's allocator, so an arena runs out for the
+  # replayed unpack exactly where it does for the library's (native
+  # thresholds 1,180-1,190 and 2,300-2,400 bytes here); and the library's
+  # allocations, counted, are the replay's, all given back
+  local caps="" c
+  for c in $(seq 100 20 2600); do caps="$caps cap$c deep$c"; done
+  ./prog $caps count >native.out
+  "$STANDIN" record -f -o rec2 -- ./prog deep4096 cap4096 count >/dev/null
+  grep -q "deep2600: ok" native.out && grep -q "deep1200: NULL" native.out || fail "thresholds: $(cat native.out)"
+  for trees in pieces block; do
+    "$STANDIN" replay -t rec2 --unpack-trees $trees --summary d.json -- ./prog $caps count >rep.out 2>err ||
+      fail "$trees: exit $?: $(cat err)"
+    # one block allocates otherwise (one allocation for the tree, so an
+    # arena's rounding differs): only its allocations are checked
+    [ $trees = block ] || cmp native.out rep.out || fail "arena: $(diff native.out rep.out)"
+    grep -q "^count: ok, .* 0 live" rep.out || fail "$trees: $(grep count rep.out)"
+    expect_eq "$trees: nothing missed" 0 "$(json d.json calls_fallback)"
   done
   # the split plan a request's memo keeps was malloc'd, referred to only
   # from the replay database: an ASan-built program's leak check failed it
