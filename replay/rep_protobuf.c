@@ -801,8 +801,10 @@ static int scan_take(ProtobufCAllocator *a, const uint8_t *p, size_t len, scan_s
   for (size_t at = 0; at < len; members++)
     if (wire_next(p, len, &at, &tag, &sub, &sl) != 0)
       return 0;
-  for (uint64_t room = SCAN_STACK; members > room && s->n + 1 < SCAN_SLABS; room += room) {
-    void *slab = a->alloc(a->allocator_data, (size_t)SCAN_ENTRY * room * 2);
+  /* slab k holds 16 << k members: room for 16, 48, 112, ... */
+  for (uint64_t room = SCAN_STACK, more = 2 * SCAN_STACK; members > room && s->n + 1 < SCAN_SLABS;
+       room += more, more += more) {
+    void *slab = a->alloc(a->allocator_data, (size_t)SCAN_ENTRY * more);
     if (slab == NULL) {
       scan_free(a, s);
       return -1;

@@ -715,7 +715,10 @@ int main(int argc, char **argv) {
   uint8_t buf[256];
   size_t len = st__outer__pack(&o, buf); /* the bytes capN unpacks */
   St__Deep dp = ST__DEEP__INIT;
-  dp.o = &o, dp.n_more = 20, dp.more = nums;
+  int32_t more[40]; /* 41 members: one slab of 32 past the 16 on the stack */
+  for (int i = 0; i < 40; i++)
+    more[i] = i;
+  dp.o = &o, dp.n_more = 40, dp.more = more;
   uint8_t dbuf[512];
   size_t dlen = st__deep__pack(&dp, dbuf); /* the bytes deepN and count unpack */
   for (int i = 1; i < argc; i++) {
@@ -790,7 +793,7 @@ EOF
   # them: 1 KB for 20 integers, a nested message's its own): replay takes
   # the same from the program's allocator, so an arena runs out for the
   # replayed unpack exactly where it does for the library's (native
-  # thresholds 1,180-1,190 and 2,300-2,400 bytes here); and the library's
+  # thresholds 1,180-1,190 and 2,400-2,420 bytes here); and the library's
   # allocations, counted, are the replay's, all given back
   local caps="" c
   for c in $(seq 100 20 2600); do caps="$caps cap$c deep$c"; done
