@@ -945,7 +945,9 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
     rp_ticket tk;
     if ((served = rp_begin(&tk, e, t0)) != 0) {
       int owned;
-      scan_slabs top = {.n = 0};
+      scan_slabs
+          top; /* its slots past n are never read: not cleared for calls without an allocator */
+      top.n = 0;
       if (a != NULL && scan_allocs(d, a, len, data, &top) != 0) {
         reason = RDB_FB_NOMEM;
       } else {
