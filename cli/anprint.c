@@ -165,11 +165,11 @@ int anp_rows_note_due(const an_result *r, int k) {
 }
 
 void anp_rows_note_text(FILE *f, const an_result *r, int k, const char *label) {
+  if (!anp_rows_note_due(r, k))
+    return;
   const an_plan *pr = &r->plans[k];
   int64_t bound = an_rows_bound_ns(r, k);
   double more = (double)pr->rows_to_memory - (double)pr->rows_rec_memory;
-  if (!anp_rows_note_due(r, k))
-    return;
   char a[32], b[32], c[32], d[32];
   cli_fmt_bytes(a, sizeof a, (double)pr->rows_to_memory);
   cli_fmt_bytes(b, sizeof b, (double)pr->rows_rec_memory);

@@ -924,6 +924,116 @@ static uint8_t *alloc_block(ProtobufCAllocator *alloc, size_t size) {
   return blk;
 }
 
+/* ---- the library's parse-time allocations (pbw_parse_slabs_take) -------- */
+
+#define SCAN_STACK 16 /* members on the library's stack */
+#define SCAN_ENTRY 32 /* bytes a member */
+#define SCAN_DEPTH 64
+
+/* The next wire record from *p: its tag, and for a length-delimited one
+ * its bytes (*sub, *sub_n; else *sub is NULL); 0 when it does not scan. */
+static int next_record(const uint8_t **p, const uint8_t *end, uint64_t *tag, const uint8_t **sub,
+                       uint64_t *sub_n) {
+  uint64_t v;
+  *sub = NULL;
+  if (!pbw__get_varint(p, end, tag))
+    return 0;
+  switch (*tag & 7) {
+  case PROTOBUF_C_WIRE_TYPE_VARINT: return pbw__get_varint(p, end, &v);
+  case PROTOBUF_C_WIRE_TYPE_64BIT:
+  case PROTOBUF_C_WIRE_TYPE_32BIT:
+    v = (*tag & 7) == PROTOBUF_C_WIRE_TYPE_64BIT ? 8 : 4;
+    if ((uint64_t)(end - *p) < v)
+      return 0;
+    *p += v;
+    return 1;
+  case PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED:
+    if (!pbw__get_varint(p, end, &v) || v > (uint64_t)(end - *p))
+      return 0;
+    *sub = *p, *sub_n = v;
+    *p += v;
+    return 1;
+  default: return 0; /* groups, which libprotobuf-c refuses */
+  }
+}
+
+void pbw_parse_slabs_free(ProtobufCAllocator *a, pbw_parse_slabs *s) {
+  for (int i = 0; i < s->n; i++)
+    a->free(a->allocator_data, s->p[i]);
+  s->n = 0;
+}
+
+/* The slabs that list the members of (p, n), into *s; -1 when a refuses
+ * one (those taken are given back). */
+static int slabs_of(ProtobufCAllocator *a, const uint8_t *p, size_t n, pbw_parse_slabs *s) {
+  const uint8_t *end = p + n, *sub;
+  uint64_t members = 0, tag, sub_n;
+  s->n = 0;
+  for (; p < end; members++)
+    if (!next_record(&p, end, &tag, &sub, &sub_n))
+      return 0;
+  /* slab k holds 16 << k members: room for 16, 48, 112, ... */
+  for (uint64_t room = SCAN_STACK, more = 2 * SCAN_STACK;
+       members > room && s->n + 1 < PBW_PARSE_SLABS; room += more, more += more) {
+    void *slab = a->alloc(a->allocator_data, (size_t)SCAN_ENTRY * more);
+    if (slab == NULL) {
+      pbw_parse_slabs_free(a, s);
+      return -1;
+    }
+    s->p[s->n++] = slab;
+  }
+  return 0;
+}
+
+/* d's field number id, or NULL: protoc-c lists a message's fields by
+ * number, as libprotobuf-c's own lookup and pb_schema.c's check assume. */
+static const ProtobufCFieldDescriptor *field_by_id(const ProtobufCMessageDescriptor *d,
+                                                   uint64_t id) {
+  unsigned n = d->fields != NULL ? d->n_fields : 0, lo = 0, hi = n;
+  while (lo < hi) {
+    unsigned mid = lo + (hi - lo) / 2;
+    if (d->fields[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && d->fields[lo].id == id ? &d->fields[lo] : NULL;
+}
+
+/* The nested messages' slabs of (p, n), of type d, each taken and given
+ * back in turn; -1 when a refuses one. */
+static int nested_slabs(const ProtobufCMessageDescriptor *d, ProtobufCAllocator *a,
+                        const uint8_t *p, size_t n, int depth) {
+  const uint8_t *end = p + n, *sub;
+  uint64_t tag, sub_n;
+  while (p < end) {
+    if (!next_record(&p, end, &tag, &sub, &sub_n))
+      return 0;
+    const ProtobufCFieldDescriptor *f = sub && depth < SCAN_DEPTH ? field_by_id(d, tag >> 3) : NULL;
+    if (f == NULL || f->type != PROTOBUF_C_TYPE_MESSAGE || f->descriptor == NULL)
+      continue;
+    pbw_parse_slabs s;
+    if (slabs_of(a, sub, sub_n, &s) != 0)
+      return -1;
+    int rc = nested_slabs(f->descriptor, a, sub, sub_n, depth + 1);
+    pbw_parse_slabs_free(a, &s);
+    if (rc != 0)
+      return -1;
+  }
+  return 0;
+}
+
+int pbw_parse_slabs_take(const ProtobufCMessageDescriptor *d, ProtobufCAllocator *a,
+                         const uint8_t *data, size_t len, pbw_parse_slabs *top) {
+  if (slabs_of(a, data, len, top) != 0)
+    return -1;
+  if (d != NULL && nested_slabs(d, a, data, len, 0) != 0) {
+    pbw_parse_slabs_free(a, top);
+    return -1;
+  }
+  return 0;
+}
+
 /* The one allocation, the copy and the fix-ups, for a checked image. */
 static int build_tree(const img_view *v, const binder *b, const img_req *rq,
                       ProtobufCAllocator *alloc, ProtobufCMessage **out) {

@@ -306,6 +306,28 @@ void pbw_image_allocator(void *(*alloc_fn)(size_t), void (*free_fn)(void *));
  * default): none. Set once, before any image is built. */
 void pbw_image_block_hook(int (*fn)(void *blk));
 
+/* libprotobuf-c 1.x's unpack lists the fields it scans before it parses
+ * them: 16 on its stack, then slabs from the caller's allocator of 32, 64,
+ * 128 ... entries of 32 bytes (ScannedMember on LP64), freed as it
+ * returns; each nested message's unpack lists its own. A tree built from
+ * an image needs none of them, but an allocator with a limit (an arena)
+ * must see them, or a rebuilt tree exists where the library runs out (a
+ * message of 20 unpacked integers: 1 KB of slab against ~170 bytes of
+ * tree, t134). pbw_parse_slabs_take takes from a the slabs the library
+ * would for the message (data, len) of type d: the top level's left in
+ * *top, for pbw_parse_slabs_free once the tree is built, each nested
+ * message's taken and given back in turn. -1 when a refuses one, as it
+ * would have refused the library (nothing is then left taken). Bytes that
+ * do not scan, or nesting past 64, end the mimicry there (0). */
+#define PBW_PARSE_SLABS 23 /* the library gives up past 22 slabs */
+typedef struct {
+  void *p[PBW_PARSE_SLABS];
+  int n;
+} pbw_parse_slabs;
+int pbw_parse_slabs_take(const ProtobufCMessageDescriptor *d, ProtobufCAllocator *a,
+                         const uint8_t *data, size_t len, pbw_parse_slabs *top);
+void pbw_parse_slabs_free(ProtobufCAllocator *a, pbw_parse_slabs *s);
+
 /* Decode `data` (an encoded message of the schema's root type) to a JSON
  * object in a malloc'd NUL-terminated string (*json). Unknown fields are
  * shown by number. PBW_E_BADSCHEMA / PBW_E_BADDATA on damaged input; never

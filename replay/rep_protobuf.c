@@ -719,164 +719,6 @@ static const rdb_entry *lookup_bytes(const ProtobufCMessageDescriptor *d, size_t
   return e;
 }
 
-/* ---- the library's own allocations while it parses ------------------------
- *
- * libprotobuf-c 1.x's unpack lists the fields it scans before it parses
- * them: 16 on its stack, then slabs from the program's allocator of 32,
- * 64, 128 ... entries of 32 bytes (ScannedMember on LP64), which it frees
- * as it returns; each nested message's unpack lists its own. A replayed
- * tree needs none of them, but a program allocator with a limit (an arena)
- * must see them, or a replay returns a tree where the library runs out (a
- * message of 20 unpacked integers: 1 KB of slab against ~170 bytes of
- * tree, t134). With the program's own allocator, replay takes the slabs
- * the library would: the top level's held while the tree is built, each
- * nested message's taken and given back in turn; a slab the allocator
- * refuses fails the unpack, as it fails the library's. The default
- * allocator (malloc) is not mimicked: it runs out only with the machine.
- * Bytes that do not scan (they matched a recorded unpack, so they do) or
- * nesting past SCAN_DEPTH end the mimicry there, never the call. */
-#define SCAN_STACK 16 /* members on the library's stack */
-#define SCAN_ENTRY 32 /* bytes a member */
-#define SCAN_SLABS 23 /* the library gives up past 22 slabs */
-#define SCAN_DEPTH 64
-
-typedef struct {
-  void *p[SCAN_SLABS];
-  int n;
-} scan_slabs;
-
-static int wire_varint(const uint8_t *p, size_t len, size_t *at, uint64_t *v) {
-  uint64_t r = 0;
-  for (int sh = 0; sh < 70 && *at < len; sh += 7) {
-    uint8_t b = p[(*at)++];
-    r |= (uint64_t)(b & 0x7f) << sh;
-    if (!(b & 0x80)) {
-      *v = r;
-      return 0;
-    }
-  }
-  return -1;
-}
-
-/* The next member of (p, len) from *at: its tag, and for a length-delimited
- * one its bytes (*sub, *sub_len); -1 when the bytes do not scan. */
-static int wire_next(const uint8_t *p, size_t len, size_t *at, uint64_t *tag, const uint8_t **sub,
-                     uint64_t *sub_len) {
-  uint64_t v;
-  *sub = NULL;
-  if (wire_varint(p, len, at, tag) != 0)
-    return -1;
-  switch (*tag & 7) {
-  case 0: return wire_varint(p, len, at, &v);
-  case 1:
-  case 5: {
-    size_t n = (*tag & 7) == 1 ? 8 : 4;
-    if (len - *at < n)
-      return -1;
-    *at += n;
-    return 0;
-  }
-  case 2:
-    if (wire_varint(p, len, at, &v) != 0 || v > len - *at)
-      return -1;
-    *sub = p + *at, *sub_len = v;
-    *at += v;
-    return 0;
-  default: /* groups, which the library refuses */ return -1;
-  }
-}
-
-static void scan_free(ProtobufCAllocator *a, scan_slabs *s) {
-  for (int i = 0; i < s->n; i++)
-    a->free(a->allocator_data, s->p[i]);
-  s->n = 0;
-}
-
-/* The slabs the library takes to list the members of (p, len), into *s;
- * -1 when the allocator refuses one (those taken are given back). */
-static int scan_take(ProtobufCAllocator *a, const uint8_t *p, size_t len, scan_slabs *s) {
-  uint64_t members = 0, tag, sl;
-  const uint8_t *sub;
-  s->n = 0;
-  for (size_t at = 0; at < len; members++)
-    if (wire_next(p, len, &at, &tag, &sub, &sl) != 0)
-      return 0;
-  /* slab k holds 16 << k members: room for 16, 48, 112, ... */
-  for (uint64_t room = SCAN_STACK, more = 2 * SCAN_STACK; members > room && s->n + 1 < SCAN_SLABS;
-       room += more, more += more) {
-    void *slab = a->alloc(a->allocator_data, (size_t)SCAN_ENTRY * more);
-    if (slab == NULL) {
-      scan_free(a, s);
-      return -1;
-    }
-    s->p[s->n++] = slab;
-  }
-  return 0;
-}
-
-/* d's field number id, or NULL. Generated descriptors list their fields
- * by number (protoc-c sorts them): a binary search, then a plain one for a
- * descriptor built otherwise. (libprotobuf-c's own lookup is not linked
- * into the shim, which calls the library only through dlsym.) */
-static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor *d, uint32_t id) {
-  if (d == NULL || d->fields == NULL)
-    return NULL;
-  unsigned lo = 0, hi = d->n_fields;
-  while (lo < hi) {
-    unsigned mid = lo + (hi - lo) / 2;
-    if (d->fields[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo < d->n_fields && d->fields[lo].id == id)
-    return &d->fields[lo];
-  for (unsigned i = 0; i < d->n_fields; i++)
-    if (d->fields[i].id == id)
-      return &d->fields[i];
-  return NULL;
-}
-
-/* The nested messages' slabs of (p, len), of type d, each taken and given
- * back in turn; -1 when the allocator refuses one. */
-static int scan_nested(const ProtobufCMessageDescriptor *d, ProtobufCAllocator *a, const uint8_t *p,
-                       size_t len, int depth) {
-  uint64_t tag, sl;
-  const uint8_t *sub;
-  for (size_t at = 0; at < len;) {
-    if (wire_next(p, len, &at, &tag, &sub, &sl) != 0)
-      return 0;
-    if (sub == NULL || depth >= SCAN_DEPTH || (tag >> 3) > UINT32_MAX)
-      continue;
-    const ProtobufCFieldDescriptor *f = field_of(d, (uint32_t)(tag >> 3));
-    if (f == NULL || f->type != PROTOBUF_C_TYPE_MESSAGE || f->descriptor == NULL)
-      continue;
-    scan_slabs s;
-    if (scan_take(a, sub, sl, &s) != 0)
-      return -1;
-    int rc = scan_nested(f->descriptor, a, sub, sl, depth + 1);
-    scan_free(a, &s);
-    if (rc != 0)
-      return -1;
-  }
-  return 0;
-}
-
-/* The library's parse-time allocations for the request (data, len) of type
- * d with the program's allocator a: the top level's slabs are left in
- * *top, for the caller to give back once the tree is built. -1: the
- * allocator refused one, as it would have refused the library. */
-static int scan_allocs(const ProtobufCMessageDescriptor *d, ProtobufCAllocator *a, size_t len,
-                       const uint8_t *data, scan_slabs *top) {
-  if (scan_take(a, data, len, top) != 0)
-    return -1;
-  if (scan_nested(d, a, data, len, 0) != 0) {
-    scan_free(a, top);
-    return -1;
-  }
-  return 0;
-}
-
 /* Rebuild the saved tree of the request (len, data), which is the one
  * recorded (lookup_bytes compared them): the image's long strings and
  * bytes are copied from it (pbw_image_refer). NULL with *reason on
@@ -945,15 +787,16 @@ SHIM_EXPORT ProtobufCMessage *protobuf_c_message_unpack(const ProtobufCMessageDe
     rp_ticket tk;
     if ((served = rp_begin(&tk, e, t0)) != 0) {
       int owned;
-      scan_slabs
-          top; /* its slots past n are never read: not cleared for calls without an allocator */
+      /* with its own allocator, the program sees the library's parse-time
+       * allocations too; top's slots past n are never read (not cleared) */
+      pbw_parse_slabs top;
       top.n = 0;
-      if (a != NULL && scan_allocs(d, a, len, data, &top) != 0) {
+      if (a != NULL && pbw_parse_slabs_take(d, a, data, len, &top) != 0) {
         reason = RDB_FB_NOMEM;
       } else {
         m = materialise(e, d, a, len, data, &reason, &owned);
         if (a != NULL)
-          scan_free(a, &top);
+          pbw_parse_slabs_free(a, &top);
       }
       if (!m) { /* the library answers, inside the window, as it would natively */
         rp_unbuilt(reason, ST_API_PB_UNPACK, d && d->name ? d->name : "?",
