@@ -50,6 +50,19 @@ harness() {
 print("%.0f" % (d["harness_ns"] / d["calls"]))' "$1" "$2"
 }
 
+# harness_stats API REPLAY-ARGS...: the harness's own ns a call for API,
+# "median (spread)" over REPS replays (`standin replay REPLAY-ARGS` with
+# --summary added): one run's figure moved by 20 ns from hour to hour here
+harness_stats() {
+  local api=$1 v=()
+  shift
+  for _ in $(seq "$REPS"); do
+    "$S" replay --summary "$T/hs.json" "$@" >/dev/null 2>&1
+    v+=("$(harness "$T/hs.json" "$api")")
+  done
+  echo "$(printf '%s\n' "${v[@]}" | median) ($(printf '%s\n' "${v[@]}" | spread))"
+}
+
 rows=()
 row() { rows+=("| $1 | $2 | $3 | $4 |"); }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f", a-b}'; }
@@ -132,17 +145,17 @@ for mode in pack size unpack; do
     "$S" record -o "$T/rh" -- "$PBB" $mode $size 1000 >/dev/null 2>&1
     read -r nat nat_sp <<<"$(ns_stats "$PBB" $mode $size "$N")"
     read -r rep rep_sp <<<"$(ns_stats "$S" replay -t "$T/rh" --iface constant:ns=0 -- "$PBB" $mode $size "$N")"
-    "$S" replay -t "$T/rh" --iface constant:ns=0 --summary "$T/h.json" -- "$PBB" $mode $size "$N" >/dev/null 2>&1
+    alone=$(harness_stats pb.$mode -t "$T/rh" --iface constant:ns=0 -- "$PBB" $mode $size "$N")
     row "replay harness, constant:ns=0, $mode $size B: ns per call" "$rep ($rep_sp)" \
-      "native $nat ($nat_sp); the harness alone (\`--summary\` by_api) $(harness "$T/h.json" pb.$mode)" \
+      "native $nat ($nat_sp); the harness alone (\`--summary\` by_api) $alone" \
       "\`standin replay --iface constant:ns=0 -- pbbench $mode $size $N\`"
     if [ $mode = unpack ]; then # the tree as one block: cheaper, but so is its free
       read -r blk blk_sp <<<"$(ns_stats "$S" replay -t "$T/rh" --iface constant:ns=0 --unpack-trees block \
         -- "$PBB" $mode $size "$N")"
-      "$S" replay -t "$T/rh" --iface constant:ns=0 --unpack-trees block --summary "$T/h.json" \
-        -- "$PBB" $mode $size "$N" >/dev/null 2>&1
+      alone=$(harness_stats pb.$mode -t "$T/rh" --iface constant:ns=0 --unpack-trees block \
+        -- "$PBB" $mode $size "$N")
       row "replay harness, constant:ns=0, $mode $size B, trees as one block: ns per call" \
-        "$blk ($blk_sp)" "native $nat ($nat_sp); the harness alone $(harness "$T/h.json" pb.$mode)" \
+        "$blk ($blk_sp)" "native $nat ($nat_sp); the harness alone $alone" \
         "\`standin replay --iface constant:ns=0 --unpack-trees block -- pbbench $mode $size $N\`"
     fi
   done
