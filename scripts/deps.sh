@@ -32,6 +32,7 @@ PKGS=(
   exactimage               # econvert: a real libjpeg program that decodes in buffered-image mode (t720)
   postgresql-15-postgis-3  # PostGIS's vector tiles: protobuf-c in a forking PostgreSQL server and its parallel workers (t723)
   postgresql-15-decoderbufs  # Debezium's logical decoding plugin: protobuf-c packs in a PostgreSQL backend (t724)
+  collectd-core            # collectd's pinba plugin: protobuf-c unpacks of UDP packets on a daemon's thread (t725)
 )
 
 missing=()
