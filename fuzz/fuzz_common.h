@@ -207,6 +207,26 @@ static inline const char *fz_trace_file(const uint8_t *d, size_t n, const char *
   return path;
 }
 
+/* fuzz_schema's input, which fuzz_parse_slabs shares: u16 little-endian
+ * schema length, the schema, then the message. Both parts as copies (freed
+ * by the caller), so that a read past either is caught; 0 when n < 2. */
+static inline int fz_schema_input(const uint8_t *d, size_t n, uint8_t **schema, size_t *sl,
+                                  uint8_t **msg, size_t *ml) {
+  if (n < 2)
+    return 0;
+  *sl = (size_t)d[0] | (size_t)d[1] << 8;
+  if (*sl > n - 2)
+    *sl = n - 2;
+  *ml = n - 2 - *sl;
+  *schema = malloc(*sl ? *sl : 1);
+  *msg = malloc(*ml ? *ml : 1);
+  if (!*schema || !*msg)
+    abort();
+  memcpy(*schema, d + 2, *sl);
+  memcpy(*msg, d + 2 + *sl, *ml);
+  return 1;
+}
+
 /* Read every byte of p[0..n) so that the sanitizers see a bad pointer. */
 static inline void fz_touch(const void *p, size_t n) {
   const uint8_t *b = p;

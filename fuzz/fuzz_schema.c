@@ -68,16 +68,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
    * next input's may come back at the same address as other types (a stale
    * plan then reads the wrong members). */
   pbw__plans_off = 1;
-  if (n < 2)
+  uint8_t *schema, *msg;
+  size_t sl, ml;
+  if (!fz_schema_input(d, n, &schema, &sl, &msg, &ml))
     return 0;
-  size_t sl = (size_t)d[0] | (size_t)d[1] << 8;
-  if (sl > n - 2)
-    sl = n - 2;
-  /* copies, so that reads past either part are caught */
-  uint8_t *schema = malloc(sl ? sl : 1), *msg = malloc(n - 2 - sl ? n - 2 - sl : 1);
-  size_t ml = n - 2 - sl;
-  memcpy(schema, d + 2, sl);
-  memcpy(msg, d + 2 + sl, ml);
   pbw_descset *ds = NULL;
   if (pbw_descset_from_schema(schema, sl, &ds) == PBW_OK) {
     roundtrip(schema, sl, pbw_descset_root(ds), msg, ml);

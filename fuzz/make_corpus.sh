@@ -91,6 +91,9 @@ for rec in basic p3; do
     for f in "$T/seeds-$rec/$k"/*; do cp "$f" "$C/$k/$rec-$(basename "$f")"; done
   done
 done
+# fuzz_parse_slabs reads fuzz_schema's format: the same seeds
+mkdir -p "$C/parse_slabs"
+cp "$C"/schema/* "$C/parse_slabs/"
 
 # JPEG datastreams for the marker scanner (fuzz_jpeg_scan): the tiny
 # images above and arithmetic, grayscale and commented ones, whole, with
