@@ -241,8 +241,12 @@ between_row packnew pb.pack pack
 rm -rf "$T/r1"
 "$S" record -o "$T/r1" -- "$PBB" pack 1024 1000 >/dev/null 2>&1
 "$S" replay -t "$T/r1" --iface constant:ns=2000 --summary "$T/spin.json" -- "$PBB" pack 1024 "$N" >/dev/null 2>&1
+# Every spin; beside it, the spins whose thread was not running when their
+# deadline passed (an interrupt, another process, the hypervisor), and the
+# error of the others
 row "spin error median / p99 (ns)" "$(json "$T/spin.json" spin_error_p50_ns) / $(json "$T/spin.json" spin_error_p99_ns)" \
-  "" "\`--iface constant:ns=2000 --summary\`: spin_error_p50_ns, _p99_ns"
+  "of $(json "$T/spin.json" spins) spins, $(json "$T/spin.json" spins_stopped) ended late with their thread not running, $(($(json "$T/spin.json" spin_stopped_ns) / 1000)) us in all; the others $(json "$T/spin.json" spin_error_running_p50_ns) / $(json "$T/spin.json" spin_error_running_p99_ns)" \
+  "\`--iface constant:ns=2000 --summary\`: spin_error_p50_ns, _p99_ns; spins_stopped, spin_stopped_ns, spin_error_running_p50_ns, _p99_ns"
 
 # ---- replay harness in instructions (callgrind) ----------------------------
 # The rows above are times, and on a noisy or slow-paging VM their spread

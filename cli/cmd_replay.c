@@ -182,6 +182,36 @@ static double approx_gap(const rdb_stats *s) {
              : 0.0;
 }
 
+/* Spins in spin-error bin i: all of them, or (running) those whose thread
+ * was running when their deadline passed. */
+static uint64_t spin_bin(const rdb_stats *s, int i, int running) {
+  uint64_t all = C(s, RDB_C_SPIN_ERR0 + i), stopped = C(s, RDB_C_SPIN_STOP0 + i);
+  return running ? (all > stopped ? all - stopped : 0) : all;
+}
+
+/* Spins counted: all of them, or only the stopped ones. */
+static uint64_t spins(const rdb_stats *s, int stopped) {
+  uint64_t n = 0;
+  for (int i = 0; i < RDB_SPIN_BINS; i++)
+    n += C(s, (stopped ? RDB_C_SPIN_STOP0 : RDB_C_SPIN_ERR0) + i);
+  return n;
+}
+
+/* Percentile of the spin error histogram, in ns (upper edge of the bin). */
+static uint64_t spin_pct(const rdb_stats *s, double q, int running) {
+  uint64_t total = 0, seen = 0;
+  for (int i = 0; i < RDB_SPIN_BINS; i++)
+    total += spin_bin(s, i, running);
+  if (!total)
+    return 0;
+  for (int i = 0; i < RDB_SPIN_BINS; i++) {
+    seen += spin_bin(s, i, running);
+    if ((double)seen >= q * (double)total)
+      return (uint64_t)(i + 1) * RDB_SPIN_BIN_NS;
+  }
+  return (uint64_t)RDB_SPIN_BINS * RDB_SPIN_BIN_NS;
+}
+
 /* "standin: replay: N replayed decode(s) was/were WHAT[ its/their MID] it
  * took/each took TOOK": what befell decodes replay served. */
 static void served_note(unsigned long long n, const char *noun, const char *what, const char *mid,
@@ -267,6 +297,20 @@ static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall
               "harness writes that memory too and takes them as the program did (models of "
               "devices keep that time)\n",
               st_api_name(top), cli_fmt_ns(h, sizeof h, (double)beyond));
+  }
+  /* waits the machine made late: the thread was not running when its
+   * deadline passed; said when they add up to 1% of the run or more */
+  if (C(s, RDB_C_SPIN_STOPPED_NS) * 100 >= wall && spins(s, 1)) {
+    char h[32];
+    unsigned long long n = spins(s, 1);
+    fprintf(stderr,
+            "standin: replay: %s of %s wait%s ended late because %s thread was not running "
+            "when %s deadline passed (another process, an interrupt or the hypervisor had the "
+            "CPU): %s late in all, which the wall time includes (--summary: spins_stopped); "
+            "replay on a quieter machine, or compare several replays\n",
+            cli_fmt_count(n0, sizeof n0, n), cli_fmt_count(n1, sizeof n1, spins(s, 0)),
+            spins(s, 0) == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "its" : "their",
+            cli_fmt_ns(h, sizeof h, (double)C(s, RDB_C_SPIN_STOPPED_NS)));
   }
   if (C(s, RDB_C_FALLBACK)) {
     fprintf(stderr, "standin: replay: fallback reasons:");
@@ -455,21 +499,6 @@ static void write_accels(FILE *f, const rdb_built *b, const plan *p, uint64_t wa
   fprintf(f, "\n  ],\n");
 }
 
-/* Percentile of the spin error histogram, in ns (upper edge of the bin). */
-static uint64_t spin_pct(const rdb_stats *s, double q) {
-  uint64_t total = 0, seen = 0;
-  for (int i = 0; i < RDB_SPIN_BINS; i++)
-    total += C(s, RDB_C_SPIN_ERR0 + i);
-  if (!total)
-    return 0;
-  for (int i = 0; i < RDB_SPIN_BINS; i++) {
-    seen += C(s, RDB_C_SPIN_ERR0 + i);
-    if ((double)seen >= q * (double)total)
-      return (uint64_t)(i + 1) * RDB_SPIN_BIN_NS;
-  }
-  return (uint64_t)RDB_SPIN_BINS * RDB_SPIN_BIN_NS;
-}
-
 static int write_summary(const char *path, const char *dir, const rdb_built *b, const plan *p,
                          uint64_t wall, int rc) {
   const rdb_header *h = (const rdb_header *)b->base;
@@ -554,8 +583,17 @@ static int write_summary(const char *path, const char *dir, const rdb_built *b, 
     first = 0;
   }
   fprintf(f, "},\n");
+  /* every spin's error; then the spins whose thread was not running when
+   * their deadline passed (the machine's doing, not the loop's), and the
+   * error of the others */
   fprintf(f, "  \"spin_error_p50_ns\": %llu,\n  \"spin_error_p99_ns\": %llu,\n",
-          (unsigned long long)spin_pct(s, 0.5), (unsigned long long)spin_pct(s, 0.99));
+          (unsigned long long)spin_pct(s, 0.5, 0), (unsigned long long)spin_pct(s, 0.99, 0));
+  fprintf(f,
+          "  \"spins\": %llu,\n  \"spins_stopped\": %llu,\n  \"spin_stopped_ns\": %llu,\n"
+          "  \"spin_error_running_p50_ns\": %llu,\n  \"spin_error_running_p99_ns\": %llu,\n",
+          (unsigned long long)spins(s, 0), (unsigned long long)spins(s, 1),
+          C(s, RDB_C_SPIN_STOPPED_NS), (unsigned long long)spin_pct(s, 0.5, 1),
+          (unsigned long long)spin_pct(s, 0.99, 1));
   write_accels(f, b, p, wall);
   /* built before the program started: its size, the distinct byte strings
    * it stores once each, and what building it took (replaydb.c) */

@@ -29,6 +29,9 @@
 #define RDB_RES_SLOTS 8 /* recent reservations kept per engine */
 #define RDB_SPIN_BINS 512
 #define RDB_SPIN_BIN_NS 4
+/* A spin loop reads the clock every ~10-150 ns; two reads this far apart
+ * around the deadline mean the thread was not running when it passed. */
+#define RDB_SPIN_STOP_NS 1000
 
 /* What a call not in the recording gets (replay --on-miss): the real call,
  * counted as a fallback; the end of the program; or the real call, timed
@@ -183,9 +186,14 @@ enum {
                              run that no accelerator would serve (given up, corrupt,
                              coefficients ...), run for real and counted in none of
                              the above (rep_jpeg.c not_offloadable) */
-  RDB_C_SPIN_ERR0 = RDB_C_RAN_NO0 + RDB_NO_SLOTS, /* + bin: how late the spin loop saw
-                                                     the deadline */
-  RDB_C_API0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS,   /* + RDB_API(api, RDB_A_*) */
+  /* how late the stopped spins (RDB_C_SPIN_STOP0) ended, in all */
+  RDB_C_SPIN_STOPPED_NS = RDB_C_RAN_NO0 + RDB_NO_SLOTS,
+  RDB_C_SPIN_ERR0, /* + bin: how late the spin loop saw the deadline, every spin */
+  /* + bin: the same, of the spins whose thread was not running when their
+   * deadline passed (its clock reads around it RDB_SPIN_STOP_NS or more
+   * apart: another process, an interrupt or the hypervisor had the CPU) */
+  RDB_C_SPIN_STOP0 = RDB_C_SPIN_ERR0 + RDB_SPIN_BINS,
+  RDB_C_API0 = RDB_C_SPIN_STOP0 + RDB_SPIN_BINS, /* + RDB_API(api, RDB_A_*) */
   RDB_NCOUNTERS = RDB_C_API0 + RDB_API_SLOTS * RDB_API_N
 };
 

@@ -35,12 +35,12 @@ static rdb_accel *accels;
  * list so exit, _exit and exec can flush the other threads' counts too. */
 #define FLUSH_EVERY 256
 
-#define BIN_WORDS (RDB_SPIN_BINS / 64)
+#define BIN_WORDS (2 * RDB_SPIN_BINS / 64) /* every spin's bins, then the stopped ones' */
 _Static_assert(RDB_SPIN_BINS % 64 == 0, "spin bins fill whole bitmap words");
 
 typedef struct local {
   uint64_t c[RDB_NCOUNTERS];
-  uint64_t bins[BIN_WORDS]; /* bit b: spin-error bin b was counted */
+  uint64_t bins[BIN_WORDS]; /* bit b: counter RDB_C_SPIN_ERR0 + b was counted */
   uint64_t a[RDB_MAX_ACCEL][RDB_A_N];
   uint32_t pending; /* calls counted since the last flush */
   uint32_t dirty;
@@ -48,6 +48,7 @@ typedef struct local {
    * deadline a call only stores these and returns. */
   uint64_t spin_from, spin_end, spin_deadline;
   uint32_t spun;
+  uint32_t spin_stopped;      /* the thread was not running when that deadline passed */
   volatile uint32_t flushing; /* flush() is adding this block's counts */
   /* Harness overrun this thread has not paid back yet, starting from what
    * its creator owed when it was created: the run is late by that much on
@@ -117,8 +118,8 @@ static void flush(local *l) {
   l->flushing = 1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   publish_max(RDB_C_DEBT_MAX, l->debt);
-  /* every counter but the spin-error bins (512 of the 670), and of those
-   * only the ones counted */
+  /* every counter but the spin-error bins (1,024 of the ~1,200), and of
+   * those only the ones counted */
   for (int i = 0; i < RDB_C_SPIN_ERR0; i++)
     publish_counter(l, i);
   for (int w = 0; w < BIN_WORDS; w++)
@@ -182,11 +183,17 @@ static void count_spin(local *l) {
   if (!l->spun)
     return;
   l->spun = 0;
-  uint64_t bin = (l->spin_end - l->spin_deadline) / RDB_SPIN_BIN_NS;
+  uint64_t late = l->spin_end - l->spin_deadline, bin = late / RDB_SPIN_BIN_NS;
   bin = bin < RDB_SPIN_BINS ? bin : RDB_SPIN_BINS - 1;
   local_add(l, RDB_C_SPIN_NS, l->spin_end - l->spin_from);
   local_add(l, RDB_C_SPIN_ERR0 + (int)bin, 1);
   l->bins[bin / 64] |= 1ull << (bin % 64);
+  if (l->spin_stopped) {
+    bin += RDB_SPIN_BINS;
+    local_add(l, RDB_C_SPIN_ERR0 + (int)bin, 1);
+    l->bins[bin / 64] |= 1ull << (bin % 64);
+    local_add(l, RDB_C_SPIN_STOPPED_NS, late);
+  }
 }
 
 /* End of one call's accounting: flush every FLUSH_EVERY calls. */
@@ -318,11 +325,15 @@ uint64_t rp_now(void) {
  * loop see the deadline that much late on average. */
 #define SPIN_QUIET_NS 256
 
-/* Returns the time at which the loop saw the deadline pass. */
 static uint64_t tsc_inv;    /* ticks per ns << 32, rounded up (rp_init) */
 static uint64_t spin_quiet; /* SPIN_QUIET_NS in ticks */
 
-static uint64_t spin_until(uint64_t deadline) {
+/* Returns the time at which the loop saw the deadline pass, and in *gap
+ * (when not NULL) how long before that the loop had read the clock last
+ * (0: its first read saw it). A long gap there means the thread was not
+ * running when its deadline passed (rp_finish). */
+static uint64_t spin_until(uint64_t deadline, uint64_t *gap) {
+  uint64_t end, g = 0;
   if (tsc_mult == 0) {
     /* clock_gettime: a clock that stands still (a faked one, frozen) would
      * hold the program here for ever; given up after ~2^22 turns (~0.1 s)
@@ -334,22 +345,31 @@ static uint64_t spin_until(uint64_t deadline) {
       last = now;
       __builtin_ia32_pause();
     }
-    return now;
+    end = now;
+    g = last && now > last ? now - last : 0;
+  } else if (deadline <= mono_base) {
+    end = rp_now();
+  } else {
+    /* a tick at which rp_now() reads >= deadline, at most ~1 ns after the
+     * first such tick (tsc_inv is rounded up, and one tick added) */
+    uint64_t target =
+        tsc_base + (uint64_t)(((unsigned __int128)(deadline - mono_base) * tsc_inv) >> 32) + 1;
+    uint64_t tick = __builtin_ia32_rdtsc(), prev = tick;
+    while (tick + spin_quiet < target) {
+      __builtin_ia32_pause();
+      prev = tick;
+      tick = __builtin_ia32_rdtsc();
+    }
+    while (tick < target) {
+      prev = tick;
+      tick = __builtin_ia32_rdtsc();
+    }
+    end = tsc_ns(tick);
+    g = end - tsc_ns(prev);
   }
-  if (deadline <= mono_base)
-    return rp_now();
-  /* a tick at which rp_now() reads >= deadline, at most ~1 ns after the
-   * first such tick (tsc_inv is rounded up, and one tick added) */
-  uint64_t target =
-      tsc_base + (uint64_t)(((unsigned __int128)(deadline - mono_base) * tsc_inv) >> 32) + 1;
-  uint64_t tick = __builtin_ia32_rdtsc();
-  while (tick + spin_quiet < target) {
-    __builtin_ia32_pause();
-    tick = __builtin_ia32_rdtsc();
-  }
-  while (tick < target)
-    tick = __builtin_ia32_rdtsc();
-  return tsc_ns(tick);
+  if (gap)
+    *gap = g;
+  return end;
 }
 
 /* Per-entry memos of materialised images, process-local (they hold this
@@ -775,7 +795,7 @@ static void rp_setup(void) {
   uint64_t t = 0;
   outside_ns = SHIM_MIN_PER_ITER(100, t += rp_now());
   (void)t;
-  uint64_t w = SHIM_MIN_PER_ITER(16, spin_until(rp_now() - outside_ns + TAIL_WAIT_NS));
+  uint64_t w = SHIM_MIN_PER_ITER(16, spin_until(rp_now() - outside_ns + TAIL_WAIT_NS, NULL));
   tail_ns = w > TAIL_WAIT_NS ? w - TAIL_WAIT_NS : 0;
   publish_max(RDB_C_OUTSIDE_NS, outside_ns);
   publish_max(RDB_C_TAIL_NS, tail_ns);
@@ -1274,13 +1294,15 @@ int rp_finish(rp_ticket *t) {
     if (deadline <= now)
       return 0;
   }
-  uint64_t end = spin_until(deadline);
-  /* past the deadline: three stores, counted by the thread's next call */
+  uint64_t gap;
+  uint64_t end = spin_until(deadline, &gap);
+  /* past the deadline: a few stores, counted by the thread's next call */
   if (l) {
     l->spin_from = now;
     l->spin_end = end;
     l->spin_deadline = deadline;
     l->spun = 1;
+    l->spin_stopped = gap >= RDB_SPIN_STOP_NS;
   } else {
     ADD(RDB_C_SPIN_NS, end - now);
   }
@@ -1332,7 +1354,7 @@ void rp_spin_held(uint64_t *held, uint64_t keep) {
   if (!left)
     return;
   uint64_t now = rp_now();
-  uint64_t end = spin_until(now + left);
+  uint64_t end = spin_until(now + left, NULL);
   ADD(RDB_C_SPIN_NS, end - now);
 }
 

@@ -1614,3 +1614,41 @@ PY
   grep -q "^standin: replay: most overrun time in pb\.[a-z_]*: .*its harness took .* a call, the model 0 ns (--summary: by_api)$" err ||
     fail "no model time beside the harness's: $(cat err)"
 }
+
+# A wait whose thread is not running when its deadline passes (stopped
+# here with SIGSTOP through the deadline of a 1 s model) ends late by the
+# machine's doing: counted apart (spins_stopped, spin_stopped_ns), kept in
+# the error of every spin, left out of the running spins' error, and said.
+t148_replay_tells_waits_the_machine_made_late() {
+  "$PB" basic 1 >native.out
+  "$STANDIN" record -o rec -- "$PB" basic 1 >/dev/null
+  "$STANDIN" replay -t rec --iface pb.size=constant:ns=1000000000 --iface constant:ns=0 \
+    --summary s.json -- "$PB" basic 1 >rep.out 2>err &
+  local sp=$! c="" t=0
+  for _ in $(seq 250); do
+    c=$(pgrep -P "$sp" | head -1)
+    [ -n "$c" ] && break
+    sleep 0.02
+  done
+  [ -n "$c" ] || fail "no replayed program under standin ($sp)"
+  # 0.2 s of CPU: inside the size's 1 s wait (the rest of the run takes ms)
+  for _ in $(seq 250); do
+    t=$(awk '{print $14}' "/proc/$c/stat" 2>/dev/null || echo 0)
+    [ "${t:-0}" -ge 20 ] && break
+    sleep 0.02
+  done
+  kill -STOP "$c"
+  sleep 1.5
+  kill -CONT "$c"
+  wait "$sp" || fail "replay failed: $(cat err)"
+  cmp native.out rep.out || fail "replayed output differs"
+  python3 - s.json <<'PY' || fail "stopped spin not counted: $(cat s.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["spins"] >= 1 and d["spins_stopped"] >= 1, d
+assert d["spin_stopped_ns"] >= 100_000_000, d  # stopped 1.5 s, >= 0.2 s before the deadline
+assert d["spin_error_p99_ns"] >= d["spin_error_running_p99_ns"], d
+PY
+  grep -q "^standin: replay: 1 of [0-9]* waits\? ended late because its thread was not running" err ||
+    fail "the stopped wait is not said: $(cat err)"
+}
