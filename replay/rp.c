@@ -118,7 +118,7 @@ static void flush(local *l) {
   l->flushing = 1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   publish_max(RDB_C_DEBT_MAX, l->debt);
-  /* every counter but the spin-error bins (1,024 of the ~1,200), and of
+  /* every counter but the two histograms of spin errors (1,024 bins), and of
    * those only the ones counted */
   for (int i = 0; i < RDB_C_SPIN_ERR0; i++)
     publish_counter(l, i);
