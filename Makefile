@@ -19,6 +19,15 @@ LDLIBS_BASE := -ldeflate -lz -ldl -pthread -lm
 # compilers and machines build as before.
 STRINGOP := $(shell $(CC) -mstringop-strategy=libcall -x c -c -o /dev/null /dev/null \
 	2>/dev/null && echo -mstringop-strategy=libcall)
+# Loop heads on 32-byte boundaries (the front end fetches and caches
+# decoded code in 32-byte windows): a repeated 1 KB unpack's harness, which
+# loops over the tree's pieces, took 105.6 ns against 111.4 (10 alternating
+# rounds on the Intel test VM; -6.3 and -5.9 ns in two more series, with
+# -falign-functions=64 too, which alone gave -2); pack, size, the tree as
+# one block and software replay of pbtest moved within their noise (+0.4,
+# +1.1, +1.6 ns; 1.0369 both), for 1.3% more code. Probed, as above.
+LOOPALIGN := $(shell $(CC) -falign-loops=32 -x c -c -o /dev/null /dev/null \
+	2>/dev/null && echo -falign-loops=32)
 
 # ---- libraries (plain, no preload knowledge) -----------------------------
 TRACE_SRC := $(wildcard traces/*.c)
@@ -49,7 +58,7 @@ deps:
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(STRINGOP) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(STRINGOP) $(LOOPALIGN) -MMD -MP -c $< -o $@
 
 $(TRACE_LIB): $(call obj,$(TRACE_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
