@@ -80,56 +80,6 @@ typedef struct {
   const pbw_packed_plan *plan;
 } pk_ctx;
 
-/* One wire record. */
-typedef struct {
-  uint32_t number, wt;
-  const uint8_t *val;  /* first byte after the tag */
-  const uint8_t *next; /* first byte after the record */
-  uint64_t v;          /* varint or fixed-width value */
-  const uint8_t *p;    /* length-delimited payload */
-  size_t n;
-} rec;
-
-/* The record at p (< end); 0 if it does not parse. Numbers up to 2^32 - 1:
- * known fields stop at 2^29 - 1, but unpack keeps unknown fields with any
- * number that fits their u32 tag, and pack writes them back. */
-static inline __attribute__((always_inline)) int rec_read(const uint8_t *p, const uint8_t *end,
-                                                          rec *r) {
-  uint64_t tag, n;
-  r->v = 0;
-  r->p = NULL;
-  r->n = 0;
-  if (!pbw__get_varint(&p, end, &tag) || tag >> 3 == 0 || tag >> 3 > UINT32_MAX)
-    return 0;
-  r->number = (uint32_t)(tag >> 3);
-  r->wt = (uint32_t)(tag & 7);
-  r->val = p;
-  switch (r->wt) {
-  case PROTOBUF_C_WIRE_TYPE_VARINT:
-    if (!pbw__get_varint(&p, end, &r->v))
-      return 0;
-    break;
-  case PROTOBUF_C_WIRE_TYPE_64BIT:
-  case PROTOBUF_C_WIRE_TYPE_32BIT:
-    n = r->wt == PROTOBUF_C_WIRE_TYPE_64BIT ? 8 : 4;
-    if ((uint64_t)(end - p) < n)
-      return 0;
-    r->v = pbw__get_le(p, (unsigned)n);
-    p += n;
-    break;
-  case PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED:
-    if (!pbw__get_varint(&p, end, &n) || n > (uint64_t)(end - p))
-      return 0;
-    r->p = p;
-    r->n = (size_t)n;
-    p += n;
-    break;
-  default: return 0; /* groups: libprotobuf-c neither writes nor reads them */
-  }
-  r->next = p;
-  return 1;
-}
-
 /* ---- values in memory form ------------------------------------------------ */
 
 static uint32_t mem32(uint8_t t, uint64_t v) {
@@ -178,11 +128,11 @@ static void run_open(run_it *it, const pk_field *f, const uint8_t *p, const uint
 
 /* 1 and the next element's wire value, or 0 at the end of the run. */
 static int run_next(run_it *it, uint64_t *v) {
-  rec r;
+  pbw__rec r;
   for (;;) {
     if (it->pk < it->pke)
       return pbw__packed_next(&it->pk, it->pke, it->ewt, v) == 1;
-    if (it->p >= it->end || !rec_read(it->p, it->end, &r))
+    if (it->p >= it->end || !pbw__rec_read(it->p, it->end, &r))
       return 0;
     it->p = r.next;
     if (r.wt == it->ewt) {
@@ -199,10 +149,10 @@ static int run_next(run_it *it, uint64_t *v) {
  * packed runs. Stops at the first record that is not one of them; a
  * damaged or empty packed run is not one pack wrote. Returns the end of
  * the run; *count gets its elements. */
-static const uint8_t *run_scan(const pk_field *f, const rec *first, const uint8_t *p,
+static const uint8_t *run_scan(const pk_field *f, const pbw__rec *first, const uint8_t *p,
                                const uint8_t *end, uint64_t *count) {
   uint32_t ewt = f->wire;
-  rec r = *first;
+  pbw__rec r = *first;
   *count = 0;
   for (;;) {
     if (r.wt == ewt) {
@@ -220,7 +170,7 @@ static const uint8_t *run_scan(const pk_field *f, const rec *first, const uint8_
       break;
     }
     p = r.next;
-    if (p >= end || !rec_read(p, end, &r) || r.number != f->number)
+    if (p >= end || !pbw__rec_read(p, end, &r) || r.number != f->number)
       break;
   }
   return p;
@@ -252,10 +202,10 @@ static __attribute__((noinline)) pbw__h128 hash_numbers(const pk_field *f, run_i
  * array in memory form on a little-endian machine. */
 static int run_is_memory_form(const pk_field *f, const uint8_t *p, const uint8_t *end, size_t bytes,
                               const uint8_t **arr) {
-  rec r;
+  pbw__rec r;
   uint32_t ewt = f->wire;
   if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ || ewt == PROTOBUF_C_WIRE_TYPE_VARINT ||
-      !rec_read(p, end, &r) || r.next != end || r.wt != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED ||
+      !pbw__rec_read(p, end, &r) || r.next != end || r.wt != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED ||
       r.n != bytes)
     return 0;
   *arr = r.p;
@@ -287,13 +237,13 @@ static void fp_numbers(walk_ctx *w, const pk_field *f, const uint8_t *p, const u
 static int pk_msg(pk_ctx *c, uint32_t mi, const uint8_t *p, size_t len, unsigned depth);
 
 /* A string as the tree holds it: up to its first NUL. */
-static void pk_string(walk_ctx *w, const rec *r) {
+static void pk_string(walk_ctx *w, const pbw__rec *r) {
   size_t n = strnlen((const char *)r->p, r->n);
   w->st.var_bytes += n;
   fp_blob(w, r->p, n);
 }
 
-static void pk_bytes(walk_ctx *w, const rec *r) {
+static void pk_bytes(walk_ctx *w, const pbw__rec *r) {
   w->st.var_bytes += r->n;
   fp_blob(w, r->p, r->n);
 }
@@ -304,7 +254,7 @@ static int pk_repeated(pk_ctx *c, const pk_field *f, const uint8_t *p, const uin
   walk_ctx *w = &c->w;
   run_it it;
   uint64_t v;
-  rec r;
+  pbw__rec r;
   w->st.fields++;
   w->st.repeated += count;
   fp_u32(w, f->number);
@@ -313,7 +263,7 @@ static int pk_repeated(pk_ctx *c, const pk_field *f, const uint8_t *p, const uin
   case PROTOBUF_C_TYPE_STRING:
   case PROTOBUF_C_TYPE_BYTES:
   case PROTOBUF_C_TYPE_MESSAGE:
-    for (; p < end && rec_read(p, end, &r); p = r.next) {
+    for (; p < end && pbw__rec_read(p, end, &r); p = r.next) {
       if (f->type == PROTOBUF_C_TYPE_STRING) {
         pk_string(w, &r);
       } else if (f->type == PROTOBUF_C_TYPE_BYTES) {
@@ -336,7 +286,7 @@ static int pk_repeated(pk_ctx *c, const pk_field *f, const uint8_t *p, const uin
 }
 
 /* Singular field f, written by pack as record r. */
-static int pk_singular(pk_ctx *c, const pk_field *f, const rec *r, unsigned depth) {
+static int pk_singular(pk_ctx *c, const pk_field *f, const pbw__rec *r, unsigned depth) {
   walk_ctx *w = &c->w;
   uint8_t val[8];
   w->st.fields++;
@@ -360,7 +310,7 @@ static int pk_singular(pk_ctx *c, const pk_field *f, const rec *r, unsigned dept
 /* Whether pack could have written r for field f at f's place in the
  * message (see the top of this file). oneofs: the oneof groups < 64 that
  * already have their member. */
-static int fits(const pk_field *f, const rec *r, uint64_t oneofs) {
+static int fits(const pk_field *f, const pbw__rec *r, uint64_t oneofs) {
   if (r->wt != f->wire && !(f->packable && r->wt == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED))
     return 0;
   if (f->oneof != PBW_NONE32) /* a oneof member is written even when zero */
@@ -373,9 +323,9 @@ static int fits(const pk_field *f, const rec *r, uint64_t oneofs) {
 /* The unknown fields: every record of [p, end). */
 static int pk_unknown(walk_ctx *w, const uint8_t *p, const uint8_t *end) {
   uint64_t n = 0;
-  rec r;
+  pbw__rec r;
   for (const uint8_t *q = p; q < end; q = r.next, n++) {
-    if (!rec_read(q, end, &r))
+    if (!pbw__rec_read(q, end, &r))
       return PBW_E_BADDATA;
   }
   if (n == 0)
@@ -383,7 +333,7 @@ static int pk_unknown(walk_ctx *w, const uint8_t *p, const uint8_t *end) {
   w->st.fields += n;
   fp_u32(w, FP_UNKNOWN);
   fp_u64(w, n);
-  for (; p < end && rec_read(p, end, &r); p = r.next) {
+  for (; p < end && pbw__rec_read(p, end, &r); p = r.next) {
     fp_u32(w, r.number);
     fp_u32(w, r.wt);
     fp_blob(w, r.val, (size_t)(r.next - r.val));
@@ -399,7 +349,7 @@ static int pk_msg(pk_ctx *c, uint32_t mi, const uint8_t *p, size_t len, unsigned
   const uint8_t *end = p + len;
   uint64_t oneofs = 0, count;
   uint32_t pos = 0, required = 0;
-  rec r;
+  pbw__rec r;
   int rc;
   if (depth > PBW_MAX_DEPTH)
     return PBW_E_DEPTH;
@@ -407,7 +357,7 @@ static int pk_msg(pk_ctx *c, uint32_t mi, const uint8_t *p, size_t len, unsigned
     st->max_depth = depth;
   st->field_words += m->words;
   while (p < end) {
-    if (!rec_read(p, end, &r))
+    if (!pbw__rec_read(p, end, &r))
       return PBW_E_BADDATA;
     while (pos < m->n_fields && fields[pos].number < r.number)
       pos++; /* not written */

@@ -930,33 +930,6 @@ static uint8_t *alloc_block(ProtobufCAllocator *alloc, size_t size) {
 #define SCAN_ENTRY 32 /* bytes a member */
 #define SCAN_DEPTH 64
 
-/* The next wire record from *p: its tag, and for a length-delimited one
- * its bytes (*sub, *sub_n; else *sub is NULL); 0 when it does not scan. */
-static int next_record(const uint8_t **p, const uint8_t *end, uint64_t *tag, const uint8_t **sub,
-                       uint64_t *sub_n) {
-  uint64_t v;
-  *sub = NULL;
-  if (!pbw__get_varint(p, end, tag))
-    return 0;
-  switch (*tag & 7) {
-  case PROTOBUF_C_WIRE_TYPE_VARINT: return pbw__get_varint(p, end, &v);
-  case PROTOBUF_C_WIRE_TYPE_64BIT:
-  case PROTOBUF_C_WIRE_TYPE_32BIT:
-    v = (*tag & 7) == PROTOBUF_C_WIRE_TYPE_64BIT ? 8 : 4;
-    if ((uint64_t)(end - *p) < v)
-      return 0;
-    *p += v;
-    return 1;
-  case PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED:
-    if (!pbw__get_varint(p, end, &v) || v > (uint64_t)(end - *p))
-      return 0;
-    *sub = *p, *sub_n = v;
-    *p += v;
-    return 1;
-  default: return 0; /* groups, which libprotobuf-c refuses */
-  }
-}
-
 void pbw_parse_slabs_free(ProtobufCAllocator *a, pbw_parse_slabs *s) {
   for (int i = 0; i < s->n; i++)
     a->free(a->allocator_data, s->p[i]);
@@ -966,11 +939,12 @@ void pbw_parse_slabs_free(ProtobufCAllocator *a, pbw_parse_slabs *s) {
 /* The slabs that list the members of (p, n), into *s; -1 when a refuses
  * one (those taken are given back). */
 static int slabs_of(ProtobufCAllocator *a, const uint8_t *p, size_t n, pbw_parse_slabs *s) {
-  const uint8_t *end = p + n, *sub;
-  uint64_t members = 0, tag, sub_n;
+  const uint8_t *end = p + n;
+  uint64_t members = 0;
+  pbw__rec r;
   s->n = 0;
-  for (; p < end; members++)
-    if (!next_record(&p, end, &tag, &sub, &sub_n))
+  for (; p < end; members++, p = r.next)
+    if (!pbw__rec_read(p, end, &r))
       return 0;
   /* slab k holds 16 << k members: room for 16, 48, 112, ... */
   for (uint64_t room = SCAN_STACK, more = 2 * SCAN_STACK;
@@ -1004,18 +978,18 @@ static const ProtobufCFieldDescriptor *field_by_id(const ProtobufCMessageDescrip
  * back in turn; -1 when a refuses one. */
 static int nested_slabs(const ProtobufCMessageDescriptor *d, ProtobufCAllocator *a,
                         const uint8_t *p, size_t n, int depth) {
-  const uint8_t *end = p + n, *sub;
-  uint64_t tag, sub_n;
-  while (p < end) {
-    if (!next_record(&p, end, &tag, &sub, &sub_n))
+  const uint8_t *end = p + n;
+  pbw__rec r;
+  for (; p < end; p = r.next) {
+    if (!pbw__rec_read(p, end, &r))
       return 0;
-    const ProtobufCFieldDescriptor *f = sub && depth < SCAN_DEPTH ? field_by_id(d, tag >> 3) : NULL;
+    const ProtobufCFieldDescriptor *f = r.p && depth < SCAN_DEPTH ? field_by_id(d, r.number) : NULL;
     if (f == NULL || f->type != PROTOBUF_C_TYPE_MESSAGE || f->descriptor == NULL)
       continue;
     pbw_parse_slabs s;
-    if (slabs_of(a, sub, sub_n, &s) != 0)
+    if (slabs_of(a, r.p, r.n, &s) != 0)
       return -1;
-    int rc = nested_slabs(f->descriptor, a, sub, sub_n, depth + 1);
+    int rc = nested_slabs(f->descriptor, a, r.p, r.n, depth + 1);
     pbw_parse_slabs_free(a, &s);
     if (rc != 0)
       return -1;

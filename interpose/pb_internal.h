@@ -245,7 +245,7 @@ static inline const char *pbw__schema_ostr(const pbw__schema *s, uint32_t off) {
   return off == PBW_NONE32 ? NULL : (const char *)s->blob + off;
 }
 
-/* ---- Wire format: what pb_json.c and pb_fpbytes.c read ------------------ */
+/* ---- Wire format: what pb_json.c, pb_fpbytes.c and pb_image.c read ----- */
 
 /* A varint of at most 10 bytes at *p (bits beyond 64 are dropped, as
  * libprotobuf-c drops them); advances *p. 0 if unterminated. */
@@ -268,6 +268,57 @@ static inline uint64_t pbw__get_le(const uint8_t *p, unsigned n) {
   for (unsigned i = 0; i < n; i++)
     v |= (uint64_t)p[i] << (8 * i);
   return v;
+}
+
+/* One wire record (pb_fpbytes.c, and pb_image.c's scan of a program's
+ * bytes for the library's parse-time slabs). */
+typedef struct {
+  uint32_t number, wt;
+  const uint8_t *val;  /* first byte after the tag */
+  const uint8_t *next; /* first byte after the record */
+  uint64_t v;          /* varint or fixed-width value */
+  const uint8_t *p;    /* length-delimited payload */
+  size_t n;
+} pbw__rec;
+
+/* The record at p (< end); 0 if it does not parse. Numbers up to 2^32 - 1:
+ * known fields stop at 2^29 - 1, but unpack keeps unknown fields with any
+ * number that fits their u32 tag, and pack writes them back. */
+static inline __attribute__((always_inline)) int pbw__rec_read(const uint8_t *p, const uint8_t *end,
+                                                               pbw__rec *r) {
+  uint64_t tag, n;
+  r->v = 0;
+  r->p = NULL;
+  r->n = 0;
+  if (!pbw__get_varint(&p, end, &tag) || tag >> 3 == 0 || tag >> 3 > UINT32_MAX)
+    return 0;
+  r->number = (uint32_t)(tag >> 3);
+  r->wt = (uint32_t)(tag & 7);
+  r->val = p;
+  switch (r->wt) {
+  case PROTOBUF_C_WIRE_TYPE_VARINT:
+    if (!pbw__get_varint(&p, end, &r->v))
+      return 0;
+    break;
+  case PROTOBUF_C_WIRE_TYPE_64BIT:
+  case PROTOBUF_C_WIRE_TYPE_32BIT:
+    n = r->wt == PROTOBUF_C_WIRE_TYPE_64BIT ? 8 : 4;
+    if ((uint64_t)(end - p) < n)
+      return 0;
+    r->v = pbw__get_le(p, (unsigned)n);
+    p += n;
+    break;
+  case PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED:
+    if (!pbw__get_varint(&p, end, &n) || n > (uint64_t)(end - p))
+      return 0;
+    r->p = p;
+    r->n = (size_t)n;
+    p += n;
+    break;
+  default: return 0; /* groups: libprotobuf-c neither writes nor reads them */
+  }
+  r->next = p;
+  return 1;
 }
 
 /* Wire type a value of type t is written with. */
