@@ -1330,18 +1330,19 @@ static inline void copy_piece(uint8_t *d, const uint8_t *s, size_t n) {
     memcpy(&z, s + n - 8, 8);
     memcpy(d, &a, 8);
     memcpy(d + n - 8, &z, 8);
-  } else if (n > 16 && n <= 32) {
-    uint8_t a[16], z[16];
-    memcpy(a, s, 16);
-    memcpy(z, s + n - 16, 16);
-    memcpy(d, a, 16);
-    memcpy(d + n - 16, z, 16);
-  } else if (n > 32 && n <= 64) {
+  } else if (n > 16 && n <= 64) {
     uint8_t a[32], z[32];
-    memcpy(a, s, 32);
-    memcpy(z, s + n - 32, 32);
-    memcpy(d, a, 32);
-    memcpy(d + n - 32, z, 32);
+    if (n <= 32) {
+      memcpy(a, s, 16);
+      memcpy(z, s + n - 16, 16);
+      memcpy(d, a, 16);
+      memcpy(d + n - 16, z, 16);
+    } else {
+      memcpy(a, s, 32);
+      memcpy(z, s + n - 32, 32);
+      memcpy(d, a, 32);
+      memcpy(d + n - 32, z, 32);
+    }
   } else {
     memcpy(d, s, n);
   }
