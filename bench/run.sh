@@ -317,7 +317,7 @@ fi
 # replays each recording between two native runs: a round's ratio is its
 # replay over the mean of the native runs around it, and the row gives the
 # median of the rounds' ratios.
-nat=() rep=() adj=() ret=() dbt=() rr=() rt=() ra=() inrec=() inret=()
+nat=() rep=() adj=() ret=() dbt=() rr=() rt=() ra=() inrec=() inret=() ownn=() ownr=() orr=()
 dbj() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["database"][sys.argv[2]])' "$1" "$2"; }
 # the native run timed as replay times its own (standin native: spawn to
 # exit; a shell's timing adds its fork)
@@ -346,6 +346,12 @@ for _ in $(seq "$REPS"); do
   rt+=("$(ratio "${ret[-1]}" "$n1" "$n2")")
   inrec+=("$(($(json "$T/e.json" recorded_ns) / 1000))")
   inret+=("$(($(json "$T/r.json" recorded_ns) / 1000))")
+  # the program's own time, outside its calls: natively the wall less the
+  # calls as the timing run measured them; replayed, the wall less the time
+  # the hooks took (harness and spin) and the replay's setup
+  ownn+=("$(((n1 + n2) / 2 - ${inret[-1]}))")
+  ownr+=("$((${ret[-1]} - ($(json "$T/r.json" harness_ns) + $(json "$T/r.json" spin_ns) + $(json "$T/r.json" setup_ns)) / 1000))")
+  orr+=("$(awk -v a="${ownr[-1]}" -v b="${ownn[-1]}" 'BEGIN{printf "%.3f", a/b}')")
   dbt+=("$(($(dbj "$T/e.json" build_ns) / 1000))")
 done
 mn=$(printf '%s\n' "${nat[@]}" | median)
@@ -358,7 +364,7 @@ row "replay software / native wall, pbtest basic $E2E (a recording each round)" 
   "\`standin replay --summary\` wall_ns over the mean of the native runs before and after it"
 row "replay software / native wall, pbtest basic $E2E, recorded with --retime (a recording each round)" \
   "$(printf '%s\n' "${rt[@]}" | median | xargs printf '%.3f') ($(printf '%s\n' "${rt[@]}" | spread))" \
-  "native $mn us, replay $mt us ($(printf '%s\n' "${ret[@]}" | spread))" \
+  "native $mn us, replay $mt us ($(printf '%s\n' "${ret[@]}" | spread)); the program's own time outside its calls $(printf '%s\n' "${orr[@]}" | median | xargs printf '%.3f') ($(printf '%s\n' "${orr[@]}" | spread)) of native: natively the wall less the calls as timed, $(printf '%s\n' "${ownn[@]}" | median) us ($(printf '%s\n' "${ownn[@]}" | spread)); replayed the wall less harness, spin and setup, $(printf '%s\n' "${ownr[@]}" | median) us ($(printf '%s\n' "${ownr[@]}" | spread))" \
   "\`standin record --retime\`, then as above"
 row "replay software less unpaid harness time / native wall, pbtest basic $E2E" \
   "$(printf '%s\n' "${ra[@]}" | median | xargs printf '%.3f') ($(printf '%s\n' "${ra[@]}" | spread))" \
