@@ -142,25 +142,6 @@ static inline void fp_scalar(walk_ctx *c, uint32_t id, const void *v, size_t n) 
   memcpy(w + 4, v, n);
 }
 
-/* memcpy for short runs without a library call: two overlapping moves
- * never read outside [s, s + n). */
-static inline void copy_short(uint8_t *d, const uint8_t *s, size_t n) {
-  if (n >= 16) {
-    memcpy(d, s, 16);
-    memcpy(d + n - 16, s + n - 16, 16);
-  } else if (n >= 8) {
-    memcpy(d, s, 8);
-    memcpy(d + n - 8, s + n - 8, 8);
-  } else if (n >= 4) {
-    memcpy(d, s, 4);
-    memcpy(d + n - 4, s + n - 4, 4);
-  } else if (n > 0) {
-    d[0] = s[0];
-    d[n / 2] = s[n / 2];
-    d[n - 1] = s[n - 1];
-  }
-}
-
 /* A blob of n >= FP_DIRECT bytes whose XXH3-128 the caller computed. */
 static inline void fp_blob_digest(walk_ctx *c, size_t n, pbw__h128 h) {
   uint8_t *w = fp_room(c, 8 + sizeof h);
@@ -254,7 +235,7 @@ static inline void fp_blob(walk_ctx *c, const void *p, size_t n) {
   uint8_t *w = c->buf + c->n;
   c->n += 8 + n;
   memcpy(w, &n, 8);
-  copy_short(w + 8, p, n);
+  pbw__copy_small(w + 8, p, n);
 }
 
 static __attribute__((unused)) void fp_digest(walk_ctx *c, uint8_t fp[16]) {

@@ -1322,30 +1322,12 @@ static void free_pieces(uint8_t **base, uint32_t n, ProtobufCAllocator *alloc) {
 }
 
 /* Copy a piece of n bytes. Most pieces are a message's struct, a string or
- * an array of pointers, a few dozen bytes: copied here without a call. */
+ * an array of pointers, a few dozen bytes: copied without a call. */
 static inline void copy_piece(uint8_t *d, const uint8_t *s, size_t n) {
-  if (n >= 8 && n <= 16) {
-    uint64_t a, z;
-    memcpy(&a, s, 8);
-    memcpy(&z, s + n - 8, 8);
-    memcpy(d, &a, 8);
-    memcpy(d + n - 8, &z, 8);
-  } else if (n > 16 && n <= 64) {
-    uint8_t a[32], z[32];
-    if (n <= 32) {
-      memcpy(a, s, 16);
-      memcpy(z, s + n - 16, 16);
-      memcpy(d, a, 16);
-      memcpy(d + n - 16, z, 16);
-    } else {
-      memcpy(a, s, 32);
-      memcpy(z, s + n - 32, 32);
-      memcpy(d, a, 32);
-      memcpy(d + n - 32, z, 32);
-    }
-  } else {
+  if (n <= 64)
+    pbw__copy_small(d, s, n);
+  else
     memcpy(d, s, n);
-  }
 }
 
 static int build_pieces(const img_view *v, const binder *b, const split_plan *sp, const img_req *rq,

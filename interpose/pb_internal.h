@@ -270,6 +270,31 @@ static inline uint64_t pbw__get_le(const uint8_t *p, unsigned n) {
   return v;
 }
 
+/* Copy n <= 64 bytes without a call: two overlapping moves of the widest
+ * size that fits (a walk's short strings into its stream, pb_fpstream.h;
+ * a tree's small pieces, pb_image.c). d and s do not overlap. */
+static inline void pbw__copy_small(uint8_t *d, const uint8_t *s, size_t n) {
+  if (n > 16) {
+    if (n > 32) {
+      memcpy(d, s, 32);
+      memcpy(d + n - 32, s + n - 32, 32);
+    } else {
+      memcpy(d, s, 16);
+      memcpy(d + n - 16, s + n - 16, 16);
+    }
+  } else if (n >= 8) {
+    memcpy(d, s, 8);
+    memcpy(d + n - 8, s + n - 8, 8);
+  } else if (n >= 4) {
+    memcpy(d, s, 4);
+    memcpy(d + n - 4, s + n - 4, 4);
+  } else if (n > 0) {
+    d[0] = s[0];
+    d[n / 2] = s[n / 2];
+    d[n - 1] = s[n - 1];
+  }
+}
+
 /* One wire record (pb_fpbytes.c, and pb_image.c's scan of a program's
  * bytes for the library's parse-time slabs). */
 typedef struct {

@@ -97,7 +97,7 @@ static inline int snap_put(pbw_snap *s, const void *addr, size_t len, unsigned k
   snap_rec r = {addr, (uint32_t)len, kind};
   memcpy(w, &r, sizeof r);
   if (len <= 32) /* most blocks: short strings, small structs */
-    copy_short(w + sizeof r, addr, len);
+    pbw__copy_small(w + sizeof r, addr, len);
   else
     memcpy(w + sizeof r, addr, len);
   s->n += need;
