@@ -25,7 +25,8 @@
  * PBBENCH_BETWEEN_KB=K in the environment: before each turn the loop
  * writes one byte in every 64 of a K KiB buffer, as a program's own work
  * between its calls evicts the caches; that time is left out of
- * ns_per_call. */
+ * ns_per_call, and printed as between_ns_per_turn (the program's own
+ * work, to compare natively and under replay). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,8 @@ int main(int argc, char **argv) {
   }
   uint64_t t1 = now_ns();
   printf("encoded_bytes %zu\nns_per_call %.1f\n", len, (double)(t1 - t0 - between_ns) / (double)n);
+  if (evict)
+    printf("between_ns_per_turn %.1f\n", (double)between_ns / (double)n);
   free(blob);
   free(buf);
   free(news);
