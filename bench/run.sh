@@ -370,6 +370,32 @@ row "replay software less unpaid harness time / native wall, pbtest basic $E2E" 
   "$(printf '%s\n' "${ra[@]}" | median | xargs printf '%.3f') ($(printf '%s\n' "${ra[@]}" | spread))" \
   "native $mn us, replay less unpaid harness time $ma us ($(printf '%s\n' "${adj[@]}" | spread)); paid back $(json "$T/e.json" repaid_ns) ns of $(json "$T/e.json" overrun_ns) ns overrun (last round)" \
   "\`standin replay --summary\` wall_adjusted_ns, as above"
+# The program's own view of the same work: `pbtest timed` times its four
+# calls by its own clock (less the clock's cost, timed around an empty
+# call). Natively and replayed (software, a --retime recording),
+# alternating: the time in calls and the rest, each replayed over native,
+# and what the replay's windows did not see: the calls by the program's
+# clock less the harness and spin the summary counts, a call. That last
+# was 26 ns a call before c8cd89d fenced the read that ends a window.
+rm -rf "$T/tm"
+"$S" record --retime -o "$T/tm" -- "$PBT" timed "$E2E" >/dev/null 2>&1
+tc=() to=() tu=()
+timed_field() { sed -n "s/.* $2 \([0-9.]*\) .*/\1/p" "$1"; }
+for _ in $(seq "$REPS"); do
+  "$PBT" timed "$E2E" 2>"$T/tn.err" >/dev/null
+  "$S" replay -t "$T/tm" --summary "$T/tr.json" -- "$PBT" timed "$E2E" 2>"$T/tr.err" >/dev/null
+  cn=$(timed_field "$T/tn.err" calls_ns) on=$(timed_field "$T/tn.err" own_ns)
+  cr=$(timed_field "$T/tr.err" calls_ns) or=$(timed_field "$T/tr.err" own_ns)
+  tc+=("$(awk -v a="$cr" -v b="$cn" 'BEGIN{printf "%.3f", a/b}')")
+  to+=("$(awk -v a="$or" -v b="$on" 'BEGIN{printf "%.3f", a/b}')")
+  tu+=("$(awk -v a="$cr" -v h="$(json "$T/tr.json" harness_ns)" -v s="$(json "$T/tr.json" spin_ns)" \
+    -v n="$(json "$T/tr.json" calls_intercepted)" 'BEGIN{printf "%.1f", (a-h-s)/n}')")
+done
+row "replay software, pbtest timed $E2E, by the program's own clock: time in calls, replayed / native" \
+  "$(printf '%s\n' "${tc[@]}" | median) ($(printf '%s\n' "${tc[@]}" | spread))" \
+  "outside its calls, replayed / native $(printf '%s\n' "${to[@]}" | median) ($(printf '%s\n' "${to[@]}" | spread)); replayed calls by the program's clock less the summary's harness and spin $(printf '%s\n' "${tu[@]}" | median) ns a call ($(printf '%s\n' "${tu[@]}" | spread))" \
+  "\`standin record --retime\`, then natively and \`standin replay --summary\` alternating: \`pbtest timed\` on stderr"
+
 # building the replay database, before the program starts: the CLI's peak
 # memory against the database's size, and its time against the native run
 dbb=$(dbj "$T/e.json" bytes) dbp=$(dbj "$T/e.json" build_peak_rss_bytes)
