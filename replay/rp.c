@@ -323,11 +323,12 @@ uint64_t rp_now(void) {
  * done. rdtsc waits for nothing before it, so a plain read ran ahead of
  * loads still in flight (a response copied from database lines nothing
  * had touched, a tree's pieces built from them) and the window missed
- * them: the program saw each call of pbtest basic 26 ns longer, on
- * average, than its harness and spin (pack 60 ns, unpack 85; 3 runs,
- * constant:ns=0, the program's own clock around its calls). An overrun
- * that short was then neither counted nor paid back. lfence waits for
- * every earlier instruction to complete. */
+ * them. pbtest basic's calls under constant:ns=0, by the program's own
+ * clock less its harness: 49 ns a call on average with a plain read
+ * (pack 60, unpack 85), 23 with this one (~9 of either the program's
+ * clock itself; 3 runs each). An overrun that short was neither counted
+ * nor paid back. lfence waits for every earlier instruction to
+ * complete. */
 static inline uint64_t now_done(void) {
   if (SHIM_LIKELY(tsc_mult != 0)) {
     __builtin_ia32_lfence();
