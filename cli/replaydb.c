@@ -1569,6 +1569,7 @@ static int layout(builder *b, const plan *p, int on_miss, int catch_up, int piec
   for (int i = 0; i < p->naccel; i++) {
     snprintf(acc[i].name, sizeof acc[i].name, "%s", p->accel[i].name);
     acc[i].engines = p->accel[i].engines;
+    acc[i].flags = if_model_time_measured(p->accel[i].model) ? RDB_ACCEL_MEASURED : 0;
   }
   /* one copy of each name: equal types have equal type_off (rep_protobuf.c) */
   for (size_t i = 0, no = names_off; i < b->names.n; i++) {

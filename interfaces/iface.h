@@ -75,6 +75,12 @@ int if_recorded_out_cold(const standin_request *r);
  * and may add it), and for calls recorded without it. */
 uint64_t if_model_fault_ns(const if_model *m, const standin_request *r);
 
+/* Whether the model's time is a time measured on a machine (software and
+ * scale: the recorded call's; table: its recording's): one that holds
+ * that machine's interruptions (an interrupt, the hypervisor, another
+ * process taking the CPU) at the rate they came, already. */
+int if_model_time_measured(const if_model *m);
+
 /* The recorded call's page-fault time (ST_PBF_FAULT_NS), at most its
  * latency (a trace from elsewhere may claim more); 0 but for protobuf
  * calls. */

@@ -697,6 +697,10 @@ static int is_device(const if_model *m) {
          m->iface == &ifb_optimus_prime || m->iface == &ifb_jpeg_core || m->iface == &ifb_jpeg_lpn;
 }
 
+int if_model_time_measured(const if_model *m) {
+  return m->iface == &ifb_software || m->iface == &ifb_scale || m->iface == &ifb_table;
+}
+
 uint64_t if_model_fault_ns(const if_model *m, const standin_request *r) {
   return is_device(m) ? if_recorded_fault_ns(r) : 0;
 }

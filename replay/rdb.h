@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define RDB_MAGIC 0x3142445244535453ull /* "STSDRDB1" little-endian */
-#define RDB_VERSION 29
+#define RDB_VERSION 30
 /* rdb_header.jpeg_unserved */
 #define RDB_UNSERVED_RAW 1u
 #define RDB_UNSERVED_BUFFERED 2u
@@ -83,10 +83,17 @@ typedef struct {
   _Atomic uint64_t c[RDB_A_N];
 } rdb_accel_stats;
 
+/* rdb_accel.flags */
+enum {
+  /* its model's time is a measured one (if_model_time_measured): a wait
+   * the machine stopped past its deadline is owed (rp_finish) */
+  RDB_ACCEL_MEASURED = 1
+};
+
 typedef struct {
   char name[32];
   uint32_t engines;
-  uint32_t pad;
+  uint32_t flags; /* RDB_ACCEL_* */
   /* virtual timeline (replay clock ns): the latest reservations of each
    * engine, touching ones merged (a queue is one), so a request that
    * reaches the timeline late (its thread was preempted after it arrived)
@@ -188,6 +195,10 @@ enum {
                              the above (rep_jpeg.c not_offloadable) */
   /* how late the stopped spins (RDB_C_SPIN_STOP0) ended, in all */
   RDB_C_SPIN_STOPPED_NS = RDB_C_RAN_NO0 + RDB_NO_SLOTS,
+  /* of that, what the threads owed (RDB_ACCEL_MEASURED): a measured time
+   * holds the machine's interruptions already, and one stopping the wait
+   * past its deadline counted them twice (rp_finish) */
+  RDB_C_SPIN_OWED_NS,
   RDB_C_SPIN_ERR0, /* + bin: how late the spin loop saw the deadline, every spin */
   /* + bin: the same, of the spins whose thread was not running when their
    * deadline passed (its clock reads around it RDB_SPIN_STOP_NS or more

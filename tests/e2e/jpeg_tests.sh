@@ -868,7 +868,7 @@ PY
   python3 - s-memory.json <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert s["repaid_ns"] + s["debt_ns"] == s["overrun_ns"], s
+assert s["repaid_ns"] + s["debt_ns"] == s["overrun_ns"] + s["spin_stopped_owed_ns"], s
 # (no spin is asserted: under ASan the harness outlasts these decodes)
 assert s["harness_ns"] > 0, s
 PY

@@ -1615,23 +1615,18 @@ PY
     fail "no model time beside the harness's: $(cat err)"
 }
 
-# A wait whose thread is not running when its deadline passes (stopped
-# here with SIGSTOP through the deadline of a 1 s model) ends late by the
-# machine's doing: counted apart (spins_stopped, spin_stopped_ns), kept in
-# the error of every spin, left out of the running spins' error, and said.
-t148_replay_tells_waits_the_machine_made_late() {
-  "$PB" basic 1 >native.out
-  "$STANDIN" record -o rec -- "$PB" basic 1 >/dev/null
-  "$STANDIN" replay -t rec --iface pb.size=constant:ns=1000000000 --iface constant:ns=0 \
-    --summary s.json -- "$PB" basic 1 >rep.out 2>err &
-  local sp=$! c="" t=0
+# stop_in_first_wait SP: the program that standin (pid SP, in the
+# background) replays is stopped for 1.5 s once it has had 0.2 s of CPU,
+# inside its first call's ~1 s wait (the rest of the run takes ms); then
+# waits for standin, which must succeed (its stderr in err).
+stop_in_first_wait() {
+  local sp=$1 c="" t=0
   for _ in $(seq 250); do
     c=$(pgrep -P "$sp" | head -1)
     [ -n "$c" ] && break
     sleep 0.02
   done
   [ -n "$c" ] || fail "no replayed program under standin ($sp)"
-  # 0.2 s of CPU: inside the size's 1 s wait (the rest of the run takes ms)
   for _ in $(seq 250); do
     t=$(awk '{print $14}' "/proc/$c/stat" 2>/dev/null || echo 0)
     [ "${t:-0}" -ge 20 ] && break
@@ -1641,6 +1636,18 @@ t148_replay_tells_waits_the_machine_made_late() {
   sleep 1.5
   kill -CONT "$c"
   wait "$sp" || fail "replay failed: $(cat err)"
+}
+
+# A wait whose thread is not running when its deadline passes (stopped
+# here with SIGSTOP through the deadline of a 1 s model) ends late by the
+# machine's doing: counted apart (spins_stopped, spin_stopped_ns), kept in
+# the error of every spin, left out of the running spins' error, and said.
+t148_replay_tells_waits_the_machine_made_late() {
+  "$PB" basic 1 >native.out
+  "$STANDIN" record -o rec -- "$PB" basic 1 >/dev/null
+  "$STANDIN" replay -t rec --iface pb.size=constant:ns=1000000000 --iface constant:ns=0 \
+    --summary s.json -- "$PB" basic 1 >rep.out 2>err &
+  stop_in_first_wait $!
   cmp native.out rep.out || fail "replayed output differs"
   python3 - s.json <<'PY' || fail "stopped spin not counted: $(cat s.json)"
 import json, sys
@@ -1648,7 +1655,41 @@ d = json.load(open(sys.argv[1]))
 assert d["spins"] >= 1 and d["spins_stopped"] >= 1, d
 assert d["spin_stopped_ns"] >= 100_000_000, d  # stopped 1.5 s, >= 0.2 s before the deadline
 assert d["spin_error_p99_ns"] >= d["spin_error_running_p99_ns"], d
+assert d["spin_stopped_owed_ns"] == 0, d  # a modelled time holds no stops: nothing owed
 PY
   grep -q "^standin: replay: 1 of [0-9]* waits\? ended late because its thread was not running" err ||
     fail "the stopped wait is not said: $(cat err)"
+}
+
+# A measured model's time (software, scale, table) holds the machine's
+# stops at the rate they came when it was measured: a wait the machine
+# stopped past its deadline under one is owed like an overrun, and paid
+# back from later calls' slack (rp.c owe_stopped). Stopped here with
+# SIGSTOP through a size's ~1 s wait (scale: its recorded latency times
+# whatever makes 1 s); the three calls after it have 200 ms of room each.
+t149_replay_owes_a_stopped_wait_of_a_measured_time() {
+  "$PB" basic 1 >native.out
+  "$STANDIN" record -o rec -- "$PB" basic 1 >/dev/null
+  "$STANDIN" replay -t rec --iface pb.size=software --iface constant:ns=0 --summary sw.json \
+    -- "$PB" basic 1 >/dev/null
+  local lat f
+  lat=$(json sw.json predicted_ns)
+  [ "$lat" -gt 0 ] || fail "no recorded latency for the size: $(cat sw.json)"
+  f=$(python3 -c "print(1e9 / $lat)")
+  "$STANDIN" replay -t rec --iface "pb.size=scale:factor=$f" --iface constant:ns=200000000 \
+    --summary s.json -- "$PB" basic 1 >rep.out 2>err &
+  stop_in_first_wait $!
+  cmp native.out rep.out || fail "replayed output differs"
+  python3 - s.json <<'PY' || fail "stopped wait not owed: $(cat s.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["spins_stopped"] >= 1, d
+assert d["spin_stopped_owed_ns"] >= 100_000_000, d
+assert d["spin_stopped_owed_ns"] <= d["spin_stopped_ns"], d
+# every overrun and owed stop is paid back or still owed at the end
+assert d["repaid_ns"] + d["debt_ns"] == d["overrun_ns"] + d["spin_stopped_owed_ns"], d
+assert d["repaid_ns"] > 0, d
+PY
+  grep -q "^standin: replay: .* ended late .* of it was owed, as the recorded times hold the machine's stops already" err ||
+    fail "the owed wait is not said: $(cat err)"
 }
