@@ -103,6 +103,26 @@ START_TEST(test_model_generic_models) {
 }
 END_TEST
 
+/* Which models' times were measured on a machine (a replay owes the stops
+ * that machine makes it past their deadlines: rp.c owe_stopped), and
+ * which are modelled. */
+static int measured(const char *spec) {
+  if_model *m = model(spec);
+  int r = if_model_time_measured(m);
+  if_model_free(m);
+  return r;
+}
+
+START_TEST(test_model_time_measured_or_modelled) {
+  ck_assert(measured("software"));
+  ck_assert(measured("scale:factor=0.5"));
+  ck_assert(!measured("constant:ns=5"));
+  ck_assert(!measured("linear:base_ns=10,ns_per_byte=0.5"));
+  ck_assert(!measured("protoacc"));
+  ck_assert(!measured("jpeg-core"));
+}
+END_TEST
+
 /* fields 10, payload 100 B, 2 sub-messages, 3 bitmap words, mem_lat 20:
  * num_writes = 10 + ceil(100/16) = 17, lower = (5+17)*20 = 440 cycles,
  * tree = 2*(6+40) + (4+20)*3 = 164, upper = 604, mid = 522; at 2 GHz.
@@ -352,6 +372,7 @@ START_TEST(test_model_table_takes_occurrences_then_median) {
   standin_request r = pb_req(STANDIN_API_PB_UNPACK, f);
   r.fp = fp;
   if_model *m = model(spec);
+  ck_assert(if_model_time_measured(m)); /* a recording's times */
   uint64_t want[] = {300, 100, 200, 200, 200};
   for (int pass = 0; pass < 2; pass++) {
     for (int k = 0; k < 5; k++) {
@@ -375,6 +396,7 @@ int main(void) {
   Suite *s = suite_create("models");
   TCase *tc = tcase_create("models");
   tcase_add_test(tc, test_model_generic_models);
+  tcase_add_test(tc, test_model_time_measured_or_modelled);
   tcase_add_test(tc, test_model_protoacc_serializer_bounds);
   tcase_add_test(tc, test_model_protoacc_deserializer_and_size);
   tcase_add_test(tc, test_model_protoacc_lpn_and_optimus);
