@@ -248,8 +248,16 @@ static void print_line(const rdb_stats *s, const rdb_built *built, uint64_t wall
           cli_fmt_ns(b, sizeof b, (double)C(s, RDB_C_RECORDED_NS)),
           cli_fmt_count(n0, sizeof n0, over), over == 1 ? "" : "s",
           cli_fmt_ns(c, sizeof c, (double)over_ns));
+  /* waits the machine stopped past their deadlines, owed under measured
+   * models (rp.c owe_stopped): what was paid back may be theirs too */
+  if (C(s, RDB_C_SPIN_OWED_NS)) {
+    char w[32];
+    fprintf(stderr, ", and %s owed by waits the machine stopped",
+            cli_fmt_ns(w, sizeof w, (double)C(s, RDB_C_SPIN_OWED_NS)));
+  }
   if (C(s, RDB_C_REPAID_NS))
-    fprintf(stderr, ", %s paid back", cli_fmt_ns(e, sizeof e, (double)C(s, RDB_C_REPAID_NS)));
+    fprintf(stderr, "%s %s paid back", C(s, RDB_C_SPIN_OWED_NS) ? ";" : ",",
+            cli_fmt_ns(e, sizeof e, (double)C(s, RDB_C_REPAID_NS)));
   fprintf(stderr, "); wall %s", cli_fmt_ns(d, sizeof d, (double)wall));
   if (harness_unhidden(s))
     fprintf(stderr, ", %s less the harness's setup and unpaid time",

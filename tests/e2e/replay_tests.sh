@@ -1692,4 +1692,6 @@ assert d["repaid_ns"] > 0, d
 PY
   grep -q "^standin: replay: .* ended late .* of it was owed, as the recorded times hold the machine's stops already" err ||
     fail "the owed wait is not said: $(cat err)"
+  grep -q "^standin: replay: .* overruns\? ([^)]*, and [0-9.]* [mu]\?s owed by waits the machine stopped; [0-9.]* [mun]\?s paid back)" err ||
+    fail "the summary line does not say what the stopped waits owed: $(cat err)"
 }
