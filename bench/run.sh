@@ -368,7 +368,7 @@ row "replay software / native wall, pbtest basic $E2E, recorded with --retime (a
   "\`standin record --retime\`, then as above"
 row "replay software less unpaid harness time / native wall, pbtest basic $E2E" \
   "$(printf '%s\n' "${ra[@]}" | median | xargs printf '%.3f') ($(printf '%s\n' "${ra[@]}" | spread))" \
-  "native $mn us, replay less unpaid harness time $ma us ($(printf '%s\n' "${adj[@]}" | spread)); paid back $(json "$T/e.json" repaid_ns) ns of $(json "$T/e.json" overrun_ns) ns overrun (last round)" \
+  "native $mn us, replay less unpaid harness time $ma us ($(printf '%s\n' "${adj[@]}" | spread)); paid back $(json "$T/e.json" repaid_ns) ns of $(json "$T/e.json" overrun_ns) ns overrun and $(json "$T/e.json" spin_stopped_owed_ns) ns owed by waits the machine stopped (last round)" \
   "\`standin replay --summary\` wall_adjusted_ns, as above"
 # The program's own view of the same work: `pbtest timed` times its four
 # calls by its own clock (less the clock's cost, timed around an empty
