@@ -1293,13 +1293,12 @@ static inline void repaid(local *l, uint64_t paid) {
 /* A wait of sample s that the machine stopped past its deadline by late
  * (an interrupt, the hypervisor or another process had the CPU), owed like
  * an overrun when its model's time is a measured one: that time holds the
- * machine's interruptions at the rate they came when it was measured, and
- * a replay that takes its own on top, as the program does, counts such a
- * stop twice. On this 2-core VM they took ~1.3% of any loop's time, in stops of
- * 12-30 us: a 300 ns wait under constant:ns=300 took 4.9 ns more on
- * average, by the program's clock. A modelled time (a device, constant,
- * linear) holds none: the program waits as late as the machine makes
- * it. */
+ * machine's stops at the rate they came when it was measured, and a replay
+ * that takes its own on top, as the program does, counts such a stop
+ * twice. On the 2-core test VM stops took ~1.3% of any loop's time, 12-30
+ * us each; a loop of 300 ns waits lost 4.9 ns a wait to them. A modelled
+ * time (a device, constant, linear) holds none: the program waits as late
+ * as the machine makes it. */
 static void owe_stopped(local *l, const rdb_sample *s, uint64_t late) {
   if (s->accel < 0 || !(accels[s->accel].flags & RDB_ACCEL_MEASURED))
     return;
