@@ -255,6 +255,11 @@ void shim_loader_counts(long long *adds, long long *subs) {
   *subs = c[1];
 }
 
+int shim_in_object(const void *addr) {
+  struct dl_find_object fo;
+  return _dl_find_object((void *)addr, &fo) == 0;
+}
+
 int shim_dladdr(const void *addr, Dl_info *di) {
   struct link_map *lm = NULL;
   if (!dladdr1(addr, di, (void **)&lm, RTLD_DL_LINKMAP))

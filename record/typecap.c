@@ -86,12 +86,11 @@ static cap_entry *capture(const ProtobufCMessageDescriptor *d) {
 void rt_type_classify(const void *key) {
   if (!key)
     return;
-  /* dladdr takes the loader's lock: not under ours, which a library's
-   * constructor calling protobuf-c inside dlopen (the loader's lock held)
-   * may be waiting for. A dlclose meanwhile makes the class stale. */
+  /* not under our lock: a library's constructor calling protobuf-c
+   * inside dlopen (the loader's lock held) may be waiting for it. A
+   * dlclose meanwhile makes the class stale. */
   uint64_t gen = atomic_load_explicit(&rt_type_gen, memory_order_relaxed);
-  Dl_info info;
-  int in_image = dladdr(key, &info) != 0;
+  int in_image = shim_in_object(key);
   pthread_mutex_lock(&cap_lock);
   cap_map *m = room();
   if (!m) { /* no memory: the writer reads the descriptor, as before */

@@ -76,8 +76,7 @@ static struct {
 } type_table[TYPE_SLOTS];
 
 static uint64_t verdict_of(const ProtobufCMessageDescriptor *d, uint64_t unloads) {
-  Dl_info info;
-  if (dladdr(d, &info) == 0) /* before reading it: it may be anything */
+  if (!shim_in_object(d)) /* before reading it: it may be anything */
     return TV_KNOWN | unloads | TV_RUNTIME;
   uint64_t v = TV_KNOWN | unloads | (rp_has_kept() ? rp_kept_apis(d->name) : 0);
   if (d->name == NULL)

@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <dlfcn.h>
+#include <protobuf-c/protobuf-c.h>
 #include <stdlib.h>
 
 #define LOCAL_LIB "libunwind.so.8"
@@ -61,12 +62,53 @@ START_TEST(test_global_functions_need_no_scan) {
 }
 END_TEST
 
+static int in_object_global;
+
+static void in_object_function(void) {}
+
+/* shim_in_object answers as dladdr's success does (replay's check that a
+ * descriptor is in a loaded object before reading it, record's class of a
+ * type), for the program, libraries, the heap, the stack and a library
+ * unloaded since. */
+START_TEST(test_in_object_agrees_with_dladdr) {
+  int on_stack = 0;
+  void *heap = malloc(64);
+  const void *where[] = {&in_object_global,
+                         "a literal",
+                         (const void *)in_object_function,
+                         (const void *)protobuf_c_message_pack,
+                         protobuf_c_empty_string,
+                         heap,
+                         &on_stack,
+                         NULL};
+  for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
+    Dl_info di;
+    int want = where[i] != NULL && dladdr(where[i], &di) != 0;
+    ck_assert_msg(shim_in_object(where[i]) == want, "address %zu: dladdr says %d", i, want);
+  }
+  ck_assert_int_eq(shim_in_object(&in_object_global), 1);
+  ck_assert_int_eq(shim_in_object(heap), 0);
+  ck_assert_int_eq(shim_in_object(&on_stack), 0);
+  free(heap);
+  void *h = load_local();
+  void *p = dlsym(h, "unw_backtrace");
+  ck_assert_ptr_nonnull(p);
+  ck_assert_int_eq(shim_in_object(p), 1);
+  ck_assert_int_eq(dlclose(h), 0);
+  ck_assert_ptr_null(dlopen(LOCAL_LIB, RTLD_NOW | RTLD_NOLOAD)); /* unloaded */
+  Dl_info di;
+  ck_assert_int_eq(dladdr(p, &di), 0);
+  ck_assert_int_eq(shim_in_object(p), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("shim_real");
   TCase *tc = tcase_create("lookup");
   tcase_add_test(tc, test_later_functions_come_from_the_same_library);
   tcase_add_test(tc, test_an_absent_name_is_not_found);
   tcase_add_test(tc, test_global_functions_need_no_scan);
+  tcase_add_test(tc, test_in_object_agrees_with_dladdr);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
