@@ -95,10 +95,11 @@ void *shim_real_opt(const char *name);
  * calls (shim_real would abort). */
 extern SHIM_TLS int shim_exiting;
 
-/* Whether addr lies in a loaded object (the program or a library): what
- * dladdr's success tells, without its search of the object's symbols for
- * the nearest one, which in a large library (bind9's libdns) took ~60,000
- * instructions. */
+/* Whether addr lies in a segment of a loaded object (the program or a
+ * library): what dladdr's success tells, without its search of the
+ * object's symbols for the nearest one, which in a large library (bind9's
+ * libdns) took ~60,000 instructions. Consistent with a dlclose on another
+ * thread (shim.c). */
 int shim_in_object(const void *addr);
 
 /* dladdr: 0 when addr is in no object, 2 when it is in the program itself

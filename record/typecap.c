@@ -86,9 +86,10 @@ static cap_entry *capture(const ProtobufCMessageDescriptor *d) {
 void rt_type_classify(const void *key) {
   if (!key)
     return;
-  /* not under our lock: a library's constructor calling protobuf-c
-   * inside dlopen (the loader's lock held) may be waiting for it. A
-   * dlclose meanwhile makes the class stale. */
+  /* before our lock: shim_in_object takes the loader's list lock (as
+   * dladdr, used before, took its main lock, which a library's
+   * constructor calling protobuf-c inside dlopen holds). A dlclose
+   * meanwhile makes the class stale. */
   uint64_t gen = atomic_load_explicit(&rt_type_gen, memory_order_relaxed);
   int in_image = shim_in_object(key);
   pthread_mutex_lock(&cap_lock);
