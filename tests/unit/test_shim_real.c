@@ -125,7 +125,7 @@ static void *load_and_unload(void *arg) {
 /* A page mapped while another thread unloads a library may land where the
  * library was. glibc's dlclose unmaps an object before it takes it out of
  * _dl_find_object's table, which then called such a page part of the
- * library (t041 replayed types built at run time, 1 run in ~25; here 5-13
+ * library (t041 replayed types built at run time, 4 runs of ~65; here 5-13
  * of ~13,000 pages mapped at the library's old base). Pages are mapped at
  * that base while it is free, until 20,000 have been or 3 s have passed. */
 START_TEST(test_a_page_where_a_library_was_is_in_no_object) {
