@@ -1803,10 +1803,12 @@ static int build(const char *dir, const plan *p, int on_miss, int catch_up, int 
              "saves the rows themselves",
              (unsigned long long)b.pixels_failed, b.pixels_why);
   builder_free(&b);
-  out->build_ns = shim_now_ns() - t0;
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) == 0)
     out->build_peak_rss = (uint64_t)ru.ru_maxrss * 1024;
+  if (rc == 0)
+    rdb_touch(out);
+  out->build_ns = shim_now_ns() - t0;
   return rc;
 }
 
