@@ -148,6 +148,15 @@ static struct {
 static atomic_flag slab_lock;
 static _Atomic uint64_t kept_large; /* bytes in free large blocks */
 static uint8_t *slab_at, *slab_end;
+/* The slab's pages are mapped ahead of what is carved (slab_ready: as far
+ * as they are), as far ahead as the slab holds already, a page at least
+ * and AHEAD_BYTES at most, with MADV_POPULATE_WRITE: ~4.6 us a page
+ * against ~10 us a fault on the shadow-paged EPYC VM. A replay of pbtest
+ * basic 20000, whose unpacks keep 256 shapes of up to 4 KiB (pb_image.c),
+ * took 165 page faults instead of 414, and its unpacks' harness 18.4-21.4
+ * ms instead of 19.5-22.0 (the ten fastest of 12 alternating rounds
+ * each). */
+static uint8_t *slab_start, *slab_ready;
 
 /* Held for a few instructions; a holder preempted with more threads than
  * cores would leave spinners burning their whole time slice, so after a
@@ -194,11 +203,22 @@ static void *carve(unsigned k) {
       unlock(&slab_lock);
       return NULL;
     }
-    slab_at = s;
+    slab_at = slab_start = slab_ready = s;
     slab_end = s + SLAB_BYTES;
   }
   void *p = slab_at;
   slab_at += size;
+  if (slab_at > slab_ready) {
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), used = (uint64_t)(slab_at - slab_start);
+    uint64_t ahead = used < page ? page : used < AHEAD_BYTES ? used : AHEAD_BYTES;
+    uint64_t room = (uint64_t)(slab_end - slab_at);
+    uint8_t *end = slab_at + (ahead < room ? ahead : room);
+    end = slab_start + ((uint64_t)(end - slab_start) + page - 1) / page * page;
+    if (end > slab_end)
+      end = slab_end;
+    madvise(slab_ready, (size_t)(end - slab_ready), MADV_POPULATE_WRITE);
+    slab_ready = end;
+  }
   unlock(&slab_lock);
   return p;
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,6 +180,28 @@ START_TEST(test_populate_ahead_maps_without_writing) {
 }
 END_TEST
 
+/* The slab's pages are mapped ahead of what it hands out (one system call
+ * for up to 64 KiB instead of a page fault a page): the page holding the
+ * last byte of a block just carved is in before anything writes it (the
+ * block's header, which shim_alloc writes, is on another page: an 8 KiB
+ * block spans at least two). */
+START_TEST(test_slab_pages_mapped_ahead) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return; /* shim_alloc is the sanitizer's malloc there: no slab */
+#endif
+  long page = sysconf(_SC_PAGESIZE);
+  for (int i = 0; i < 8; i++) {
+    uint8_t *q = shim_alloc(5000); /* an 8 KiB block, its header included */
+    ck_assert_ptr_nonnull(q);
+    uintptr_t last = (uintptr_t)q - 16 + 8192 - 1;
+    void *pg = (void *)(last & ~(uintptr_t)(page - 1));
+    unsigned char in = 0;
+    ck_assert_int_eq(mincore(pg, (size_t)page, &in), 0);
+    ck_assert_msg(in & 1, "block %d: the page of its last byte is not mapped", i);
+  }
+}
+END_TEST
+
 /* A kept block remembers how far its pages were mapped: its next user's
  * first call maps nothing that is in already (each replayed decode's
  * three 64 KiB buffers made a system call apiece, every decode), and a
@@ -345,6 +368,7 @@ int main(void) {
   tcase_add_test(tc, test_realloc_takes_a_kept_block_of_the_new_class);
   tcase_add_test(tc, test_populate_ahead_maps_without_writing);
   tcase_add_test(tc, test_populate_ahead_remembers_a_kept_blocks_pages);
+  tcase_add_test(tc, test_slab_pages_mapped_ahead);
   tcase_add_test(tc, test_large_blocks_kept_within_bounds);
   tcase_add_test(tc, test_threads_allocate_and_another_frees);
   tcase_add_test(tc, test_child_of_fork_allocates);
