@@ -93,8 +93,10 @@ int rdb_publish(const rdb_parts *d, uint64_t ro_off, rdb_built *out);
  * that process, at 8 ns a page, left it at 750-1,130). Inside a replay
  * those first accesses were harness time: a software replay of pbtest
  * basic 20000 (a 62 MiB database) overran 22-29 ms of its calls and took
- * 113-125 ms of wall against 102-103 natively; with the pages read here
- * first, 12-14 ms and 108-113 ms (four and three alternating rounds). The
+ * 113-125 ms of wall (102-103 natively) in six of seven alternating
+ * rounds (11 ms and 108 ms in the other, whose database may have had the
+ * pages of the one before, which come back cheap); with the pages read
+ * here first, 12-14 ms and 108-113 ms in all seven. The
  * loop costs what those accesses would have, before the program's clock
  * starts (counted in the build's time, not in its peak memory: the pages
  * are the file's, in memory whether or not this process maps them). */

@@ -1242,8 +1242,8 @@ int rp_begin(rp_ticket *t, const rdb_entry *e, uint64_t t0) {
    * under shadow paging, a software replay of pbtest basic 20000 spent
    * 40.8-42.1 ms of harness without it against 45.6-46.4, five alternating
    * rounds; a new 1 KB pack each call 205-226 ns against 230-267, a new 1 KB
-   * unpack 192-202 against 222-226; a cycle of 100 such messages and a
-   * repeated one unchanged). */
+   * unpack 192-202 against 222-226 (and 894 in one round of four); a cycle
+   * of 100 such messages and a repeated one unchanged). */
   if (s->next != 0 && s->next <= hdr->nentries)
     __builtin_prefetch(ents + (s->next - 1));
   return begin_sample(t, e, s, source_of(s), t0);
