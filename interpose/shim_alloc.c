@@ -208,18 +208,21 @@ static void *carve(unsigned k) {
   }
   void *p = slab_at;
   slab_at += size;
+  uint8_t *from = NULL, *to = NULL;
   if (slab_at > slab_ready) {
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), used = (uint64_t)(slab_at - slab_start);
     uint64_t ahead = used < page ? page : used < AHEAD_BYTES ? used : AHEAD_BYTES;
     uint64_t room = (uint64_t)(slab_end - slab_at);
     uint8_t *end = slab_at + (ahead < room ? ahead : room);
     end = slab_start + ((uint64_t)(end - slab_start) + page - 1) / page * page;
-    if (end > slab_end)
-      end = slab_end;
-    madvise(slab_ready, (size_t)(end - slab_ready), MADV_POPULATE_WRITE);
-    slab_ready = end;
+    from = slab_ready;
+    to = slab_ready = end < slab_end ? end : slab_end;
   }
   unlock(&slab_lock);
+  /* outside the lock: another thread's block in that range faults in as
+   * before if it is written first, and the advice maps what is left */
+  if (to > from)
+    madvise(from, (size_t)(to - from), MADV_POPULATE_WRITE);
   return p;
 }
 
