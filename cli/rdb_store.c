@@ -304,8 +304,10 @@ int rdb_publish(const rdb_parts *d, uint64_t ro_off, rdb_built *out) {
 }
 
 void rdb_touch(const rdb_built *b) {
+  if (!b->base)
+    return;
   volatile uint8_t sink = 0;
-  for (uint64_t off = 0; b->base && off < b->size; off += 4096)
+  for (uint64_t off = 0; off < b->size; off += 4096)
     sink += b->base[off];
   (void)sink;
 }

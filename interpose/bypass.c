@@ -11,6 +11,7 @@
  * own definitions sends them where an unhooked process sends them; calls
  * from the program and from other libraries still reach the hooks. */
 #include "bypass.h"
+#include "shim.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -222,14 +223,9 @@ typedef struct {
 static int find_definition(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
   def_query *q = arg;
-  int inside = 0;
-  for (Elf64_Half i = 0; i < info->dlpi_phnum && !inside; i++) {
-    const Elf64_Phdr *p = &info->dlpi_phdr[i];
-    inside = p->p_type == PT_LOAD && q->addr - (info->dlpi_addr + p->p_vaddr) < p->p_memsz;
-  }
   dyn_tables t;
   uintptr_t ro_lo, ro_hi;
-  if (!inside)
+  if (!shim_phdr_holds(info, q->addr))
     return 0;
   if (read_dynamic(info, &t, &ro_lo, &ro_hi) != 0)
     return 1;

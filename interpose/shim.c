@@ -257,14 +257,7 @@ void shim_loader_counts(long long *adds, long long *subs) {
 
 static int segment_holds(struct dl_phdr_info *info, size_t size, void *addr) {
   (void)size;
-  uintptr_t a = (uintptr_t)addr;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = (uintptr_t)info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && a >= lo && a - lo < ph->p_memsz)
-      return 1;
-  }
-  return 0;
+  return shim_phdr_holds(info, (uintptr_t)addr);
 }
 
 /* From the loader's list of objects and their segments, which dlclose

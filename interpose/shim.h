@@ -9,6 +9,7 @@
 #define STANDIN_SHIM_H
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -94,6 +95,17 @@ void *shim_real_opt(const char *name);
  * there: another library's destructor, run later, still finds what it
  * calls (shim_real would abort). */
 extern SHIM_TLS int shim_exiting;
+
+/* Whether addr lies in one of the loadable segments of the object info
+ * describes (a dl_iterate_phdr callback's argument). */
+static inline int shim_phdr_holds(const struct dl_phdr_info *info, uintptr_t addr) {
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && addr - ((uintptr_t)info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+      return 1;
+  }
+  return 0;
+}
 
 /* Whether addr lies in a segment of a loaded object (the program or a
  * library): what dladdr's success tells, without its search of the

@@ -55,6 +55,13 @@ void *shim_thread_block(shim_thread_key *k, void **slot, size_t n) {
  * the pages to fault as before. */
 static uint64_t *populated_mark(void *p);
 
+/* How far past upto bytes of a buffer to map: as far as the buffer holds
+ * already, a page at least and AHEAD_BYTES at most (a small buffer maps a
+ * few pages, not 64 KiB it never uses). */
+static size_t ahead_of(size_t upto, size_t page) {
+  return upto < page ? page : upto < AHEAD_BYTES ? upto : AHEAD_BYTES;
+}
+
 void shim_populate_ahead(void *p, size_t *ready, size_t upto, size_t cap) {
   if (upto <= *ready || !p)
     return;
@@ -65,9 +72,7 @@ void shim_populate_ahead(void *p, size_t *ready, size_t upto, size_t cap) {
       return;
   }
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  /* as far ahead as the buffer holds already (a page at least, 64 KiB at
-   * most): a small request maps a few pages, not 64 KiB it never uses */
-  size_t ahead = upto < page ? page : upto < AHEAD_BYTES ? upto : AHEAD_BYTES;
+  size_t ahead = ahead_of(upto, page);
   size_t end = upto > cap || ahead > cap - upto ? cap : upto + ahead;
   /* whole pages inside the buffer (a slab block's neighbours' pages may
    * share its first: mapping them changes nothing) */
@@ -149,8 +154,8 @@ static atomic_flag slab_lock;
 static _Atomic uint64_t kept_large; /* bytes in free large blocks */
 static uint8_t *slab_at, *slab_end;
 /* The slab's pages are mapped ahead of what is carved (slab_ready: as far
- * as they are), as far ahead as the slab holds already, a page at least
- * and AHEAD_BYTES at most, with MADV_POPULATE_WRITE: ~4.6 us a page
+ * as they are), as shim_populate_ahead maps a buffer's (ahead_of), with
+ * MADV_POPULATE_WRITE: ~4.6 us a page
  * against ~10 us a fault on the shadow-paged EPYC VM. A replay of pbtest
  * basic 20000, whose unpacks keep 256 shapes of up to 4 KiB (pb_image.c),
  * took 165 page faults instead of 414, and its unpacks' harness 18.4-21.4
@@ -210,8 +215,8 @@ static void *carve(unsigned k) {
   slab_at += size;
   uint8_t *from = NULL, *to = NULL;
   if (slab_at > slab_ready) {
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), used = (uint64_t)(slab_at - slab_start);
-    uint64_t ahead = used < page ? page : used < AHEAD_BYTES ? used : AHEAD_BYTES;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t ahead = ahead_of((size_t)(slab_at - slab_start), (size_t)page);
     uint64_t room = (uint64_t)(slab_end - slab_at);
     uint8_t *end = slab_at + (ahead < room ? ahead : room);
     end = slab_start + ((uint64_t)(end - slab_start) + page - 1) / page * page;
